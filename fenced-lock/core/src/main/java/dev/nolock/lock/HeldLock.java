@@ -1,0 +1,165 @@
+package dev.nolock.lock;
+
+import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.LeaseLostException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * A lease this process holds on one lock, kept alive by the {@link FencedLock}'s watchdog until it
+ * is released or lost. Close it (try-with-resources) to release.
+ *
+ * <p>Before every protected write call {@link #checkPointOfNoReturn(Duration)}; for a
+ * {@link LockPurpose#CORRECTNESS} lock, send the write with {@link #lease()} through a
+ * {@link dev.nolock.patterns.Fence}, because a pause between the check and the write can still
+ * outlast the lease.
+ *
+ * <p>Thread-safe. States: held → lost (renewal refused, or the lease ran out) or held → released;
+ * each change happens once.
+ */
+public final class HeldLock implements AutoCloseable {
+
+  enum State {
+    HELD,
+    LOST,
+    RELEASED
+  }
+
+  private final FencedLock lock;
+  private final String name;
+  private final FencingToken token;
+  private final Duration ttl;
+  private final long acquiredAtNanos;
+  private final AtomicReference<State> state = new AtomicReference<>(State.HELD);
+  private volatile Deadline deadline;
+  private volatile String lostReason;
+
+  HeldLock(FencedLock lock, String name, FencingToken token, Duration ttl, Deadline deadline,
+      long acquiredAtNanos) {
+    this.lock = lock;
+    this.name = name;
+    this.token = token;
+    this.ttl = ttl;
+    this.deadline = deadline;
+    this.acquiredAtNanos = acquiredAtNanos;
+  }
+
+  public String name() {
+    return name;
+  }
+
+  /** When the lease ends as this holder measures it; moves forward with each renewal. */
+  public Deadline deadline() {
+    return deadline;
+  }
+
+  /** The TTL the lease was acquired and is renewed with. */
+  public Duration ttl() {
+    return ttl;
+  }
+
+  /** True until the lease is lost or released. */
+  public boolean isHeld() {
+    return state.get() == State.HELD;
+  }
+
+  /** True once the lease was lost (renewal refused, or it ran out); never becomes false again. */
+  public boolean isLost() {
+    return state.get() == State.LOST;
+  }
+
+  /**
+   * The grant to pass to a {@link dev.nolock.patterns.Fence}: lock name, owner, fencing token and
+   * the current deadline.
+   *
+   * @throws IllegalStateException for an {@link LockPurpose#EFFICIENCY} lock, which must not guard
+   *     writes a second holder would corrupt
+   */
+  public Lease lease() {
+    if (lock.config().purpose() != LockPurpose.CORRECTNESS) {
+      throw new IllegalStateException(
+          "Lock \"" + name + "\" was created for EFFICIENCY: it hands out no fencing token because"
+              + " duplicate work under it must be harmless. If it guards writes a second holder"
+              + " would corrupt, create it with LockConfig.custom(LockPurpose.CORRECTNESS) and send"
+              + " each write with lease() through a Fence.");
+    }
+    return new Lease(name, lock.config().owner(), token, deadline);
+  }
+
+  /**
+   * Call immediately before each protected write. Passes only while the lease is held and
+   * {@code remaining - safetyMargin > expectedWriteTime}.
+   *
+   * @throws LeaseLostException when the write must not be sent: stop writing, re-acquire
+   * @throws IllegalStateException when this lock was already released
+   */
+  public void checkPointOfNoReturn(Duration expectedWriteTime) {
+    Objects.requireNonNull(expectedWriteTime, "expectedWriteTime");
+    State current = state.get();
+    if (current == State.RELEASED) {
+      throw new IllegalStateException(
+          "Lock \"" + name + "\" was released; acquire it again before writing.");
+    }
+    if (current == State.LOST) {
+      throw new LeaseLostException(lostMessage());
+    }
+    Deadline now = deadline;
+    if (now.hasExpired()) {
+      lose("the lease ran out before a renewal succeeded");
+      throw new LeaseLostException(lostMessage());
+    }
+    now.checkPointOfNoReturn(lock.config().safetyMargin(), expectedWriteTime);
+  }
+
+  /** Releases the lease if it is still this holder's; idempotent. */
+  public void release() {
+    State before = state.getAndSet(State.RELEASED);
+    if (before == State.RELEASED) {
+      return;
+    }
+    lock.released(this, before == State.HELD);
+  }
+
+  /** Same as {@link #release()}. */
+  @Override
+  public void close() {
+    release();
+  }
+
+  FencingToken token() {
+    return token;
+  }
+
+  long acquiredAtNanos() {
+    return acquiredAtNanos;
+  }
+
+  /** A renewal that was sent at {@code deadline}'s start succeeded. */
+  void renewed(Deadline renewed) {
+    if (isHeld()) {
+      this.deadline = renewed;
+    }
+  }
+
+  /** Marks the lease lost once and tells the facade; later calls do nothing. */
+  void lose(String reason) {
+    if (state.compareAndSet(State.HELD, State.LOST)) {
+      this.lostReason = reason;
+      lock.lost(this, reason);
+    }
+  }
+
+  private String lostMessage() {
+    return "Lease on lock \"" + name + "\" (token " + token.value() + ") was lost: " + lostReason
+        + ". Stop writing; re-acquire and re-read before trying again.";
+  }
+
+  @Override
+  public String toString() {
+    return "HeldLock[" + name + ", token=" + token.value() + ", " + state.get() + ", " + deadline
+        + "]";
+  }
+}

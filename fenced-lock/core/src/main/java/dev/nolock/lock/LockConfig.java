@@ -1,0 +1,238 @@
+package dev.nolock.lock;
+
+import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.Names;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.function.Consumer;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Immutable settings of a {@link FencedLock}, built with {@link #custom(LockPurpose)}; each setter
+ * validates at once, and settings that depend on the TTL are checked again at each acquire.
+ */
+public final class LockConfig {
+
+  /** Shorter leases are refused: renewal and the round trip would eat them. */
+  public static final Duration MIN_TTL = Duration.ofMillis(100);
+
+  /** Longer leases are refused: a lock held for hours is a job claim; use a queue or a schedule. */
+  public static final Duration MAX_TTL = Duration.ofHours(1);
+
+  /** Time kept back at the point of no return for clock drift and scheduling delay. */
+  public static final Duration DEFAULT_SAFETY_MARGIN = Duration.ofMillis(100);
+
+  public static final Duration DEFAULT_BACKOFF_BASE = Duration.ofMillis(10);
+  public static final Duration DEFAULT_BACKOFF_MAX = Duration.ofMillis(500);
+
+  private final LockPurpose purpose;
+  private final String owner;
+  private final Duration renewalInterval;
+  private final boolean autoRenew;
+  private final Duration safetyMargin;
+  private final Consumer<LostLease> onLeaseLost;
+  private final LeaseClock clock;
+  private final CoordinationMetrics metrics;
+  private final Duration backoffBase;
+  private final Duration backoffMax;
+
+  private LockConfig(Builder b) {
+    this.purpose = b.purpose;
+    this.owner = b.owner;
+    this.renewalInterval = b.renewalInterval;
+    this.autoRenew = b.autoRenew;
+    this.safetyMargin = b.safetyMargin;
+    this.onLeaseLost = b.onLeaseLost;
+    this.clock = b.clock;
+    this.metrics = b.metrics;
+    this.backoffBase = b.backoffBase;
+    this.backoffMax = b.backoffMax;
+    if (backoffMax.compareTo(backoffBase) < 0) {
+      throw new IllegalArgumentException(
+          "backoffMax (" + backoffMax + ") is below backoffBase (" + backoffBase + "): raise it.");
+    }
+  }
+
+  /** Settings for a lock held for {@code purpose}, with every default. */
+  public static LockConfig ofDefaults(LockPurpose purpose) {
+    return custom(purpose).build();
+  }
+
+  /** A builder for a lock held for {@code purpose}; the caller must say which. */
+  public static Builder custom(LockPurpose purpose) {
+    return new Builder(purpose);
+  }
+
+  public LockPurpose purpose() {
+    return purpose;
+  }
+
+  /** This process's holder identity, unique per process (not a host name). */
+  public String owner() {
+    return owner;
+  }
+
+  /** The renewal interval, if set; otherwise a third of each lease's TTL. */
+  public Optional<Duration> renewalInterval() {
+    return Optional.ofNullable(renewalInterval);
+  }
+
+  public boolean autoRenew() {
+    return autoRenew;
+  }
+
+  public Duration safetyMargin() {
+    return safetyMargin;
+  }
+
+  public Consumer<LostLease> onLeaseLost() {
+    return onLeaseLost;
+  }
+
+  public LeaseClock clock() {
+    return clock;
+  }
+
+  public CoordinationMetrics metrics() {
+    return metrics;
+  }
+
+  public Duration backoffBase() {
+    return backoffBase;
+  }
+
+  public Duration backoffMax() {
+    return backoffMax;
+  }
+
+  /**
+   * Checks {@code ttl} against the limits and against the settings that depend on it, and returns
+   * the renewal interval to use for it.
+   */
+  Duration renewalIntervalFor(Duration ttl) {
+    Objects.requireNonNull(ttl, "ttl");
+    if (ttl.compareTo(MIN_TTL) < 0 || ttl.compareTo(MAX_TTL) > 0) {
+      throw new IllegalArgumentException(
+          "A lock TTL of " + ttl + " is outside [" + MIN_TTL + ", " + MAX_TTL + "]: pick a TTL a"
+              + " few times longer than the critical section, e.g. Duration.ofSeconds(10).");
+    }
+    if (safetyMargin.multipliedBy(2).compareTo(ttl) >= 0) {
+      throw new IllegalArgumentException(
+          "The safety margin " + safetyMargin + " is half the TTL " + ttl + " or more: every write"
+              + " would fail its point-of-no-return check. Lengthen the TTL or shorten the margin.");
+    }
+    Duration interval = renewalInterval != null ? renewalInterval : ttl.dividedBy(3);
+    if (interval.multipliedBy(2).compareTo(ttl) > 0) {
+      throw new IllegalArgumentException(
+          "The renewal interval " + interval + " is not comfortably below the TTL " + ttl + ": one"
+              + " late renewal would lose the lease. Renew at most every TTL/2 (the default is"
+              + " TTL/3), or lengthen the TTL.");
+    }
+    return interval;
+  }
+
+  /** Builds a {@link LockConfig}. */
+  public static final class Builder {
+    private final LockPurpose purpose;
+    private String owner = "nolock-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID();
+    private Duration renewalInterval;
+    private boolean autoRenew = true;
+    private Duration safetyMargin = DEFAULT_SAFETY_MARGIN;
+    private Consumer<LostLease> onLeaseLost =
+        lost ->
+            LoggerFactory.getLogger(FencedLock.class)
+                .warn("Lost lease on {} (token {}): {}", lost.name(), lost.token().value(),
+                    lost.reason());
+    private LeaseClock clock = LeaseClock.system();
+    private CoordinationMetrics metrics = CoordinationMetrics.noop();
+    private Duration backoffBase = DEFAULT_BACKOFF_BASE;
+    private Duration backoffMax = DEFAULT_BACKOFF_MAX;
+
+    private Builder(LockPurpose purpose) {
+      this.purpose =
+          Objects.requireNonNull(
+              purpose, "Say why you lock: LockPurpose.EFFICIENCY or LockPurpose.CORRECTNESS");
+    }
+
+    /**
+     * The holder identity; unique per process. The default is the process id plus a random UUID.
+     * Never use a bare host name: two processes on one host would share it, and the fence accepts
+     * an equal token from the same owner.
+     */
+    public Builder owner(String owner) {
+      this.owner = Names.requireName("lock owner", owner, Lease.MAX_OWNER_LENGTH);
+      return this;
+    }
+
+    /** How often the watchdog renews; at most half of each lease's TTL. Default: TTL/3. */
+    public Builder renewalInterval(Duration renewalInterval) {
+      Objects.requireNonNull(renewalInterval, "renewalInterval");
+      if (renewalInterval.isNegative() || renewalInterval.isZero()) {
+        throw new IllegalArgumentException(
+            "The renewal interval must be positive, got " + renewalInterval);
+      }
+      this.renewalInterval = renewalInterval;
+      return this;
+    }
+
+    /** Whether a watchdog renews held leases (default true). Without it a lease lives one TTL. */
+    public Builder autoRenew(boolean autoRenew) {
+      this.autoRenew = autoRenew;
+      return this;
+    }
+
+    /** Time kept back at each point-of-no-return check; less than half of each TTL. */
+    public Builder safetyMargin(Duration safetyMargin) {
+      Objects.requireNonNull(safetyMargin, "safetyMargin");
+      if (safetyMargin.isNegative()) {
+        throw new IllegalArgumentException("The safety margin must be zero or more, got "
+            + safetyMargin);
+      }
+      this.safetyMargin = safetyMargin;
+      return this;
+    }
+
+    /**
+     * Called once, on a watchdog thread, when a held lease is lost (renewal refused, or the lease
+     * ran out). Stop the work it protects. Default: a warning in the log.
+     */
+    public Builder onLeaseLost(Consumer<LostLease> onLeaseLost) {
+      this.onLeaseLost = Objects.requireNonNull(onLeaseLost, "onLeaseLost");
+      return this;
+    }
+
+    /** The holder's clock; inject a {@link dev.nolock.patterns.ManualLeaseClock} in tests. */
+    public Builder clock(LeaseClock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** Records metrics under {@code component=lock, name=instanceName}; never a per-lock key. */
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      this.metrics = CoordinationMetrics.of(registry, "lock", instanceName);
+      return this;
+    }
+
+    /** Backoff between acquire attempts: full jitter from {@code base}, doubling up to {@code max}. */
+    public Builder backoff(Duration base, Duration max) {
+      Objects.requireNonNull(base, "base");
+      Objects.requireNonNull(max, "max");
+      if (base.isNegative() || base.isZero() || max.compareTo(Duration.ofMinutes(1)) > 0) {
+        throw new IllegalArgumentException(
+            "Backoff base must be positive and max at most a minute, got " + base + " / " + max);
+      }
+      this.backoffBase = base;
+      this.backoffMax = max;
+      return this;
+    }
+
+    public LockConfig build() {
+      return new LockConfig(this);
+    }
+  }
+}

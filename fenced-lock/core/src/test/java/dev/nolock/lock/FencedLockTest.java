@@ -1,0 +1,271 @@
+package dev.nolock.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseLostException;
+import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ManualLeaseClock;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.vavr.control.Either;
+import io.vavr.control.Option;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class FencedLockTest {
+
+  private static final Duration TTL = Duration.ofSeconds(3);
+
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+  private final CompletableFuture<LostLease> lost = new CompletableFuture<>();
+  private final InMemoryLockBackend backend = new InMemoryLockBackend();
+  private final FencedLock lock = correctness(backend);
+  private final FencedLock other = correctness(backend);
+
+  @AfterEach
+  void close() {
+    lock.close();
+    other.close();
+  }
+
+  private FencedLock correctness(LockBackend backend) {
+    return FencedLock.create(
+        backend,
+        LockConfig.custom(LockPurpose.CORRECTNESS)
+            .metrics(registry, "test")
+            .onLeaseLost(lost::complete)
+            .build());
+  }
+
+  @Test
+  void aCorrectnessLockHandsOutTheLeaseForTheFence() {
+    HeldLock held = lock.tryAcquire("invoice-1", TTL).get();
+
+    assertThat(held.lease().name()).isEqualTo("invoice-1");
+    assertThat(held.lease().owner()).isEqualTo(lock.config().owner());
+    assertThat(held.lease().token()).isEqualTo(FencingToken.of(1));
+  }
+
+  @Test
+  void anEfficiencyLockRefusesToHandOutAFencingLease() {
+    try (FencedLock efficiency =
+        FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.EFFICIENCY))) {
+      HeldLock held = efficiency.tryAcquire("cache-refresh", TTL).get();
+
+      assertThatThrownBy(held::lease)
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("LockPurpose.CORRECTNESS");
+    }
+  }
+
+  @Test
+  void anotherOwnerIsRefusedAndTheConflictIsCounted() {
+    lock.tryAcquire("invoice-1", TTL).get();
+
+    assertThat(other.tryAcquire("invoice-1", TTL).isEmpty()).isTrue();
+    assertThat(registry.get("nolock.conflicts").counter().count()).isEqualTo(1);
+  }
+
+  @Test
+  void acquireWaitsWithBackoffUntilTheHolderReleases() {
+    HeldLock first = lock.tryAcquire("invoice-1", TTL).get();
+    CompletableFuture<Either<NotAcquired, HeldLock>> waiting =
+        CompletableFuture.supplyAsync(() -> other.acquire("invoice-1", TTL, Duration.ofSeconds(20)));
+    await().until(() -> registry.get("nolock.conflicts").counter().count() >= 2);
+
+    first.release();
+
+    HeldLock second = waiting.join().get();
+    assertThat(second.lease().token()).isEqualTo(FencingToken.of(2));
+    assertThat(registry.find("nolock.acquire.wait").tag("outcome", "acquired").timer().count())
+        .isEqualTo(2);
+  }
+
+  @Test
+  void acquireGivesUpAfterMaxWaitWithAValue() {
+    lock.tryAcquire("invoice-1", TTL).get();
+
+    Either<NotAcquired, HeldLock> result =
+        other.acquire("invoice-1", TTL, Duration.ofMillis(300));
+
+    assertThat(result.getLeft().attempts()).isGreaterThan(1);
+    assertThat(result.getLeft().waited()).isLessThan(Duration.ofSeconds(2));
+    assertThat(registry.find("nolock.acquire.wait").tag("outcome", "gave_up").timer().count())
+        .isEqualTo(1);
+  }
+
+  @Test
+  void theWatchdogRenewsSoTheLeaseOutlivesItsTtl() {
+    Duration ttl = Duration.ofMillis(300);
+    HeldLock held = lock.tryAcquire("invoice-1", ttl).get();
+
+    await()
+        .during(Duration.ofMillis(1_200))
+        .atMost(Duration.ofSeconds(3))
+        .until(() -> held.isHeld() && backend.peek("invoice-1").map(p -> !p.expired()).get());
+    assertThat(registry.get("nolock.renewals").counter().count()).isGreaterThanOrEqualTo(3);
+    assertThat(other.tryAcquire("invoice-1", ttl).isEmpty()).isTrue();
+  }
+
+  @Test
+  void aRefusedRenewalLosesTheLeaseAtOnceAndTheNextCheckThrows() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    try (FencedLock a = correctness(server);
+        FencedLock b = correctness(server)) {
+      HeldLock held = a.tryAcquire("invoice-1", Duration.ofMillis(600)).get();
+      serverClock.advance(Duration.ofSeconds(1)); // the server expires A's lease (A was paused)
+      HeldLock taken = b.tryAcquire("invoice-1", Duration.ofSeconds(30)).get();
+
+      LostLease lostLease = lost.get(10, TimeUnit.SECONDS);
+
+      assertThat(lostLease.name()).isEqualTo("invoice-1");
+      assertThat(lostLease.reason()).contains("refused the renewal");
+      assertThat(held.isLost()).isTrue();
+      assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ZERO))
+          .isInstanceOf(LeaseLostException.class)
+          .hasMessageContaining("Stop writing");
+      assertThat(server.peek("invoice-1").get().owner())
+          .as("A's renewal did not extend B's lease")
+          .isEqualTo(b.config().owner());
+      assertThat(taken.isHeld()).isTrue();
+      assertThat(registry.get("nolock.lease.losses").counter().count()).isEqualTo(1);
+      assertThat(registry.get("nolock.renewal.failures").counter().count()).isGreaterThanOrEqualTo(1);
+    }
+  }
+
+  @Test
+  void whenRenewalsFailTheLeaseIsLostAtItsDeadline() throws Exception {
+    AtomicBoolean down = new AtomicBoolean();
+    LockBackend flaky =
+        new LockBackend() {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            return backend.tryAcquire(name, owner, ttl);
+          }
+
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            if (down.get()) {
+              throw new IllegalStateException("connection refused");
+            }
+            return backend.renew(name, owner, token, ttl);
+          }
+
+          @Override
+          public boolean release(String name, String owner, FencingToken token) {
+            return backend.release(name, owner, token);
+          }
+        };
+    try (FencedLock a = correctness(flaky)) {
+      HeldLock held = a.tryAcquire("invoice-1", Duration.ofMillis(600)).get();
+      down.set(true);
+
+      LostLease lostLease = lost.get(10, TimeUnit.SECONDS);
+
+      assertThat(lostLease.reason()).contains("ran out");
+      assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ZERO))
+          .isInstanceOf(LeaseLostException.class);
+    }
+  }
+
+  @Test
+  void aHolderWithoutRenewalStopsItselfAtThePointOfNoReturn() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    try (FencedLock manual =
+        FencedLock.create(
+            new InMemoryLockBackend(clock),
+            LockConfig.custom(LockPurpose.CORRECTNESS).clock(clock).autoRenew(false).build())) {
+      HeldLock held = manual.tryAcquire("invoice-1", Duration.ofSeconds(3)).get();
+      held.checkPointOfNoReturn(Duration.ofMillis(50));
+
+      clock.advance(Duration.ofMillis(2_900)); // a GC pause: 100 ms left, margin 100 ms
+
+      assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ofMillis(50)))
+          .isInstanceOf(LeaseLostException.class)
+          .hasMessageContaining("Point of no return");
+    }
+  }
+
+  @Test
+  void withLockRunsTheWorkWithTheLockAndReleasesIt() {
+    Either<NotAcquired, Long> token =
+        lock.withLock("invoice-1", TTL, Duration.ZERO, held -> held.lease().token().value());
+    assertThat(token.get()).isEqualTo(1L);
+    assertThat(other.tryAcquire("invoice-1", TTL).isDefined()).as("released after the work").isTrue();
+  }
+
+  @Test
+  void withLockReleasesWhenTheWorkThrows() {
+    assertThatThrownBy(
+            () ->
+                lock.withLock(
+                    "invoice-1",
+                    TTL,
+                    Duration.ZERO,
+                    held -> {
+                      throw new IllegalStateException("work failed");
+                    }))
+        .hasMessage("work failed");
+    assertThat(other.tryAcquire("invoice-1", TTL).isDefined()).isTrue();
+  }
+
+  @Test
+  void aReleasedLockRefusesFurtherWritesAndReleaseIsIdempotent() {
+    HeldLock held = lock.tryAcquire("invoice-1", TTL).get();
+    held.release();
+    held.release();
+
+    assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ZERO))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("released");
+    assertThat(registry.get("nolock.lease.held").timer().count()).isEqualTo(1);
+  }
+
+  @Test
+  void closeReleasesEveryHeldLease() {
+    lock.tryAcquire("a", TTL).get();
+    lock.tryAcquire("b", TTL).get();
+    lock.close();
+
+    assertThat(other.tryAcquire("a", TTL).isDefined()).isTrue();
+    assertThat(other.tryAcquire("b", TTL).isDefined()).isTrue();
+    assertThatThrownBy(() -> lock.tryAcquire("c", TTL)).hasMessageContaining("closed");
+  }
+
+  @Test
+  void badCallsAreRefusedWithAFix() {
+    assertThatThrownBy(() -> lock.tryAcquire("", TTL)).hasMessageContaining("lock name is blank");
+    assertThatThrownBy(() -> lock.tryAcquire("x".repeat(300), TTL))
+        .hasMessageContaining("more than 255");
+    assertThatThrownBy(() -> lock.tryAcquire("a", Duration.ofMillis(10)))
+        .hasMessageContaining("outside");
+    assertThatThrownBy(() -> lock.tryAcquire("a", Duration.ofDays(2)))
+        .hasMessageContaining("outside");
+    assertThatThrownBy(() -> lock.acquire("a", TTL, Duration.ofSeconds(-1)))
+        .hasMessageContaining("maxWait");
+    assertThatThrownBy(() -> LockConfig.custom(null)).hasMessageContaining("Say why you lock");
+    try (FencedLock slowRenewal =
+        FencedLock.create(
+            backend,
+            LockConfig.custom(LockPurpose.CORRECTNESS)
+                .renewalInterval(Duration.ofSeconds(2))
+                .build())) {
+      assertThatThrownBy(() -> slowRenewal.tryAcquire("a", TTL))
+          .hasMessageContaining("not comfortably below the TTL");
+    }
+    try (FencedLock bigMargin =
+        FencedLock.create(
+            backend,
+            LockConfig.custom(LockPurpose.CORRECTNESS).safetyMargin(Duration.ofSeconds(2)).build())) {
+      assertThatThrownBy(() -> bigMargin.tryAcquire("a", TTL))
+          .hasMessageContaining("safety margin");
+    }
+  }
+}

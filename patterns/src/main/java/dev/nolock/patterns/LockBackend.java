@@ -1,0 +1,48 @@
+package dev.nolock.patterns;
+
+import io.vavr.control.Option;
+import java.time.Duration;
+
+/**
+ * The one primitive a fenced-lock backend implements: a lease per lock name that hands out a
+ * strictly increasing {@link FencingToken}. Waiting, backoff, renewal scheduling, validation and
+ * metrics are written once, in the {@code nolock-fenced-lock} facade; a backend does storage only.
+ *
+ * <p>Every backend guarantees, judged on the <em>server's</em> clock:
+ * <ol>
+ *   <li>{@link #tryAcquire} grants a lease only when the name has no unexpired lease, and every
+ *       grant of a name gets a token higher than every earlier grant of that name, including after a
+ *       release or an expiry (a release never resets the counter).</li>
+ *   <li>{@link #renew} is a compare-and-swap on the token: it extends the lease only while the
+ *       stored lease is still {@code (owner, token)} and unexpired, so it can never extend a lease
+ *       that another holder now owns. It is never a blind TTL bump.</li>
+ *   <li>{@link #release} frees the lease only while it is still {@code (owner, token)}; it is
+ *       idempotent, and a stale release never frees the next holder's lease.</li>
+ * </ol>
+ * Inputs reach a backend already validated by the facade. Losing a race is a return value; a
+ * failure of the server is a {@link BackendUnavailableException}.
+ */
+public interface LockBackend {
+
+  /**
+   * Takes the lease on {@code name} for {@code ttl} if nobody holds an unexpired one.
+   *
+   * @return the new grant's token, or empty when another holder has the lease
+   */
+  Option<FencingToken> tryAcquire(String name, String owner, Duration ttl);
+
+  /**
+   * Extends the lease to {@code ttl} from now (server time) if it is still this holder's.
+   *
+   * @return false when the lease expired or now belongs to someone else: the holder has lost it
+   */
+  boolean renew(String name, String owner, FencingToken token, Duration ttl);
+
+  /**
+   * Frees the lease if it is still this holder's.
+   *
+   * @return true when this call freed it; false when it was already free, expired or someone
+   *     else's (nothing changed)
+   */
+  boolean release(String name, String owner, FencingToken token);
+}
