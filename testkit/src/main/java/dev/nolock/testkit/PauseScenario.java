@@ -1,0 +1,321 @@
+package dev.nolock.testkit;
+
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.Lease;
+import dev.nolock.testkit.internal.PausedHolderMain;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
+
+/**
+ * The first of the three tests that prove a lock broken: holders paused with SIGSTOP between their
+ * point-of-no-return check and their write, past their lease, then resumed after a new holder has
+ * written.
+ *
+ * <p>Steps of {@link #run}:
+ * <ol>
+ *   <li>For each paused holder in turn: start a child JVM running the {@link PausableHolder}; it
+ *       acquires (after the previous, frozen holder's lease has expired), passes its check and
+ *       reports that it is about to write; freeze it with SIGSTOP right there. Its watchdog is
+ *       frozen with it, so its lease runs out. (SIGSTOP does not stop {@code nanoTime}: a holder
+ *       frozen <em>before</em> its check would stop itself on waking, so the freeze must land after
+ *       it, as a GC pause would.)</li>
+ *   <li>The new holder, in the test JVM, acquires (a higher token) and writes.</li>
+ *   <li>Each paused holder is resumed with SIGCONT; its write goes out with its old token.</li>
+ *   <li>The {@link FenceAuditor} holds every attempted, accepted and refused write, in order; the
+ *       result carries a timeline in seconds.</li>
+ * </ol>
+ * With {@link Protection#FENCED} every stale write must be attempted and refused; with
+ * {@link Protection#UNFENCED} (the negative control) the auditor must report the lost update.
+ * Needs Linux ({@code kill}, {@code /proc}).
+ */
+public final class PauseScenario {
+
+  /** The outcome of one run. */
+  public record Result(
+      List<PausedWrite> pausedWrites,
+      Lease newHolderLease,
+      boolean newHolderAccepted,
+      Optional<String> finalValue,
+      FenceAuditor auditor,
+      String timeline) {}
+
+  /** What one paused holder did after it was resumed. */
+  public record PausedWrite(String owner, FencingToken token, boolean attempted, boolean accepted) {}
+
+  private final Class<? extends PausableHolder> holderType;
+  private final Duration ttl;
+  private final int pausedHolders;
+  private final Map<String, String> childProperties;
+
+  private PauseScenario(Builder builder) {
+    this.holderType = builder.holderType;
+    this.ttl = builder.ttl;
+    this.pausedHolders = builder.pausedHolders;
+    this.childProperties = Map.copyOf(builder.childProperties);
+  }
+
+  /** A scenario whose paused holders run {@code holderType} (public, no-argument constructor). */
+  public static Builder builder(Class<? extends PausableHolder> holderType) {
+    return new Builder(holderType);
+  }
+
+  /**
+   * Runs the scenario once on {@code lockName}.
+   *
+   * @param newHolder the holder that takes over, in this JVM
+   */
+  public Result run(PausableHolder newHolder, String lockName, Protection protection)
+      throws Exception {
+    Timeline timeline = new Timeline();
+    FenceAuditor auditor = new FenceAuditor();
+    Duration maxWait = ttl.multipliedBy(5).plusSeconds(10);
+    List<Child> children = new ArrayList<>();
+    try {
+      for (int i = 1; i <= pausedHolders; i++) {
+        Child child = Child.start(holderType, childProperties, lockName, ttl, maxWait, "stale-" + i,
+            protection);
+        children.add(child);
+        String[] about = child.expect("ABOUT_TO_WRITE", maxWait.plusSeconds(60));
+        child.token = FencingToken.of(Long.parseLong(about[1]));
+        child.owner = about[2];
+        timeline.add("holder " + i + " (pid " + child.pid() + ") acquired token "
+            + child.token.value() + ", passed its point-of-no-return check, is about to write");
+        child.signal("STOP");
+        child.awaitState('T');
+        timeline.add("holder " + i + " frozen with SIGSTOP between its check and its write;"
+            + " its watchdog cannot renew");
+      }
+
+      Lease lease = newHolder.acquireAndCheck(lockName, ttl, maxWait);
+      timeline.add("new holder acquired token " + lease.token().value()
+          + ": the frozen holders' leases have expired on the lock service");
+      auditor.attempted(lockName, lease.token(), lease.owner());
+      boolean newAccepted = newHolder.write(lease, "new-holder", protection);
+      record(auditor, lockName, lease.token(), lease.owner(), newAccepted);
+      timeline.add("new holder wrote with token " + lease.token().value() + ": "
+          + (newAccepted ? "accepted" : "REFUSED"));
+
+      List<PausedWrite> writes = new ArrayList<>();
+      for (int i = 0; i < children.size(); i++) {
+        Child child = children.get(i);
+        child.release();
+        timeline.add("holder " + (i + 1) + " resumed with SIGCONT; its write with token "
+            + child.token.value() + " goes out");
+        String[] attempting = child.expect("ATTEMPTING", Duration.ofSeconds(60));
+        auditor.attempted(lockName, FencingToken.of(Long.parseLong(attempting[1])), child.owner);
+        String[] outcome = child.expect(null, Duration.ofSeconds(60));
+        boolean accepted = outcome[0].equals("ACCEPTED");
+        record(auditor, lockName, child.token, child.owner, accepted);
+        timeline.add("holder " + (i + 1) + "'s stale write with token " + child.token.value()
+            + ": " + (accepted ? "ACCEPTED (lost update)" : "refused by the fence"));
+        child.awaitExit();
+        writes.add(new PausedWrite(child.owner, child.token, true, accepted));
+      }
+      Optional<String> value = newHolder.read(lockName);
+      timeline.add("the resource holds " + value.map(v -> "\"" + v + "\"").orElse("nothing"));
+      return new Result(writes, lease, newAccepted, value, auditor, timeline.toString());
+    } finally {
+      children.forEach(Child::kill);
+    }
+  }
+
+  private static void record(
+      FenceAuditor auditor, String lock, FencingToken token, String owner, boolean accepted) {
+    if (accepted) {
+      auditor.accepted(lock, token, owner);
+    } else {
+      auditor.refused(lock, token, owner);
+    }
+  }
+
+  /** Builds a {@link PauseScenario}. */
+  public static final class Builder {
+    private final Class<? extends PausableHolder> holderType;
+    private Duration ttl = Duration.ofSeconds(3);
+    private int pausedHolders = 1;
+    private final Map<String, String> childProperties = new LinkedHashMap<>();
+
+    private Builder(Class<? extends PausableHolder> holderType) {
+      this.holderType = Objects.requireNonNull(holderType, "holderType");
+    }
+
+    /** The lease TTL; at least 3 s, so that JVM start-up on 2 cores does not eat it. */
+    public Builder ttl(Duration ttl) {
+      if (ttl.compareTo(Duration.ofSeconds(3)) < 0) {
+        throw new IllegalArgumentException(
+            "A pause scenario needs a TTL of at least 3 s (child JVMs start slowly on small"
+                + " machines), got " + ttl);
+      }
+      this.ttl = ttl;
+      return this;
+    }
+
+    /** How many holders are frozen, one after another, before the new holder takes over. */
+    public Builder pausedHolders(int count) {
+      if (count < 1 || count > 5) {
+        throw new IllegalArgumentException("pausedHolders must be 1 to 5, got " + count);
+      }
+      this.pausedHolders = count;
+      return this;
+    }
+
+    /** A {@code -Dkey=value} for the child JVMs, read by the holder's no-argument constructor. */
+    public Builder childSystemProperty(String key, String value) {
+      childProperties.put(Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));
+      return this;
+    }
+
+    public PauseScenario build() {
+      return new PauseScenario(this);
+    }
+  }
+
+  /** A paused holder's JVM and the lines it prints. */
+  private static final class Child {
+    private final Process process;
+    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+    private FencingToken token;
+    private String owner;
+
+    private Child(Process process) {
+      this.process = process;
+      Thread reader =
+          new Thread(
+              () -> {
+                try (BufferedReader out =
+                    new BufferedReader(
+                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                  for (String line; (line = out.readLine()) != null; ) {
+                    lines.add(line);
+                  }
+                } catch (IOException e) {
+                  lines.add("ERROR reading the child's output: " + e);
+                }
+              },
+              "paused-holder-" + process.pid());
+      reader.setDaemon(true);
+      reader.start();
+    }
+
+    static Child start(
+        Class<? extends PausableHolder> holderType,
+        Map<String, String> properties,
+        String lockName,
+        Duration ttl,
+        Duration maxWait,
+        String value,
+        Protection protection)
+        throws IOException {
+      List<String> command = new ArrayList<>();
+      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+      command.add("-Xmx128m");
+      command.add("-XX:+UseSerialGC");
+      command.add("-XX:TieredStopAtLevel=1");
+      command.add("-Dorg.jooq.no-logo=true");
+      command.add("-Dorg.jooq.no-tips=true");
+      properties.forEach((k, v) -> command.add("-D" + k + "=" + v));
+      command.add("-cp");
+      command.add(System.getProperty("java.class.path"));
+      command.add(PausedHolderMain.class.getName());
+      command.add(holderType.getName());
+      command.add(lockName);
+      command.add(Long.toString(ttl.toMillis()));
+      command.add(Long.toString(maxWait.toMillis()));
+      command.add(value);
+      command.add(protection.name());
+      ProcessBuilder builder = new ProcessBuilder(command);
+      builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+      return new Child(builder.start());
+    }
+
+    long pid() {
+      return process.pid();
+    }
+
+    /** Waits for the next line; it must start with {@code prefix} (any line when null). */
+    String[] expect(String prefix, Duration timeout) throws InterruptedException {
+      String line = lines.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      if (line == null) {
+        throw new AssertionError("The paused holder (pid " + pid() + ") printed nothing within "
+            + timeout + " while " + (prefix == null ? "its outcome" : prefix) + " was expected");
+      }
+      if (line.startsWith("ERROR") || (prefix != null && !line.startsWith(prefix))) {
+        throw new AssertionError("The paused holder (pid " + pid() + ") printed \"" + line
+            + "\" where " + (prefix == null ? "its outcome" : prefix) + " was expected");
+      }
+      return line.split(" ");
+    }
+
+    void signal(String signal) throws IOException, InterruptedException {
+      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).start();
+      if (kill.waitFor() != 0) {
+        throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
+      }
+    }
+
+    /** Waits until the kernel reports the process in {@code state} ('T' = stopped). */
+    void awaitState(char state) {
+      Path stat = Path.of("/proc", Long.toString(pid()), "stat");
+      // Field 3, after the parenthesised command name, is the state.
+      Awaitility.await("pid " + pid() + " in state " + state)
+          .atMost(Duration.ofSeconds(10))
+          .pollInterval(Duration.ofMillis(5))
+          .until(() -> {
+            String content = Files.readString(stat);
+            return content.charAt(content.lastIndexOf(')') + 2) == state;
+          });
+    }
+
+    /** Opens the gate and resumes the process: its write goes out. */
+    void release() throws IOException, InterruptedException {
+      OutputStream in = process.getOutputStream();
+      in.write("WRITE\n".getBytes(StandardCharsets.UTF_8));
+      in.flush();
+      signal("CONT");
+    }
+
+    void awaitExit() throws InterruptedException {
+      if (!process.waitFor(30, TimeUnit.SECONDS)) {
+        throw new AssertionError("The paused holder (pid " + pid() + ") did not exit");
+      }
+    }
+
+    void kill() {
+      if (process.isAlive()) {
+        process.destroyForcibly();
+      }
+    }
+  }
+
+  /** Events with the seconds since the scenario started, the way the seeds tell it. */
+  private static final class Timeline {
+    private final long start = System.nanoTime();
+    private final StringBuilder text = new StringBuilder();
+
+    void add(String event) {
+      double seconds = (System.nanoTime() - start) / 1e9;
+      text.append(String.format("  t=%5.1fs  %s%n", seconds, event));
+    }
+
+    @Override
+    public String toString() {
+      return text.toString();
+    }
+  }
+}
