@@ -1,0 +1,116 @@
+package dev.nolock.lock.postgres;
+
+import dev.nolock.lock.postgres.internal.PgFunctions;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.Names;
+import io.vavr.control.Option;
+import java.util.Objects;
+import java.util.function.Function;
+import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
+
+/**
+ * Mutual exclusion for a critical section that fits in <b>one database transaction</b>: a
+ * PostgreSQL transaction-level advisory lock, taken without waiting and released by the commit or
+ * rollback that ends the work.
+ *
+ * <p>Guarantee: while one transaction runs {@code work} for a key, no other transaction on the
+ * same database runs work for that key through this class. Because the lock and the work share the
+ * transaction, there is no lease and no pause window: if the holder stalls, its lock lasts exactly
+ * as long as its writes can still commit. No fencing token is needed, and none is offered.
+ *
+ * <p>Algorithm of {@link #tryInTransaction}:
+ * <ol>
+ *   <li>Begin a transaction (a savepoint if {@code dsl} is already in one; the lock then lasts
+ *       until the <em>outer</em> transaction ends).</li>
+ *   <li>{@code SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))}, the key bound.</li>
+ *   <li>False: another transaction holds it; return {@link Option#none()} without running the work
+ *       (the empty transaction ends with nothing written).</li>
+ *   <li>True: run the work on the same transaction and commit; the commit (or the rollback when
+ *       the work throws) releases the lock.</li>
+ * </ol>
+ *
+ * <p>Hash collisions: keys are hashed to 64 bits, so two different keys can map to the same lock.
+ * That costs efficiency only (the two keys exclude each other now and then), never safety. The
+ * lock space is shared with every other user of advisory locks on the database.
+ *
+ * <p>PgBouncer: a transaction-level lock lives and dies with the transaction, which transaction
+ * pooling keeps on one server connection, so this works behind PgBouncer in transaction mode.
+ * Session-level {@code pg_advisory_lock} is deliberately not offered: behind transaction pooling
+ * the session belongs to PgBouncer's server connection, not to the client, so two clients that are
+ * handed the same server connection can both "hold" it, the unlock can run on another server
+ * connection (or come from the wrong client), and a client that disconnects leaves the lock held by
+ * a pooled connection, indefinitely.
+ *
+ * <p>Do not use it for a critical section that calls other systems (an HTTP call, a message send):
+ * the lock ends with the transaction but those side effects do not roll back. Use
+ * {@link dev.nolock.lock.FencedLock} with a fence, or a design without a lock, for those.
+ */
+public final class PostgresAdvisoryLock {
+
+  /** Longest key accepted. */
+  public static final int MAX_KEY_LENGTH = Lease.MAX_NAME_LENGTH;
+
+  private PostgresAdvisoryLock() {}
+
+  /**
+   * Runs {@code work} in a transaction that holds the advisory lock on {@code key}, or does
+   * nothing when another transaction holds it.
+   *
+   * @param dsl a PostgreSQL {@code DSLContext} (dialect {@code POSTGRES}) over a pool, or already
+   *     in a transaction (see the class notes)
+   * @param key what is locked, e.g. {@code "invoice-42"}: not blank, at most
+   *     {@value #MAX_KEY_LENGTH} characters, no control characters
+   * @param work the critical section; it must do its writes on the context it is given
+   * @return the work's result (which may be null), or none when the key is held
+   * @throws IllegalArgumentException for a bad key, with how to fix it
+   * @throws BackendUnavailableException when the transaction could not start, the lock could not
+   *     be asked for, or the commit failed (then nothing is known about whether the work took
+   *     effect): retry later
+   * @throws RuntimeException whatever {@code work} throws, unchanged, after the rollback
+   */
+  public static <T> Option<T> tryInTransaction(
+      DSLContext dsl, String key, Function<DSLContext, T> work) {
+    Objects.requireNonNull(dsl, "dsl");
+    Names.requireName("advisory lock key", key, MAX_KEY_LENGTH);
+    Objects.requireNonNull(work, "work");
+    try {
+      return dsl.transactionResult(
+          configuration -> {
+            DSLContext tx = configuration.dsl();
+            boolean locked = tx.select(PgFunctions.tryAdvisoryXactLock(key)).fetchSingle().value1();
+            if (!locked) {
+              return Option.none();
+            }
+            try {
+              return Option.some(work.apply(tx));
+            } catch (RuntimeException e) {
+              throw new WorkFailed(e);
+            }
+          });
+    } catch (WorkFailed e) {
+      throw e.getCause();
+    } catch (DataAccessException e) {
+      throw new BackendUnavailableException(
+          "PostgreSQL failed around the advisory lock on \"" + key + "\" (starting the"
+              + " transaction, taking the lock or committing the work): " + e.getMessage()
+              + ". Nothing is known about whether the work took effect; retry later with backoff.",
+          e);
+    }
+  }
+
+  /** Carries an exception of the caller's work past the translation of database failures. */
+  private static final class WorkFailed extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    WorkFailed(RuntimeException cause) {
+      super(null, cause, false, false);
+    }
+
+    @Override
+    public synchronized RuntimeException getCause() {
+      return (RuntimeException) super.getCause();
+    }
+  }
+}

@@ -1,0 +1,189 @@
+package dev.nolock.lock.postgres;
+
+import dev.nolock.lock.postgres.internal.LockTable;
+import dev.nolock.lock.postgres.internal.OwnTransaction;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.Names;
+import io.vavr.control.Option;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.function.Supplier;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.exception.DataAccessException;
+import org.jooq.impl.DSL;
+
+/**
+ * A {@link LockBackend} on PostgreSQL: one row per lock name holding the owner, a fencing-token
+ * counter and the expiry, all judged and changed by single statements on the database's clock.
+ * Use it through {@link dev.nolock.lock.FencedLock}, which adds waiting, the renewal watchdog and
+ * metrics.
+ *
+ * <p>Guarantee (the {@link LockBackend} contract, judged on the database server's clock): a lease
+ * is granted only while the name's row is missing or expired; every grant of a name gets a token
+ * one higher than the previous grant of that name, forever, because the row is never deleted;
+ * renewal and release change the row only while it still carries the caller's owner and token and
+ * has not expired. It does <em>not</em> promise a single holder: a holder paused past its lease
+ * still believes it holds it, so writes it protects go through a {@link dev.nolock.patterns.Fence}.
+ *
+ * <p>Algorithm, one statement per call, each in its own short transaction (autocommit, or an
+ * explicit commit when the pool hands out connections with autocommit off):
+ * <ol>
+ *   <li>Acquire: {@code INSERT INTO t AS l (name, owner, token, expires_at) VALUES (:name, :owner,
+ *       1, clock_timestamp() + :ttl) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,
+ *       token = l.token + 1, expires_at = excluded.expires_at WHERE l.expires_at <=
+ *       clock_timestamp() RETURNING token}. A first grant inserts token 1; a later one bumps the
+ *       counter in the same row, under the row lock that {@code ON CONFLICT} takes, so concurrent
+ *       acquirers are serialised and see each other's commits. No row returned: someone holds an
+ *       unexpired lease, and the caller lost the race (a value, not an exception).</li>
+ *   <li>Renew: {@code UPDATE t SET expires_at = clock_timestamp() + :ttl WHERE name = :name AND
+ *       owner = :owner AND token = :token AND expires_at > clock_timestamp()}: a compare-and-swap
+ *       on the token, never a blind TTL bump. One row: renewed; none: the lease is lost.</li>
+ *   <li>Release: the same conditional {@code UPDATE} setting {@code expires_at =
+ *       clock_timestamp()}: the lease ends now, the row and its token stay. A second or stale
+ *       release (another owner, an older token, an expired lease) matches no row and changes
+ *       nothing.</li>
+ * </ol>
+ * The TTL is bound as a number of milliseconds ({@code :millis * interval '1 millisecond'}),
+ * rounded up, so the database never stores a shorter lease than the holder measures.
+ *
+ * <p>Why {@code clock_timestamp()}: {@code now()} and {@code current_timestamp} are frozen at the
+ * start of the transaction, so a statement that waited on a row lock, or ran late in a long
+ * transaction, would judge expiry at a moment already in the past and could take over a lease that
+ * is still running. {@code clock_timestamp()} reads the clock when it is evaluated. Expiry is
+ * decided by this one clock only; the holders' clocks never are compared with it.
+ *
+ * <p>Why the row is kept on release: the token counter lives in the row. Deleting it would restart
+ * the next grant at token 1, below tokens the fence has already accepted, and that holder would be
+ * refused everywhere (or, with a fresh fence, a stale holder accepted). One row per lock name ever
+ * used is the price; delete rows only for names that will never be locked again.
+ *
+ * <p>Failures of the pool, the driver or the server (jOOQ's {@link DataAccessException}) become
+ * {@link BackendUnavailableException}s naming the lock and what to do. Immutable and thread-safe.
+ */
+public final class PostgresLockBackend implements LockBackend {
+
+  private final DSLContext dsl;
+  private final PostgresLockConfig config;
+  private final LockTable table;
+  private final int queryTimeoutSeconds;
+
+  private PostgresLockBackend(DataSource dataSource, PostgresLockConfig config) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    this.config = Objects.requireNonNull(config, "config");
+    this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
+    this.table = new LockTable(Names.requireSqlIdentifier("lock table", config.table()));
+    this.queryTimeoutSeconds = Math.toIntExact(config.queryTimeout().toSeconds());
+  }
+
+  /**
+   * A backend on the pool {@code dataSource} with {@code config}. Give it a pool
+   * (HikariCP or similar): every call borrows one connection for one statement.
+   */
+  public static PostgresLockBackend create(DataSource dataSource, PostgresLockConfig config) {
+    return new PostgresLockBackend(dataSource, config);
+  }
+
+  /** A backend on {@code dataSource} with {@link PostgresLockConfig#ofDefaults()}. */
+  public static PostgresLockBackend create(DataSource dataSource) {
+    return create(dataSource, PostgresLockConfig.ofDefaults());
+  }
+
+  public PostgresLockConfig config() {
+    return config;
+  }
+
+  /**
+   * Creates the lease table if it does not exist: {@code (name varchar(255) primary key, owner
+   * varchar(255) not null, token bigint not null check (token > 0), expires_at timestamptz not
+   * null)}. A schema-qualified table needs its schema to exist.
+   *
+   * @throws BackendUnavailableException when the DDL fails, e.g. for lack of the CREATE privilege
+   */
+  public void createTableIfMissing() {
+    translate(
+        () -> "creating the lock table " + table + " (the user needs CREATE on its schema)",
+        () -> OwnTransaction.run(dsl, tx -> table.createTableIfMissing(tx).execute()));
+  }
+
+  @Override
+  public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+    Option<Long> token =
+        translate(
+            () -> "acquiring lock \"" + name + "\" for " + owner + ". Whether it was granted is"
+                + " unknown; retry later with backoff (a grant that did happen expires after its"
+                + " TTL)",
+            () ->
+                OwnTransaction.run(
+                    dsl,
+                    tx ->
+                        Option.ofOptional(
+                            table
+                                .tryAcquire(tx, name, owner, ttl)
+                                .queryTimeout(queryTimeoutSeconds)
+                                .fetchOptional()
+                                .map(r -> r.value1()))));
+    return token.map(FencingToken::of);
+  }
+
+  @Override
+  public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+    int rows =
+        translate(
+            () -> "renewing lock \"" + name + "\" (token " + token.value() + "). Treat the lease"
+                + " as ending at its deadline unless a later renewal succeeds",
+            () ->
+                OwnTransaction.run(
+                    dsl,
+                    tx ->
+                        table
+                            .renew(tx, name, owner, token.value(), ttl)
+                            .queryTimeout(queryTimeoutSeconds)
+                            .execute()));
+    return oneRowAtMost(rows, name);
+  }
+
+  @Override
+  public boolean release(String name, String owner, FencingToken token) {
+    int rows =
+        translate(
+            () -> "releasing lock \"" + name + "\" (token " + token.value() + "). It may still be"
+                + " held; retry the release later or let it expire after its TTL",
+            () ->
+                OwnTransaction.run(
+                    dsl,
+                    tx ->
+                        table
+                            .release(tx, name, owner, token.value())
+                            .queryTimeout(queryTimeoutSeconds)
+                            .execute()));
+    return oneRowAtMost(rows, name);
+  }
+
+  private boolean oneRowAtMost(int rows, String name) {
+    if (rows > 1) {
+      throw new IllegalStateException(
+          "A lock statement changed " + rows + " rows for lock \"" + name + "\": the table "
+              + table + " has lost its primary key on name. This is a bug or a damaged schema;"
+              + " recreate the table with createTableIfMissing on an empty schema.");
+    }
+    return rows == 1;
+  }
+
+  private <T> T translate(Supplier<String> doing, Supplier<T> statement) {
+    try {
+      return statement.get();
+    } catch (DataAccessException e) {
+      throw new BackendUnavailableException(
+          "PostgreSQL failed while " + doing.get() + ". Cause: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresLockBackend[" + config + "]";
+  }
+}

@@ -1,0 +1,149 @@
+package dev.nolock.lock.postgres;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.nolock.lock.FencedLock;
+import dev.nolock.lock.HeldLock;
+import dev.nolock.lock.LockConfig;
+import dev.nolock.lock.LockPurpose;
+import dev.nolock.lock.LostLease;
+import dev.nolock.patterns.Fence;
+import dev.nolock.patterns.FenceRejection;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.LeaseLostException;
+import dev.nolock.testkit.PeekedLease;
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.vavr.control.Either;
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.jooq.DSLContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The {@link FencedLock} facade on this backend, with the fence it is meant to be used with. */
+@ExtendWith(PostgresExtension.class)
+class FencedLockOnPostgresIT {
+
+  private static final Duration TTL = Duration.ofSeconds(10);
+
+  private final DSLContext dsl;
+  private final PostgresLockBackend backend;
+  private final LockRows rows;
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+  private final CompletableFuture<LostLease> lostByA = new CompletableFuture<>();
+  private final FencedLock lockA;
+  private final FencedLock lockB;
+  private final String name = "invoice-" + UUID.randomUUID();
+
+  FencedLockOnPostgresIT(PostgresSchema schema) {
+    this.dsl = schema.dsl();
+    this.backend = PostgresLockBackend.create(schema.dataSource());
+    this.rows = new LockRows(schema.dataSource(), PostgresLockConfig.DEFAULT_TABLE);
+    this.lockA =
+        FencedLock.create(
+            backend,
+            LockConfig.custom(LockPurpose.CORRECTNESS)
+                .owner("A-" + UUID.randomUUID())
+                .metrics(registry, "billing")
+                .onLeaseLost(lostByA::complete)
+                .build());
+    this.lockB =
+        FencedLock.create(
+            backend,
+            LockConfig.custom(LockPurpose.CORRECTNESS).owner("B-" + UUID.randomUUID()).build());
+  }
+
+  @BeforeAll
+  static void createTables(PostgresSchema schema) {
+    PostgresLockBackend.create(schema.dataSource()).createTableIfMissing();
+    Fence.onTable(Fence.DEFAULT_TABLE).createTableIfMissing(schema.dsl());
+  }
+
+  @AfterEach
+  void close() {
+    lockA.close();
+    lockB.close();
+  }
+
+  @Test
+  void tryAcquireAndReleaseRoundTripThroughTheLeaseRow() {
+    HeldLock held = lockA.tryAcquire(name, TTL).get();
+    FencingToken token = held.lease().token();
+
+    assertThat(rows.peek(name)).contains(new PeekedLease(lockA.config().owner(), token, false));
+    assertThat(lockB.tryAcquire(name, TTL).isEmpty()).as("B while A holds it").isTrue();
+
+    held.release();
+
+    assertThat(rows.peek(name)).contains(new PeekedLease(lockA.config().owner(), token, true));
+    HeldLock next = lockB.tryAcquire(name, TTL).get();
+    assertThat(next.lease().token().value()).isEqualTo(token.value() + 1);
+    assertThat(registry.get("nolock.conflicts").counter().count()).isZero();
+  }
+
+  @Test
+  void theWatchdogKeepsTheLeaseBeyondItsTtl() {
+    Duration ttl = Duration.ofMillis(1500);
+    HeldLock held = lockA.tryAcquire(name, ttl).get();
+    PeekedLease stillA = new PeekedLease(lockA.config().owner(), held.lease().token(), false);
+
+    // Holding a condition for a while is an assertion, not a synchronisation.
+    await()
+        .during(ttl.multipliedBy(3))
+        .atMost(ttl.multipliedBy(5))
+        .until(() -> held.isHeld() && rows.peek(name).filter(stillA::equals).isPresent());
+
+    assertThat(lockB.tryAcquire(name, ttl).isEmpty()).isTrue();
+    assertThat(registry.get("nolock.renewals").counter().count()).isGreaterThanOrEqualTo(3);
+    assertThat(registry.get("nolock.lease.losses").counter().count()).isZero();
+  }
+
+  @Test
+  void aRenewalAfterAnotherHolderTookOverFailsAndTellsTheHolder() throws Exception {
+    HeldLock a = lockA.tryAcquire(name, Duration.ofSeconds(3)).get();
+    Lease leaseA = a.lease();
+
+    rows.expireNow(name); // what a pause past the TTL looks like from the database
+    HeldLock b = lockB.tryAcquire(name, TTL).get();
+    Lease leaseB = b.lease();
+    LostLease lost = lostByA.get(10, TimeUnit.SECONDS);
+
+    assertThat(lost.name()).isEqualTo(name);
+    assertThat(lost.token()).isEqualTo(leaseA.token());
+    assertThat(lost.reason()).contains("refused the renewal");
+    assertThatThrownBy(() -> a.checkPointOfNoReturn(Duration.ofMillis(10)))
+        .isInstanceOf(LeaseLostException.class);
+    assertThat(leaseB.token().isNewerThan(leaseA.token())).isTrue();
+    assertThat(rows.peek(name))
+        .as("A's refused renewal left B's lease alone")
+        .contains(new PeekedLease(lockB.config().owner(), leaseB.token(), false));
+    assertThat(b.isHeld()).isTrue();
+    assertThat(registry.get("nolock.lease.losses").counter().count()).isOne();
+    assertThat(registry.get("nolock.renewal.failures").counter().count()).isOne();
+  }
+
+  @Test
+  void theFenceRefusesTheWriteOfAHolderThatLostItsLease() {
+    HeldLock a = lockA.tryAcquire(name, Duration.ofSeconds(3)).get();
+    Lease staleA = a.lease();
+    rows.expireNow(name);
+    HeldLock b = lockB.tryAcquire(name, TTL).get();
+    Fence fence = Fence.onTable(Fence.DEFAULT_TABLE);
+
+    Either<FenceRejection, String> byB = fence.write(dsl, b.lease(), tx -> "B wrote");
+    Either<FenceRejection, String> byA = fence.write(dsl, staleA, tx -> "A wrote");
+
+    assertThat(byB).isEqualTo(Either.right("B wrote"));
+    assertThat(byA.isLeft()).as("A's late write was attempted and refused").isTrue();
+    assertThat(byA.getLeft().currentToken()).isEqualTo(b.lease().token());
+  }
+}

@@ -1,0 +1,38 @@
+package dev.nolock.lock.postgres;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+import org.junit.jupiter.api.Test;
+
+class PostgresAdvisoryLockTest {
+
+  /** Not connected: a refused key never reaches the database. */
+  private final DSLContext detached = DSL.using(SQLDialect.POSTGRES);
+
+  @Test
+  void aBlankKeyIsRefusedWithHowToFixIt() {
+    assertThatThrownBy(() -> PostgresAdvisoryLock.tryInTransaction(detached, " ", tx -> 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("advisory lock key")
+        .hasMessageContaining("non-empty");
+  }
+
+  @Test
+  void aKeyWithAControlCharacterIsRefused() {
+    assertThatThrownBy(() -> PostgresAdvisoryLock.tryInTransaction(detached, "a\nb", tx -> 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("control character");
+  }
+
+  @Test
+  void anOverlongKeyIsRefused() {
+    String key = "k".repeat(PostgresAdvisoryLock.MAX_KEY_LENGTH + 1);
+
+    assertThatThrownBy(() -> PostgresAdvisoryLock.tryInTransaction(detached, key, tx -> 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("characters long");
+  }
+}
