@@ -1,0 +1,94 @@
+package dev.nolock.lock.redis;
+
+import dev.nolock.lock.redis.internal.RedisKeyNames;
+
+/**
+ * Immutable settings of a {@link RedisLockBackend}, built with {@link #custom()}; each setter
+ * validates at once.
+ *
+ * <p>Keys of a lock named {@code orders} with the default prefix:
+ * <ul>
+ *   <li>{@code nolock:lock:{orders}}: the lease, a string {@code owner|token} with a
+ *       millisecond TTL ({@code PX});</li>
+ *   <li>{@code nolock:lock:{orders}:token}: the token counter, an integer without TTL that is never
+ *       deleted.</li>
+ * </ul>
+ * The braces are a Redis Cluster hash tag, so both keys of a lock land in one slot. Lock names are
+ * escaped inside it ({@code %} → {@code %25}, <code>{</code> → {@code %7B}, <code>}</code> →
+ * {@code %7D}) so that no lock name can end the tag early or share a key with another name.
+ */
+public final class RedisLockBackendConfig {
+
+  /** The key prefix used when none is configured. */
+  public static final String DEFAULT_KEY_PREFIX = "nolock:lock:";
+
+  /** What follows the lease key to make the counter key. */
+  public static final String COUNTER_SUFFIX = ":token";
+
+  private static final RedisLockBackendConfig DEFAULTS = custom().build();
+
+  private final String keyPrefix;
+
+  private RedisLockBackendConfig(Builder builder) {
+    this.keyPrefix = builder.keyPrefix;
+  }
+
+  /** Every default: the key prefix {@value #DEFAULT_KEY_PREFIX}. */
+  public static RedisLockBackendConfig ofDefaults() {
+    return DEFAULTS;
+  }
+
+  /** A builder that starts from the defaults. */
+  public static Builder custom() {
+    return new Builder();
+  }
+
+  /** The prefix of every key this backend writes. */
+  public String keyPrefix() {
+    return keyPrefix;
+  }
+
+  /**
+   * The lease key of {@code lockName}: the prefix, then the escaped name as a hash tag, e.g.
+   * {@code nolock:lock:{orders}}.
+   *
+   * @throws IllegalArgumentException for a blank, overlong or control-character name
+   */
+  public String leaseKey(String lockName) {
+    return keyPrefix + RedisKeyNames.hashTag(lockName);
+  }
+
+  /**
+   * The token counter key of {@code lockName}, in the same slot as its lease key, e.g.
+   * {@code nolock:lock:{orders}:token}.
+   */
+  public String counterKey(String lockName) {
+    return leaseKey(lockName) + COUNTER_SUFFIX;
+  }
+
+  @Override
+  public String toString() {
+    return "RedisLockBackendConfig[keyPrefix=" + keyPrefix + "]";
+  }
+
+  /** Builds a {@link RedisLockBackendConfig}. */
+  public static final class Builder {
+    private String keyPrefix = DEFAULT_KEY_PREFIX;
+
+    private Builder() {}
+
+    /**
+     * The prefix of every key (default {@value RedisLockBackendConfig#DEFAULT_KEY_PREFIX}): 1 to
+     * 128 printable characters without whitespace, <code>{</code> or <code>}</code>. Give each
+     * application (or each test) its own, ending in {@code ':'}.
+     */
+    public Builder keyPrefix(String keyPrefix) {
+      this.keyPrefix = RedisKeyNames.requirePrefix("lock key prefix", keyPrefix);
+      return this;
+    }
+
+    public RedisLockBackendConfig build() {
+      return new RedisLockBackendConfig(this);
+    }
+  }
+}

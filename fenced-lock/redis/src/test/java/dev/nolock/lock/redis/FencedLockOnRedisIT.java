@@ -1,0 +1,153 @@
+package dev.nolock.lock.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.nolock.lock.FencedLock;
+import dev.nolock.lock.HeldLock;
+import dev.nolock.lock.LockConfig;
+import dev.nolock.lock.LockPurpose;
+import dev.nolock.lock.LostLease;
+import dev.nolock.patterns.FenceRejection;
+import dev.nolock.patterns.LeaseLostException;
+import dev.nolock.testkit.FenceAuditor;
+import dev.nolock.testkit.RedisExtension;
+import dev.nolock.testkit.RedisKeys;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.vavr.control.Either;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The {@link FencedLock} facade over {@link RedisLockBackend}: the watchdog keeps a lease alive
+ * past its TTL, and a holder whose lease expired while it was paused (simulated by deleting the
+ * lease key) learns it at its next renewal, while the new holder's lease is left alone.
+ */
+@ExtendWith(RedisExtension.class)
+class FencedLockOnRedisIT {
+
+  private static StatefulRedisConnection<String, String> connection;
+  private static RedisCommands<String, String> redis;
+  private static RedisLockBackend backend;
+  private static RedisFence fence;
+  private static RedisKeys keys;
+
+  private final CompletableFuture<LostLease> lostByA = new CompletableFuture<>();
+  private FencedLock lockA;
+  private FencedLock lockB;
+
+  @BeforeAll
+  static void connect(RedisClient client, RedisKeys classKeys) {
+    keys = classKeys;
+    connection = client.connect();
+    redis = connection.sync();
+    backend =
+        RedisLockBackend.create(
+            connection, RedisLockBackendConfig.custom().keyPrefix(keys.key("lock:")).build());
+    fence =
+        RedisFence.create(
+            connection, RedisFenceConfig.custom().keyPrefix(keys.key("fence:")).build());
+  }
+
+  @AfterAll
+  static void disconnect() {
+    connection.close();
+  }
+
+  @AfterEach
+  void closeLocks() {
+    if (lockA != null) {
+      lockA.close();
+    }
+    if (lockB != null) {
+      lockB.close();
+    }
+  }
+
+  @Test
+  void theWatchdogKeepsTheLeaseBeyondItsTtl() {
+    lockA = lock("A", true);
+    Duration ttl = Duration.ofMillis(900);
+    HeldLock held = lockA.tryAcquire("renewed", ttl).get();
+    String leaseKey = backend.config().leaseKey("renewed");
+    String value = redis.get(leaseKey);
+
+    await()
+        .during(ttl.multipliedBy(4))
+        .atMost(ttl.multipliedBy(6))
+        .pollInterval(Duration.ofMillis(50))
+        .until(() -> held.isHeld() && value.equals(redis.get(leaseKey)));
+    held.checkPointOfNoReturn(Duration.ofMillis(10));
+    assertThat(lostByA).isNotDone();
+  }
+
+  @Test
+  void aHolderWhoseLeaseExpiredLearnsAtItsNextRenewalAndLeavesTheNewHolderAlone() throws Exception {
+    lockA = lock("A", true);
+    lockB = lock("B", false);
+    Duration ttlA = Duration.ofSeconds(3);
+    Duration ttlB = Duration.ofSeconds(60);
+    String name = "paused";
+    String leaseKey = backend.config().leaseKey(name);
+    HeldLock a = lockA.tryAcquire(name, ttlA).get();
+
+    // A is "paused" past its lease: the server forgets it, and B takes over.
+    redis.del(leaseKey);
+    HeldLock b = lockB.tryAcquire(name, ttlB).get();
+    String bValue = redis.get(leaseKey);
+
+    LostLease lost = lostByA.get(ttlA.toMillis() * 2, TimeUnit.MILLISECONDS);
+    assertThat(lost.name()).isEqualTo(name);
+    assertThat(lost.reason()).contains("refused the renewal");
+    assertThat(a.isLost()).isTrue();
+    assertThatThrownBy(() -> a.checkPointOfNoReturn(Duration.ofMillis(10)))
+        .isInstanceOf(LeaseLostException.class);
+    assertThat(b.isHeld()).isTrue();
+    assertThat(redis.get(leaseKey)).as("B's lease value").isEqualTo(bValue).startsWith("B|");
+    assertThat(redis.pttl(leaseKey))
+        .as("A's refused renewal did not set B's TTL to A's")
+        .isGreaterThan(ttlA.toMillis());
+    assertThat(b.lease().token().isNewerThan(a.lease().token())).isTrue();
+  }
+
+  @Test
+  void aStaleHolderThatSkipsItsCheckIsStillRefusedByTheRedisFence() {
+    lockA = lock("A", false);
+    lockB = lock("B", false);
+    String name = "fenced";
+    String key = keys.key("data:" + name);
+    FenceAuditor auditor = new FenceAuditor();
+    HeldLock a = lockA.tryAcquire(name, Duration.ofSeconds(30)).get();
+    redis.del(backend.config().leaseKey(name));
+    HeldLock b = lockB.tryAcquire(name, Duration.ofSeconds(30)).get();
+    assertThat(fence.write(b.lease(), key, "B").isRight()).isTrue();
+
+    auditor.attempted(name, a.lease().token(), a.lease().owner());
+    Either<FenceRejection, Void> late = fence.write(a.lease(), key, "A");
+    if (late.isLeft()) {
+      auditor.refused(name, a.lease().token(), a.lease().owner());
+    }
+
+    assertThat(auditor.attempts("A")).isEqualTo(1);
+    assertThat(auditor.refusals("A")).isEqualTo(1);
+    assertThat(redis.get(key)).isEqualTo("B");
+  }
+
+  private FencedLock lock(String owner, boolean autoRenew) {
+    LockConfig.Builder config =
+        LockConfig.custom(LockPurpose.CORRECTNESS).owner(owner).autoRenew(autoRenew);
+    if (owner.equals("A")) {
+      config.onLeaseLost(lostByA::complete);
+    }
+    return FencedLock.create(backend, config.build());
+  }
+}

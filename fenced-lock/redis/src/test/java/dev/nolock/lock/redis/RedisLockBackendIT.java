@@ -1,0 +1,177 @@
+package dev.nolock.lock.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LockBackend;
+import dev.nolock.testkit.LockBackendContract;
+import dev.nolock.testkit.PeekedLease;
+import dev.nolock.testkit.RedisExtension;
+import dev.nolock.testkit.RedisKeys;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import java.time.Duration;
+import java.util.Optional;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The whole {@link LockBackendContract} against the real Redis, with a peek that reads the lease
+ * key natively ({@code GET} and {@code PTTL}), plus what is particular to Redis: the keys, the
+ * counter that outlives releases, the seeding remedy and the errors.
+ */
+@ExtendWith(RedisExtension.class)
+class RedisLockBackendIT extends LockBackendContract {
+
+  private static final Duration TTL = Duration.ofSeconds(10);
+
+  private static StatefulRedisConnection<String, String> connection;
+  private static RedisCommands<String, String> redis;
+  private static RedisLockBackend backend;
+
+  @BeforeAll
+  static void connect(RedisClient client, RedisKeys keys) {
+    connection = client.connect();
+    redis = connection.sync();
+    backend =
+        RedisLockBackend.create(
+            connection, RedisLockBackendConfig.custom().keyPrefix(keys.key("lock:")).build());
+  }
+
+  @AfterAll
+  static void disconnect() {
+    backend.close();
+    connection.close();
+  }
+
+  @Override
+  protected LockBackend backend() {
+    return backend;
+  }
+
+  @Override
+  protected Optional<PeekedLease> peek(String name) {
+    String value = redis.get(backend.config().leaseKey(name));
+    if (value == null) {
+      return Optional.empty();
+    }
+    long pttl = redis.pttl(backend.config().leaseKey(name));
+    int bar = value.lastIndexOf('|');
+    return Optional.of(
+        new PeekedLease(
+            value.substring(0, bar),
+            FencingToken.of(Long.parseLong(value.substring(bar + 1))),
+            // -2: the key expired (or was deleted) between the GET and the PTTL.
+            pttl == -2));
+  }
+
+  @Test
+  void theLeaseIsStoredAsOwnerBarTokenWithTheTtlAndTheCounterHasNoTtl() {
+    String name = name("schema");
+    FencingToken token = backend.tryAcquire(name, "worker|7", TTL).get();
+
+    String leaseKey = backend.config().leaseKey(name);
+    assertThat(redis.get(leaseKey)).isEqualTo("worker|7|" + token.value());
+    assertThat(redis.pttl(leaseKey)).isBetween(1L, TTL.toMillis());
+    assertThat(redis.get(backend.config().counterKey(name))).isEqualTo(token.value() + "");
+    assertThat(redis.pttl(backend.config().counterKey(name))).as("no TTL").isEqualTo(-1L);
+  }
+
+  @Test
+  void theLeaseAndCounterKeysShareOneHashTagEvenForNamesWithBraces() {
+    String name = name("a}b{c%");
+    FencingToken token = backend.tryAcquire(name, "A", TTL).get();
+
+    String leaseKey = backend.config().leaseKey(name);
+    String counterKey = backend.config().counterKey(name);
+    assertThat(leaseKey).endsWith("-a%7Db%7Bc%25}");
+    assertThat(hashTagOf(leaseKey))
+        .isEqualTo(hashTagOf(counterKey))
+        .isEqualTo(leaseKey.substring(leaseKey.indexOf('{') + 1, leaseKey.length() - 1));
+    assertThat(peek(name)).contains(new PeekedLease("A", token, false));
+  }
+
+  /** What Redis Cluster hashes: the text between the first '{' and the first '}' after it. */
+  private static String hashTagOf(String key) {
+    int open = key.indexOf('{');
+    int close = key.indexOf('}', open + 1);
+    assertThat(open).as("a hash tag in " + key).isNotNegative();
+    assertThat(close).as("a hash tag in " + key).isGreaterThan(open + 1);
+    return key.substring(open + 1, close);
+  }
+
+  @Test
+  void releaseLeavesTheCounterSoTheNextGrantIsHigher() {
+    String name = name("counter-survives");
+    FencingToken first = backend.tryAcquire(name, "A", TTL).get();
+    backend.release(name, "A", first);
+
+    assertThat(redis.exists(backend.config().leaseKey(name))).isZero();
+    assertThat(redis.get(backend.config().counterKey(name))).isEqualTo(first.value() + "");
+    assertThat(backend.tryAcquire(name, "B", TTL).get().isNewerThan(first)).isTrue();
+  }
+
+  @Test
+  void renewalResetsTheTtlOfTheHoldersOwnLease() {
+    String name = name("renew-ttl");
+    FencingToken token = backend.tryAcquire(name, "A", Duration.ofSeconds(2)).get();
+
+    assertThat(backend.renew(name, "A", token, Duration.ofSeconds(60))).isTrue();
+
+    assertThat(redis.pttl(backend.config().leaseKey(name))).isGreaterThan(2_000L);
+  }
+
+  @Test
+  void ensureTokensAboveRaisesTheCounterButNeverLowersIt() {
+    String name = name("seed");
+    assertThat(backend.ensureTokensAbove(name, 41)).isEqualTo(41);
+    FencingToken token = backend.tryAcquire(name, "A", TTL).get();
+    assertThat(token).isEqualTo(FencingToken.of(42));
+
+    assertThat(backend.ensureTokensAbove(name, 5))
+        .as("a lower floor changes nothing")
+        .isEqualTo(42);
+    assertThat(backend.ensureTokensAbove(name, 0)).isEqualTo(42);
+    assertThat(backend.release(name, "A", token)).isTrue();
+    assertThat(backend.tryAcquire(name, "B", TTL).get()).isEqualTo(FencingToken.of(43));
+  }
+
+  @Test
+  void tokensBeyondTheExactRangeOfLuaNumbersStayExact() {
+    String name = name("big");
+    long floor = 123_456_789_012_345_678L;
+    backend.ensureTokensAbove(name, floor);
+
+    FencingToken token = backend.tryAcquire(name, "A", TTL).get();
+
+    assertThat(token).isEqualTo(FencingToken.of(floor + 1));
+    assertThat(backend.renew(name, "A", token, TTL)).isTrue();
+    assertThat(backend.release(name, "A", token)).isTrue();
+  }
+
+  @Test
+  void aKeyOfAnotherTypeUnderThePrefixIsReportedAsMisconfiguration() {
+    String name = name("wrongtype");
+    redis.hset(backend.config().counterKey(name), "field", "value");
+
+    assertThatThrownBy(() -> backend.tryAcquire(name, "A", TTL))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("key prefix");
+  }
+
+  @Test
+  void aBadTtlOrOwnerIsRefusedBeforeAnythingIsSent() {
+    String name = name("bad-input");
+
+    assertThatThrownBy(() -> backend.tryAcquire(name, "A", Duration.ofNanos(10)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at least 1 ms");
+    assertThatThrownBy(() -> backend.tryAcquire(name, " ", TTL))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(redis.exists(backend.config().counterKey(name))).isZero();
+  }
+}
