@@ -2,8 +2,8 @@ package dev.nolock.patterns;
 
 /**
  * The root of the exceptions nolock throws when something is broken, as opposed to a race that was
- * lost (a value) or a call that was wrong ({@link IllegalArgumentException},
- * {@link IllegalStateException}). Each subclass is named after what the caller must do.
+ * lost (a value) or a call that was wrong ({@link IllegalArgumentException}, {@link
+ * IllegalStateException}). Each subclass is named after what the caller must do.
  */
 public abstract class CoordinationException extends RuntimeException {
 

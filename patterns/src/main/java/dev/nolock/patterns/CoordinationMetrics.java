@@ -13,18 +13,18 @@ import java.util.regex.Pattern;
  * The signals that make contention and lease trouble visible, on Micrometer, for one instance of a
  * coordination component (one lock, queue, store or fence).
  *
- * <p>The three contention signals: time waiting to acquire ({@code nolock.acquire.wait}, tagged with
- * the outcome), time held ({@code nolock.lease.held}) and conflicts, i.e. attempts that lost a race
- * ({@code nolock.conflicts}). The lease signals: renewals, renewal failures, lease losses and fence
- * rejections. In Prometheus they read {@code nolock_acquire_wait_seconds},
- * {@code nolock_lease_held_seconds}, {@code nolock_conflicts_total}, {@code nolock_renewals_total},
- * {@code nolock_renewal_failures_total}, {@code nolock_lease_losses_total} and
- * {@code nolock_fence_rejections_total}.
+ * <p>The three contention signals: time waiting to acquire ({@code nolock.acquire.wait}, tagged
+ * with the outcome), time held ({@code nolock.lease.held}) and conflicts, i.e. attempts that lost a
+ * race ({@code nolock.conflicts}). The lease signals: renewals, renewal failures, lease losses and
+ * fence rejections. In Prometheus they read {@code nolock_acquire_wait_seconds}, {@code
+ * nolock_lease_held_seconds}, {@code nolock_conflicts_total}, {@code nolock_renewals_total}, {@code
+ * nolock_renewal_failures_total}, {@code nolock_lease_losses_total} and {@code
+ * nolock_fence_rejections_total}.
  *
- * <p>Every meter carries two tags: {@code component} (what kind of thing: {@code lock},
- * {@code queue}, {@code fence}, ...) and {@code name} (which instance). The name is a configured
- * instance name, <b>never a per-request key</b>: idempotency keys, job ids or entity ids as tags
- * create a time series per request and take the metrics backend down. All meters are registered at
+ * <p>Every meter carries two tags: {@code component} (what kind of thing: {@code lock}, {@code
+ * queue}, {@code fence}, ...) and {@code name} (which instance). The name is a configured instance
+ * name, <b>never a per-request key</b>: idempotency keys, job ids or entity ids as tags create a
+ * time series per request and take the metrics backend down. All meters are registered at
  * construction, so dashboards see zeros rather than gaps.
  */
 public final class CoordinationMetrics {
@@ -51,7 +51,9 @@ public final class CoordinationMetrics {
     Objects.requireNonNull(registry, "registry");
     if (component == null || !COMPONENT.matcher(component).matches()) {
       throw new IllegalArgumentException(
-          "The metrics component \"" + component + "\" must match [a-z][a-z_]{0,31}, e.g. \"lock\""
+          "The metrics component \""
+              + component
+              + "\" must match [a-z][a-z_]{0,31}, e.g. \"lock\""
               + " or \"queue\".");
     }
     Names.requireName("metrics instance name", instance, MAX_INSTANCE_NAME_LENGTH);

@@ -12,14 +12,15 @@ import java.util.Objects;
  * sides count from different moments, and for what a suspended machine does to the clock).
  *
  * <p>Algorithm for a protected write:
+ *
  * <ol>
- *   <li>Read the clock, then send the acquire or renew request; on success build
- *       {@link #forHolder(LeaseClock, long, Duration)} from that first reading.</li>
- *   <li>Immediately before each protected write, call
- *       {@link #checkPointOfNoReturn(Duration, Duration)}: it throws {@link LeaseLostException} unless
- *       {@code remaining - safetyMargin > expectedWriteTime}.</li>
- *   <li>Send the write with the lease's {@link FencingToken}; the resource's {@link Fence} refuses it
- *       if a pause landed between step 2 and the write and someone else took over meanwhile.</li>
+ *   <li>Read the clock, then send the acquire or renew request; on success build {@link
+ *       #forHolder(LeaseClock, long, Duration)} from that first reading.
+ *   <li>Immediately before each protected write, call {@link #checkPointOfNoReturn(Duration,
+ *       Duration)}: it throws {@link LeaseLostException} unless {@code remaining - safetyMargin >
+ *       expectedWriteTime}.
+ *   <li>Send the write with the lease's {@link FencingToken}; the resource's {@link Fence} refuses
+ *       it if a pause landed between step 2 and the write and someone else took over meanwhile.
  * </ol>
  *
  * <p>Immutable and thread-safe. Arithmetic is done on differences of {@code nanoTime} readings, so
@@ -27,7 +28,9 @@ import java.util.Objects;
  */
 public final class Deadline {
 
-  /** Longer leases are refused: they overflow nothing, but they are almost always a unit mistake. */
+  /**
+   * Longer leases are refused: they overflow nothing, but they are almost always a unit mistake.
+   */
   public static final Duration MAX_LEASE_DURATION = Duration.ofDays(7);
 
   private final LeaseClock clock;
@@ -45,19 +48,20 @@ public final class Deadline {
   /**
    * The deadline of a lease this process holds.
    *
-   * @param requestSentAtNanos {@code clock.nanoTime()} read <em>before</em> the acquiring or renewing
-   *     request was sent, so that the whole round trip counts against the lease
+   * @param requestSentAtNanos {@code clock.nanoTime()} read <em>before</em> the acquiring or
+   *     renewing request was sent, so that the whole round trip counts against the lease
    * @param leaseDuration the duration the server granted
    */
-  public static Deadline forHolder(LeaseClock clock, long requestSentAtNanos, Duration leaseDuration) {
+  public static Deadline forHolder(
+      LeaseClock clock, long requestSentAtNanos, Duration leaseDuration) {
     return new Deadline(clock, requestSentAtNanos, leaseDuration);
   }
 
   /**
    * When a lease held by <em>someone else</em> has surely ended, unless it changes meanwhile.
    *
-   * @param responseReturnedAtNanos {@code clock.nanoTime()} read <em>after</em> the read that showed
-   *     the lease returned
+   * @param responseReturnedAtNanos {@code clock.nanoTime()} read <em>after</em> the read that
+   *     showed the lease returned
    * @param storedLeaseDuration the duration stored with the lease by its holder, not this process's
    *     own setting
    */
@@ -83,8 +87,8 @@ public final class Deadline {
   }
 
   /**
-   * Refuses a protected write that could outlive the lease: passes only if
-   * {@code remaining - safetyMargin > expectedWriteTime}.
+   * Refuses a protected write that could outlive the lease: passes only if {@code remaining -
+   * safetyMargin > expectedWriteTime}.
    *
    * @param safetyMargin allowance for clock-rate drift and scheduling delay, zero or more
    * @param expectedWriteTime how long the write about to be sent is expected to take, zero or more
@@ -115,12 +119,18 @@ public final class Deadline {
     Objects.requireNonNull(duration, "leaseDuration");
     if (duration.isNegative() || duration.isZero()) {
       throw new IllegalArgumentException(
-          "A lease duration must be positive, got " + duration + ": pass the duration the lease was"
+          "A lease duration must be positive, got "
+              + duration
+              + ": pass the duration the lease was"
               + " granted for, e.g. Duration.ofSeconds(10).");
     }
     if (duration.compareTo(MAX_LEASE_DURATION) > 0) {
       throw new IllegalArgumentException(
-          "A lease duration of " + duration + " is longer than " + MAX_LEASE_DURATION + ": a lease"
+          "A lease duration of "
+              + duration
+              + " is longer than "
+              + MAX_LEASE_DURATION
+              + ": a lease"
               + " that long is almost always a unit mistake (millis passed as seconds?).");
     }
     return duration;

@@ -16,26 +16,28 @@ import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
 
 /**
- * The resource-side check that makes a TTL lock safe: a write carrying a stale
- * {@link FencingToken} is refused by the database, whatever the writer believes about its lease.
+ * The resource-side check that makes a TTL lock safe: a write carrying a stale {@link FencingToken}
+ * is refused by the database, whatever the writer believes about its lease.
  *
  * <p>Guarantee: for each lock name, once a write with token {@code t} from owner {@code o} has
- * committed, no write with a token lower than {@code t}, and none with {@code t} from another owner,
- * commits through this fence. A refused write changes nothing, including rows that the newer holder
- * has not touched yet, because the fence guards what the <em>lock</em> guards (one row per lock
- * name), not each data row.
+ * committed, no write with a token lower than {@code t}, and none with {@code t} from another
+ * owner, commits through this fence. A refused write changes nothing, including rows that the newer
+ * holder has not touched yet, because the fence guards what the <em>lock</em> guards (one row per
+ * lock name), not each data row.
  *
  * <p>Algorithm of {@link #write}, in one transaction:
+ *
  * <ol>
- *   <li>Advance the lock's fence row: {@code INSERT ... ON CONFLICT (name) DO UPDATE SET token = :t,
- *       owner = :o WHERE token < :t OR (token = :t AND owner = :o)}. The conflicting row is locked
- *       whether or not it is updated, so concurrent writers for one lock are ordered by that row
- *       lock and each sees the token committed before it.</li>
+ *   <li>Advance the lock's fence row: {@code INSERT ... ON CONFLICT (name) DO UPDATE SET token =
+ *       :t, owner = :o WHERE token < :t OR (token = :t AND owner = :o)}. The conflicting row is
+ *       locked whether or not it is updated, so concurrent writers for one lock are ordered by that
+ *       row lock and each sees the token committed before it.
  *   <li>No row advanced: read the current token and owner, count the rejection and return it as a
- *       {@link FenceRejection} without running the caller's writes.</li>
+ *       {@link FenceRejection} without running the caller's writes.
  *   <li>One row advanced: run the caller's writes on the same transaction and commit them together
- *       with the fence row. If the writes throw, everything rolls back.</li>
+ *       with the fence row. If the writes throw, everything rolls back.
  * </ol>
+ *
  * Equal tokens pass only for the same owner: a backend that loses its counter (a Redis restart
  * without persistence, a lease row deleted on release) can hand the same token out again, and the
  * fence must not take the second holder for the first.
@@ -75,8 +77,8 @@ public final class Fence {
   }
 
   /**
-   * A fence on {@code table} (optionally {@code schema.table}), counting rejections in
-   * {@code metrics}.
+   * A fence on {@code table} (optionally {@code schema.table}), counting rejections in {@code
+   * metrics}.
    */
   public static Fence onTable(String table, CoordinationMetrics metrics) {
     return new Fence(Names.requireSqlIdentifier("fence table", table), metrics);
@@ -88,9 +90,8 @@ public final class Fence {
   }
 
   /**
-   * Creates the fence table if it does not exist:
-   * {@code (name varchar(255) primary key, token bigint not null check (token > 0),
-   * owner varchar(255) not null)}.
+   * Creates the fence table if it does not exist: {@code (name varchar(255) primary key, token
+   * bigint not null check (token > 0), owner varchar(255) not null)}.
    */
   public void createTableIfMissing(DSLContext dsl) {
     dsl.createTableIfNotExists(table)
@@ -103,8 +104,8 @@ public final class Fence {
   }
 
   /**
-   * Runs {@code writes} in one transaction with the advance of {@code lease}'s fence row, or refuses
-   * them.
+   * Runs {@code writes} in one transaction with the advance of {@code lease}'s fence row, or
+   * refuses them.
    *
    * @param dsl where to run; a {@code DSLContext} already in a transaction gets a savepoint
    * @param lease the lease the writes are made under; its name, owner and token are checked
@@ -127,8 +128,11 @@ public final class Fence {
           }
           if (advanced != 1) {
             throw new IllegalStateException(
-                "The fence advanced " + advanced + " rows for one lock name: the fence table "
-                    + table + " has lost its primary key on name. Recreate it with"
+                "The fence advanced "
+                    + advanced
+                    + " rows for one lock name: the fence table "
+                    + table
+                    + " has lost its primary key on name. Recreate it with"
                     + " createTableIfMissing on an empty schema.");
           }
           return Either.right(writes.apply(tx));

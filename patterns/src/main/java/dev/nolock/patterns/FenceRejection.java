@@ -1,8 +1,8 @@
 package dev.nolock.patterns;
 
 /**
- * A protected write refused by a {@link Fence}: the fence had already accepted a newer token for the
- * lock, or the same token from another owner. Nothing the write would have done was written.
+ * A protected write refused by a {@link Fence}: the fence had already accepted a newer token for
+ * the lock, or the same token from another owner. Nothing the write would have done was written.
  *
  * <p>The holder that gets this has lost its lease (whatever its own clock says) and must stop
  * writing; see {@link LeaseLostException}.
@@ -22,8 +22,16 @@ public record FenceRejection(
 
   /** A message for logs. */
   public String describe() {
-    return "Fence of lock \"" + lockName + "\" refused token " + attemptedToken.value()
-        + " from " + attemptedOwner + ": it already accepted token " + currentToken.value()
-        + " from " + currentOwner + ". This holder has lost the lock; stop writing.";
+    return "Fence of lock \""
+        + lockName
+        + "\" refused token "
+        + attemptedToken.value()
+        + " from "
+        + attemptedOwner
+        + ": it already accepted token "
+        + currentToken.value()
+        + " from "
+        + currentOwner
+        + ". This holder has lost the lock; stop writing.";
   }
 }

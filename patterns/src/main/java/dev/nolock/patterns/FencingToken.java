@@ -10,9 +10,9 @@ package dev.nolock.patterns;
  * than the one the next holder already wrote with. See {@link Fence}.
  *
  * <p>Every backend hands out this one type: a PostgreSQL counter, a Redis {@code INCR}, an etcd
- * create revision, a DynamoDB counter attribute, a Kubernetes {@code leaseTransitions}. Tokens start
- * at 1; zero and negative values are refused because a backend that returns them has not bumped its
- * counter, and a resource's "no token seen yet" is zero.
+ * create revision, a DynamoDB counter attribute, a Kubernetes {@code leaseTransitions}. Tokens
+ * start at 1; zero and negative values are refused because a backend that returns them has not
+ * bumped its counter, and a resource's "no token seen yet" is zero.
  *
  * @param value the token, at least 1
  */
@@ -21,7 +21,9 @@ public record FencingToken(long value) implements Comparable<FencingToken> {
   public FencingToken {
     if (value <= 0) {
       throw new IllegalArgumentException(
-          "A fencing token must be at least 1, got " + value + ": tokens come from a counter that"
+          "A fencing token must be at least 1, got "
+              + value
+              + ": tokens come from a counter that"
               + " the backend bumps with every grant, and 0 means 'no token seen' at the resource."
               + " Pass the value the backend returned for this grant.");
     }

@@ -3,8 +3,8 @@ package dev.nolock.patterns;
 import java.util.Objects;
 
 /**
- * What a holder received from a lock or lease backend: which lock, who holds it, the
- * {@link FencingToken} of this grant and the holder's {@link Deadline}.
+ * What a holder received from a lock or lease backend: which lock, who holds it, the {@link
+ * FencingToken} of this grant and the holder's {@link Deadline}.
  *
  * <p>The token and owner go with every protected write (see {@link Fence}); the deadline is checked
  * before each one ({@link Deadline#checkPointOfNoReturn}). The owner identifies one holder process

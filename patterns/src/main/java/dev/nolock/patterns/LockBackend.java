@@ -9,16 +9,18 @@ import java.time.Duration;
  * metrics are written once, in the {@code nolock-fenced-lock} facade; a backend does storage only.
  *
  * <p>Every backend guarantees, judged on the <em>server's</em> clock:
+ *
  * <ol>
  *   <li>{@link #tryAcquire} grants a lease only when the name has no unexpired lease, and every
- *       grant of a name gets a token higher than every earlier grant of that name, including after a
- *       release or an expiry (a release never resets the counter).</li>
+ *       grant of a name gets a token higher than every earlier grant of that name, including after
+ *       a release or an expiry (a release never resets the counter).
  *   <li>{@link #renew} is a compare-and-swap on the token: it extends the lease only while the
  *       stored lease is still {@code (owner, token)} and unexpired, so it can never extend a lease
- *       that another holder now owns. It is never a blind TTL bump.</li>
+ *       that another holder now owns. It is never a blind TTL bump.
  *   <li>{@link #release} frees the lease only while it is still {@code (owner, token)}; it is
- *       idempotent, and a stale release never frees the next holder's lease.</li>
+ *       idempotent, and a stale release never frees the next holder's lease.
  * </ol>
+ *
  * Inputs reach a backend already validated by the facade. Losing a race is a return value; a
  * failure of the server is a {@link BackendUnavailableException}.
  */
@@ -41,8 +43,8 @@ public interface LockBackend {
   /**
    * Frees the lease if it is still this holder's.
    *
-   * @return true when this call freed it; false when it was already free, expired or someone
-   *     else's (nothing changed)
+   * @return true when this call freed it; false when it was already free, expired or someone else's
+   *     (nothing changed)
    */
   boolean release(String name, String owner, FencingToken token);
 }

@@ -34,7 +34,9 @@ public final class ManualLeaseClock implements LeaseClock {
     }
   }
 
-  /** Moves the clock forward; a monotonic clock never goes back, so negative durations are refused. */
+  /**
+   * Moves the clock forward; a monotonic clock never goes back, so negative durations are refused.
+   */
   public ManualLeaseClock advance(Duration duration) {
     if (duration.isNegative()) {
       throw new IllegalArgumentException(

@@ -41,7 +41,11 @@ public final class RetryPolicy {
     this.maxDelay = builder.maxDelay;
     if (maxDelay.compareTo(baseDelay) < 0) {
       throw new IllegalArgumentException(
-          "maxDelay (" + maxDelay + ") is below baseDelay (" + baseDelay + "): the backoff could"
+          "maxDelay ("
+              + maxDelay
+              + ") is below baseDelay ("
+              + baseDelay
+              + "): the backoff could"
               + " never grow. Raise maxDelay or lower baseDelay.");
     }
   }
@@ -77,8 +81,8 @@ public final class RetryPolicy {
   }
 
   /**
-   * The delay before the next attempt after {@code failedAttempts} failures: uniform in
-   * {@code [0, min(maxDelay, baseDelay * 2^(failedAttempts-1))]}.
+   * The delay before the next attempt after {@code failedAttempts} failures: uniform in {@code [0,
+   * min(maxDelay, baseDelay * 2^(failedAttempts-1))]}.
    */
   public Duration backoff(int failedAttempts, RandomGenerator random) {
     if (failedAttempts < 1) {
@@ -108,11 +112,12 @@ public final class RetryPolicy {
    * on {@code clock} between attempts.
    *
    * <ol>
-   *   <li>Run the attempt; a right value is returned at once.</li>
-   *   <li>After {@code maxAttempts} left values, give up.</li>
+   *   <li>Run the attempt; a right value is returned at once.
+   *   <li>After {@code maxAttempts} left values, give up.
    *   <li>Draw the backoff; if waiting it would pass {@code maxElapsed} since the first attempt,
-   *       give up; otherwise wait and go to 1.</li>
+   *       give up; otherwise wait and go to 1.
    * </ol>
+   *
    * Giving up returns the last left value, so the caller sees the last lost race (for example the
    * current version that beat it), not an exception. An interrupt during the wait also gives up,
    * with the thread's interrupt flag set again.
@@ -143,8 +148,15 @@ public final class RetryPolicy {
 
   @Override
   public String toString() {
-    return "RetryPolicy[maxAttempts=" + maxAttempts + ", maxElapsed=" + maxElapsed
-        + ", baseDelay=" + baseDelay + ", maxDelay=" + maxDelay + "]";
+    return "RetryPolicy[maxAttempts="
+        + maxAttempts
+        + ", maxElapsed="
+        + maxElapsed
+        + ", baseDelay="
+        + baseDelay
+        + ", maxDelay="
+        + maxDelay
+        + "]";
   }
 
   /** Builds a {@link RetryPolicy}; each setter validates at once. */
@@ -193,7 +205,9 @@ public final class RetryPolicy {
       positive("maxDelay", maxDelay);
       if (maxDelay.compareTo(Duration.ofHours(1)) > 0) {
         throw new IllegalArgumentException(
-            "maxDelay of " + maxDelay + " is over an hour: a retry that waits that long is a"
+            "maxDelay of "
+                + maxDelay
+                + " is over an hour: a retry that waits that long is a"
                 + " schedule, not a backoff. Use at most Duration.ofHours(1).");
       }
       this.maxDelay = maxDelay;

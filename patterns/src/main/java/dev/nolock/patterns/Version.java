@@ -16,7 +16,9 @@ public record Version(String value) {
     Objects.requireNonNull(value, "value");
     if (value.isEmpty() || value.length() > 64) {
       throw new IllegalArgumentException(
-          "A version is 1 to 64 characters, got \"" + value + "\": pass the version returned by"
+          "A version is 1 to 64 characters, got \""
+              + value
+              + "\": pass the version returned by"
               + " read(), insert() or compareAndSet().");
     }
   }

@@ -3,8 +3,8 @@ package dev.nolock.patterns;
 import java.util.Objects;
 
 /**
- * A value together with the version it is stored at; pass the version back to
- * {@link VersionedStore#compareAndSet} to prove the write is based on it.
+ * A value together with the version it is stored at; pass the version back to {@link
+ * VersionedStore#compareAndSet} to prove the write is based on it.
  *
  * @param value the stored value
  * @param version its version

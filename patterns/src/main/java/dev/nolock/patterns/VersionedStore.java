@@ -7,8 +7,8 @@ import java.util.function.UnaryOperator;
 /**
  * Compare-and-swap on a version, without a lock: a writer proves it saw the latest state by naming
  * its version, and the store refuses it otherwise. Implemented on a PostgreSQL version column
- * ({@code nolock-cas-versioning}) and on a DynamoDB record version number
- * ({@code nolock-conditional-writes}); both pass testkit's {@code VersionedStoreContract}.
+ * ({@code nolock-cas-versioning}) and on a DynamoDB record version number ({@code
+ * nolock-conditional-writes}); both pass testkit's {@code VersionedStoreContract}.
  *
  * <p>Guarantee: a write that names version {@code v} commits only if the stored version is still
  * {@code v}, and every committed change gets a new version; so of two writers that read the same

@@ -29,7 +29,8 @@ class CoordinationMetricsTest {
     metrics.leaseLost();
     metrics.fenceRejected();
 
-    var search = registry.find("nolock.acquire.wait").tag("component", "lock").tag("name", "payments");
+    var search =
+        registry.find("nolock.acquire.wait").tag("component", "lock").tag("name", "payments");
     assertThat(search.tag("outcome", "acquired").timer().count()).isEqualTo(2);
     assertThat(search.tag("outcome", "acquired").timer().totalTime(TimeUnit.MILLISECONDS))
         .isEqualTo(100.0);
@@ -70,7 +71,8 @@ class CoordinationMetricsTest {
         .contains("nolock_conflicts_total{component=\"queue\",name=\"emails\"} 0.0")
         .contains("nolock_renewal_failures_total{")
         .contains(
-            "nolock_acquire_wait_seconds_count{component=\"queue\",name=\"emails\",outcome=\"acquired\"} 1")
+            "nolock_acquire_wait_seconds_count{component=\"queue\",name=\"emails\",outcome=\"acquired\"}"
+                + " 1")
         .contains("nolock_lease_held_seconds_count{");
   }
 

@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 
 class DeadlineTest {
 
-  private static final long MAX_LEASE_NANOS = 7L * 24 * 3600 * 1_000_000_000L; // Deadline.MAX_LEASE_DURATION
+  private static final long MAX_LEASE_NANOS =
+      7L * 24 * 3600 * 1_000_000_000L; // Deadline.MAX_LEASE_DURATION
 
   @Test
   void theHolderCountsFromBeforeItsRequestSoTheRoundTripIsSubtracted() {
@@ -102,7 +103,8 @@ class DeadlineTest {
 
     boolean passed;
     try {
-      deadline.checkPointOfNoReturn(Duration.ofMillis(marginMillis), Duration.ofMillis(writeMillis));
+      deadline.checkPointOfNoReturn(
+          Duration.ofMillis(marginMillis), Duration.ofMillis(writeMillis));
       passed = true;
     } catch (LeaseLostException e) {
       passed = false;
@@ -154,7 +156,9 @@ class DeadlineTest {
     clock.advance(Duration.ofNanos(later));
 
     if (contender.hasExpired()) {
-      assertThat(holder.hasExpired()).as("contender takes over only after the holder gave up").isTrue();
+      assertThat(holder.hasExpired())
+          .as("contender takes over only after the holder gave up")
+          .isTrue();
     }
   }
 }

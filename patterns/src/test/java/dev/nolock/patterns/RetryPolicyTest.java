@@ -65,7 +65,8 @@ class RetryPolicyTest {
     RetryPolicy policy = RetryPolicy.custom().maxAttempts(4).build();
 
     Either<String, Integer> result =
-        policy.run(new ManualLeaseClock(), () -> Either.left("lost #" + attempts.incrementAndGet()));
+        policy.run(
+            new ManualLeaseClock(), () -> Either.left("lost #" + attempts.incrementAndGet()));
 
     assertThat(attempts).hasValue(4);
     assertThat(result.getLeft()).isEqualTo("lost #4");

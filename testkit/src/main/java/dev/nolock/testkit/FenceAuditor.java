@@ -31,7 +31,8 @@ public final class FenceAuditor {
   }
 
   /** One line of the audit log. */
-  public record Entry(int sequence, String lock, FencingToken token, String owner, Outcome outcome) {
+  public record Entry(
+      int sequence, String lock, FencingToken token, String owner, Outcome outcome) {
     @Override
     public String toString() {
       return String.format(
@@ -71,7 +72,10 @@ public final class FenceAuditor {
     return count(owner, Outcome.REFUSED);
   }
 
-  /** Accepted writes that carried a token lower than (or equal to, from another owner) one accepted before. */
+  /**
+   * Accepted writes that carried a token lower than (or equal to, from another owner) one accepted
+   * before.
+   */
   public synchronized List<Entry> staleAcceptances() {
     Map<String, Entry> newest = new HashMap<>();
     List<Entry> stale = new ArrayList<>();
@@ -99,8 +103,12 @@ public final class FenceAuditor {
     List<Entry> stale = staleAcceptances();
     if (!stale.isEmpty()) {
       throw new AssertionError(
-          "Lost update: the resource accepted " + stale.size() + " stale write(s) " + stale
-              + " after a newer token had written.\nTimeline:\n" + timeline());
+          "Lost update: the resource accepted "
+              + stale.size()
+              + " stale write(s) "
+              + stale
+              + " after a newer token had written.\nTimeline:\n"
+              + timeline());
     }
   }
 

@@ -25,8 +25,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The contract every {@link LockBackend} passes. A backend's test extends this class and supplies
- * the backend and a backend-native {@link #peek} of its stored state; users run it against their own
- * backends too.
+ * the backend and a backend-native {@link #peek} of its stored state; users run it against their
+ * own backends too.
  *
  * <p>The suite can fail: a backend that always grants fails the refusal tests and the concurrency
  * fuzz, where 8 threads do a deliberately non-atomic read-increment-write of a plain counter under
@@ -197,7 +197,8 @@ public abstract class LockBackendContract {
                     if (token.isEmpty()) {
                       refusals.incrementAndGet();
                       // Backoff so that 8 threads do not hammer the server; not a synchronisation.
-                      LockSupport.parkNanos(ThreadLocalRandom.current().nextLong(200_000, 1_000_000));
+                      LockSupport.parkNanos(
+                          ThreadLocalRandom.current().nextLong(200_000, 1_000_000));
                       continue;
                     }
                     tokensInEntryOrder.add(token.get());
@@ -218,10 +219,12 @@ public abstract class LockBackendContract {
 
     List<FencingToken> tokens = new ArrayList<>(tokensInEntryOrder);
     assertThat(acquisitions.get()).isGreaterThanOrEqualTo(FUZZ_ACQUISITIONS);
-    assertThat(counter.value()).as("no increment lost to an overlapping holder")
+    assertThat(counter.value())
+        .as("no increment lost to an overlapping holder")
         .isEqualTo(acquisitions.get());
     assertThat(new HashSet<>(tokens)).as("every token unique").hasSize(tokens.size());
-    assertThat(tokens).as("tokens rise in the order holders entered")
+    assertThat(tokens)
+        .as("tokens rise in the order holders entered")
         .isSortedAccordingTo(FencingToken::compareTo);
     assertThat(refusals.get()).as("the threads did contend").isPositive();
   }

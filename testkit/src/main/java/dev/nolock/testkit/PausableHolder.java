@@ -10,9 +10,9 @@ import java.util.Optional;
  * the resource its holders write); users implement it for their own locks.
  *
  * <p>The scenario runs one instance in each paused child JVM, created through a public no-argument
- * constructor that reads its settings from system properties (see
- * {@link PauseScenario.Builder#childSystemProperty}), and one in the test JVM for the holder that
- * takes over.
+ * constructor that reads its settings from system properties (see {@link
+ * PauseScenario.Builder#childSystemProperty}), and one in the test JVM for the holder that takes
+ * over.
  */
 public interface PausableHolder extends AutoCloseable {
 

@@ -28,21 +28,23 @@ import org.awaitility.Awaitility;
  * written.
  *
  * <p>Steps of {@link #run}:
+ *
  * <ol>
  *   <li>For each paused holder in turn: start a child JVM running the {@link PausableHolder}; it
  *       acquires (after the previous, frozen holder's lease has expired), passes its check and
  *       reports that it is about to write; freeze it with SIGSTOP right there. Its watchdog is
  *       frozen with it, so its lease runs out. (SIGSTOP does not stop {@code nanoTime}: a holder
  *       frozen <em>before</em> its check would stop itself on waking, so the freeze must land after
- *       it, as a GC pause would.)</li>
- *   <li>The new holder, in the test JVM, acquires (a higher token) and writes.</li>
- *   <li>Each paused holder is resumed with SIGCONT; its write goes out with its old token.</li>
+ *       it, as a GC pause would.)
+ *   <li>The new holder, in the test JVM, acquires (a higher token) and writes.
+ *   <li>Each paused holder is resumed with SIGCONT; its write goes out with its old token.
  *   <li>The {@link FenceAuditor} holds every attempted, accepted and refused write, in order; the
- *       result carries a timeline in seconds.</li>
+ *       result carries a timeline in seconds.
  * </ol>
- * With {@link Protection#FENCED} every stale write must be attempted and refused; with
- * {@link Protection#UNFENCED} (the negative control) the auditor must report the lost update.
- * Needs Linux ({@code kill}, {@code /proc}).
+ *
+ * With {@link Protection#FENCED} every stale write must be attempted and refused; with {@link
+ * Protection#UNFENCED} (the negative control) the auditor must report the lost update. Needs Linux
+ * ({@code kill}, {@code /proc}).
  */
 public final class PauseScenario {
 
@@ -56,7 +58,8 @@ public final class PauseScenario {
       String timeline) {}
 
   /** What one paused holder did after it was resumed. */
-  public record PausedWrite(String owner, FencingToken token, boolean attempted, boolean accepted) {}
+  public record PausedWrite(
+      String owner, FencingToken token, boolean attempted, boolean accepted) {}
 
   private final Class<? extends PausableHolder> holderType;
   private final Duration ttl;
@@ -88,42 +91,66 @@ public final class PauseScenario {
     List<Child> children = new ArrayList<>();
     try {
       for (int i = 1; i <= pausedHolders; i++) {
-        Child child = Child.start(holderType, childProperties, lockName, ttl, maxWait, "stale-" + i,
-            protection);
+        Child child =
+            Child.start(
+                holderType, childProperties, lockName, ttl, maxWait, "stale-" + i, protection);
         children.add(child);
         String[] about = child.expect("ABOUT_TO_WRITE", maxWait.plusSeconds(60));
         child.token = FencingToken.of(Long.parseLong(about[1]));
         child.owner = about[2];
-        timeline.add("holder " + i + " (pid " + child.pid() + ") acquired token "
-            + child.token.value() + ", passed its point-of-no-return check, is about to write");
+        timeline.add(
+            "holder "
+                + i
+                + " (pid "
+                + child.pid()
+                + ") acquired token "
+                + child.token.value()
+                + ", passed its point-of-no-return check, is about to write");
         child.signal("STOP");
         child.awaitState('T');
-        timeline.add("holder " + i + " frozen with SIGSTOP between its check and its write;"
-            + " its watchdog cannot renew");
+        timeline.add(
+            "holder "
+                + i
+                + " frozen with SIGSTOP between its check and its write;"
+                + " its watchdog cannot renew");
       }
 
       Lease lease = newHolder.acquireAndCheck(lockName, ttl, maxWait);
-      timeline.add("new holder acquired token " + lease.token().value()
-          + ": the frozen holders' leases have expired on the lock service");
+      timeline.add(
+          "new holder acquired token "
+              + lease.token().value()
+              + ": the frozen holders' leases have expired on the lock service");
       auditor.attempted(lockName, lease.token(), lease.owner());
       boolean newAccepted = newHolder.write(lease, "new-holder", protection);
       record(auditor, lockName, lease.token(), lease.owner(), newAccepted);
-      timeline.add("new holder wrote with token " + lease.token().value() + ": "
-          + (newAccepted ? "accepted" : "REFUSED"));
+      timeline.add(
+          "new holder wrote with token "
+              + lease.token().value()
+              + ": "
+              + (newAccepted ? "accepted" : "REFUSED"));
 
       List<PausedWrite> writes = new ArrayList<>();
       for (int i = 0; i < children.size(); i++) {
         Child child = children.get(i);
         child.release();
-        timeline.add("holder " + (i + 1) + " resumed with SIGCONT; its write with token "
-            + child.token.value() + " goes out");
+        timeline.add(
+            "holder "
+                + (i + 1)
+                + " resumed with SIGCONT; its write with token "
+                + child.token.value()
+                + " goes out");
         String[] attempting = child.expect("ATTEMPTING", Duration.ofSeconds(60));
         auditor.attempted(lockName, FencingToken.of(Long.parseLong(attempting[1])), child.owner);
         String[] outcome = child.expect(null, Duration.ofSeconds(60));
         boolean accepted = outcome[0].equals("ACCEPTED");
         record(auditor, lockName, child.token, child.owner, accepted);
-        timeline.add("holder " + (i + 1) + "'s stale write with token " + child.token.value()
-            + ": " + (accepted ? "ACCEPTED (lost update)" : "refused by the fence"));
+        timeline.add(
+            "holder "
+                + (i + 1)
+                + "'s stale write with token "
+                + child.token.value()
+                + ": "
+                + (accepted ? "ACCEPTED (lost update)" : "refused by the fence"));
         child.awaitExit();
         writes.add(new PausedWrite(child.owner, child.token, true, accepted));
       }
@@ -160,7 +187,8 @@ public final class PauseScenario {
       if (ttl.compareTo(Duration.ofSeconds(3)) < 0) {
         throw new IllegalArgumentException(
             "A pause scenario needs a TTL of at least 3 s (child JVMs start slowly on small"
-                + " machines), got " + ttl);
+                + " machines), got "
+                + ttl);
       }
       this.ttl = ttl;
       return this;
@@ -177,7 +205,8 @@ public final class PauseScenario {
 
     /** A {@code -Dkey=value} for the child JVMs, read by the holder's no-argument constructor. */
     public Builder childSystemProperty(String key, String value) {
-      childProperties.put(Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));
+      childProperties.put(
+          Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));
       return this;
     }
 
@@ -252,12 +281,24 @@ public final class PauseScenario {
     String[] expect(String prefix, Duration timeout) throws InterruptedException {
       String line = lines.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
       if (line == null) {
-        throw new AssertionError("The paused holder (pid " + pid() + ") printed nothing within "
-            + timeout + " while " + (prefix == null ? "its outcome" : prefix) + " was expected");
+        throw new AssertionError(
+            "The paused holder (pid "
+                + pid()
+                + ") printed nothing within "
+                + timeout
+                + " while "
+                + (prefix == null ? "its outcome" : prefix)
+                + " was expected");
       }
       if (line.startsWith("ERROR") || (prefix != null && !line.startsWith(prefix))) {
-        throw new AssertionError("The paused holder (pid " + pid() + ") printed \"" + line
-            + "\" where " + (prefix == null ? "its outcome" : prefix) + " was expected");
+        throw new AssertionError(
+            "The paused holder (pid "
+                + pid()
+                + ") printed \""
+                + line
+                + "\" where "
+                + (prefix == null ? "its outcome" : prefix)
+                + " was expected");
       }
       return line.split(" ");
     }
@@ -276,10 +317,11 @@ public final class PauseScenario {
       Awaitility.await("pid " + pid() + " in state " + state)
           .atMost(Duration.ofSeconds(10))
           .pollInterval(Duration.ofMillis(5))
-          .until(() -> {
-            String content = Files.readString(stat);
-            return content.charAt(content.lastIndexOf(')') + 2) == state;
-          });
+          .until(
+              () -> {
+                String content = Files.readString(stat);
+                return content.charAt(content.lastIndexOf(')') + 2) == state;
+              });
     }
 
     /** Opens the gate and resumes the process: its write goes out. */

@@ -8,9 +8,9 @@ package dev.nolock.testkit;
  */
 public final class ServerUnreachableException extends IllegalStateException {
 
-    private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 1L;
 
-    public ServerUnreachableException(String message, Throwable cause) {
-        super(message, cause);
-    }
+  public ServerUnreachableException(String message, Throwable cause) {
+    super(message, cause);
+  }
 }

@@ -23,9 +23,9 @@ import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 
 /**
- * The contract both versioned stores pass (a PostgreSQL version column, a DynamoDB rvn), on
- * {@code String} keys and {@code Long} values. A store's test extends it and supplies the store, a
- * blind write that ignores the version (for the negative control) and a store on a missing table.
+ * The contract both versioned stores pass (a PostgreSQL version column, a DynamoDB rvn), on {@code
+ * String} keys and {@code Long} values. A store's test extends it and supplies the store, a blind
+ * write that ignores the version (for the negative control) and a store on a missing table.
  *
  * <p>The suite can fail: the concurrency test's negative control does the same increments as a
  * blind read-then-write and must come up short.

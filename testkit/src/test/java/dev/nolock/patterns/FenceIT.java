@@ -117,8 +117,7 @@ class FenceIT {
     Either<FenceRejection, Integer> late = write(fenced, lease("A", 33), 2);
 
     assertThat(late.getLeft())
-        .isEqualTo(
-            new FenceRejection(lock, FencingToken.of(33), "A", FencingToken.of(34), "B"));
+        .isEqualTo(new FenceRejection(lock, FencingToken.of(33), "A", FencingToken.of(34), "B"));
     assertThat(late.getLeft().describe()).contains("stop writing");
   }
 
@@ -130,7 +129,10 @@ class FenceIT {
     Either<FenceRejection, Integer> reissued = write(fenced, lease("B", 7), 3);
 
     assertThat(reissued.isLeft()).isTrue();
-    assertThat(balances()).containsEntry(1, 7L).containsEntry(2, 7L).containsEntry(3, INITIAL_BALANCE);
+    assertThat(balances())
+        .containsEntry(1, 7L)
+        .containsEntry(2, 7L)
+        .containsEntry(3, INITIAL_BALANCE);
   }
 
   @Test
@@ -253,10 +255,7 @@ class FenceIT {
         writer,
         lease,
         tx ->
-            tx.update(ACCOUNTS)
-                .set(BALANCE, 0L)
-                .set(WRITTEN_BY, lease.token().value())
-                .execute());
+            tx.update(ACCOUNTS).set(BALANCE, 0L).set(WRITTEN_BY, lease.token().value()).execute());
   }
 
   private Either<FenceRejection, Integer> audited(

@@ -16,7 +16,10 @@ class FenceAuditorTest {
     auditor.accepted("l", FencingToken.of(34), "B");
     auditor.accepted("l", FencingToken.of(33), "A");
 
-    assertThat(auditor.staleAcceptances()).singleElement().extracting(FenceAuditor.Entry::owner).isEqualTo("A");
+    assertThat(auditor.staleAcceptances())
+        .singleElement()
+        .extracting(FenceAuditor.Entry::owner)
+        .isEqualTo("A");
     assertThatThrownBy(auditor::assertNoStaleWriteAccepted)
         .isInstanceOf(AssertionError.class)
         .hasMessageContaining("Lost update")

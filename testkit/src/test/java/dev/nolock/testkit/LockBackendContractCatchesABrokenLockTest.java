@@ -84,13 +84,16 @@ class LockBackendContractCatchesABrokenLockTest {
     String fuzzFailure =
         tests.failed().stream()
             .filter(e -> e.getTestDescriptor().getDisplayName().startsWith("concurrentHolders"))
-            .map(e -> e.getPayload(org.junit.platform.engine.TestExecutionResult.class)
-                .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable)
-                .map(Throwable::getMessage)
-                .orElse(""))
+            .map(
+                e ->
+                    e.getPayload(org.junit.platform.engine.TestExecutionResult.class)
+                        .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable)
+                        .map(Throwable::getMessage)
+                        .orElse(""))
             .findFirst()
             .orElseThrow();
-    assertThat(fuzzFailure).as("caught by the non-atomic counter, not by a side check")
+    assertThat(fuzzFailure)
+        .as("caught by the non-atomic counter, not by a side check")
         .contains("no increment lost");
   }
 }

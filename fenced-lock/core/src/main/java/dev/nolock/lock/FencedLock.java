@@ -24,29 +24,29 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The lock to fall back on when no lock-free design fits: a lease per name on a
- * {@link LockBackend}, with a fencing token per grant and a watchdog that renews by compare-and-swap.
+ * The lock to fall back on when no lock-free design fits: a lease per name on a {@link
+ * LockBackend}, with a fencing token per grant and a watchdog that renews by compare-and-swap.
  *
  * <p>What it promises is <b>not</b> "only one holder": no TTL lock can (a holder paused past its
  * lease still believes it holds it). It promises that a {@link LockPurpose#CORRECTNESS} holder gets
  * a strictly increasing {@link FencingToken} with which the protected resource can refuse a stale
- * holder's write ({@link dev.nolock.patterns.Fence}), that the holder learns of a lost lease at once
- * (callback and {@link dev.nolock.patterns.LeaseLostException} on its next check), and that no
+ * holder's write ({@link dev.nolock.patterns.Fence}), that the holder learns of a lost lease at
+ * once (callback and {@link dev.nolock.patterns.LeaseLostException} on its next check), and that no
  * renewal or release ever touches another holder's lease.
  *
  * <p>Algorithm:
+ *
  * <ol>
  *   <li>Acquire: read the clock, ask the backend to grant the lease (it bumps the token in the same
- *       step), and count the lease from that first reading, so the round trip is subtracted.
- *       {@link #acquire} repeats this with exponential backoff and full jitter until
- *       {@code maxWait}.</li>
+ *       step), and count the lease from that first reading, so the round trip is subtracted. {@link
+ *       #acquire} repeats this with exponential backoff and full jitter until {@code maxWait}.
  *   <li>Renew: every renewal interval (default TTL/3) a watchdog asks the backend to extend the
  *       lease <em>if it is still this owner's and this token's</em>. Success moves the deadline to
  *       the renewal's send time plus the TTL; a refusal loses the lease at once; a failed call is
- *       retried at the next interval unless the deadline has passed, which loses it.</li>
+ *       retried at the next interval unless the deadline has passed, which loses it.
  *   <li>A separate timer loses the lease the moment its deadline passes without a successful
- *       renewal, even when a renewal call hangs.</li>
- *   <li>Release: the backend frees the lease only if it is still this owner's and token's.</li>
+ *       renewal, even when a renewal call hangs.
+ *   <li>Release: the backend frees the lease only if it is still this owner's and token's.
  * </ol>
  *
  * <p>Thread-safe; one instance per process and backend is enough. Close it to release every held
@@ -128,7 +128,11 @@ public final class FencedLock implements AutoCloseable {
     Objects.requireNonNull(maxWait, "maxWait");
     if (maxWait.isNegative() || maxWait.compareTo(MAX_WAIT) > 0) {
       throw new IllegalArgumentException(
-          "maxWait must be between zero and " + MAX_WAIT + ", got " + maxWait + ": use"
+          "maxWait must be between zero and "
+              + MAX_WAIT
+              + ", got "
+              + maxWait
+              + ": use"
               + " tryAcquire to ask once.");
     }
     long start = clock.nanoTime();

@@ -12,10 +12,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * A lease this process holds on one lock, kept alive by the {@link FencedLock}'s watchdog until it
  * is released or lost. Close it (try-with-resources) to release.
  *
- * <p>Before every protected write call {@link #checkPointOfNoReturn(Duration)}; for a
- * {@link LockPurpose#CORRECTNESS} lock, send the write with {@link #lease()} through a
- * {@link dev.nolock.patterns.Fence}, because a pause between the check and the write can still
- * outlast the lease.
+ * <p>Before every protected write call {@link #checkPointOfNoReturn(Duration)}; for a {@link
+ * LockPurpose#CORRECTNESS} lock, send the write with {@link #lease()} through a {@link
+ * dev.nolock.patterns.Fence}, because a pause between the check and the write can still outlast the
+ * lease.
  *
  * <p>Thread-safe. States: held → lost (renewal refused, or the lease ran out) or held → released;
  * each change happens once.
@@ -37,7 +37,12 @@ public final class HeldLock implements AutoCloseable {
   private volatile Deadline deadline;
   private volatile String lostReason;
 
-  HeldLock(FencedLock lock, String name, FencingToken token, Duration ttl, Deadline deadline,
+  HeldLock(
+      FencedLock lock,
+      String name,
+      FencingToken token,
+      Duration ttl,
+      Deadline deadline,
       long acquiredAtNanos) {
     this.lock = lock;
     this.name = name;
@@ -81,7 +86,9 @@ public final class HeldLock implements AutoCloseable {
   public Lease lease() {
     if (lock.config().purpose() != LockPurpose.CORRECTNESS) {
       throw new IllegalStateException(
-          "Lock \"" + name + "\" was created for EFFICIENCY: it hands out no fencing token because"
+          "Lock \""
+              + name
+              + "\" was created for EFFICIENCY: it hands out no fencing token because"
               + " duplicate work under it must be harmless. If it guards writes a second holder"
               + " would corrupt, create it with LockConfig.custom(LockPurpose.CORRECTNESS) and send"
               + " each write with lease() through a Fence.");
@@ -90,8 +97,8 @@ public final class HeldLock implements AutoCloseable {
   }
 
   /**
-   * Call immediately before each protected write. Passes only while the lease is held and
-   * {@code remaining - safetyMargin > expectedWriteTime}.
+   * Call immediately before each protected write. Passes only while the lease is held and {@code
+   * remaining - safetyMargin > expectedWriteTime}.
    *
    * @throws LeaseLostException when the write must not be sent: stop writing, re-acquire
    * @throws IllegalStateException when this lock was already released
@@ -153,13 +160,25 @@ public final class HeldLock implements AutoCloseable {
   }
 
   private String lostMessage() {
-    return "Lease on lock \"" + name + "\" (token " + token.value() + ") was lost: " + lostReason
+    return "Lease on lock \""
+        + name
+        + "\" (token "
+        + token.value()
+        + ") was lost: "
+        + lostReason
         + ". Stop writing; re-acquire and re-read before trying again.";
   }
 
   @Override
   public String toString() {
-    return "HeldLock[" + name + ", token=" + token.value() + ", " + state.get() + ", " + deadline
+    return "HeldLock["
+        + name
+        + ", token="
+        + token.value()
+        + ", "
+        + state.get()
+        + ", "
+        + deadline
         + "]";
   }
 }

@@ -68,8 +68,7 @@ public final class InMemoryLockBackend implements LockBackend {
 
   /** The stored lease of {@code name}, if any: the peek the contract suite uses. */
   public synchronized Option<StoredLease> peek(String name) {
-    return Option.of(leases.get(name))
-        .map(e -> new StoredLease(e.owner(), e.token(), expired(e)));
+    return Option.of(leases.get(name)).map(e -> new StoredLease(e.owner(), e.token(), expired(e)));
   }
 
   private boolean expired(Entry entry) {

@@ -118,18 +118,32 @@ public final class LockConfig {
     Objects.requireNonNull(ttl, "ttl");
     if (ttl.compareTo(MIN_TTL) < 0 || ttl.compareTo(MAX_TTL) > 0) {
       throw new IllegalArgumentException(
-          "A lock TTL of " + ttl + " is outside [" + MIN_TTL + ", " + MAX_TTL + "]: pick a TTL a"
+          "A lock TTL of "
+              + ttl
+              + " is outside ["
+              + MIN_TTL
+              + ", "
+              + MAX_TTL
+              + "]: pick a TTL a"
               + " few times longer than the critical section, e.g. Duration.ofSeconds(10).");
     }
     if (safetyMargin.multipliedBy(2).compareTo(ttl) >= 0) {
       throw new IllegalArgumentException(
-          "The safety margin " + safetyMargin + " is half the TTL " + ttl + " or more: every write"
-              + " would fail its point-of-no-return check. Lengthen the TTL or shorten the margin.");
+          "The safety margin "
+              + safetyMargin
+              + " is half the TTL "
+              + ttl
+              + " or more: every write would fail its point-of-no-return check. Lengthen the TTL or"
+              + " shorten the margin.");
     }
     Duration interval = renewalInterval != null ? renewalInterval : ttl.dividedBy(3);
     if (interval.multipliedBy(2).compareTo(ttl) > 0) {
       throw new IllegalArgumentException(
-          "The renewal interval " + interval + " is not comfortably below the TTL " + ttl + ": one"
+          "The renewal interval "
+              + interval
+              + " is not comfortably below the TTL "
+              + ttl
+              + ": one"
               + " late renewal would lose the lease. Renew at most every TTL/2 (the default is"
               + " TTL/3), or lengthen the TTL.");
     }
@@ -146,7 +160,10 @@ public final class LockConfig {
     private Consumer<LostLease> onLeaseLost =
         lost ->
             LoggerFactory.getLogger(FencedLock.class)
-                .warn("Lost lease on {} (token {}): {}", lost.name(), lost.token().value(),
+                .warn(
+                    "Lost lease on {} (token {}): {}",
+                    lost.name(),
+                    lost.token().value(),
                     lost.reason());
     private LeaseClock clock = LeaseClock.system();
     private CoordinationMetrics metrics = CoordinationMetrics.noop();
@@ -190,8 +207,8 @@ public final class LockConfig {
     public Builder safetyMargin(Duration safetyMargin) {
       Objects.requireNonNull(safetyMargin, "safetyMargin");
       if (safetyMargin.isNegative()) {
-        throw new IllegalArgumentException("The safety margin must be zero or more, got "
-            + safetyMargin);
+        throw new IllegalArgumentException(
+            "The safety margin must be zero or more, got " + safetyMargin);
       }
       this.safetyMargin = safetyMargin;
       return this;
@@ -218,7 +235,9 @@ public final class LockConfig {
       return this;
     }
 
-    /** Backoff between acquire attempts: full jitter from {@code base}, doubling up to {@code max}. */
+    /**
+     * Backoff between acquire attempts: full jitter from {@code base}, doubling up to {@code max}.
+     */
     public Builder backoff(Duration base, Duration max) {
       Objects.requireNonNull(base, "base");
       Objects.requireNonNull(max, "max");

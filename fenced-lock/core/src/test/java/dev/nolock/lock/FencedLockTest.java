@@ -76,7 +76,8 @@ class FencedLockTest {
   void acquireWaitsWithBackoffUntilTheHolderReleases() {
     HeldLock first = lock.tryAcquire("invoice-1", TTL).get();
     CompletableFuture<Either<NotAcquired, HeldLock>> waiting =
-        CompletableFuture.supplyAsync(() -> other.acquire("invoice-1", TTL, Duration.ofSeconds(20)));
+        CompletableFuture.supplyAsync(
+            () -> other.acquire("invoice-1", TTL, Duration.ofSeconds(20)));
     await().until(() -> registry.get("nolock.conflicts").counter().count() >= 2);
 
     first.release();
@@ -91,8 +92,7 @@ class FencedLockTest {
   void acquireGivesUpAfterMaxWaitWithAValue() {
     lock.tryAcquire("invoice-1", TTL).get();
 
-    Either<NotAcquired, HeldLock> result =
-        other.acquire("invoice-1", TTL, Duration.ofMillis(300));
+    Either<NotAcquired, HeldLock> result = other.acquire("invoice-1", TTL, Duration.ofMillis(300));
 
     assertThat(result.getLeft().attempts()).isGreaterThan(1);
     assertThat(result.getLeft().waited()).isLessThan(Duration.ofSeconds(2));
@@ -136,7 +136,8 @@ class FencedLockTest {
           .isEqualTo(b.config().owner());
       assertThat(taken.isHeld()).isTrue();
       assertThat(registry.get("nolock.lease.losses").counter().count()).isEqualTo(1);
-      assertThat(registry.get("nolock.renewal.failures").counter().count()).isGreaterThanOrEqualTo(1);
+      assertThat(registry.get("nolock.renewal.failures").counter().count())
+          .isGreaterThanOrEqualTo(1);
     }
   }
 
@@ -198,7 +199,9 @@ class FencedLockTest {
     Either<NotAcquired, Long> token =
         lock.withLock("invoice-1", TTL, Duration.ZERO, held -> held.lease().token().value());
     assertThat(token.get()).isEqualTo(1L);
-    assertThat(other.tryAcquire("invoice-1", TTL).isDefined()).as("released after the work").isTrue();
+    assertThat(other.tryAcquire("invoice-1", TTL).isDefined())
+        .as("released after the work")
+        .isTrue();
   }
 
   @Test
@@ -263,7 +266,9 @@ class FencedLockTest {
     try (FencedLock bigMargin =
         FencedLock.create(
             backend,
-            LockConfig.custom(LockPurpose.CORRECTNESS).safetyMargin(Duration.ofSeconds(2)).build())) {
+            LockConfig.custom(LockPurpose.CORRECTNESS)
+                .safetyMargin(Duration.ofSeconds(2))
+                .build())) {
       assertThatThrownBy(() -> bigMargin.tryAcquire("a", TTL))
           .hasMessageContaining("safety margin");
     }

@@ -16,6 +16,9 @@ class InMemoryLockBackendContractTest extends LockBackendContract {
 
   @Override
   protected Optional<PeekedLease> peek(String name) {
-    return backend.peek(name).map(s -> new PeekedLease(s.owner(), s.token(), s.expired())).toJavaOptional();
+    return backend
+        .peek(name)
+        .map(s -> new PeekedLease(s.owner(), s.token(), s.expired()))
+        .toJavaOptional();
   }
 }

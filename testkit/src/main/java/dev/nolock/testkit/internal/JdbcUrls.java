@@ -10,43 +10,42 @@ import java.util.Optional;
  */
 public final class JdbcUrls {
 
-    private JdbcUrls() {
-    }
+  private JdbcUrls() {}
 
-    /** The URL with {@code name=value} set, replacing any earlier value of {@code name}. */
-    public static String withParameter(String url, String name, String value) {
-        int question = url.indexOf('?');
-        String base = question < 0 ? url : url.substring(0, question);
-        List<String> parameters = new ArrayList<>();
-        if (question >= 0) {
-            for (String parameter : url.substring(question + 1).split("&")) {
-                if (!parameter.isEmpty() && !nameOf(parameter).equals(name)) {
-                    parameters.add(parameter);
-                }
-            }
+  /** The URL with {@code name=value} set, replacing any earlier value of {@code name}. */
+  public static String withParameter(String url, String name, String value) {
+    int question = url.indexOf('?');
+    String base = question < 0 ? url : url.substring(0, question);
+    List<String> parameters = new ArrayList<>();
+    if (question >= 0) {
+      for (String parameter : url.substring(question + 1).split("&")) {
+        if (!parameter.isEmpty() && !nameOf(parameter).equals(name)) {
+          parameters.add(parameter);
         }
-        parameters.add(name + "=" + value);
-        return base + "?" + String.join("&", parameters);
+      }
     }
+    parameters.add(name + "=" + value);
+    return base + "?" + String.join("&", parameters);
+  }
 
-    /** The value of {@code name} in the URL's query, if present. */
-    public static Optional<String> parameter(String url, String name) {
-        int question = url.indexOf('?');
-        if (question < 0) {
-            return Optional.empty();
-        }
-        Optional<String> found = Optional.empty();
-        for (String parameter : url.substring(question + 1).split("&")) {
-            if (nameOf(parameter).equals(name)) {
-                int equals = parameter.indexOf('=');
-                found = Optional.of(equals < 0 ? "" : parameter.substring(equals + 1));
-            }
-        }
-        return found;
+  /** The value of {@code name} in the URL's query, if present. */
+  public static Optional<String> parameter(String url, String name) {
+    int question = url.indexOf('?');
+    if (question < 0) {
+      return Optional.empty();
     }
-
-    private static String nameOf(String parameter) {
+    Optional<String> found = Optional.empty();
+    for (String parameter : url.substring(question + 1).split("&")) {
+      if (nameOf(parameter).equals(name)) {
         int equals = parameter.indexOf('=');
-        return equals < 0 ? parameter : parameter.substring(0, equals);
+        found = Optional.of(equals < 0 ? "" : parameter.substring(equals + 1));
+      }
     }
+    return found;
+  }
+
+  private static String nameOf(String parameter) {
+    int equals = parameter.indexOf('=');
+    return equals < 0 ? parameter : parameter.substring(0, equals);
+  }
 }

@@ -14,13 +14,13 @@ import java.time.Duration;
  * FENCED or UNFENCED. Talks to the scenario one line per event on stdout:
  *
  * <ol>
- *   <li>{@code ABOUT_TO_WRITE <token> <owner>}: acquired and past the point-of-no-return check;</li>
+ *   <li>{@code ABOUT_TO_WRITE <token> <owner>}: acquired and past the point-of-no-return check;
  *   <li>then it blocks reading stdin. The scenario freezes it with SIGSTOP here, so the pause lands
  *       between the check and the write, and the frozen watchdog cannot renew. The gate only pins
- *       where the pause lands; the pause itself is the SIGSTOP;</li>
+ *       where the pause lands; the pause itself is the SIGSTOP;
  *   <li>on the line {@code WRITE} (sent with SIGCONT): {@code ATTEMPTING <token> <owner>}, then
  *       {@code ACCEPTED} or {@code REFUSED}, and exit 0. Any failure: {@code ERROR <message>}, exit
- *       1.</li>
+ *       1.
  * </ol>
  */
 public final class PausedHolderMain {
@@ -36,8 +36,7 @@ public final class PausedHolderMain {
       Duration maxWait = Duration.ofMillis(Long.parseLong(args[3]));
       String value = args[4];
       Protection protection = Protection.valueOf(args[5]);
-      try (PausableHolder holder =
-          (PausableHolder) type.getDeclaredConstructor().newInstance()) {
+      try (PausableHolder holder = (PausableHolder) type.getDeclaredConstructor().newInstance()) {
         Lease lease = holder.acquireAndCheck(lockName, ttl, maxWait);
         out.println("ABOUT_TO_WRITE " + lease.token().value() + " " + lease.owner());
         BufferedReader in =

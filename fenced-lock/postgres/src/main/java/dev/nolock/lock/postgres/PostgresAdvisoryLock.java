@@ -15,25 +15,26 @@ import org.jooq.exception.DataAccessException;
  * PostgreSQL transaction-level advisory lock, taken without waiting and released by the commit or
  * rollback that ends the work.
  *
- * <p>Guarantee: while one transaction runs {@code work} for a key, no other transaction on the
- * same database runs work for that key through this class. Because the lock and the work share the
+ * <p>Guarantee: while one transaction runs {@code work} for a key, no other transaction on the same
+ * database runs work for that key through this class. Because the lock and the work share the
  * transaction, there is no lease and no pause window: if the holder stalls, its lock lasts exactly
  * as long as its writes can still commit. No fencing token is needed, and none is offered.
  *
  * <p>Algorithm of {@link #tryInTransaction}:
+ *
  * <ol>
  *   <li>Begin a transaction (a savepoint if {@code dsl} is already in one; the lock then lasts
- *       until the <em>outer</em> transaction ends).</li>
- *   <li>{@code SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))}, the key bound.</li>
+ *       until the <em>outer</em> transaction ends).
+ *   <li>{@code SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))}, the key bound.
  *   <li>False: another transaction holds it; return {@link Option#none()} without running the work
- *       (the empty transaction ends with nothing written).</li>
- *   <li>True: run the work on the same transaction and commit; the commit (or the rollback when
- *       the work throws) releases the lock.</li>
+ *       (the empty transaction ends with nothing written).
+ *   <li>True: run the work on the same transaction and commit; the commit (or the rollback when the
+ *       work throws) releases the lock.
  * </ol>
  *
  * <p>Hash collisions: keys are hashed to 64 bits, so two different keys can map to the same lock.
- * That costs efficiency only (the two keys exclude each other now and then), never safety. The
- * lock space is shared with every other user of advisory locks on the database.
+ * That costs efficiency only (the two keys exclude each other now and then), never safety. The lock
+ * space is shared with every other user of advisory locks on the database.
  *
  * <p>PgBouncer: a transaction-level lock lives and dies with the transaction, which transaction
  * pooling keeps on one server connection, so this works behind PgBouncer in transaction mode.
@@ -44,8 +45,8 @@ import org.jooq.exception.DataAccessException;
  * a pooled connection, indefinitely.
  *
  * <p>Do not use it for a critical section that calls other systems (an HTTP call, a message send):
- * the lock ends with the transaction but those side effects do not roll back. Use
- * {@link dev.nolock.lock.FencedLock} with a fence, or a design without a lock, for those.
+ * the lock ends with the transaction but those side effects do not roll back. Use {@link
+ * dev.nolock.lock.FencedLock} with a fence, or a design without a lock, for those.
  */
 public final class PostgresAdvisoryLock {
 
@@ -55,19 +56,19 @@ public final class PostgresAdvisoryLock {
   private PostgresAdvisoryLock() {}
 
   /**
-   * Runs {@code work} in a transaction that holds the advisory lock on {@code key}, or does
-   * nothing when another transaction holds it.
+   * Runs {@code work} in a transaction that holds the advisory lock on {@code key}, or does nothing
+   * when another transaction holds it.
    *
    * @param dsl a PostgreSQL {@code DSLContext} (dialect {@code POSTGRES}) over a pool, or already
    *     in a transaction (see the class notes)
-   * @param key what is locked, e.g. {@code "invoice-42"}: not blank, at most
-   *     {@value #MAX_KEY_LENGTH} characters, no control characters
+   * @param key what is locked, e.g. {@code "invoice-42"}: not blank, at most {@value
+   *     #MAX_KEY_LENGTH} characters, no control characters
    * @param work the critical section; it must do its writes on the context it is given
    * @return the work's result (which may be null), or none when the key is held
    * @throws IllegalArgumentException for a bad key, with how to fix it
-   * @throws BackendUnavailableException when the transaction could not start, the lock could not
-   *     be asked for, or the commit failed (then nothing is known about whether the work took
-   *     effect): retry later
+   * @throws BackendUnavailableException when the transaction could not start, the lock could not be
+   *     asked for, or the commit failed (then nothing is known about whether the work took effect):
+   *     retry later
    * @throws RuntimeException whatever {@code work} throws, unchanged, after the rollback
    */
   public static <T> Option<T> tryInTransaction(
@@ -93,8 +94,11 @@ public final class PostgresAdvisoryLock {
       throw e.getCause();
     } catch (DataAccessException e) {
       throw new BackendUnavailableException(
-          "PostgreSQL failed around the advisory lock on \"" + key + "\" (starting the"
-              + " transaction, taking the lock or committing the work): " + e.getMessage()
+          "PostgreSQL failed around the advisory lock on \""
+              + key
+              + "\" (starting the"
+              + " transaction, taking the lock or committing the work): "
+              + e.getMessage()
               + ". Nothing is known about whether the work took effect; retry later with backoff.",
           e);
     }

@@ -18,8 +18,8 @@ import org.jooq.impl.DSL;
 
 /**
  * A {@link LockBackend} on PostgreSQL: one row per lock name holding the owner, a fencing-token
- * counter and the expiry, all judged and changed by single statements on the database's clock.
- * Use it through {@link dev.nolock.lock.FencedLock}, which adds waiting, the renewal watchdog and
+ * counter and the expiry, all judged and changed by single statements on the database's clock. Use
+ * it through {@link dev.nolock.lock.FencedLock}, which adds waiting, the renewal watchdog and
  * metrics.
  *
  * <p>Guarantee (the {@link LockBackend} contract, judged on the database server's clock): a lease
@@ -31,22 +31,24 @@ import org.jooq.impl.DSL;
  *
  * <p>Algorithm, one statement per call, each in its own short transaction (autocommit, or an
  * explicit commit when the pool hands out connections with autocommit off):
+ *
  * <ol>
  *   <li>Acquire: {@code INSERT INTO t AS l (name, owner, token, expires_at) VALUES (:name, :owner,
- *       1, clock_timestamp() + :ttl) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,
- *       token = l.token + 1, expires_at = excluded.expires_at WHERE l.expires_at <=
- *       clock_timestamp() RETURNING token}. A first grant inserts token 1; a later one bumps the
- *       counter in the same row, under the row lock that {@code ON CONFLICT} takes, so concurrent
- *       acquirers are serialised and see each other's commits. No row returned: someone holds an
- *       unexpired lease, and the caller lost the race (a value, not an exception).</li>
+ *       1, clock_timestamp() + :ttl) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, token
+ *       = l.token + 1, expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp()
+ *       RETURNING token}. A first grant inserts token 1; a later one bumps the counter in the same
+ *       row, under the row lock that {@code ON CONFLICT} takes, so concurrent acquirers are
+ *       serialised and see each other's commits. No row returned: someone holds an unexpired lease,
+ *       and the caller lost the race (a value, not an exception).
  *   <li>Renew: {@code UPDATE t SET expires_at = clock_timestamp() + :ttl WHERE name = :name AND
  *       owner = :owner AND token = :token AND expires_at > clock_timestamp()}: a compare-and-swap
- *       on the token, never a blind TTL bump. One row: renewed; none: the lease is lost.</li>
+ *       on the token, never a blind TTL bump. One row: renewed; none: the lease is lost.
  *   <li>Release: the same conditional {@code UPDATE} setting {@code expires_at =
  *       clock_timestamp()}: the lease ends now, the row and its token stay. A second or stale
  *       release (another owner, an older token, an expired lease) matches no row and changes
- *       nothing.</li>
+ *       nothing.
  * </ol>
+ *
  * The TTL is bound as a number of milliseconds ({@code :millis * interval '1 millisecond'}),
  * rounded up, so the database never stores a shorter lease than the holder measures.
  *
@@ -80,8 +82,8 @@ public final class PostgresLockBackend implements LockBackend {
   }
 
   /**
-   * A backend on the pool {@code dataSource} with {@code config}. Give it a pool
-   * (HikariCP or similar): every call borrows one connection for one statement.
+   * A backend on the pool {@code dataSource} with {@code config}. Give it a pool (HikariCP or
+   * similar): every call borrows one connection for one statement.
    */
   public static PostgresLockBackend create(DataSource dataSource, PostgresLockConfig config) {
     return new PostgresLockBackend(dataSource, config);
@@ -113,9 +115,13 @@ public final class PostgresLockBackend implements LockBackend {
   public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
     Option<Long> token =
         translate(
-            () -> "acquiring lock \"" + name + "\" for " + owner + ". Whether it was granted is"
-                + " unknown; retry later with backoff (a grant that did happen expires after its"
-                + " TTL)",
+            () ->
+                "acquiring lock \""
+                    + name
+                    + "\" for "
+                    + owner
+                    + ". Whether it was granted is unknown; retry later with backoff (a grant that"
+                    + " did happen expires after its TTL)",
             () ->
                 OwnTransaction.run(
                     dsl,
@@ -133,8 +139,13 @@ public final class PostgresLockBackend implements LockBackend {
   public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
     int rows =
         translate(
-            () -> "renewing lock \"" + name + "\" (token " + token.value() + "). Treat the lease"
-                + " as ending at its deadline unless a later renewal succeeds",
+            () ->
+                "renewing lock \""
+                    + name
+                    + "\" (token "
+                    + token.value()
+                    + "). Treat the lease"
+                    + " as ending at its deadline unless a later renewal succeeds",
             () ->
                 OwnTransaction.run(
                     dsl,
@@ -150,8 +161,13 @@ public final class PostgresLockBackend implements LockBackend {
   public boolean release(String name, String owner, FencingToken token) {
     int rows =
         translate(
-            () -> "releasing lock \"" + name + "\" (token " + token.value() + "). It may still be"
-                + " held; retry the release later or let it expire after its TTL",
+            () ->
+                "releasing lock \""
+                    + name
+                    + "\" (token "
+                    + token.value()
+                    + "). It may still be"
+                    + " held; retry the release later or let it expire after its TTL",
             () ->
                 OwnTransaction.run(
                     dsl,
@@ -166,8 +182,13 @@ public final class PostgresLockBackend implements LockBackend {
   private boolean oneRowAtMost(int rows, String name) {
     if (rows > 1) {
       throw new IllegalStateException(
-          "A lock statement changed " + rows + " rows for lock \"" + name + "\": the table "
-              + table + " has lost its primary key on name. This is a bug or a damaged schema;"
+          "A lock statement changed "
+              + rows
+              + " rows for lock \""
+              + name
+              + "\": the table "
+              + table
+              + " has lost its primary key on name. This is a bug or a damaged schema;"
               + " recreate the table with createTableIfMissing on an empty schema.");
     }
     return rows == 1;

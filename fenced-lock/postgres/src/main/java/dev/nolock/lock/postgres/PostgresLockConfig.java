@@ -74,10 +74,10 @@ public final class PostgresLockConfig {
     }
 
     /**
-     * How long one statement may run before pgjdbc cancels it (it then fails with
-     * {@link dev.nolock.patterns.BackendUnavailableException}); whole seconds, from 1 s to
-     * {@link #MAX_QUERY_TIMEOUT}. It bounds waits on the server (a row lock, an overloaded
-     * server), not a dead network: set pgjdbc's {@code socketTimeout} for that. Default 5 s.
+     * How long one statement may run before pgjdbc cancels it (it then fails with {@link
+     * dev.nolock.patterns.BackendUnavailableException}); whole seconds, from 1 s to {@link
+     * #MAX_QUERY_TIMEOUT}. It bounds waits on the server (a row lock, an overloaded server), not a
+     * dead network: set pgjdbc's {@code socketTimeout} for that. Default 5 s.
      */
     public Builder queryTimeout(Duration queryTimeout) {
       Objects.requireNonNull(queryTimeout, "queryTimeout");
@@ -85,8 +85,11 @@ public final class PostgresLockConfig {
           || queryTimeout.compareTo(MAX_QUERY_TIMEOUT) > 0
           || queryTimeout.toNanos() % 1_000_000_000L != 0) {
         throw new IllegalArgumentException(
-            "The query timeout must be whole seconds between 1 s and " + MAX_QUERY_TIMEOUT
-                + " (JDBC counts it in seconds), got " + queryTimeout + ": use e.g."
+            "The query timeout must be whole seconds between 1 s and "
+                + MAX_QUERY_TIMEOUT
+                + " (JDBC counts it in seconds), got "
+                + queryTimeout
+                + ": use e.g."
                 + " Duration.ofSeconds(5).");
       }
       this.queryTimeout = queryTimeout;

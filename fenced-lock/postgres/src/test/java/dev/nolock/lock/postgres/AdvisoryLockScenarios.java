@@ -22,8 +22,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * What {@link PostgresAdvisoryLock} promises, run directly against PostgreSQL and through
- * PgBouncer by the subclasses.
+ * What {@link PostgresAdvisoryLock} promises, run directly against PostgreSQL and through PgBouncer
+ * by the subclasses.
  */
 abstract class AdvisoryLockScenarios {
 

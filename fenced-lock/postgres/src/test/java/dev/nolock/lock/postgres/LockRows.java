@@ -36,7 +36,8 @@ final class LockRows {
   Duration remaining(String name) {
     return query(
             "SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000000)::bigint FROM "
-                + table + " WHERE name = ?",
+                + table
+                + " WHERE name = ?",
             name,
             rs -> Duration.ofNanos(rs.getLong(1) * 1000))
         .orElseThrow();

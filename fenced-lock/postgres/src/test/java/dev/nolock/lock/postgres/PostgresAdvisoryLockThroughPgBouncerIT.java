@@ -14,8 +14,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The advisory-lock scenarios through PgBouncer in transaction pooling, where each transaction
- * may run on a different server connection: the transaction-level lock still excludes.
+ * The advisory-lock scenarios through PgBouncer in transaction pooling, where each transaction may
+ * run on a different server connection: the transaction-level lock still excludes.
  */
 @ExtendWith(PgBouncerExtension.class)
 class PostgresAdvisoryLockThroughPgBouncerIT extends AdvisoryLockScenarios {
@@ -25,7 +25,8 @@ class PostgresAdvisoryLockThroughPgBouncerIT extends AdvisoryLockScenarios {
 
   @BeforeAll
   static void connect(PgBouncer pgBouncer) {
-    assertThat(pgBouncer.poolMode()).as("the pooling mode this test is about")
+    assertThat(pgBouncer.poolMode())
+        .as("the pooling mode this test is about")
         .isEqualTo("transaction");
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(pgBouncer.jdbcUrl()); // prepareThreshold=0

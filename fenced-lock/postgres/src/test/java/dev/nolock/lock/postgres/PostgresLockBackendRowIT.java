@@ -109,7 +109,8 @@ class PostgresLockBackendRowIT {
       PostgresLockBackend onPool = PostgresLockBackend.create(pool);
 
       FencingToken token = onPool.tryAcquire(name, "A", TTL).get();
-      assertThat(rows.peek(name)).as("seen from another connection")
+      assertThat(rows.peek(name))
+          .as("seen from another connection")
           .contains(new PeekedLease("A", token, false));
 
       assertThat(onPool.renew(name, "A", token, TTL)).isTrue();

@@ -19,8 +19,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * The whole contract again, with every backend statement going through PgBouncer in transaction
  * pooling: each call is one statement in its own transaction, so nothing depends on which server
- * connection serves it. The table is created directly in a fresh schema and named
- * schema-qualified, because connections through PgBouncer do not carry a search path.
+ * connection serves it. The table is created directly in a fresh schema and named schema-qualified,
+ * because connections through PgBouncer do not carry a search path.
  */
 @ExtendWith({PostgresExtension.class, PgBouncerExtension.class})
 class PostgresLockBackendThroughPgBouncerIT extends LockBackendContract {
@@ -31,7 +31,8 @@ class PostgresLockBackendThroughPgBouncerIT extends LockBackendContract {
 
   @BeforeAll
   static void connect(PostgresSchema schema, PgBouncer pgBouncer) {
-    assertThat(pgBouncer.poolMode()).as("the pooling mode this test is about")
+    assertThat(pgBouncer.poolMode())
+        .as("the pooling mode this test is about")
         .isEqualTo("transaction");
     String table = schema.schemaName() + "." + PostgresLockConfig.DEFAULT_TABLE;
     PostgresLockConfig config = PostgresLockConfig.custom().table(table).build();

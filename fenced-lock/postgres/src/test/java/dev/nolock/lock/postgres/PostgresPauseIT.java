@@ -70,7 +70,8 @@ class PostgresPauseIT {
       this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
       this.locks =
           FencedLock.create(
-              PostgresLockBackend.create(dataSource), LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
+              PostgresLockBackend.create(dataSource),
+              LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
     }
 
     @Override

@@ -44,7 +44,8 @@ class ReadmeUsageIT {
     PostgresLockBackend backend = PostgresLockBackend.create(pool); // table nolock_locks
     backend.createTableIfMissing();
     DSLContext dsl = DSL.using(pool, SQLDialect.POSTGRES);
-    Fence fence = Fence.onTable("nolock_fences", CoordinationMetrics.of(registry, "fence", "billing"));
+    Fence fence =
+        Fence.onTable("nolock_fences", CoordinationMetrics.of(registry, "fence", "billing"));
     fence.createTableIfMissing(dsl);
 
     try (FencedLock locks =
@@ -72,7 +73,8 @@ class ReadmeUsageIT {
                             .execute());
               });
 
-      outcome.peekLeft(busy -> System.err.println("someone else is paying it: " + busy))
+      outcome
+          .peekLeft(busy -> System.err.println("someone else is paying it: " + busy))
           .peek(written -> written.peekLeft(stale -> System.err.println(stale.describe())));
       // --- end of snippet ---
 
@@ -90,9 +92,14 @@ class ReadmeUsageIT {
 
     // --- README: Usage, advisory lock ---
     Option<Integer> paid =
-        PostgresAdvisoryLock.tryInTransaction(dsl, "invoice-43", tx ->
-            tx.update(table(name("invoices"))).set(field(name("status")), "paid")
-                .where(field(name("id")).eq(43)).execute());
+        PostgresAdvisoryLock.tryInTransaction(
+            dsl,
+            "invoice-43",
+            tx ->
+                tx.update(table(name("invoices")))
+                    .set(field(name("status")), "paid")
+                    .where(field(name("id")).eq(43))
+                    .execute());
     // --- end of snippet ---
 
     assertThat(paid).isEqualTo(Option.some(1));

@@ -28,28 +28,29 @@ import java.util.Objects;
  * per lock name, not one per data key.
  *
  * <p>Algorithm of {@link #write} / {@link #writeAll}, one Lua script, atomic on the server:
+ *
  * <ol>
- *   <li>Read the lock's fence hash ({@code token}, {@code owner}).</li>
+ *   <li>Read the lock's fence hash ({@code token}, {@code owner}).
  *   <li>If it exists and holds a higher token, or the same token from another owner, return that
  *       token and owner; nothing is written, and the Java side counts the rejection and returns it
- *       as a {@link FenceRejection}.</li>
+ *       as a {@link FenceRejection}.
  *   <li>Otherwise (no fence yet, a lower token, or the same token from the same owner) record
  *       {@code (token, owner)} in the fence hash and {@code SET} every data key, in the same
- *       script.</li>
+ *       script.
  * </ol>
+ *
  * Equal tokens pass only for the same owner: a backend that loses its counter (a Redis restart
  * without persistence) hands the same token out again, and the fence must not take the second
  * holder for the first.
  *
  * <p><b>The fence must live on the same Redis as the data</b>: a script is atomic on one instance
- * only. On Redis Cluster every key of one call must also hash to the same slot; put
- * {@link #hashTag(String)} of the lock name into each data key (e.g.
- * {@code "orders:" + RedisFence.hashTag("orders") + ":total"}), or the server refuses the call with
- * {@code CROSSSLOT}. Values are written with a plain {@code SET}, which clears a TTL the key had.
+ * only. On Redis Cluster every key of one call must also hash to the same slot; put {@link
+ * #hashTag(String)} of the lock name into each data key (e.g. {@code "orders:" +
+ * RedisFence.hashTag("orders") + ":total"}), or the server refuses the call with {@code CROSSSLOT}.
+ * Values are written with a plain {@code SET}, which clears a TTL the key had.
  *
- * <p>Thread-safe. Failures of the connection or the server are
- * {@link dev.nolock.patterns.BackendUnavailableException}s: whether the write took effect is then
- * unknown.
+ * <p>Thread-safe. Failures of the connection or the server are {@link
+ * dev.nolock.patterns.BackendUnavailableException}s: whether the write took effect is then unknown.
  */
 public final class RedisFence {
 
@@ -154,7 +155,10 @@ public final class RedisFence {
     }
     if (key.startsWith(config.keyPrefix())) {
       throw new IllegalArgumentException(
-          "The data key \"" + key + "\" starts with the fence key prefix \"" + config.keyPrefix()
+          "The data key \""
+              + key
+              + "\" starts with the fence key prefix \""
+              + config.keyPrefix()
               + "\": writing it could overwrite a fence. Keep data keys outside that prefix.");
     }
     return key;

@@ -8,9 +8,9 @@ import java.util.Objects;
  * Immutable settings of a {@link RedisFence}, built with {@link #custom()}; each setter validates
  * at once.
  *
- * <p>The fence of a lock named {@code orders} with the default prefix is the hash
- * {@code nolock:fence:{orders}} with the fields {@code token} (the highest token accepted, decimal)
- * and {@code owner} (who wrote with it). It has no TTL and is never deleted by nolock.
+ * <p>The fence of a lock named {@code orders} with the default prefix is the hash {@code
+ * nolock:fence:{orders}} with the fields {@code token} (the highest token accepted, decimal) and
+ * {@code owner} (who wrote with it). It has no TTL and is never deleted by nolock.
  */
 public final class RedisFenceConfig {
 
@@ -48,8 +48,8 @@ public final class RedisFenceConfig {
   }
 
   /**
-   * The fence key of {@code lockName}: the prefix, then the escaped name as a hash tag, e.g.
-   * {@code nolock:fence:{orders}}.
+   * The fence key of {@code lockName}: the prefix, then the escaped name as a hash tag, e.g. {@code
+   * nolock:fence:{orders}}.
    */
   public String fenceKey(String lockName) {
     return keyPrefix + RedisKeyNames.hashTag(lockName);
@@ -77,8 +77,8 @@ public final class RedisFenceConfig {
     }
 
     /**
-     * Where to count rejections ({@code nolock.fence.rejections}), e.g.
-     * {@code CoordinationMetrics.of(registry, "fence", "orders")}; default: nowhere.
+     * Where to count rejections ({@code nolock.fence.rejections}), e.g. {@code
+     * CoordinationMetrics.of(registry, "fence", "orders")}; default: nowhere.
      */
     public Builder metrics(CoordinationMetrics metrics) {
       this.metrics = Objects.requireNonNull(metrics, "metrics");

@@ -27,19 +27,21 @@ import java.util.Objects;
  * not rest on this lock but on the fence at the resource ({@link dev.nolock.patterns.Fence} for
  * SQL, {@link RedisFence} for Redis keys), which refuses a stale token.
  *
- * <p>Algorithm, each step one Lua script, atomic on the server (see
- * {@link RedisLockBackendConfig} for the keys):
+ * <p>Algorithm, each step one Lua script, atomic on the server (see {@link RedisLockBackendConfig}
+ * for the keys):
+ *
  * <ol>
- *   <li>Acquire: if the lease key exists, return nil (held). Otherwise {@code INCR} the counter
- *       and {@code SET lease "owner|token" PX ttl}; return the token. Granting and bumping happen
+ *   <li>Acquire: if the lease key exists, return nil (held). Otherwise {@code INCR} the counter and
+ *       {@code SET lease "owner|token" PX ttl}; return the token. Granting and bumping happen
  *       together, so no grant goes without a new token and no token is used twice while Redis keeps
- *       its data.</li>
- *   <li>Renew: compare-and-extend. If {@code GET lease} equals {@code "owner|token"},
- *       {@code PEXPIRE lease ttl} and return 1, else 0. Never a blind {@code PEXPIRE}: an expired
- *       lease that someone else now holds is left alone.</li>
- *   <li>Release: compare-and-delete. If {@code GET lease} equals {@code "owner|token"},
- *       {@code DEL lease} and return 1, else 0. The counter is never deleted.</li>
+ *       its data.
+ *   <li>Renew: compare-and-extend. If {@code GET lease} equals {@code "owner|token"}, {@code
+ *       PEXPIRE lease ttl} and return 1, else 0. Never a blind {@code PEXPIRE}: an expired lease
+ *       that someone else now holds is left alone.
+ *   <li>Release: compare-and-delete. If {@code GET lease} equals {@code "owner|token"}, {@code DEL
+ *       lease} and return 1, else 0. The counter is never deleted.
  * </ol>
+ *
  * Scripts run with {@code EVALSHA}; when the server answers {@code NOSCRIPT} (a restart, a
  * failover, {@code SCRIPT FLUSH}) the same call falls back to {@code EVAL}, which caches the script
  * again.
@@ -48,17 +50,16 @@ import java.util.Objects;
  * (and bump the counter), then fail before a replica received it, and the promoted replica grants
  * the lease again, possibly with a token that was already handed out. {@code WAIT} narrows that
  * window but does not close it: a write acknowledged by replicas can still be lost in a failover,
- * and {@code WAIT} rolls nothing back (see "Consistency and WAIT" in the Redis documentation of
- * <a href="https://redis.io/docs/latest/commands/wait/">WAIT</a>, and the maintainers' answer in
- * <a href="https://github.com/redis/redis-doc/issues/1863">redis/redis-doc#1863</a>: strong
+ * and {@code WAIT} rolls nothing back (see "Consistency and WAIT" in the Redis documentation of <a
+ * href="https://redis.io/docs/latest/commands/wait/">WAIT</a>, and the maintainers' answer in <a
+ * href="https://github.com/redis/redis-doc/issues/1863">redis/redis-doc#1863</a>: strong
  * consistency is outside Redis's scope). There is no Redlock here.
  *
  * <p><b>Without persistence a restart resets the counters.</b> Every lease and counter is lost, so
  * tokens start again at 1: the fence still refuses every write with a reused token (safety holds),
  * but it also refuses the new holders until the counter passes the fence's highest token, which
- * {@link #ensureTokensAbove} does. Run Redis with {@code appendonly yes} and
- * {@code appendfsync always} to keep the counters across restarts (not across a failover to an
- * asynchronous replica).
+ * {@link #ensureTokensAbove} does. Run Redis with {@code appendonly yes} and {@code appendfsync
+ * always} to keep the counters across restarts (not across a failover to an asynchronous replica).
  *
  * <p>Thread-safe: Lettuce connections are thread-safe and every call is one script. Failures of the
  * connection or the server are {@link dev.nolock.patterns.BackendUnavailableException}s; a key
@@ -165,8 +166,8 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
    *
    * <p>The remedy after a Redis restart that lost the counters (no persistence): until the counter
    * passes the highest token the fence has accepted, the fence refuses every new holder. Read that
-   * token from the fence ({@code select token from nolock_fences where name = ?}, or the
-   * {@code token} field of the {@link RedisFence} hash) and pass it here.
+   * token from the fence ({@code select token from nolock_fences where name = ?}, or the {@code
+   * token} field of the {@link RedisFence} hash) and pass it here.
    *
    * @param floor the highest token already used, zero or more
    * @return the counter afterwards; the next grant's token is higher
@@ -174,8 +175,13 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
   public long ensureTokensAbove(String name, long floor) {
     if (floor < 0 || floor == Long.MAX_VALUE) {
       throw new IllegalArgumentException(
-          "The token floor must be between 0 and " + (Long.MAX_VALUE - 1) + ", got " + floor
-              + ": pass the highest token the fence has accepted for \"" + name + "\".");
+          "The token floor must be between 0 and "
+              + (Long.MAX_VALUE - 1)
+              + ", got "
+              + floor
+              + ": pass the highest token the fence has accepted for \""
+              + name
+              + "\".");
     }
     String counter =
         run(
@@ -222,7 +228,8 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
     Objects.requireNonNull(ttl, "ttl");
     if (ttl.toMillis() < 1) {
       throw new IllegalArgumentException(
-          "A Redis lease TTL must be at least 1 ms (PX counts milliseconds), got " + ttl
+          "A Redis lease TTL must be at least 1 ms (PX counts milliseconds), got "
+              + ttl
               + ": pass a TTL a few times longer than the critical section.");
     }
     return Long.toString(ttl.toMillis());

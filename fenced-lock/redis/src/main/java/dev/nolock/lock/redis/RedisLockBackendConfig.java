@@ -7,15 +7,17 @@ import dev.nolock.lock.redis.internal.RedisKeyNames;
  * validates at once.
  *
  * <p>Keys of a lock named {@code orders} with the default prefix:
+ *
  * <ul>
- *   <li>{@code nolock:lock:{orders}}: the lease, a string {@code owner|token} with a
- *       millisecond TTL ({@code PX});</li>
+ *   <li>{@code nolock:lock:{orders}}: the lease, a string {@code owner|token} with a millisecond
+ *       TTL ({@code PX});
  *   <li>{@code nolock:lock:{orders}:token}: the token counter, an integer without TTL that is never
- *       deleted.</li>
+ *       deleted.
  * </ul>
+ *
  * The braces are a Redis Cluster hash tag, so both keys of a lock land in one slot. Lock names are
- * escaped inside it ({@code %} → {@code %25}, <code>{</code> → {@code %7B}, <code>}</code> →
- * {@code %7D}) so that no lock name can end the tag early or share a key with another name.
+ * escaped inside it ({@code %} → {@code %25}, <code>{</code> → {@code %7B}, <code>}</code> → {@code
+ * %7D}) so that no lock name can end the tag early or share a key with another name.
  */
 public final class RedisLockBackendConfig {
 
@@ -49,8 +51,8 @@ public final class RedisLockBackendConfig {
   }
 
   /**
-   * The lease key of {@code lockName}: the prefix, then the escaped name as a hash tag, e.g.
-   * {@code nolock:lock:{orders}}.
+   * The lease key of {@code lockName}: the prefix, then the escaped name as a hash tag, e.g. {@code
+   * nolock:lock:{orders}}.
    *
    * @throws IllegalArgumentException for a blank, overlong or control-character name
    */
@@ -59,8 +61,8 @@ public final class RedisLockBackendConfig {
   }
 
   /**
-   * The token counter key of {@code lockName}, in the same slot as its lease key, e.g.
-   * {@code nolock:lock:{orders}:token}.
+   * The token counter key of {@code lockName}, in the same slot as its lease key, e.g. {@code
+   * nolock:lock:{orders}:token}.
    */
   public String counterKey(String lockName) {
     return leaseKey(lockName) + COUNTER_SUFFIX;

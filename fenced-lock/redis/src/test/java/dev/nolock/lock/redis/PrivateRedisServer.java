@@ -118,11 +118,16 @@ final class PrivateRedisServer implements AutoCloseable {
         new ProcessBuilder(
             List.of(
                 "redis-server",
-                "--port", Integer.toString(port),
-                "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "no",
-                "--dir", dir.toString()));
+                "--port",
+                Integer.toString(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                dir.toString()));
     builder.redirectErrorStream(true);
     builder.redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("redis.log").toFile()));
     try {

@@ -120,7 +120,8 @@ class RedisPauseIT {
     int refused = 0;
     try (Holder newHolder = new Holder(uri, prefix)) {
       for (int run = 1; run <= 2; run++) {
-        PauseScenario.Result result = scenario().run(newHolder, "pause-fenced-" + run, Protection.FENCED);
+        PauseScenario.Result result =
+            scenario().run(newHolder, "pause-fenced-" + run, Protection.FENCED);
         System.out.println("Redis lock, fenced, run " + run + ":\n" + result.timeline());
 
         assertThat(result.newHolderAccepted()).isTrue();
@@ -136,7 +137,8 @@ class RedisPauseIT {
         assertThat(result.finalValue()).contains("new-holder");
       }
     }
-    System.out.printf("Redis lock, fenced: %d stale writes attempted, %d refused%n", attempted, refused);
+    System.out.printf(
+        "Redis lock, fenced: %d stale writes attempted, %d refused%n", attempted, refused);
     assertThat(attempted).isEqualTo(4);
     assertThat(refused).isEqualTo(4);
   }

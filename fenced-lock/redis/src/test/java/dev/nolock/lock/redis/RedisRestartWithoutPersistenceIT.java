@@ -107,8 +107,7 @@ class RedisRestartWithoutPersistenceIT {
     Either<FenceRejection, Integer> written = write(lease("B", b), "B's value");
     assertThat(auditor.attempts("B")).as("B's write was attempted").isEqualTo(1);
     assertThat(auditor.refusals("B")).isEqualTo(1);
-    assertThat(written.getLeft())
-        .isEqualTo(new FenceRejection(lock, b, "B", a, "A"));
+    assertThat(written.getLeft()).isEqualTo(new FenceRejection(lock, b, "B", a, "A"));
     auditor.assertNoStaleWriteAccepted();
     assertThat(storedValue()).isEqualTo("A's value");
   }
@@ -155,8 +154,11 @@ class RedisRestartWithoutPersistenceIT {
     assertThat(write(lease("B", reissued), "B's value").isLeft()).as("before the remedy").isTrue();
     assertThat(backend.release(lock, "B", reissued)).isTrue();
 
-    long highest = dsl.select(FENCE_TOKEN).from(table(name("nolock_fences")))
-        .where(FENCE_NAME.eq(lock)).fetchSingle(FENCE_TOKEN);
+    long highest =
+        dsl.select(FENCE_TOKEN)
+            .from(table(name("nolock_fences")))
+            .where(FENCE_NAME.eq(lock))
+            .fetchSingle(FENCE_TOKEN);
     assertThat(backend.ensureTokensAbove(lock, highest)).isEqualTo(a.value());
     FencingToken b = backend.tryAcquire(lock, "B", TTL).get();
 

@@ -59,8 +59,7 @@ class RedisScriptFallbackIT {
           @Override
           public void commandFailed(CommandFailedEvent event) {
             record(
-                event,
-                event.getCommand().getType() + " failed: " + event.getCause().getMessage());
+                event, event.getCommand().getType() + " failed: " + event.getCause().getMessage());
           }
         });
     connection = client.connect();
@@ -98,8 +97,9 @@ class RedisScriptFallbackIT {
     FencingToken second = backend.tryAcquire("flushed", "B", TTL).get();
     boolean released = backend.release("flushed", "B", second);
 
-    assertThat(second).as("the counter is data, not a script").isEqualTo(
-        FencingToken.of(first.value() + 1));
+    assertThat(second)
+        .as("the counter is data, not a script")
+        .isEqualTo(FencingToken.of(first.value() + 1));
     assertThat(released).isTrue();
     await()
         .untilAsserted(
@@ -127,8 +127,7 @@ class RedisScriptFallbackIT {
     await()
         .untilAsserted(
             () ->
-                assertThat(callsNaming("cached"))
-                    .containsExactly("EVALSHA", "EVALSHA", "EVALSHA"));
+                assertThat(callsNaming("cached")).containsExactly("EVALSHA", "EVALSHA", "EVALSHA"));
   }
 
   @Test

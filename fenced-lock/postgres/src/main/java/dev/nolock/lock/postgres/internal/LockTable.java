@@ -23,8 +23,8 @@ import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
 
 /**
- * The lease table and the four statements on it, built with jOOQ's typed DSL. The table name is
- * an already validated identifier; every value is bound.
+ * The lease table and the four statements on it, built with jOOQ's typed DSL. The table name is an
+ * already validated identifier; every value is bound.
  */
 public final class LockTable {
 
@@ -67,17 +67,13 @@ public final class LockTable {
   /**
    * {@code INSERT INTO t AS l (name, owner, token, expires_at) VALUES (:name, :owner, 1,
    * clock_timestamp() + :ttl) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, token =
-   * l.token + 1, expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp()
-   * RETURNING token}: one row (the new token) when granted, none when the lease is held.
+   * l.token + 1, expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp() RETURNING
+   * token}: one row (the new token) when granted, none when the lease is held.
    */
   public ResultQuery<Record1<Long>> tryAcquire(
       DSLContext dsl, String lockName, String lockOwner, Duration ttl) {
     return dsl.insertInto(aliased, name, owner, token, expiresAt)
-        .values(
-            val(lockName, name),
-            val(lockOwner, owner),
-            inline(1L),
-            clockTimestampPlus(ttl))
+        .values(val(lockName, name), val(lockOwner, owner), inline(1L), clockTimestampPlus(ttl))
         .onConflict(name)
         .doUpdate()
         .set(owner, excluded(owner))
@@ -88,11 +84,11 @@ public final class LockTable {
   }
 
   /**
-   * {@code UPDATE t SET expires_at = clock_timestamp() + :ttl WHERE name = :name AND owner =
-   * :owner AND token = :token AND expires_at > clock_timestamp()}.
+   * {@code UPDATE t SET expires_at = clock_timestamp() + :ttl WHERE name = :name AND owner = :owner
+   * AND token = :token AND expires_at > clock_timestamp()}.
    */
-  public Query renew(DSLContext dsl, String lockName, String lockOwner, long lockToken,
-      Duration ttl) {
+  public Query renew(
+      DSLContext dsl, String lockName, String lockOwner, long lockToken, Duration ttl) {
     return dsl.update(table)
         .set(expiresAt, clockTimestampPlus(ttl))
         .where(held(lockName, lockOwner, lockToken));

@@ -9,9 +9,9 @@ import org.jooq.exception.DataAccessException;
 /**
  * Runs one statement on a connection of its own and makes it durable before returning: in
  * autocommit when the pool hands out autocommit connections (one round trip), else followed by an
- * explicit {@code COMMIT}. Without the commit a pool configured with {@code autoCommit=false}
- * would roll the statement back when the connection is returned, after the caller was told it had
- * the lease.
+ * explicit {@code COMMIT}. Without the commit a pool configured with {@code autoCommit=false} would
+ * roll the statement back when the connection is returned, after the caller was told it had the
+ * lease.
  */
 public final class OwnTransaction {
 

@@ -22,8 +22,10 @@ class PgFunctionsTest {
         DSL.using(SQLDialect.POSTGRES)
             .render(DSL.select(PgFunctions.clockTimestampPlus(Duration.ofMillis(600))));
 
-    assertThat(sql).contains("clock_timestamp() + (? * ").doesNotContain("600").doesNotContain(
-        "now()");
+    assertThat(sql)
+        .contains("clock_timestamp() + (? * ")
+        .doesNotContain("600")
+        .doesNotContain("now()");
   }
 
   @Test
@@ -32,7 +34,6 @@ class PgFunctionsTest {
         DSL.using(SQLDialect.POSTGRES)
             .render(DSL.select(PgFunctions.tryAdvisoryXactLock("invoice-1'; drop table x")));
 
-    assertThat(sql)
-        .isEqualTo("select pg_try_advisory_xact_lock(hashtextextended(?, 0))");
+    assertThat(sql).isEqualTo("select pg_try_advisory_xact_lock(hashtextextended(?, 0))");
   }
 }

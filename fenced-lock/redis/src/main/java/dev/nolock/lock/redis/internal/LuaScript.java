@@ -23,9 +23,7 @@ public final class LuaScript {
   private final String source;
   private final String sha;
 
-  /**
-   * A script called {@code name} (for messages) with the Lua {@code source}.
-   */
+  /** A script called {@code name} (for messages) with the Lua {@code source}. */
   public LuaScript(String name, String source) {
     this.name = Objects.requireNonNull(name, "name");
     this.source = Objects.requireNonNull(source, "source");

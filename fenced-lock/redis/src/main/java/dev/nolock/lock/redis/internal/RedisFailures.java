@@ -5,9 +5,9 @@ import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
 
 /**
- * Turns what Lettuce throws into what nolock promises: a broken or unreachable server is a
- * {@link BackendUnavailableException} (retry later); a key that holds a value of another type is an
- * {@link IllegalStateException} (misconfiguration: the key prefix collides with other data).
+ * Turns what Lettuce throws into what nolock promises: a broken or unreachable server is a {@link
+ * BackendUnavailableException} (retry later); a key that holds a value of another type is an {@link
+ * IllegalStateException} (misconfiguration: the key prefix collides with other data).
  */
 public final class RedisFailures {
 
@@ -21,13 +21,21 @@ public final class RedisFailures {
     String message = String.valueOf(e.getMessage());
     if (e instanceof RedisCommandExecutionException && message.startsWith("WRONGTYPE")) {
       return new IllegalStateException(
-          "Redis refused to " + what + ": " + message + ". A key nolock uses holds a value of"
+          "Redis refused to "
+              + what
+              + ": "
+              + message
+              + ". A key nolock uses holds a value of"
               + " another type, so another application writes under the same key prefix."
               + " Configure a key prefix of nolock's own.",
           e);
     }
     return new BackendUnavailableException(
-        "Redis failed to " + what + " (" + message + "). Whether it took effect is unknown;"
+        "Redis failed to "
+            + what
+            + " ("
+            + message
+            + "). Whether it took effect is unknown;"
             + " retry later.",
         e);
   }

@@ -32,13 +32,27 @@ public final class RedisKeyNames {
       char c = prefix.charAt(i);
       if (c == '{' || c == '}') {
         throw new IllegalArgumentException(
-            "The " + what + " \"" + prefix + "\" contains '" + c + "' at index " + i + ": Redis"
+            "The "
+                + what
+                + " \""
+                + prefix
+                + "\" contains '"
+                + c
+                + "' at index "
+                + i
+                + ": Redis"
                 + " Cluster would hash every lock by that part and put all of them in one slot."
                 + " nolock adds the hash tag itself; use a prefix like \"nolock:lock:\".");
       }
       if (Character.isWhitespace(c)) {
         throw new IllegalArgumentException(
-            "The " + what + " \"" + prefix + "\" contains whitespace at index " + i + ": use a"
+            "The "
+                + what
+                + " \""
+                + prefix
+                + "\" contains whitespace at index "
+                + i
+                + ": use a"
                 + " prefix like \"nolock:lock:\".");
       }
     }
