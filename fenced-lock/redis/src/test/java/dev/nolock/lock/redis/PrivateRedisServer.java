@@ -32,11 +32,13 @@ final class PrivateRedisServer implements AutoCloseable {
 
   private final int port;
   private final Path dir;
+  private final List<String> extraArgs;
   private volatile Process process;
 
-  private PrivateRedisServer(int port, Path dir) {
+  private PrivateRedisServer(int port, Path dir, List<String> extraArgs) {
     this.port = port;
     this.dir = dir;
+    this.extraArgs = List.copyOf(extraArgs);
     // A JVM that dies before @AfterAll must not leave the child running.
     Runtime.getRuntime()
         .addShutdownHook(
@@ -50,14 +52,17 @@ final class PrivateRedisServer implements AutoCloseable {
                 "private-redis-server-" + port + "-killer"));
   }
 
-  /** Starts a server on a free port and waits until it answers {@code PING}. */
-  static PrivateRedisServer start() throws IOException {
+  /**
+   * Starts a server on a free port and waits until it answers {@code PING}; {@code extraArgs} are
+   * appended to the command line (e.g. {@code "--replicaof", "127.0.0.1", "6380"}).
+   */
+  static PrivateRedisServer start(String... extraArgs) throws IOException {
     Path dir = Files.createTempDirectory("nolock-redis-");
     int port;
     try (ServerSocket socket = new ServerSocket(0)) {
       port = socket.getLocalPort();
     }
-    PrivateRedisServer server = new PrivateRedisServer(port, dir);
+    PrivateRedisServer server = new PrivateRedisServer(port, dir, List.of(extraArgs));
     try {
       server.startProcess();
     } catch (RuntimeException e) {
@@ -114,8 +119,8 @@ final class PrivateRedisServer implements AutoCloseable {
     if (isRunning()) {
       throw new IllegalStateException("redis-server on port " + port + " is already running");
     }
-    ProcessBuilder builder =
-        new ProcessBuilder(
+    List<String> command =
+        new java.util.ArrayList<>(
             List.of(
                 "redis-server",
                 "--port",
@@ -128,6 +133,8 @@ final class PrivateRedisServer implements AutoCloseable {
                 "no",
                 "--dir",
                 dir.toString()));
+    command.addAll(extraArgs);
+    ProcessBuilder builder = new ProcessBuilder(command);
     builder.redirectErrorStream(true);
     builder.redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("redis.log").toFile()));
     try {
