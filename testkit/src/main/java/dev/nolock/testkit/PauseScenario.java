@@ -112,7 +112,7 @@ public final class PauseScenario {
             "holder "
                 + i
                 + " frozen with SIGSTOP between its check and its write;"
-                + " its watchdog cannot renew");
+                + " a renewal watchdog, if any, is frozen with it");
       }
 
       Lease lease = newHolder.acquireAndCheck(lockName, ttl, maxWait);
