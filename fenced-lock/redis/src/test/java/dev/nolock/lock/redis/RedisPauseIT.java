@@ -1,15 +1,12 @@
 package dev.nolock.lock.redis;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-
 import dev.nolock.lock.FencedLock;
 import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.patterns.Lease;
 import dev.nolock.testkit.PausableHolder;
-import dev.nolock.testkit.PauseScenario;
+import dev.nolock.testkit.PauseContract;
 import dev.nolock.testkit.Protection;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
@@ -17,9 +14,9 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
@@ -28,7 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * has written a Redis key through the {@link RedisFence}.
  */
 @ExtendWith(RedisExtension.class)
-class RedisPauseIT {
+class RedisPauseIT extends PauseContract {
 
   private static final String URI_PROPERTY = "nolock.pause.redisUri";
   private static final String PREFIX_PROPERTY = "nolock.pause.prefix";
@@ -106,58 +103,23 @@ class RedisPauseIT {
     }
   }
 
-  private PauseScenario scenario() {
-    return PauseScenario.builder(Holder.class)
-        .pausedHolders(2)
-        .childSystemProperty(URI_PROPERTY, uri)
-        .childSystemProperty(PREFIX_PROPERTY, prefix)
-        .build();
+  @Override
+  protected Class<? extends PausableHolder> holderType() {
+    return Holder.class;
   }
 
-  @Test
-  void staleWritesOfHoldersFrozenBetweenCheckAndWriteAreAllRefused() throws Exception {
-    int attempted = 0;
-    int refused = 0;
-    try (Holder newHolder = new Holder(uri, prefix)) {
-      for (int run = 1; run <= 2; run++) {
-        PauseScenario.Result result =
-            scenario().run(newHolder, "pause-fenced-" + run, Protection.FENCED);
-        System.out.println("Redis lock, fenced, run " + run + ":\n" + result.timeline());
-
-        assertThat(result.newHolderAccepted()).isTrue();
-        assertThat(result.pausedWrites()).hasSize(2);
-        for (PauseScenario.PausedWrite stale : result.pausedWrites()) {
-          assertThat(stale.attempted()).as("the stale write went out").isTrue();
-          assertThat(stale.accepted()).as("and was refused").isFalse();
-          assertThat(result.newHolderLease().token().isNewerThan(stale.token())).isTrue();
-          attempted++;
-          refused += stale.accepted() ? 0 : 1;
-        }
-        result.auditor().assertNoStaleWriteAccepted();
-        assertThat(result.finalValue()).contains("new-holder");
-      }
-    }
-    System.out.printf(
-        "Redis lock, fenced: %d stale writes attempted, %d refused%n", attempted, refused);
-    assertThat(attempted).isEqualTo(4);
-    assertThat(refused).isEqualTo(4);
+  @Override
+  protected Map<String, String> childProperties() {
+    return Map.of(URI_PROPERTY, uri, PREFIX_PROPERTY, prefix);
   }
 
-  @Test
-  void negativeControlWithoutTheFenceTheAuditorReportsTheLostUpdate() throws Exception {
-    try (Holder newHolder = new Holder(uri, prefix)) {
-      PauseScenario.Result result =
-          scenario().run(newHolder, "pause-unfenced", Protection.UNFENCED);
-      System.out.println("Redis lock, unfenced (negative control):\n" + result.timeline());
+  @Override
+  protected PausableHolder newHolder() {
+    return new Holder(uri, prefix);
+  }
 
-      assertThat(result.pausedWrites()).allMatch(PauseScenario.PausedWrite::accepted);
-      assertThatThrownBy(() -> result.auditor().assertNoStaleWriteAccepted())
-          .isInstanceOf(AssertionError.class)
-          .hasMessageContaining("Lost update");
-      assertThat(result.finalValue()).isNotEqualTo(Optional.of("new-holder"));
-      System.out.printf(
-          "Redis lock, unfenced: %d stale writes accepted (caught by the auditor)%n",
-          result.auditor().staleAcceptances().size());
-    }
+  @Override
+  protected String label() {
+    return "Redis lock";
   }
 }

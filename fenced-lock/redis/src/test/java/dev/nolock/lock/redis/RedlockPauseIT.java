@@ -1,39 +1,30 @@
 package dev.nolock.lock.redis;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.jooq.impl.DSL.field;
-import static org.jooq.impl.DSL.name;
-import static org.jooq.impl.DSL.table;
 
 import dev.nolock.patterns.Deadline;
-import dev.nolock.patterns.Fence;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.testkit.PausableHolder;
-import dev.nolock.testkit.PauseScenario;
+import dev.nolock.testkit.PauseContract;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import dev.nolock.testkit.Protection;
+import dev.nolock.testkit.SqlResource;
 import io.vavr.control.Option;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Function;
 import java.util.stream.Collectors;
-import org.jooq.DSLContext;
-import org.jooq.Field;
 import org.jooq.SQLDialect;
-import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.ds.PGSimpleDataSource;
 
@@ -45,13 +36,10 @@ import org.postgresql.ds.PGSimpleDataSource;
  * (for an efficiency lock); it does not survive a pause, and it has no token of its own.
  */
 @ExtendWith(PostgresExtension.class)
-class RedlockPauseIT {
+class RedlockPauseIT extends PauseContract {
 
   private static final String PORTS = "nolock.redlock.ports";
   private static final String URL = "nolock.redlock.jdbcUrl";
-  private static final Table<?> RESOURCE = table(name("redlock_resource"));
-  private static final Field<String> LOCK = field(name("lock_name"), String.class);
-  private static final Field<String> VALUE = field(name("value"), String.class);
 
   private static final List<PrivateRedisServer> instances = new ArrayList<>();
   private static String ports;
@@ -65,8 +53,7 @@ class RedlockPauseIT {
     ports =
         instances.stream().map(s -> Integer.toString(s.port())).collect(Collectors.joining(","));
     jdbcUrl = schema.jdbcUrl();
-    Fence.onTable(Fence.DEFAULT_TABLE).createTableIfMissing(schema.dsl());
-    schema.dsl().execute("create table redlock_resource (lock_name text primary key, value text)");
+    SqlResource.on(schema.dsl(), "redlock_resource").createTablesIfMissing();
   }
 
   @AfterAll
@@ -79,8 +66,7 @@ class RedlockPauseIT {
   /** A Redlock holder whose writes go to PostgreSQL, through the fence or around it. */
   public static final class Holder implements PausableHolder {
     private final Redlock redlock;
-    private final DSLContext dsl;
-    private final Fence fence = Fence.onTable(Fence.DEFAULT_TABLE);
+    private final SqlResource resource;
     private final String owner =
         "redlock-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID();
 
@@ -92,7 +78,8 @@ class RedlockPauseIT {
       this.redlock = new Redlock(Arrays.stream(ports.split(",")).map(Integer::parseInt).toList());
       PGSimpleDataSource dataSource = new PGSimpleDataSource();
       dataSource.setURL(url);
-      this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
+      this.resource =
+          SqlResource.on(DSL.using(dataSource, SQLDialect.POSTGRES), "redlock_resource");
     }
 
     @Override
@@ -116,24 +103,12 @@ class RedlockPauseIT {
 
     @Override
     public boolean write(Lease lease, String value, Protection protection) {
-      Function<DSLContext, Integer> upsert =
-          tx ->
-              tx.insertInto(RESOURCE, LOCK, VALUE)
-                  .values(lease.name(), value)
-                  .onConflict(LOCK)
-                  .doUpdate()
-                  .set(VALUE, value)
-                  .execute();
-      if (protection == Protection.UNFENCED) {
-        dsl.transaction(c -> upsert.apply(c.dsl()));
-        return true;
-      }
-      return fence.write(dsl, lease, upsert).isRight();
+      return resource.write(lease, value, protection);
     }
 
     @Override
     public Optional<String> read(String lockName) {
-      return dsl.select(VALUE).from(RESOURCE).where(LOCK.eq(lockName)).fetchOptional(VALUE);
+      return resource.read(lockName);
     }
 
     @Override
@@ -142,44 +117,33 @@ class RedlockPauseIT {
     }
   }
 
-  private PauseScenario scenario() {
-    return PauseScenario.builder(Holder.class)
-        .childSystemProperty(PORTS, ports)
-        .childSystemProperty(URL, jdbcUrl)
-        .build();
+  @Override
+  protected Class<? extends PausableHolder> holderType() {
+    return Holder.class;
   }
 
-  @Test
-  void aPausedRedlockHolderAndASecondMajorityHolderTheFenceRefusesTheStaleWrite() throws Exception {
-    try (Holder newHolder = new Holder(ports, jdbcUrl)) {
-      PauseScenario.Result result = scenario().run(newHolder, "redlock-fenced", Protection.FENCED);
-      System.out.println("Redlock under a pause, fenced:\n" + result.timeline());
-
-      assertThat(result.newHolderAccepted()).isTrue();
-      assertThat(result.pausedWrites())
-          .singleElement()
-          .satisfies(
-              w -> {
-                assertThat(w.attempted()).isTrue();
-                assertThat(w.accepted()).isFalse();
-              });
-      result.auditor().assertNoStaleWriteAccepted();
-      assertThat(result.finalValue()).contains("new-holder");
-    }
+  @Override
+  protected Map<String, String> childProperties() {
+    return Map.of(PORTS, ports, URL, jdbcUrl);
   }
 
-  @Test
-  void negativeControlWithoutAFenceRedlockLetsTheStaleWriteThrough() throws Exception {
-    try (Holder newHolder = new Holder(ports, jdbcUrl)) {
-      PauseScenario.Result result =
-          scenario().run(newHolder, "redlock-unfenced", Protection.UNFENCED);
-      System.out.println("Redlock under a pause, unfenced:\n" + result.timeline());
+  @Override
+  protected PausableHolder newHolder() {
+    return new Holder(ports, jdbcUrl);
+  }
 
-      assertThat(result.pausedWrites())
-          .singleElement()
-          .satisfies(w -> assertThat(w.accepted()).isTrue());
-      assertThatThrownBy(() -> result.auditor().assertNoStaleWriteAccepted())
-          .hasMessageContaining("Lost update");
-    }
+  @Override
+  protected String label() {
+    return "Redlock";
+  }
+
+  @Override
+  protected int pausedHolders() {
+    return 1;
+  }
+
+  @Override
+  protected int fencedRuns() {
+    return 1;
   }
 }

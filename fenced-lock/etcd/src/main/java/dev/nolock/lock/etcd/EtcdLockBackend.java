@@ -1,0 +1,245 @@
+package dev.nolock.lock.etcd;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LockBackend;
+import io.etcd.jetcd.ByteSequence;
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.kv.TxnResponse;
+import io.etcd.jetcd.op.Cmp;
+import io.etcd.jetcd.op.CmpTarget;
+import io.etcd.jetcd.op.Op;
+import io.etcd.jetcd.options.DeleteOption;
+import io.etcd.jetcd.options.PutOption;
+import io.vavr.control.Option;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A {@link LockBackend} on etcd: the consensus-backed lease the seeds recommend. A grant is agreed
+ * by a Raft majority before etcd answers, so a failover cannot lose it the way an asynchronous
+ * Redis replica can.
+ *
+ * <p>Algorithm:
+ *
+ * <ol>
+ *   <li>Acquire: grant a new etcd lease of {@code ceil(ttl)} seconds for this holder, then one
+ *       transaction: if the lock key's create revision is 0 (absent), put it with the holder as
+ *       value, bound to that lease. The transaction's revision is the key's create revision: the
+ *       {@link FencingToken}, strictly increasing across the whole cluster, across releases and
+ *       expiries. On refusal, revoke the unused lease.
+ *   <li>Renew: only this backend instance knows the holder's lease. A transaction checks that the
+ *       key still has this create revision and owner (a compare-and-swap on the token), then the
+ *       holder's own lease is kept alive (or, for a different TTL, the key is re-bound to a new
+ *       lease in the same compare). A holder can never extend someone else's key, because keys live
+ *       and die with their own lease.
+ *   <li>Release: delete the key only if its create revision and owner are still ours; revoke the
+ *       lease.
+ * </ol>
+ *
+ * Expiry is decided by etcd's leader on its own clock; etcd rounds TTLs up to whole seconds and
+ * enforces a minimum (about 1.5 s with default timing), so the server may hold a lease longer than
+ * the holder counts, never shorter. What etcd cannot do without a fence: stop a holder that was
+ * paused past its lease from writing; hand the token to the resource.
+ */
+public final class EtcdLockBackend implements LockBackend {
+
+  private record Grant(String name, String owner, long token) {}
+
+  private record Held(long leaseId, long seconds) {}
+
+  private final Client client;
+  private final EtcdLockConfig config;
+  private final ConcurrentMap<Grant, Held> leases = new ConcurrentHashMap<>();
+
+  private EtcdLockBackend(Client client, EtcdLockConfig config) {
+    this.client = Objects.requireNonNull(client, "client");
+    this.config = Objects.requireNonNull(config, "config");
+  }
+
+  /** A backend on {@code client}, which the caller keeps owning. */
+  public static EtcdLockBackend create(Client client, EtcdLockConfig config) {
+    return new EtcdLockBackend(client, config);
+  }
+
+  /** A backend with {@link EtcdLockConfig#ofDefaults()}. */
+  public static EtcdLockBackend create(Client client) {
+    return create(client, EtcdLockConfig.ofDefaults());
+  }
+
+  public EtcdLockConfig config() {
+    return config;
+  }
+
+  @Override
+  public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+    long seconds = seconds(ttl);
+    long leaseId = await(name, "grant a lease", client.getLeaseClient().grant(seconds)).getID();
+    ByteSequence key = key(name);
+    TxnResponse txn =
+        await(
+            name,
+            "acquire",
+            client
+                .getKVClient()
+                .txn()
+                .If(new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
+                .Then(Op.put(key, bytes(owner), PutOption.builder().withLeaseId(leaseId).build()))
+                .commit());
+    if (!txn.isSucceeded()) {
+      revokeQuietly(leaseId);
+      return Option.none();
+    }
+    long token = txn.getHeader().getRevision();
+    leases.put(new Grant(name, owner, token), new Held(leaseId, seconds));
+    return Option.some(FencingToken.of(token));
+  }
+
+  @Override
+  public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+    Grant grant = new Grant(name, owner, token.value());
+    Held held = leases.get(grant);
+    if (held == null) {
+      return false; // not granted to this owner through this instance: it holds no such lease
+    }
+    long seconds = seconds(ttl);
+    if (seconds == held.seconds()) {
+      if (!stillOurs(name, owner, token)) {
+        forget(grant, held);
+        return false;
+      }
+      try {
+        long left =
+            client
+                .getLeaseClient()
+                .keepAliveOnce(held.leaseId())
+                .get(config.rpcTimeout().toMillis(), TimeUnit.MILLISECONDS)
+                .getTTL();
+        if (left > 0) {
+          return true;
+        }
+      } catch (ExecutionException expiredOrGone) {
+        // etcd answers "requested lease not found" for an expired lease: the lease is lost.
+      } catch (TimeoutException | InterruptedException e) {
+        throw unavailable(name, "renew", e);
+      }
+      forget(grant, held);
+      return false;
+    }
+    long newLease = await(name, "grant a lease", client.getLeaseClient().grant(seconds)).getID();
+    TxnResponse txn =
+        await(
+            name,
+            "renew",
+            client
+                .getKVClient()
+                .txn()
+                .If(ours(name, owner, token))
+                .Then(
+                    Op.put(
+                        key(name), bytes(owner), PutOption.builder().withLeaseId(newLease).build()))
+                .commit());
+    if (!txn.isSucceeded()) {
+      revokeQuietly(newLease);
+      forget(grant, held);
+      return false;
+    }
+    leases.put(grant, new Held(newLease, seconds));
+    revokeQuietly(held.leaseId());
+    return true;
+  }
+
+  @Override
+  public boolean release(String name, String owner, FencingToken token) {
+    TxnResponse txn =
+        await(
+            name,
+            "release",
+            client
+                .getKVClient()
+                .txn()
+                .If(ours(name, owner, token))
+                .Then(Op.delete(key(name), DeleteOption.DEFAULT))
+                .commit());
+    Grant grant = new Grant(name, owner, token.value());
+    Held held = leases.get(grant);
+    if (held != null && txn.isSucceeded()) {
+      forget(grant, held);
+    }
+    return txn.isSucceeded();
+  }
+
+  private boolean stillOurs(String name, String owner, FencingToken token) {
+    return await(name, "renew", client.getKVClient().txn().If(ours(name, owner, token)).commit())
+        .isSucceeded();
+  }
+
+  private Cmp[] ours(String name, String owner, FencingToken token) {
+    ByteSequence key = key(name);
+    return new Cmp[] {
+      new Cmp(key, Cmp.Op.EQUAL, CmpTarget.createRevision(token.value())),
+      new Cmp(key, Cmp.Op.EQUAL, CmpTarget.value(bytes(owner)))
+    };
+  }
+
+  private void forget(Grant grant, Held held) {
+    if (leases.remove(grant, held)) {
+      revokeQuietly(held.leaseId());
+    }
+  }
+
+  private void revokeQuietly(long leaseId) {
+    // Best effort: an unrevoked lease only lives out its TTL.
+    client.getLeaseClient().revoke(leaseId).exceptionally(e -> null);
+  }
+
+  private ByteSequence key(String name) {
+    return bytes(config.keyPrefix() + name);
+  }
+
+  private static ByteSequence bytes(String s) {
+    return ByteSequence.from(s, StandardCharsets.UTF_8);
+  }
+
+  /** etcd leases are whole seconds; round up so the server never holds less than asked. */
+  private static long seconds(Duration ttl) {
+    return Math.max(1, (ttl.toMillis() + 999) / 1000);
+  }
+
+  private <T> T await(String name, String what, CompletableFuture<T> call) {
+    try {
+      return call.get(config.rpcTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      throw unavailable(name, what, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw unavailable(name, what, e);
+    }
+  }
+
+  private static BackendUnavailableException unavailable(String name, String what, Exception e) {
+    Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
+    return new BackendUnavailableException(
+        "etcd could not "
+            + what
+            + " for lock \""
+            + name
+            + "\" ("
+            + cause
+            + "). Whether it took"
+            + " effect is unknown; retry later.",
+        cause);
+  }
+
+  @Override
+  public String toString() {
+    return "EtcdLockBackend[" + config + "]";
+  }
+}
