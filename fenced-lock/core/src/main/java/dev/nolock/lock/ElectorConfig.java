@@ -1,0 +1,199 @@
+package dev.nolock.lock;
+
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.Names;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.UUID;
+
+/**
+ * Immutable settings of a {@link LeaderElector}, with the arithmetic of Kubernetes leader election
+ * checked at {@link Builder#build()}:
+ *
+ * <ul>
+ *   <li>{@code leaseDuration > renewDeadline}: the leader must give up <em>before</em> its lease
+ *       can expire, or a new leader could start while the old one still works;
+ *   <li>{@code renewDeadline > retryPeriod × (1 + jitter)}: the leader must get more than one
+ *       renewal attempt before it gives up, or one slow call ends its leadership.
+ * </ul>
+ *
+ * Defaults follow client-go: 15 s, 10 s, 2 s, jitter 1.2.
+ */
+public final class ElectorConfig {
+
+  public static final Duration DEFAULT_LEASE_DURATION = Duration.ofSeconds(15);
+  public static final Duration DEFAULT_RENEW_DEADLINE = Duration.ofSeconds(10);
+  public static final Duration DEFAULT_RETRY_PERIOD = Duration.ofSeconds(2);
+  public static final double JITTER_FACTOR = 1.2;
+
+  private final String name;
+  private final String identity;
+  private final Duration leaseDuration;
+  private final Duration renewDeadline;
+  private final Duration retryPeriod;
+  private final boolean haltOnLoss;
+  private final Runnable halt;
+  private final LeaseClock clock;
+  private final MeterRegistry registry;
+
+  private ElectorConfig(Builder b) {
+    this.name = b.name;
+    this.identity = b.identity;
+    this.leaseDuration = b.leaseDuration;
+    this.renewDeadline = b.renewDeadline;
+    this.retryPeriod = b.retryPeriod;
+    this.haltOnLoss = b.haltOnLoss;
+    this.halt = b.halt;
+    this.clock = b.clock;
+    this.registry = b.registry;
+    if (leaseDuration.compareTo(renewDeadline) <= 0) {
+      throw new IllegalArgumentException(
+          "leaseDuration ("
+              + leaseDuration
+              + ") must be greater than renewDeadline ("
+              + renewDeadline
+              + "): a leader that keeps trying to renew until its lease has"
+              + " expired can still be working when the next leader starts.");
+    }
+    Duration jittered = Duration.ofNanos((long) (retryPeriod.toNanos() * JITTER_FACTOR));
+    if (renewDeadline.compareTo(jittered) <= 0) {
+      throw new IllegalArgumentException(
+          "renewDeadline ("
+              + renewDeadline
+              + ") must be greater than retryPeriod x "
+              + JITTER_FACTOR
+              + " ("
+              + jittered
+              + "): otherwise a single slow renewal ends the"
+              + " leadership.");
+    }
+  }
+
+  /** Settings for the election called {@code name} (the lock name). */
+  public static Builder custom(String name) {
+    return new Builder(name);
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public String identity() {
+    return identity;
+  }
+
+  public Duration leaseDuration() {
+    return leaseDuration;
+  }
+
+  public Duration renewDeadline() {
+    return renewDeadline;
+  }
+
+  public Duration retryPeriod() {
+    return retryPeriod;
+  }
+
+  public boolean haltOnLoss() {
+    return haltOnLoss;
+  }
+
+  Runnable halt() {
+    return halt;
+  }
+
+  public LeaseClock clock() {
+    return clock;
+  }
+
+  public MeterRegistry registry() {
+    return registry;
+  }
+
+  /** Builds an {@link ElectorConfig}. */
+  public static final class Builder {
+    private final String name;
+    private String identity = "nolock-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID();
+    private Duration leaseDuration = DEFAULT_LEASE_DURATION;
+    private Duration renewDeadline = DEFAULT_RENEW_DEADLINE;
+    private Duration retryPeriod = DEFAULT_RETRY_PERIOD;
+    private boolean haltOnLoss = true;
+    private Runnable halt = () -> Runtime.getRuntime().halt(1);
+    private LeaseClock clock = LeaseClock.system();
+    private MeterRegistry registry = new CompositeMeterRegistry();
+
+    private Builder(String name) {
+      this.name = Names.requireName("election name", name, Lease.MAX_NAME_LENGTH);
+    }
+
+    /** This candidate's identity, unique per process. Default: pid plus a random UUID. */
+    public Builder identity(String identity) {
+      this.identity = Names.requireName("candidate identity", identity, Lease.MAX_OWNER_LENGTH);
+      return this;
+    }
+
+    /** How long a lease lasts without renewal; between 1 s and 10 min. */
+    public Builder leaseDuration(Duration d) {
+      this.leaseDuration =
+          within("leaseDuration", d, Duration.ofSeconds(1), Duration.ofMinutes(10));
+      return this;
+    }
+
+    /** How long the leader keeps failing to renew before it steps down. */
+    public Builder renewDeadline(Duration d) {
+      this.renewDeadline =
+          within("renewDeadline", d, Duration.ofMillis(200), Duration.ofMinutes(10));
+      return this;
+    }
+
+    /** How often candidates retry and the leader renews (jittered by up to x1.2). */
+    public Builder retryPeriod(Duration d) {
+      this.retryPeriod = within("retryPeriod", d, Duration.ofMillis(50), Duration.ofMinutes(5));
+      return this;
+    }
+
+    /**
+     * Whether losing leadership halts the process (default true). A leader that keeps running after
+     * losing its lease is the failure, and a halt is the only stop that cannot be ignored by a
+     * thread that does not check for interrupts; embedders that stop their work reliably may turn
+     * it off.
+     */
+    public Builder haltOnLoss(boolean haltOnLoss) {
+      this.haltOnLoss = haltOnLoss;
+      return this;
+    }
+
+    /** What halting does; tests replace {@code Runtime.halt(1)}. */
+    Builder halt(Runnable halt) {
+      this.halt = Objects.requireNonNull(halt, "halt");
+      return this;
+    }
+
+    public Builder clock(LeaseClock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** Metrics are tagged {@code component="election"}, {@code name=<election name>}. */
+    public Builder metrics(MeterRegistry registry) {
+      this.registry = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
+
+    public ElectorConfig build() {
+      return new ElectorConfig(this);
+    }
+
+    private static Duration within(String what, Duration d, Duration min, Duration max) {
+      Objects.requireNonNull(d, what);
+      if (d.compareTo(min) < 0 || d.compareTo(max) > 0) {
+        throw new IllegalArgumentException(
+            what + " must be between " + min + " and " + max + ", got " + d);
+      }
+      return d;
+    }
+  }
+}

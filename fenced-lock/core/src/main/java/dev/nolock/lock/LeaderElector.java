@@ -1,0 +1,258 @@
+package dev.nolock.lock;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.LockBackend;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.vavr.control.Option;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Leader election on any {@link LockBackend}: "leader election is distributed locking in disguise".
+ * The leader is whoever holds the election's lease, and its work is fenced like any holder's: the
+ * lease's {@link dev.nolock.patterns.FencingToken} is the term number the resource checks.
+ *
+ * <p>Algorithm (the Kubernetes arithmetic, validated by {@link ElectorConfig}):
+ *
+ * <ol>
+ *   <li>A candidate tries to take the lease every {@code retryPeriod} (jittered up to x1.2).
+ *   <li>The leader's lease is renewed by compare-and-swap on its token (the {@link FencedLock}
+ *       watchdog); {@link Leadership#onStartedLeading} runs on its own thread.
+ *   <li>The leader steps down as soon as a renewal is refused, or when it has not renewed for
+ *       {@code renewDeadline} — before its {@code leaseDuration} can expire, so that no successor
+ *       starts while it still works. Stepping down interrupts the work thread, calls {@link
+ *       Leadership#onStoppedLeading}, and by default halts the process: a leader that keeps running
+ *       after losing its lease is the failure, and client-go's {@code os.Exit(1)} in {@code
+ *       OnStoppedLeading} exists for that reason.
+ *   <li>{@link #close()} steps down gracefully: releases the lease (a successor need not wait for
+ *       it to expire) and does not halt.
+ * </ol>
+ *
+ * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
+ */
+public final class LeaderElector implements AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(LeaderElector.class);
+
+  private final ElectorConfig config;
+  private final Leadership leadership;
+  private final FencedLock lock;
+  private final Thread loop;
+  private final ReentrantLock mutex = new ReentrantLock();
+  private final Condition wake = mutex.newCondition();
+  private final Counter changes;
+  private final Counter losses;
+  private final Timer leading;
+
+  private volatile boolean running = true;
+  private volatile HeldLock held;
+  private volatile long leaderSinceNanos;
+  private Thread work;
+
+  private LeaderElector(LockBackend backend, ElectorConfig config, Leadership leadership) {
+    this.config = Objects.requireNonNull(config, "config");
+    this.leadership = Objects.requireNonNull(leadership, "leadership");
+    Duration interval = min(config.retryPeriod(), config.leaseDuration().dividedBy(3));
+    this.lock =
+        FencedLock.create(
+            Objects.requireNonNull(backend, "backend"),
+            LockConfig.custom(LockPurpose.CORRECTNESS)
+                .owner(config.identity())
+                .renewalInterval(interval)
+                .clock(config.clock())
+                .onLeaseLost(lost -> signal())
+                .build());
+    Tags tags = Tags.of("component", "election", "name", config.name());
+    this.changes =
+        Counter.builder("nolock.leadership.changes")
+            .description("Times this candidate became leader")
+            .tags(tags)
+            .register(config.registry());
+    this.losses =
+        Counter.builder("nolock.leadership.losses")
+            .description("Leaderships lost (not released)")
+            .tags(tags)
+            .register(config.registry());
+    this.leading =
+        Timer.builder("nolock.leadership.held")
+            .description("Time spent as leader")
+            .tags(tags)
+            .register(config.registry());
+    this.loop = new Thread(this::run, "nolock-elector-" + config.name());
+    loop.setDaemon(true);
+  }
+
+  /** Creates and starts a candidate. */
+  public static LeaderElector start(
+      LockBackend backend, ElectorConfig config, Leadership leadership) {
+    LeaderElector elector = new LeaderElector(backend, config, leadership);
+    elector.loop.start();
+    return elector;
+  }
+
+  /** True while this candidate leads. */
+  public boolean isLeader() {
+    HeldLock current = held;
+    return current != null && current.isHeld();
+  }
+
+  /** Steps down if leading (releasing the lease, without halting) and stops campaigning. */
+  @Override
+  public void close() {
+    running = false;
+    signal();
+    try {
+      loop.join(TimeUnit.SECONDS.toMillis(30));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    stepDown(null);
+    lock.close();
+  }
+
+  private void run() {
+    while (running) {
+      try {
+        HeldLock current = held;
+        if (current == null) {
+          Option<HeldLock> got = lock.tryAcquire(config.name(), config.leaseDuration());
+          if (got.isDefined()) {
+            lead(got.get());
+          } else {
+            pause(jittered(config.retryPeriod()));
+          }
+        } else {
+          Duration sinceRenewal = config.leaseDuration().minus(current.deadline().remaining());
+          if (!current.isHeld()) {
+            stepDown("the lease was lost");
+          } else if (sinceRenewal.compareTo(config.renewDeadline()) > 0) {
+            stepDown(
+                "no renewal for "
+                    + sinceRenewal.toMillis()
+                    + " ms (renewDeadline "
+                    + config.renewDeadline().toMillis()
+                    + " ms)");
+          } else {
+            pause(config.retryPeriod());
+          }
+        }
+      } catch (BackendUnavailableException e) {
+        LOG.warn("Election {}: backend unavailable, retrying", config.name(), e);
+        pause(jittered(config.retryPeriod()));
+      }
+    }
+  }
+
+  private void lead(HeldLock got) {
+    held = got;
+    leaderSinceNanos = config.clock().nanoTime();
+    changes.increment();
+    LOG.info(
+        "Election {}: {} leads with token {}",
+        config.name(),
+        config.identity(),
+        got.lease().token().value());
+    Thread thread =
+        new Thread(
+            () -> {
+              try {
+                leadership.onStartedLeading(got);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              } catch (RuntimeException e) {
+                LOG.error("Election {}: the leader's work failed", config.name(), e);
+              }
+            },
+            "nolock-leader-" + config.name());
+    thread.setDaemon(true);
+    mutex.lock();
+    try {
+      work = thread;
+    } finally {
+      mutex.unlock();
+    }
+    thread.start();
+  }
+
+  /**
+   * Ends this term: {@code reason} null means a graceful close (release, no halt); otherwise the
+   * leadership was lost.
+   */
+  private void stepDown(String reason) {
+    HeldLock current = held;
+    if (current == null) {
+      return;
+    }
+    held = null;
+    Thread thread;
+    mutex.lock();
+    try {
+      thread = work;
+      work = null;
+    } finally {
+      mutex.unlock();
+    }
+    if (thread != null) {
+      thread.interrupt();
+    }
+    leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
+    try {
+      current.release();
+    } catch (RuntimeException e) {
+      LOG.warn("Election {}: could not release; it expires after its TTL", config.name(), e);
+    }
+    try {
+      leadership.onStoppedLeading();
+    } catch (RuntimeException e) {
+      LOG.error("Election {}: onStoppedLeading threw", config.name(), e);
+    }
+    if (reason != null) {
+      losses.increment();
+      LOG.error("Election {}: {} lost leadership: {}", config.name(), config.identity(), reason);
+      if (config.haltOnLoss()) {
+        config.halt().run();
+      }
+    }
+  }
+
+  private void pause(Duration duration) {
+    mutex.lock();
+    try {
+      if (running) {
+        wake.awaitNanos(duration.toNanos());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      running = false;
+    } finally {
+      mutex.unlock();
+    }
+  }
+
+  private void signal() {
+    mutex.lock();
+    try {
+      wake.signalAll();
+    } finally {
+      mutex.unlock();
+    }
+  }
+
+  private static Duration jittered(Duration d) {
+    double factor =
+        1 + ThreadLocalRandom.current().nextDouble() * (ElectorConfig.JITTER_FACTOR - 1);
+    return Duration.ofNanos((long) (d.toNanos() * factor));
+  }
+
+  private static Duration min(Duration a, Duration b) {
+    return a.compareTo(b) <= 0 ? a : b;
+  }
+}
