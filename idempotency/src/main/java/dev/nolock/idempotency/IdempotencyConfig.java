@@ -1,0 +1,284 @@
+package dev.nolock.idempotency;
+
+import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.Names;
+import dev.nolock.patterns.RetryPolicy;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Immutable settings of {@link IdempotencyKeys}, built with {@link #custom()}; each setter
+ * validates at once, {@link Builder#build()} checks them together.
+ *
+ * <p>Defaults: table {@value #DEFAULT_TABLE}, lease {@link #DEFAULT_LEASE} (30 s), retention {@link
+ * #DEFAULT_RETENTION} (24 h), no waiting while a key is in progress ({@link
+ * RetryPolicy#noRetry()}), purge batches of {@value #DEFAULT_PURGE_BATCH_SIZE} rows, query timeout
+ * {@link #DEFAULT_QUERY_TIMEOUT} (5 s), metrics recorded nowhere, the system's monotonic clock.
+ */
+public final class IdempotencyConfig {
+
+  /** The keys table used when none is configured. */
+  public static final String DEFAULT_TABLE = "nolock_idempotency_keys";
+
+  /** How long an attempt holds a key before a retry may take it over. */
+  public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+
+  /** How long a key is kept after it completed (or was created). */
+  public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
+
+  public static final int DEFAULT_PURGE_BATCH_SIZE = 1000;
+
+  public static final Duration DEFAULT_QUERY_TIMEOUT = Duration.ofSeconds(5);
+
+  /**
+   * Longest table name (its last part): the sequence {@code <table>_attempt_seq} and the index
+   * {@code <table>_expires_idx} must fit PostgreSQL's 63-byte identifiers.
+   */
+  public static final int MAX_TABLE_NAME_LENGTH = 50;
+
+  public static final Duration MIN_LEASE = Duration.ofSeconds(1);
+  public static final Duration MAX_RETENTION = Duration.ofDays(366);
+  public static final Duration MAX_QUERY_TIMEOUT = Duration.ofMinutes(5);
+
+  private final String table;
+  private final Duration lease;
+  private final Duration retention;
+  private final RetryPolicy waitWhileInProgress;
+  private final int purgeBatchSize;
+  private final Duration queryTimeout;
+  private final MeterRegistry meterRegistry;
+  private final LeaseClock clock;
+
+  private IdempotencyConfig(Builder builder) {
+    this.table = builder.table;
+    this.lease = builder.lease;
+    this.retention = builder.retention;
+    this.waitWhileInProgress = builder.waitWhileInProgress;
+    this.purgeBatchSize = builder.purgeBatchSize;
+    this.queryTimeout = builder.queryTimeout;
+    this.meterRegistry = builder.meterRegistry;
+    this.clock = builder.clock;
+  }
+
+  public static IdempotencyConfig ofDefaults() {
+    return custom().build();
+  }
+
+  public static Builder custom() {
+    return new Builder();
+  }
+
+  /** The keys table, {@code table} or {@code schema.table}. */
+  public String table() {
+    return table;
+  }
+
+  public Duration lease() {
+    return lease;
+  }
+
+  public Duration retention() {
+    return retention;
+  }
+
+  public RetryPolicy waitWhileInProgress() {
+    return waitWhileInProgress;
+  }
+
+  public int purgeBatchSize() {
+    return purgeBatchSize;
+  }
+
+  public Duration queryTimeout() {
+    return queryTimeout;
+  }
+
+  public MeterRegistry meterRegistry() {
+    return meterRegistry;
+  }
+
+  public LeaseClock clock() {
+    return clock;
+  }
+
+  @Override
+  public String toString() {
+    return "IdempotencyConfig[table="
+        + table
+        + ", lease="
+        + lease
+        + ", retention="
+        + retention
+        + ", waitWhileInProgress="
+        + waitWhileInProgress
+        + ", purgeBatchSize="
+        + purgeBatchSize
+        + ", queryTimeout="
+        + queryTimeout
+        + "]";
+  }
+
+  /** Builds an {@link IdempotencyConfig}. */
+  public static final class Builder {
+    private String table = DEFAULT_TABLE;
+    private Duration lease = DEFAULT_LEASE;
+    private Duration retention = DEFAULT_RETENTION;
+    private RetryPolicy waitWhileInProgress = RetryPolicy.noRetry();
+    private int purgeBatchSize = DEFAULT_PURGE_BATCH_SIZE;
+    private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
+    private MeterRegistry meterRegistry = new CompositeMeterRegistry();
+    private LeaseClock clock = LeaseClock.system();
+
+    private Builder() {}
+
+    /**
+     * The keys table, optionally schema-qualified ({@code "app.idempotency_keys"}): lower-case
+     * letters, digits and underscores, the table part at most {@value
+     * IdempotencyConfig#MAX_TABLE_NAME_LENGTH} characters. Default {@value
+     * IdempotencyConfig#DEFAULT_TABLE}.
+     */
+    public Builder table(String table) {
+      Names.requireSqlIdentifier("idempotency keys table", table);
+      String last = table.substring(table.lastIndexOf('.') + 1);
+      if (last.length() > MAX_TABLE_NAME_LENGTH) {
+        throw new IllegalArgumentException(
+            "The idempotency keys table \""
+                + table
+                + "\" is longer than "
+                + MAX_TABLE_NAME_LENGTH
+                + " characters: its sequence (<table>_attempt_seq) and index (<table>_expires_idx)"
+                + " would not fit PostgreSQL's 63-byte names. Use a shorter name.");
+      }
+      this.table = table;
+      return this;
+    }
+
+    /**
+     * How long an attempt holds a key, on the database's clock, before a retry may take it over
+     * with a higher attempt token. Extended each time a phase commits. Make it longer than the
+     * slowest action (or phase): a lease that ends mid-action lets a retry run the action too (its
+     * local effects stay single, the stale attempt is refused; foreign calls are repeated). From
+     * {@link IdempotencyConfig#MIN_LEASE} to {@link Deadline#MAX_LEASE_DURATION}, whole
+     * milliseconds. Default 30 s.
+     */
+    public Builder lease(Duration lease) {
+      Objects.requireNonNull(lease, "lease");
+      if (lease.compareTo(MIN_LEASE) < 0
+          || lease.compareTo(Deadline.MAX_LEASE_DURATION) > 0
+          || lease.toNanos() % 1_000_000 != 0) {
+        throw new IllegalArgumentException(
+            "The lease must be whole milliseconds from "
+                + MIN_LEASE
+                + " to "
+                + Deadline.MAX_LEASE_DURATION
+                + ", got "
+                + lease
+                + ": use e.g. Duration.ofSeconds(30).");
+      }
+      this.lease = lease;
+      return this;
+    }
+
+    /**
+     * How long a key is kept after it completed (an abandoned in-progress key: after it was
+     * created) before {@link IdempotencyKeys#purgeExpired()} may delete it. After that the same key
+     * is a new request. Longer than the lease, at most {@link IdempotencyConfig#MAX_RETENTION},
+     * whole milliseconds. Default 24 h (Stripe's).
+     */
+    public Builder retention(Duration retention) {
+      Objects.requireNonNull(retention, "retention");
+      if (retention.compareTo(MIN_LEASE) < 0
+          || retention.compareTo(MAX_RETENTION) > 0
+          || retention.toNanos() % 1_000_000 != 0) {
+        throw new IllegalArgumentException(
+            "The retention must be whole milliseconds from "
+                + MIN_LEASE
+                + " to "
+                + MAX_RETENTION
+                + ", got "
+                + retention
+                + ": use e.g. Duration.ofHours(24).");
+      }
+      this.retention = retention;
+      return this;
+    }
+
+    /**
+     * Whether and how long a call that finds its key in progress waits for it: the call is repeated
+     * with {@code policy}'s backoff (a sleep between statements, never a spin) until the key
+     * completes (a {@link Outcome.Replayed}), its lease expires (this call takes over), or the
+     * policy gives up ({@link Outcome.RequestInProgress}). Default {@link RetryPolicy#noRetry()}:
+     * answer {@code RequestInProgress} at once, the draft's 409.
+     */
+    public Builder waitWhileInProgress(RetryPolicy policy) {
+      this.waitWhileInProgress = Objects.requireNonNull(policy, "policy");
+      return this;
+    }
+
+    /** Rows deleted per purge transaction, 1 to 100 000. Default 1000. */
+    public Builder purgeBatchSize(int rows) {
+      if (rows < 1 || rows > 100_000) {
+        throw new IllegalArgumentException(
+            "The purge batch size must be 1 to 100000 rows, got "
+                + rows
+                + ": small batches keep each delete transaction short.");
+      }
+      this.purgeBatchSize = rows;
+      return this;
+    }
+
+    /**
+     * How long one of this library's own statements may run before pgjdbc cancels it; whole seconds
+     * from 1 s to 5 min. Does not apply to the statements of your action. Default 5 s.
+     */
+    public Builder queryTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "queryTimeout");
+      if (timeout.compareTo(Duration.ofSeconds(1)) < 0
+          || timeout.compareTo(MAX_QUERY_TIMEOUT) > 0
+          || timeout.toNanos() % 1_000_000_000L != 0) {
+        throw new IllegalArgumentException(
+            "The query timeout must be whole seconds between 1 s and "
+                + MAX_QUERY_TIMEOUT
+                + " (JDBC counts it in seconds), got "
+                + timeout
+                + ": use e.g. Duration.ofSeconds(5).");
+      }
+      this.queryTimeout = timeout;
+      return this;
+    }
+
+    /**
+     * Where the counters go (tagged {@code component="idempotency"} and {@code name=<scope>}).
+     * Default: nowhere.
+     */
+    public Builder meterRegistry(MeterRegistry registry) {
+      this.meterRegistry = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
+
+    /** The clock for {@link Attempt#deadline()} and the backoff of {@link #waitWhileInProgress}. */
+    public Builder clock(LeaseClock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /**
+     * @throws IllegalArgumentException when the retention is not longer than the lease
+     */
+    public IdempotencyConfig build() {
+      if (retention.compareTo(lease) <= 0) {
+        throw new IllegalArgumentException(
+            "The retention ("
+                + retention
+                + ") must be longer than the lease ("
+                + lease
+                + "): a key purged while its attempt may still run would let a retry run it"
+                + " again. Raise the retention.");
+      }
+      return new IdempotencyConfig(this);
+    }
+  }
+}

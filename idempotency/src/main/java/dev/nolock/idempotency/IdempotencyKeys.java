@@ -1,0 +1,218 @@
+package dev.nolock.idempotency;
+
+import dev.nolock.idempotency.internal.KeyExecutor;
+import dev.nolock.idempotency.internal.KeyTable;
+import dev.nolock.idempotency.internal.Safeguards;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.Names;
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+
+/**
+ * Idempotency keys on PostgreSQL: the action for a {@code (scope, key)} takes effect once, however
+ * often and however concurrently the request is repeated; repeats get the stored result.
+ *
+ * <p>Guarantee: for each key, the local database effects of at most one attempt's final phase
+ * commit, together with the stored result; of each intermediate phase, at most one attempt's
+ * commit, together with the recovery point. This holds across crashes, pauses (GC, SIGSTOP) and
+ * concurrent retries, because every commit is conditional on the attempt token, which the database
+ * bumps on every takeover. A repeat with the same fingerprint after completion returns the stored
+ * result without running anything; with another fingerprint it is refused.
+ *
+ * <p>Algorithm of {@link #execute(String, String, Fingerprint, Phases)}:
+ *
+ * <ol>
+ *   <li><b>Claim</b> (one statement, own transaction): insert the key as {@code in_progress} with
+ *       attempt token {@code nextval(seq)}, recovery point {@value Phases#STARTED} and lease {@code
+ *       locked_until = clock_timestamp() + lease}; on conflict take the key over, with a fresh
+ *       token, only if it is in progress, its lease has ended on the database's clock, and the
+ *       fingerprint is the same.
+ *   <li><b>Not claimed</b>: read the row. Another fingerprint → {@link
+ *       Outcome.KeyReusedWithDifferentRequest}; completed → {@link Outcome.Replayed} with the
+ *       stored result; leased → {@link Outcome.RequestInProgress} (or wait with backoff, if {@link
+ *       IdempotencyConfig.Builder#waitWhileInProgress} says so, and go to 1).
+ *   <li><b>Claimed</b>: resume after the key's recovery point. Each intermediate phase runs in a
+ *       transaction that ends with {@code UPDATE ... SET recovery_point = :phase, locked_until =
+ *       clock_timestamp() + lease WHERE scope = :s AND idempotency_key = :k AND attempt_token = :a
+ *       AND state = 'in_progress'}.
+ *   <li>The final phase runs in a transaction that ends with the same conditional update setting
+ *       {@code state = 'completed'} and the encoded result → {@link Outcome.Completed}.
+ *   <li>An update that matches no row means a retry took the key over (this attempt was paused or
+ *       slow past its lease): the transaction rolls back, effects included → {@link
+ *       Outcome.StaleAttempt}, counted.
+ *   <li>A phase that throws rolls back; the {@link FailurePolicy} makes the failure final (stored
+ *       like a result) or releases the key ({@code locked_until = clock_timestamp()}) and rethrows.
+ * </ol>
+ *
+ * <p>Keys: {@link #requireValidKey}. Scopes: at most {@value #MAX_SCOPE_LENGTH} characters, no
+ * control characters; the scope is a metrics tag, so name the operation ({@code
+ * "payments.create"}), never a per-request value. Immutable and thread-safe; give it a pool.
+ *
+ * @param <R> the result type, stored through a {@link ResultCodec}
+ */
+public final class IdempotencyKeys<R> {
+
+  /** Longest key: the draft sets no limit, Stripe accepts 255 characters. */
+  public static final int MAX_KEY_LENGTH = 255;
+
+  /** Longest scope; the scope is a metrics tag (see {@link CoordinationMetrics}). */
+  public static final int MAX_SCOPE_LENGTH = CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH;
+
+  private final IdempotencyConfig config;
+  private final KeyExecutor<R> executor;
+
+  private IdempotencyKeys(
+      DataSource dataSource,
+      IdempotencyConfig config,
+      ResultCodec<R> codec,
+      FailurePolicy<R> failurePolicy,
+      Safeguards safeguards) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    this.config = Objects.requireNonNull(config, "config");
+    KeyTable table =
+        new KeyTable(Names.requireSqlIdentifier("idempotency keys table", config.table()));
+    this.executor =
+        new KeyExecutor<>(
+            DSL.using(dataSource, SQLDialect.POSTGRES),
+            config,
+            codec,
+            failurePolicy,
+            safeguards,
+            table);
+  }
+
+  /**
+   * Keys on the pool {@code dataSource}; every exception of an action releases the key for a retry
+   * ({@link FailurePolicy#releaseOnEveryFailure()}).
+   */
+  public static <R> IdempotencyKeys<R> create(
+      DataSource dataSource, IdempotencyConfig config, ResultCodec<R> codec) {
+    return create(dataSource, config, codec, FailurePolicy.releaseOnEveryFailure());
+  }
+
+  /** Keys on the pool {@code dataSource}, with {@code failurePolicy} for exceptions of actions. */
+  public static <R> IdempotencyKeys<R> create(
+      DataSource dataSource,
+      IdempotencyConfig config,
+      ResultCodec<R> codec,
+      FailurePolicy<R> failurePolicy) {
+    return new IdempotencyKeys<>(dataSource, config, codec, failurePolicy, Safeguards.ALL);
+  }
+
+  /** For negative-control tests only: the same, with safeguards switched off. */
+  static <R> IdempotencyKeys<R> withSafeguards(
+      DataSource dataSource,
+      IdempotencyConfig config,
+      ResultCodec<R> codec,
+      FailurePolicy<R> failurePolicy,
+      Safeguards safeguards) {
+    return new IdempotencyKeys<>(dataSource, config, codec, failurePolicy, safeguards);
+  }
+
+  public IdempotencyConfig config() {
+    return config;
+  }
+
+  /**
+   * Creates the attempt-token sequence, the keys table and its expiry index if they are missing
+   * (the DDL is in the README). A schema-qualified table needs its schema to exist.
+   *
+   * @throws BackendUnavailableException when the DDL fails, e.g. for lack of the CREATE privilege
+   */
+  public void createTableIfMissing() {
+    executor.createTableIfMissing();
+  }
+
+  /**
+   * Runs {@code action} once for the key, or answers from what an earlier request with the key did.
+   * The action's local database effects go through {@link Attempt#dsl()} and commit together with
+   * its stored result.
+   *
+   * @param scope the operation the key belongs to (also the metrics tag), e.g. {@code
+   *     "payments.create"}; keys are unique per scope
+   * @param key the client's idempotency key; see {@link #requireValidKey}
+   * @param fingerprint what identifies the request (see {@link Fingerprint})
+   * @throws InvalidIdempotencyKeyException when the key is missing or malformed (HTTP 400)
+   * @throws IllegalArgumentException for a malformed scope
+   * @throws BackendUnavailableException when PostgreSQL fails; retry later with the same key
+   * @throws RuntimeException the action's own exception, when the {@link FailurePolicy} made it
+   *     retryable; the key was released
+   */
+  public Outcome<R> execute(
+      String scope, String key, Fingerprint fingerprint, IdempotentAction<R> action) {
+    Objects.requireNonNull(action, "action");
+    return execute(scope, key, fingerprint, Phases.single(action));
+  }
+
+  /**
+   * Runs the operation's phases for the key, each in its own transaction with the key's recovery
+   * point, starting after the last phase an earlier attempt committed; or answers from what an
+   * earlier request did. Parameters and exceptions as for {@link #execute(String, String,
+   * Fingerprint, IdempotentAction)}; additionally {@link IllegalStateException} when the key's
+   * recovery point names no phase of {@code phases} (phases renamed while the key was in progress).
+   */
+  public Outcome<R> execute(String scope, String key, Fingerprint fingerprint, Phases<R> phases) {
+    Names.requireName("scope", scope, MAX_SCOPE_LENGTH);
+    requireValidKey(key);
+    Objects.requireNonNull(fingerprint, "fingerprint");
+    Objects.requireNonNull(phases, "phases");
+    return executor.execute(scope, key, fingerprint, phases);
+  }
+
+  /**
+   * Deletes the keys whose retention has passed, in transactions of {@link
+   * IdempotencyConfig#purgeBatchSize()} rows, until a batch finds fewer; rows locked by another
+   * transaction are skipped. Keys whose lease still runs are never deleted. Run it from a
+   * scheduler; several processes may run it at once.
+   *
+   * @return how many keys were deleted
+   * @throws BackendUnavailableException when PostgreSQL fails; the batches before stay deleted
+   */
+  public int purgeExpired() {
+    return executor.purgeExpired();
+  }
+
+  /**
+   * Checks an idempotency key: 1 to {@value #MAX_KEY_LENGTH} characters, each visible ASCII ({@code
+   * !} to {@code ~}): no spaces, control characters or non-ASCII. The draft carries the key as a
+   * Structured Field string, which allows spaces; they are refused here because a key with a space
+   * is almost always a formatting mistake, and every sensible key (a UUID, a ULID, base64url)
+   * passes.
+   *
+   * @return {@code key}
+   * @throws InvalidIdempotencyKeyException naming the broken rule, without echoing the key
+   */
+  public static String requireValidKey(String key) {
+    if (key == null || key.isEmpty()) {
+      throw new InvalidIdempotencyKeyException(
+          "The idempotency key is missing: send a unique key per request, e.g. a UUID.");
+    }
+    if (key.length() > MAX_KEY_LENGTH) {
+      throw new InvalidIdempotencyKeyException(
+          "The idempotency key is "
+              + key.length()
+              + " characters long, more than "
+              + MAX_KEY_LENGTH
+              + ": use a UUID.");
+    }
+    for (int i = 0; i < key.length(); i++) {
+      char c = key.charAt(i);
+      if (c < 0x21 || c > 0x7e) {
+        throw new InvalidIdempotencyKeyException(
+            "The idempotency key has a character at index "
+                + i
+                + " that is not visible ASCII (! to ~; no spaces or control characters): use a"
+                + " UUID.");
+      }
+    }
+    return key;
+  }
+
+  @Override
+  public String toString() {
+    return "IdempotencyKeys[" + config + "]";
+  }
+}

@@ -1,0 +1,461 @@
+package dev.nolock.idempotency.http;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
+import dev.nolock.idempotency.Attempt;
+import dev.nolock.idempotency.Fingerprint;
+import dev.nolock.idempotency.IdempotencyKeys;
+import dev.nolock.idempotency.InvalidIdempotencyKeyException;
+import dev.nolock.idempotency.Outcome;
+import dev.nolock.idempotency.ResultCodec;
+import dev.nolock.idempotency.StoredResult;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Names;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.function.Function;
+
+/**
+ * The HTTP binding of {@link IdempotencyKeys} for the JDK's {@code com.sun.net.httpserver}: reads
+ * the {@code Idempotency-Key} header, fingerprints the request, runs the endpoint once per key and
+ * answers with the IETF draft's status codes.
+ *
+ * <table>
+ *   <caption>Answers</caption>
+ *   <tr><th>outcome</th><th>status</th><th>headers</th></tr>
+ *   <tr><td>first run</td><td>the endpoint's</td><td></td></tr>
+ *   <tr><td>repeat with the same request, completed</td><td>the stored one</td>
+ *       <td>{@code Idempotent-Replayed: true}</td></tr>
+ *   <tr><td>key missing or malformed</td><td>400</td><td></td></tr>
+ *   <tr><td>repeat while the first is in progress, or a stale attempt</td><td>409</td>
+ *       <td>{@code Retry-After}</td></tr>
+ *   <tr><td>key reused with a different request</td><td>422</td><td></td></tr>
+ *   <tr><td>request body over the limit</td><td>413</td><td></td></tr>
+ *   <tr><td>the endpoint threw and the key was released</td><td>500</td><td></td></tr>
+ *   <tr><td>PostgreSQL failed</td><td>503</td><td>{@code Retry-After}</td></tr>
+ * </table>
+ *
+ * Error bodies are {@code application/problem+json} (RFC 9457), as in the draft's examples. The
+ * fingerprint is the SHA-256 of the method, the raw path with query, the body and, when {@link
+ * Builder#principal} is set, the authenticated principal, so that one client's key cannot fetch
+ * another client's stored response. The key header is accepted bare (Stripe's form, {@code
+ * Idempotency-Key: 8e03...}) or as the draft's Structured Field string ({@code "8e03..."}).
+ *
+ * <p>Wrap only the endpoints that change state (POST, PATCH): the handler applies to every request
+ * it receives. Thread-safe; one instance per endpoint.
+ */
+public final class IdempotentHttpHandler implements HttpHandler {
+
+  public static final String KEY_HEADER = "Idempotency-Key";
+  public static final String REPLAYED_HEADER = "Idempotent-Replayed";
+  public static final int DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+  private static final String PROBLEM_JSON = "application/problem+json";
+  private static final System.Logger LOG = System.getLogger(IdempotentHttpHandler.class.getName());
+
+  /**
+   * A request, read in full before the endpoint runs.
+   *
+   * @param headers the request headers, names as the JDK normalises them ({@code Content-type})
+   */
+  public record Request(String method, URI uri, Map<String, List<String>> headers, byte[] body) {
+    public Request {
+      Objects.requireNonNull(method, "method");
+      Objects.requireNonNull(uri, "uri");
+      Map<String, List<String>> copy = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+      headers.forEach((name, values) -> copy.put(name, List.copyOf(values)));
+      headers = Collections.unmodifiableMap(copy);
+      body = body.clone();
+    }
+
+    @Override
+    public byte[] body() {
+      return body.clone();
+    }
+
+    /** The body as UTF-8 text. */
+    public String bodyText() {
+      return new String(body, StandardCharsets.UTF_8);
+    }
+  }
+
+  /**
+   * What the endpoint answers; stored with the key and sent again on a replay.
+   *
+   * @param contentType sent as {@code Content-Type}; at most 255 visible ASCII characters and
+   *     spaces
+   */
+  public record Reply(int status, String contentType, byte[] body) {
+    public Reply {
+      if (status < 200 || status > 599) {
+        throw new IllegalArgumentException(
+            "A reply status must be 200 to 599, got " + status + " (1xx are not final answers).");
+      }
+      Names.requireName("content type", contentType, 255);
+      body = body.clone();
+    }
+
+    /** A UTF-8 {@code application/json} reply. */
+    public static Reply json(int status, String json) {
+      return new Reply(status, "application/json", json.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Override
+    public byte[] body() {
+      return body.clone();
+    }
+
+    /** The body as UTF-8 text. */
+    public String bodyText() {
+      return new String(body, StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public boolean equals(Object other) {
+      return other instanceof Reply that
+          && status == that.status
+          && contentType.equals(that.contentType)
+          && Arrays.equals(body, that.body);
+    }
+
+    @Override
+    public int hashCode() {
+      return Objects.hash(status, contentType, Arrays.hashCode(body));
+    }
+
+    @Override
+    public String toString() {
+      return "Reply[" + status + " " + contentType + ", " + body.length + " bytes]";
+    }
+  }
+
+  /**
+   * The endpoint's work for one key: write local database effects through {@link Attempt#dsl()}
+   * (they commit with the stored reply), pass {@link Attempt#idempotencyKeyForDownstream()} to
+   * foreign systems.
+   */
+  @FunctionalInterface
+  public interface Endpoint {
+    Reply handle(Request request, Attempt attempt);
+  }
+
+  private final IdempotencyKeys<Reply> keys;
+  private final String scope;
+  private final Endpoint endpoint;
+  private final Function<HttpExchange, String> principal;
+  private final int maxBodyBytes;
+
+  private IdempotentHttpHandler(Builder builder) {
+    this.keys = builder.keys;
+    this.scope = builder.scope;
+    this.endpoint = builder.endpoint;
+    this.principal = builder.principal;
+    this.maxBodyBytes = builder.maxBodyBytes;
+  }
+
+  /**
+   * Stores a {@link Reply} as its status and {@code [2-byte length][content type][body]}; give it
+   * to {@link IdempotencyKeys#create} for the keys this handler uses.
+   */
+  public static ResultCodec<Reply> replyCodec() {
+    return ReplyCodec.INSTANCE;
+  }
+
+  /**
+   * A handler for {@code endpoint} in {@code scope}.
+   *
+   * @param keys created with {@link #replyCodec()}
+   * @param scope the operation, e.g. {@code "orders.create"}; also the metrics tag
+   */
+  public static Builder builder(IdempotencyKeys<Reply> keys, String scope, Endpoint endpoint) {
+    return new Builder(keys, scope, endpoint);
+  }
+
+  @Override
+  public void handle(HttpExchange exchange) throws IOException {
+    try (exchange) {
+      String key;
+      try {
+        key = keyOf(exchange);
+      } catch (InvalidIdempotencyKeyException e) {
+        drain(exchange);
+        problem(exchange, 400, "Missing or malformed Idempotency-Key", e.getMessage(), null);
+        return;
+      }
+      byte[] body = readBody(exchange);
+      if (body == null) {
+        problem(
+            exchange,
+            413,
+            "Request body too large",
+            "The body is larger than " + maxBodyBytes + " bytes.",
+            null);
+        return;
+      }
+      Request request =
+          new Request(
+              exchange.getRequestMethod(),
+              exchange.getRequestURI(),
+              exchange.getRequestHeaders(),
+              body);
+      Outcome<Reply> outcome;
+      try {
+        outcome =
+            keys.execute(
+                scope, key, fingerprint(exchange, request), a -> endpoint.handle(request, a));
+      } catch (BackendUnavailableException e) {
+        LOG.log(System.Logger.Level.WARNING, "Idempotency store failed in scope " + scope, e);
+        problem(
+            exchange,
+            503,
+            "Idempotency store unavailable",
+            "Retry with the same Idempotency-Key.",
+            Duration.ofSeconds(1));
+        return;
+      } catch (RuntimeException e) {
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "The endpoint of scope \"" + scope + "\" failed; the key was released for a retry",
+            e);
+        problem(
+            exchange,
+            500,
+            "The request failed",
+            "Nothing was stored for the key; retry with the same Idempotency-Key.",
+            null);
+        return;
+      }
+      respond(exchange, outcome);
+    }
+  }
+
+  private void respond(HttpExchange exchange, Outcome<Reply> outcome) throws IOException {
+    if (outcome instanceof Outcome.Completed<Reply> completed) {
+      send(exchange, completed.result(), false);
+    } else if (outcome instanceof Outcome.Replayed<Reply> replayed) {
+      send(exchange, replayed.result(), true);
+    } else if (outcome instanceof Outcome.RequestInProgress<Reply> inProgress) {
+      problem(
+          exchange,
+          409,
+          "A request with this Idempotency-Key is in progress",
+          "Retry later with the same Idempotency-Key to receive its result.",
+          inProgress.retryAfter());
+    } else if (outcome instanceof Outcome.KeyReusedWithDifferentRequest<Reply>) {
+      problem(
+          exchange,
+          422,
+          "Idempotency-Key reused with a different request",
+          "This key was first used with another request; use a new key for a new request.",
+          null);
+    } else if (outcome instanceof Outcome.StaleAttempt<Reply>) {
+      problem(
+          exchange,
+          409,
+          "The request was taken over by a retry",
+          "Retry later with the same Idempotency-Key to receive its result.",
+          Duration.ofSeconds(1));
+    } else {
+      throw new IllegalStateException("unknown outcome " + outcome);
+    }
+  }
+
+  private Fingerprint fingerprint(HttpExchange exchange, Request request) {
+    String who = principal == null ? "" : Objects.requireNonNull(principal.apply(exchange), "who");
+    return Fingerprint.sha256(
+        request.method().getBytes(StandardCharsets.UTF_8),
+        request.uri().getRawPath().getBytes(StandardCharsets.UTF_8),
+        String.valueOf(request.uri().getRawQuery()).getBytes(StandardCharsets.UTF_8),
+        request.body(),
+        who.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** The key from the header: one value, bare or a Structured Field string. */
+  static String keyOf(HttpExchange exchange) {
+    List<String> values = exchange.getRequestHeaders().get(KEY_HEADER);
+    if (values == null || values.isEmpty()) {
+      throw new InvalidIdempotencyKeyException(
+          "The Idempotency-Key header is missing: send a unique key per request, e.g. a UUID.");
+    }
+    if (values.size() > 1) {
+      throw new InvalidIdempotencyKeyException(
+          "The Idempotency-Key header was sent " + values.size() + " times: send it once.");
+    }
+    return IdempotencyKeys.requireValidKey(parseHeaderValue(values.get(0)));
+  }
+
+  /**
+   * A header value without surrounding spaces; a quoted value is parsed as a Structured Field
+   * string ({@code \"} and {@code \\} escapes only).
+   */
+  static String parseHeaderValue(String raw) {
+    String value = raw.strip();
+    if (!value.startsWith("\"")) {
+      return value;
+    }
+    StringBuilder out = new StringBuilder(value.length());
+    for (int i = 1; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if (c == '"') {
+        if (i != value.length() - 1) {
+          throw new InvalidIdempotencyKeyException(
+              "The Idempotency-Key has characters after its closing quote.");
+        }
+        return out.toString();
+      }
+      if (c == '\\') {
+        if (i + 1 >= value.length()
+            || (value.charAt(i + 1) != '"' && value.charAt(i + 1) != '\\')) {
+          throw new InvalidIdempotencyKeyException(
+              "The quoted Idempotency-Key has a backslash not followed by \" or \\.");
+        }
+        c = value.charAt(++i);
+      }
+      out.append(c);
+    }
+    throw new InvalidIdempotencyKeyException("The quoted Idempotency-Key has no closing quote.");
+  }
+
+  private byte[] readBody(HttpExchange exchange) throws IOException {
+    try (InputStream in = exchange.getRequestBody()) {
+      byte[] body = in.readNBytes(maxBodyBytes + 1);
+      if (body.length > maxBodyBytes) {
+        in.transferTo(OutputStream.nullOutputStream());
+        return null;
+      }
+      return body;
+    }
+  }
+
+  private static void drain(HttpExchange exchange) throws IOException {
+    try (InputStream in = exchange.getRequestBody()) {
+      in.transferTo(OutputStream.nullOutputStream());
+    }
+  }
+
+  private static void send(HttpExchange exchange, Reply reply, boolean replayed)
+      throws IOException {
+    exchange.getResponseHeaders().set("Content-Type", reply.contentType());
+    if (replayed) {
+      exchange.getResponseHeaders().set(REPLAYED_HEADER, "true");
+    }
+    byte[] body = reply.body();
+    exchange.sendResponseHeaders(reply.status(), body.length == 0 ? -1 : body.length);
+    if (body.length > 0) {
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(body);
+      }
+    }
+  }
+
+  private static void problem(
+      HttpExchange exchange, int status, String title, String detail, Duration retryAfter)
+      throws IOException {
+    if (retryAfter != null) {
+      long seconds = Math.max(1, (retryAfter.toMillis() + 999) / 1000);
+      exchange.getResponseHeaders().set("Retry-After", Long.toString(seconds));
+    }
+    String json =
+        "{\"type\":\"about:blank\",\"title\":"
+            + quote(title)
+            + ",\"status\":"
+            + status
+            + ",\"detail\":"
+            + quote(detail)
+            + "}";
+    send(exchange, new Reply(status, PROBLEM_JSON, json.getBytes(StandardCharsets.UTF_8)), false);
+  }
+
+  private static String quote(String text) {
+    StringBuilder out = new StringBuilder("\"");
+    for (char c : text.toCharArray()) {
+      if (c == '"' || c == '\\') {
+        out.append('\\').append(c);
+      } else if (c < 0x20) {
+        out.append(String.format("\\u%04x", (int) c));
+      } else {
+        out.append(c);
+      }
+    }
+    return out.append('"').toString();
+  }
+
+  /** Builds an {@link IdempotentHttpHandler}. */
+  public static final class Builder {
+    private final IdempotencyKeys<Reply> keys;
+    private final String scope;
+    private final Endpoint endpoint;
+    private Function<HttpExchange, String> principal;
+    private int maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
+
+    private Builder(IdempotencyKeys<Reply> keys, String scope, Endpoint endpoint) {
+      this.keys = Objects.requireNonNull(keys, "keys");
+      this.scope = Names.requireName("scope", scope, IdempotencyKeys.MAX_SCOPE_LENGTH);
+      this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
+    }
+
+    /**
+     * Who sent the request (e.g. from an authentication filter's {@code exchange.getPrincipal()});
+     * mixed into the fingerprint, so a key presented by another principal is answered 422, never
+     * with the first principal's stored response.
+     */
+    public Builder principal(Function<HttpExchange, String> principal) {
+      this.principal = Objects.requireNonNull(principal, "principal");
+      return this;
+    }
+
+    /** Largest request body read; larger ones are answered 413. Default 1 MiB. */
+    public Builder maxBodyBytes(int bytes) {
+      if (bytes < 0 || bytes > StoredResult.MAX_BODY_BYTES) {
+        throw new IllegalArgumentException(
+            "maxBodyBytes must be 0 to " + StoredResult.MAX_BODY_BYTES + ", got " + bytes);
+      }
+      this.maxBodyBytes = bytes;
+      return this;
+    }
+
+    public IdempotentHttpHandler build() {
+      return new IdempotentHttpHandler(this);
+    }
+  }
+
+  /** {@code [u16 length][content type, UTF-8][body]} with the reply's status. */
+  private static final class ReplyCodec implements ResultCodec<Reply> {
+    static final ReplyCodec INSTANCE = new ReplyCodec();
+
+    @Override
+    public StoredResult encode(Reply reply) {
+      byte[] type = reply.contentType().getBytes(StandardCharsets.UTF_8);
+      byte[] body = reply.body();
+      ByteBuffer out = ByteBuffer.allocate(2 + type.length + body.length);
+      out.putShort((short) type.length).put(type).put(body);
+      return StoredResult.of(reply.status(), out.array());
+    }
+
+    @Override
+    public Reply decode(StoredResult stored) {
+      ByteBuffer in = ByteBuffer.wrap(stored.body());
+      byte[] type = new byte[Short.toUnsignedInt(in.getShort())];
+      in.get(type);
+      byte[] body = new byte[in.remaining()];
+      in.get(body);
+      return new Reply(stored.status(), new String(type, StandardCharsets.UTF_8), body);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "IdempotentHttpHandler[scope=" + scope + "]";
+  }
+}

@@ -1,0 +1,387 @@
+package dev.nolock.idempotency.internal;
+
+import dev.nolock.idempotency.Attempt;
+import dev.nolock.idempotency.FailurePolicy;
+import dev.nolock.idempotency.Fingerprint;
+import dev.nolock.idempotency.IdempotencyConfig;
+import dev.nolock.idempotency.IdempotentAction;
+import dev.nolock.idempotency.Outcome;
+import dev.nolock.idempotency.Phases;
+import dev.nolock.idempotency.ResultCodec;
+import dev.nolock.idempotency.StoredResult;
+import dev.nolock.idempotency.internal.KeyTable.Claim;
+import dev.nolock.idempotency.internal.KeyTable.KeyRow;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseClock;
+import io.vavr.control.Either;
+import io.vavr.control.Option;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
+
+/**
+ * The algorithm behind {@link dev.nolock.idempotency.IdempotencyKeys}; see its Javadoc for the
+ * steps. Thread-safe.
+ */
+public final class KeyExecutor<R> {
+
+  /** A claim that found the row gone (purged between two statements) is repeated this often. */
+  private static final int MAX_CLAIMS_PER_CALL = 3;
+
+  private final DSLContext dsl;
+  private final IdempotencyConfig config;
+  private final ResultCodec<R> codec;
+  private final FailurePolicy<R> failurePolicy;
+  private final Safeguards safeguards;
+  private final KeyTable table;
+  private final LeaseClock clock;
+  private final int timeout;
+  private final Map<String, IdempotencyMetrics> metrics = new ConcurrentHashMap<>();
+
+  public KeyExecutor(
+      DSLContext dsl,
+      IdempotencyConfig config,
+      ResultCodec<R> codec,
+      FailurePolicy<R> failurePolicy,
+      Safeguards safeguards,
+      KeyTable table) {
+    this.dsl = Objects.requireNonNull(dsl, "dsl");
+    this.config = Objects.requireNonNull(config, "config");
+    this.codec = Objects.requireNonNull(codec, "codec");
+    this.failurePolicy = Objects.requireNonNull(failurePolicy, "failurePolicy");
+    this.safeguards = Objects.requireNonNull(safeguards, "safeguards");
+    this.table = Objects.requireNonNull(table, "table");
+    this.clock = config.clock();
+    this.timeout = Math.toIntExact(config.queryTimeout().toSeconds());
+  }
+
+  public void createTableIfMissing() {
+    translate(
+        () -> "creating " + table + " and its sequence and index (the user needs CREATE)",
+        () -> {
+          dsl.transaction(tx -> table.createIfMissing(tx.dsl()).forEach(q -> q.execute()));
+          return null;
+        });
+  }
+
+  public int purgeExpired() {
+    int total = 0;
+    while (true) {
+      int deletedBefore = total;
+      int deleted =
+          translate(
+              () ->
+                  "purging expired keys from "
+                      + table
+                      + " ("
+                      + deletedBefore
+                      + " deleted so far, committed)",
+              () ->
+                  dsl.transactionResult(
+                      tx -> table.purgeBatch(tx.dsl(), config.purgeBatchSize(), timeout)));
+      total += deleted;
+      if (deleted < config.purgeBatchSize()) {
+        return total;
+      }
+    }
+  }
+
+  public Outcome<R> execute(String scope, String key, Fingerprint fingerprint, Phases<R> phases) {
+    IdempotencyMetrics counters =
+        metrics.computeIfAbsent(scope, s -> new IdempotencyMetrics(config.meterRegistry(), s));
+    Either<Outcome<R>, Outcome<R>> result =
+        config
+            .waitWhileInProgress()
+            .run(
+                clock,
+                () -> {
+                  Outcome<R> outcome = once(scope, key, fingerprint, phases, counters);
+                  return outcome instanceof Outcome.RequestInProgress<R>
+                      ? Either.left(outcome)
+                      : Either.right(outcome);
+                });
+    Outcome<R> outcome = result.fold(Function.identity(), Function.identity());
+    if (outcome instanceof Outcome.RequestInProgress<R>) {
+      counters.inProgress();
+    }
+    return outcome;
+  }
+
+  private Outcome<R> once(
+      String scope,
+      String key,
+      Fingerprint fingerprint,
+      Phases<R> phases,
+      IdempotencyMetrics counters) {
+    for (int claims = 1; ; claims++) {
+      long sentAt = clock.nanoTime();
+      Optional<Claim> claim =
+          translate(
+              () -> "claiming key in scope \"" + scope + "\". Retry later with the same key",
+              () ->
+                  dsl.transactionResult(
+                      tx ->
+                          table.claim(
+                              tx.dsl(),
+                              scope,
+                              key,
+                              fingerprint,
+                              config.lease(),
+                              config.retention(),
+                              safeguards.fingerprintCheck(),
+                              timeout)));
+      if (claim.isPresent()) {
+        if (claim.get().number() == 1) {
+          counters.firstRun();
+        } else {
+          counters.takeover();
+        }
+        return run(scope, key, claim.get(), sentAt, phases, counters);
+      }
+      Optional<KeyRow> row =
+          translate(
+              () -> "reading key in scope \"" + scope + "\". Retry later with the same key",
+              () -> dsl.transactionResult(tx -> table.read(tx.dsl(), scope, key, timeout)));
+      if (row.isPresent()
+          && safeguards.fingerprintCheck()
+          && !row.get().fingerprint().equals(fingerprint.value())) {
+        counters.fingerprintMismatch();
+        return new Outcome.KeyReusedWithDifferentRequest<>();
+      }
+      if (row.isEmpty() || (!row.get().completed() && row.get().leaseRemaining().isZero())) {
+        // Purged, or its lease ended, between the two statements: claim again.
+        if (claims < MAX_CLAIMS_PER_CALL) {
+          continue;
+        }
+        return new Outcome.RequestInProgress<>(Duration.ZERO);
+      }
+      KeyRow existing = row.get();
+      if (existing.completed()) {
+        counters.replay();
+        return new Outcome.Replayed<>(codec.decode(existing.result()));
+      }
+      return new Outcome.RequestInProgress<>(existing.leaseRemaining());
+    }
+  }
+
+  private Outcome<R> run(
+      String scope,
+      String key,
+      Claim claim,
+      long sentAt,
+      Phases<R> phases,
+      IdempotencyMetrics counters) {
+    FencingToken token = FencingToken.of(claim.token());
+    int first;
+    try {
+      first = phases.resumeIndex(claim.recoveryPoint());
+    } catch (IllegalStateException e) {
+      releaseQuietly(scope, key, token, e);
+      throw e;
+    }
+    long leaseFrom = sentAt;
+    for (int i = first; i <= phases.names().size(); i++) {
+      boolean last = i == phases.names().size();
+      String phaseName = last ? Phases.FINISHED : phases.names().get(i);
+      Deadline deadline = Deadline.forHolder(clock, leaseFrom, config.lease());
+      Function<DSLContext, Attempt> attemptOn =
+          tx -> new Attempt(scope, key, token, claim.number(), claim.recoveryPoint(), tx, deadline);
+      long[] extendedAt = new long[1];
+      Outcome<R> outcome;
+      try {
+        if (last) {
+          IdempotentAction<R> action = phases.last();
+          R result =
+              dsl.transactionResult(
+                  tx -> {
+                    R value = user(() -> action.run(attemptOn.apply(tx.dsl())));
+                    StoredResult stored = user(() -> codec.encode(value));
+                    store(tx.dsl(), scope, key, token, stored);
+                    return value;
+                  });
+          return new Outcome.Completed<>(result, token);
+        }
+        Phases.Step step = phases.steps().get(i);
+        dsl.transaction(
+            tx -> {
+              user(
+                  () -> {
+                    step.run(attemptOn.apply(tx.dsl()));
+                    return null;
+                  });
+              extendedAt[0] = clock.nanoTime();
+              int rows =
+                  table.advance(
+                      tx.dsl(),
+                      scope,
+                      key,
+                      token.value(),
+                      phaseName,
+                      config.lease(),
+                      safeguards.attemptCheck(),
+                      timeout);
+              checkRows(rows);
+            });
+        leaseFrom = extendedAt[0];
+        continue;
+      } catch (Stale stale) {
+        outcome = stale(token, counters);
+      } catch (ActionFailure failure) {
+        outcome = failed(scope, key, token, failure.getCause(), counters);
+      } catch (DataAccessException e) {
+        releaseQuietly(scope, key, token, e);
+        throw new BackendUnavailableException(
+            "PostgreSQL failed while running phase \""
+                + phaseName
+                + "\" of a key in scope \""
+                + scope
+                + "\" (attempt "
+                + token.value()
+                + "); whether it committed is unknown. Retry with the same key: you get the"
+                + " stored result, or a retry resumes after the last committed phase. Cause: "
+                + e.getMessage(),
+            e);
+      }
+      return outcome;
+    }
+    throw new IllegalStateException("unreachable: the final phase always returns");
+  }
+
+  private void store(
+      DSLContext tx, String scope, String key, FencingToken token, StoredResult stored) {
+    int rows =
+        table.complete(
+            tx,
+            scope,
+            key,
+            token.value(),
+            stored,
+            config.retention(),
+            safeguards.attemptCheck(),
+            timeout);
+    checkRows(rows);
+  }
+
+  private void checkRows(int rows) {
+    if (rows == 0) {
+      throw new Stale();
+    }
+    if (rows > 1) {
+      throw new IllegalStateException(
+          "A key update changed "
+              + rows
+              + " rows: the table "
+              + table
+              + " has lost its primary key on (scope, idempotency_key). This is a damaged schema;"
+              + " recreate it with createTableIfMissing on an empty schema.");
+    }
+  }
+
+  private Outcome<R> stale(FencingToken token, IdempotencyMetrics counters) {
+    counters.staleAttempt();
+    return new Outcome.StaleAttempt<>(token);
+  }
+
+  private Outcome<R> failed(
+      String scope,
+      String key,
+      FencingToken token,
+      RuntimeException failure,
+      IdempotencyMetrics counters) {
+    Option<R> finalResult;
+    try {
+      finalResult = Objects.requireNonNull(failurePolicy.finalResult(failure), "finalResult");
+    } catch (RuntimeException policyFailure) {
+      failure.addSuppressed(policyFailure);
+      releaseQuietly(scope, key, token, failure);
+      counters.release();
+      throw failure;
+    }
+    if (finalResult.isEmpty()) {
+      releaseQuietly(scope, key, token, failure);
+      counters.release();
+      throw failure;
+    }
+    R result = finalResult.get();
+    StoredResult stored;
+    try {
+      stored = codec.encode(result);
+    } catch (RuntimeException codecFailure) {
+      failure.addSuppressed(codecFailure);
+      releaseQuietly(scope, key, token, failure);
+      counters.release();
+      throw failure;
+    }
+    try {
+      translate(
+          () ->
+              "storing the final failure of a key in scope \""
+                  + scope
+                  + "\"; whether it was stored is unknown. Retry with the same key",
+          () -> {
+            dsl.transaction(tx -> store(tx.dsl(), scope, key, token, stored));
+            return null;
+          });
+    } catch (Stale stale) {
+      return stale(token, counters);
+    }
+    return new Outcome.Completed<>(result, token);
+  }
+
+  private void releaseQuietly(String scope, String key, FencingToken token, Throwable cause) {
+    try {
+      dsl.transaction(tx -> table.release(tx.dsl(), scope, key, token.value(), timeout));
+    } catch (RuntimeException e) {
+      // The lease ends by itself; a retry takes over then.
+      cause.addSuppressed(e);
+    }
+  }
+
+  private static <T> T user(Supplier<T> code) {
+    try {
+      return code.get();
+    } catch (RuntimeException e) {
+      throw new ActionFailure(e);
+    }
+  }
+
+  private <T> T translate(Supplier<String> doing, Supplier<T> statement) {
+    try {
+      return statement.get();
+    } catch (DataAccessException e) {
+      throw new BackendUnavailableException(
+          "PostgreSQL failed while " + doing.get() + ". Cause: " + e.getMessage(), e);
+    }
+  }
+
+  /** Carries an exception thrown by the caller's code out of the transaction, past jOOQ. */
+  private static final class ActionFailure extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    ActionFailure(RuntimeException cause) {
+      super(cause);
+    }
+
+    @Override
+    public synchronized RuntimeException getCause() {
+      return (RuntimeException) super.getCause();
+    }
+  }
+
+  /** The attempt's conditional update matched no row: roll back and report a stale attempt. */
+  private static final class Stale extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Stale() {
+      super("stale attempt", null, false, false);
+    }
+  }
+}

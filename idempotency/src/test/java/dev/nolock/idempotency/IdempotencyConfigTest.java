@@ -1,0 +1,72 @@
+package dev.nolock.idempotency;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class IdempotencyConfigTest {
+
+  @Test
+  void theDefaultsAreDocumented() {
+    IdempotencyConfig config = IdempotencyConfig.ofDefaults();
+
+    assertThat(config.table()).isEqualTo("nolock_idempotency_keys");
+    assertThat(config.lease()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(config.retention()).isEqualTo(Duration.ofHours(24));
+    assertThat(config.waitWhileInProgress().maxAttempts()).isEqualTo(1);
+    assertThat(config.purgeBatchSize()).isEqualTo(1000);
+    assertThat(config.queryTimeout()).isEqualTo(Duration.ofSeconds(5));
+  }
+
+  @Test
+  void tableNamesMustBePlainIdentifiersShortEnoughForTheirSequenceAndIndex() {
+    assertThat(IdempotencyConfig.custom().table("app.idem_keys").build().table())
+        .isEqualTo("app.idem_keys");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().table("keys; drop table x"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("plain SQL identifier");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().table("Keys"))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> IdempotencyConfig.custom().table("k".repeat(51)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("_attempt_seq");
+  }
+
+  @Test
+  void leasesBelowOneSecondOrInFractionsOfAMillisecondAreRefused() {
+    assertThatThrownBy(() -> IdempotencyConfig.custom().lease(Duration.ofMillis(999)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("lease");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().lease(Duration.ofNanos(1_000_000_001)))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> IdempotencyConfig.custom().lease(Duration.ofDays(8)))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void theRetentionMustOutlastTheLease() {
+    assertThatThrownBy(
+            () ->
+                IdempotencyConfig.custom()
+                    .lease(Duration.ofMinutes(10))
+                    .retention(Duration.ofMinutes(10))
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("longer than the lease");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().retention(Duration.ofDays(367)))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void purgeBatchesAndQueryTimeoutsAreBounded() {
+    assertThatThrownBy(() -> IdempotencyConfig.custom().purgeBatchSize(0))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> IdempotencyConfig.custom().purgeBatchSize(100_001))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> IdempotencyConfig.custom().queryTimeout(Duration.ofMillis(1500)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("whole seconds");
+  }
+}

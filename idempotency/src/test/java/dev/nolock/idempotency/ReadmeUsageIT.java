@@ -1,0 +1,231 @@
+package dev.nolock.idempotency;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.name;
+import static org.jooq.impl.DSL.table;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.nolock.idempotency.http.IdempotentHttpHandler;
+import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The README's snippets, kept compiling and running. */
+@ExtendWith(PostgresExtension.class)
+class ReadmeUsageIT {
+
+  /** A payment provider with its own idempotency keys, like Stripe's. */
+  interface PaymentProvider {
+    /** Charges once per idempotency key; a repeat returns the first charge's id. */
+    String charge(String idempotencyKey, long cents);
+  }
+
+  /** The provider declined the card: the same answer on every retry, so a final failure. */
+  static final class CardDeclinedException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    CardDeclinedException(String reason) {
+      super(reason);
+    }
+
+    String reason() {
+      return getMessage();
+    }
+  }
+
+  private static final class FakeProvider implements PaymentProvider {
+    private final Map<String, String> charges = new ConcurrentHashMap<>();
+    private final AtomicInteger calls = new AtomicInteger();
+
+    @Override
+    public String charge(String idempotencyKey, long cents) {
+      calls.incrementAndGet();
+      if (cents > 100_000) {
+        throw new CardDeclinedException("amount over the card's limit");
+      }
+      return charges.computeIfAbsent(idempotencyKey, k -> "ch_" + charges.size());
+    }
+  }
+
+  @Test
+  void theReadmeSnippetsChargeOncePerKeyAndReplay(PostgresSchema schema) throws Exception {
+    schema
+        .dsl()
+        .execute(
+            "CREATE TABLE payments (id bigserial PRIMARY KEY, idem_key text NOT NULL,"
+                + " cents bigint NOT NULL, charge text)");
+    DataSource pool = schema.dataSource();
+    MeterRegistry registry = new SimpleMeterRegistry();
+    FakeProvider provider = new FakeProvider();
+    String idempotencyKey = UUID.randomUUID().toString();
+    String requestBody = "{\"cents\":4200}";
+    long cents = 4200;
+
+    // --- README: Usage ---
+    IdempotencyKeys<String> keys =
+        IdempotencyKeys.create(
+            pool, // a HikariCP DataSource
+            IdempotencyConfig.custom()
+                .lease(Duration.ofSeconds(30)) // longer than the slowest action
+                .retention(Duration.ofHours(24))
+                .meterRegistry(registry)
+                .build(),
+            ResultCodec.utf8(),
+            FailurePolicy.finalFor(CardDeclinedException.class, e -> "declined: " + e.reason()));
+    keys.createTableIfMissing();
+
+    Outcome<String> outcome =
+        keys.execute(
+            "payments.create", // the operation: a metrics tag, never per request
+            idempotencyKey, // the client's Idempotency-Key
+            Fingerprint.sha256("POST", "/payments", requestBody),
+            attempt -> {
+              // A foreign effect carries the key to the provider's own idempotency:
+              String charge = provider.charge(attempt.idempotencyKeyForDownstream(), cents);
+              // Local effects go through attempt.dsl(): they commit with the stored result,
+              // or not at all.
+              attempt
+                  .dsl()
+                  .insertInto(
+                      table(name("payments")),
+                      field(name("idem_key")),
+                      field(name("cents")),
+                      field(name("charge")))
+                  .values(attempt.key(), cents, charge)
+                  .execute();
+              return "paid with " + charge;
+            });
+
+    if (outcome instanceof Outcome.Completed<String> done) {
+      System.out.println("201 " + done.result()); // ran now
+    } else if (outcome instanceof Outcome.Replayed<String> replay) {
+      System.out.println("201 " + replay.result() + " (replayed)"); // ran before
+    } else if (outcome instanceof Outcome.RequestInProgress<String> busy) {
+      System.out.println("409, retry after " + busy.retryAfter());
+    } else if (outcome instanceof Outcome.KeyReusedWithDifferentRequest<String>) {
+      System.out.println("422: this key belongs to another request");
+    } else if (outcome instanceof Outcome.StaleAttempt<String>) {
+      System.out.println("409: a retry took over; ask again for its result");
+    }
+    // --- end ---
+
+    assertThat(outcome).isEqualTo(new Outcome.Completed<>("paid with ch_0", outcomeToken(outcome)));
+    assertThat(
+            keys.execute(
+                "payments.create",
+                idempotencyKey,
+                Fingerprint.sha256("POST", "/payments", requestBody),
+                attempt -> "never runs"))
+        .isEqualTo(new Outcome.Replayed<>("paid with ch_0"));
+    assertThat(provider.calls).hasValue(1);
+
+    // --- README: Atomic phases ---
+    Phases<String> transfer =
+        Phases.<String>builder()
+            .phase(
+                "payment_recorded",
+                attempt ->
+                    attempt
+                        .dsl()
+                        .insertInto(
+                            table(name("payments")), field(name("idem_key")), field(name("cents")))
+                        .values(attempt.key(), 500L)
+                        .execute())
+            .phase(
+                "charged", // only the foreign call, and recording its answer
+                attempt ->
+                    attempt
+                        .dsl()
+                        .update(table(name("payments")))
+                        .set(
+                            field(name("charge")),
+                            provider.charge(attempt.idempotencyKeyForDownstream(), 500))
+                        .where(field(name("idem_key")).eq(attempt.key()))
+                        .execute())
+            .finish(
+                attempt ->
+                    "transfer done: "
+                        + attempt
+                            .dsl()
+                            .select(field(name("charge")))
+                            .from(table(name("payments")))
+                            .where(field(name("idem_key")).eq(attempt.key()))
+                            .fetchOne(0, String.class));
+
+    Outcome<String> transferred =
+        keys.execute(
+            "transfers.create", UUID.randomUUID().toString(), Fingerprint.of("500"), transfer);
+    // --- end ---
+    assertThat(transferred).isInstanceOf(Outcome.Completed.class);
+    assertThat(((Outcome.Completed<String>) transferred).result()).startsWith("transfer done: ch_");
+
+    // --- README: HTTP ---
+    IdempotencyKeys<Reply> replies =
+        IdempotencyKeys.create(
+            pool, IdempotencyConfig.ofDefaults(), IdempotentHttpHandler.replyCodec());
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext(
+        "/payments",
+        IdempotentHttpHandler.builder(
+                replies,
+                "payments.create",
+                (request, attempt) -> {
+                  String charge = provider.charge(attempt.idempotencyKeyForDownstream(), 700);
+                  attempt
+                      .dsl()
+                      .insertInto(
+                          table(name("payments")),
+                          field(name("idem_key")),
+                          field(name("cents")),
+                          field(name("charge")))
+                      .values(attempt.key(), 700L, charge)
+                      .execute();
+                  return Reply.json(201, "{\"charge\":\"" + charge + "\"}");
+                })
+            // who is asking, from your authentication filter; part of the fingerprint
+            .principal(e -> e.getPrincipal() == null ? "" : e.getPrincipal().getName())
+            .build());
+    server.start();
+    // --- end ---
+    try {
+      HttpClient client = HttpClient.newHttpClient();
+      HttpRequest request =
+          HttpRequest.newBuilder(
+                  URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/payments"))
+              .header("Idempotency-Key", "\"" + UUID.randomUUID() + "\"")
+              .POST(HttpRequest.BodyPublishers.ofString("{\"cents\":700}"))
+              .build();
+      HttpResponse<String> first = client.send(request, HttpResponse.BodyHandlers.ofString());
+      HttpResponse<String> again = client.send(request, HttpResponse.BodyHandlers.ofString());
+
+      assertThat(first.statusCode()).isEqualTo(201);
+      assertThat(again.statusCode()).isEqualTo(201);
+      assertThat(again.body()).isEqualTo(first.body());
+      assertThat(again.headers().firstValue("Idempotent-Replayed")).contains("true");
+    } finally {
+      server.stop(0);
+    }
+    assertThat(keys.purgeExpired()).isZero();
+  }
+
+  private static FencingToken outcomeToken(Outcome<String> outcome) {
+    return ((Outcome.Completed<String>) outcome).attempt();
+  }
+}
