@@ -1,0 +1,142 @@
+package dev.nolock.cas.internal;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import java.sql.SQLException;
+import org.jooq.exception.DataAccessException;
+
+/**
+ * Turns jOOQ's {@link DataAccessException} into what the caller must do: fix the table or the
+ * configuration ({@link IllegalStateException}), fix the value ({@link IllegalArgumentException}),
+ * or retry later ({@link BackendUnavailableException}).
+ */
+public final class SqlErrors {
+
+  private static final String UNDEFINED_TABLE = "42P01";
+  private static final String INVALID_SCHEMA_NAME = "3F000";
+  private static final String UNDEFINED_COLUMN = "42703";
+  private static final String NO_UNIQUE_KEY_FOR_ON_CONFLICT = "42P10";
+  private static final String SERIALIZATION_FAILURE = "40001";
+  private static final String DEADLOCK_DETECTED = "40P01";
+
+  private SqlErrors() {}
+
+  /**
+   * True for SQLSTATE 40001: a statement under REPEATABLE READ or SERIALIZABLE found its row
+   * changed by a transaction that committed after its snapshot. The transaction is aborted.
+   */
+  public static boolean isSerializationFailure(DataAccessException e) {
+    return SERIALIZATION_FAILURE.equals(e.sqlState());
+  }
+
+  /**
+   * The exception to throw for {@code e}.
+   *
+   * @param doing what the store was doing, e.g. {@code "compare-and-set of key 42"}
+   */
+  public static RuntimeException translate(
+      DataAccessException e, VersionTable<?, ?, ?> table, String doing) {
+    String state = e.sqlState() == null ? "" : e.sqlState();
+    String cause = serverMessage(e);
+    String where = " on table " + table.tableName() + " during the " + doing;
+    if (state.equals(UNDEFINED_TABLE) || state.equals(INVALID_SCHEMA_NAME)) {
+      return new IllegalStateException(
+          "The table "
+              + table.tableName()
+              + " does not exist (PostgreSQL: "
+              + cause
+              + "). Create"
+              + " it, e.g. "
+              + table.createTableSql()
+              + ", or configure the store with the name of"
+              + " your table. The key column must be unique.",
+          e);
+    }
+    if (state.equals(UNDEFINED_COLUMN)) {
+      return new IllegalStateException(
+          "The table "
+              + table.tableName()
+              + " lacks a configured column ("
+              + table.describeColumns()
+              + "; PostgreSQL: "
+              + cause
+              + "). Add it, e.g. "
+              + table.addVersionColumnSql()
+              + ", or configure the column names of your table.",
+          e);
+    }
+    if (state.equals(NO_UNIQUE_KEY_FOR_ON_CONFLICT)) {
+      return new IllegalStateException(
+          "The table "
+              + table.tableName()
+              + " has no unique key on the key column alone, which"
+              + " insert (ON CONFLICT) and every compare-and-set rely on (PostgreSQL: "
+              + cause
+              + "). Add a primary key or a unique index on it, e.g. "
+              + table.createTableSql()
+              + ".",
+          e);
+    }
+    if (state.startsWith("42")) {
+      return new IllegalStateException(
+          "PostgreSQL refused the statement"
+              + where
+              + ": "
+              + cause
+              + " (SQLSTATE "
+              + state
+              + "). The table does not match the configuration (the key type and the value"
+              + " codec's stored type must match the column types, the version column is bigint)"
+              + " or the database user lacks a privilege. Expected shape: "
+              + table.createTableSql()
+              + ".",
+          e);
+    }
+    if (state.startsWith("22") || state.startsWith("23")) {
+      return new IllegalArgumentException(
+          "PostgreSQL refused the data"
+              + where
+              + ": "
+              + cause
+              + " (SQLSTATE "
+              + state
+              + "). Retrying will not help: fix the value (or its codec), or your table's"
+              + " constraints; the store writes only the key, version and value columns, so"
+              + " other NOT NULL columns need defaults.",
+          e);
+    }
+    if (state.equals(SERIALIZATION_FAILURE) || state.equals(DEADLOCK_DETECTED)) {
+      return new BackendUnavailableException(
+          "PostgreSQL aborted the transaction"
+              + where
+              + " (SQLSTATE "
+              + state
+              + ": "
+              + cause
+              + "). Nothing of that transaction is committed: roll it back if it is yours, and"
+              + " run it again. Under REPEATABLE READ or SERIALIZABLE a concurrent change of the"
+              + " same row ends this way instead of as a conflict value.",
+          e);
+    }
+    return new BackendUnavailableException(
+        "PostgreSQL failed"
+            + where
+            + ": "
+            + cause
+            + (state.isEmpty() ? "" : " (SQLSTATE " + state + ")")
+            + ". Whether a write took effect is unknown (read it back); retry later with"
+            + " backoff.",
+        e);
+  }
+
+  /** The server's one-line message ("relation ... does not exist"), without position or hint. */
+  private static String serverMessage(DataAccessException e) {
+    SQLException sql = e.getCause(SQLException.class);
+    String message = sql != null && sql.getMessage() != null ? sql.getMessage() : e.getMessage();
+    if (message == null) {
+      return e.getClass().getSimpleName();
+    }
+    int newline = message.indexOf('\n');
+    String line = newline < 0 ? message : message.substring(0, newline);
+    return line.startsWith("ERROR: ") ? line.substring("ERROR: ".length()) : line;
+  }
+}
