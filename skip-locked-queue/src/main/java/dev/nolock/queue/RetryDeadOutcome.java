@@ -1,0 +1,16 @@
+package dev.nolock.queue;
+
+/** What {@link JobQueue#retryDead} did. */
+public enum RetryDeadOutcome {
+  /** The dead job is ready again, due now, with a fresh set of attempts. */
+  REQUEUED,
+  /** The job exists but is not dead (it was retried already, or never died); nothing changed. */
+  NOT_DEAD,
+  /** No job with that id in this queue (never existed, or purged). */
+  NOT_FOUND,
+  /**
+   * The job is dead but another job with its unique key is ready or running now; nothing changed.
+   * Wait for that job, or enqueue without the key.
+   */
+  UNIQUE_KEY_IN_USE
+}

@@ -1,0 +1,222 @@
+package dev.nolock.queue;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+import javax.sql.DataSource;
+
+/**
+ * Immutable settings of a {@link WorkerPool}, built with {@link #custom()}; each setter validates
+ * at once.
+ *
+ * <p>Defaults: {@value #DEFAULT_CONCURRENCY} handler threads, claim batches as large as the
+ * concurrency, poll every {@link #DEFAULT_POLL_INTERVAL} (1 s), LISTEN on a connection from the
+ * queue's own pool with a {@link #DEFAULT_SELF_TEST_TIMEOUT} (2 s) self-test, heartbeat every
+ * third of the lease, reap every {@link #DEFAULT_REAP_INTERVAL} (5 s), and wait up to
+ * {@link #DEFAULT_SHUTDOWN_TIMEOUT} (30 s) for running handlers on close.
+ */
+public final class WorkerConfig {
+
+  public static final int DEFAULT_CONCURRENCY = 4;
+  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofSeconds(1);
+  public static final Duration DEFAULT_SELF_TEST_TIMEOUT = Duration.ofSeconds(2);
+  public static final Duration DEFAULT_REAP_INTERVAL = Duration.ofSeconds(5);
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+  private final int concurrency;
+  private final int batchSize;
+  private final Duration pollInterval;
+  private final boolean listen;
+  private final DataSource listenDataSource;
+  private final Duration selfTestTimeout;
+  private final Duration heartbeatInterval;
+  private final Duration reapInterval;
+  private final Duration shutdownTimeout;
+
+  private WorkerConfig(Builder b) {
+    this.concurrency = b.concurrency;
+    this.batchSize = b.batchSize > 0 ? b.batchSize : b.concurrency;
+    this.pollInterval = b.pollInterval;
+    this.listen = b.listen;
+    this.listenDataSource = b.listenDataSource;
+    this.selfTestTimeout = b.selfTestTimeout;
+    this.heartbeatInterval = b.heartbeatInterval;
+    this.reapInterval = b.reapInterval;
+    this.shutdownTimeout = b.shutdownTimeout;
+  }
+
+  public static Builder custom() {
+    return new Builder();
+  }
+
+  public static WorkerConfig ofDefaults() {
+    return custom().build();
+  }
+
+  /** Handler threads: at most this many jobs run at once in the pool. */
+  public int concurrency() {
+    return concurrency;
+  }
+
+  /**
+   * Most jobs per claim statement. The pool holds at most {@code max(concurrency, batchSize)}
+   * claimed jobs and claims again when fewer than {@code concurrency} are left.
+   */
+  public int batchSize() {
+    return batchSize;
+  }
+
+  /** How long the pool waits for a notification before it claims anyway. */
+  public Duration pollInterval() {
+    return pollInterval;
+  }
+
+  /** Whether the pool LISTENs for enqueues. */
+  public boolean listen() {
+    return listen;
+  }
+
+  /** Where the LISTEN connection comes from; empty means the queue's own pool. */
+  public Optional<DataSource> listenDataSource() {
+    return Optional.ofNullable(listenDataSource);
+  }
+
+  /** How long the LISTEN self-test waits for its own notification. */
+  public Duration selfTestTimeout() {
+    return selfTestTimeout;
+  }
+
+  /** How often held jobs' leases are extended; empty means a third of the queue's lease. */
+  public Optional<Duration> heartbeatInterval() {
+    return Optional.ofNullable(heartbeatInterval);
+  }
+
+  /** How often the pool runs {@link JobQueue#reapExpired()}. */
+  public Duration reapInterval() {
+    return reapInterval;
+  }
+
+  /** How long {@link WorkerPool#close()} waits for running handlers before interrupting them. */
+  public Duration shutdownTimeout() {
+    return shutdownTimeout;
+  }
+
+  @Override
+  public String toString() {
+    return "WorkerConfig[concurrency=" + concurrency + ", batchSize=" + batchSize
+        + ", pollInterval=" + pollInterval + ", listen=" + listen + ", reapInterval="
+        + reapInterval + ", shutdownTimeout=" + shutdownTimeout + "]";
+  }
+
+  /** Builds a {@link WorkerConfig}. */
+  public static final class Builder {
+    private int concurrency = DEFAULT_CONCURRENCY;
+    private int batchSize;
+    private Duration pollInterval = DEFAULT_POLL_INTERVAL;
+    private boolean listen = true;
+    private DataSource listenDataSource;
+    private Duration selfTestTimeout = DEFAULT_SELF_TEST_TIMEOUT;
+    private Duration heartbeatInterval;
+    private Duration reapInterval = DEFAULT_REAP_INTERVAL;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+
+    private Builder() {}
+
+    /** Handler threads, 1 to 256. Default 4. */
+    public Builder concurrency(int threads) {
+      if (threads < 1 || threads > 256) {
+        throw new IllegalArgumentException(
+            "concurrency is the number of handler threads, 1 to 256, got " + threads);
+      }
+      this.concurrency = threads;
+      return this;
+    }
+
+    /**
+     * Most jobs per claim, 1 to 1000; default the concurrency. Larger batches save round trips
+     * but hold jobs before they start: keep {@code batchSize / concurrency * job time} well under
+     * the lease (jobs whose lease is nearly over when their turn comes are handed back unrun).
+     */
+    public Builder batchSize(int size) {
+      if (size < 1 || size > 1_000) {
+        throw new IllegalArgumentException("batchSize must be 1 to 1000, got " + size);
+      }
+      this.batchSize = size;
+      return this;
+    }
+
+    /**
+     * How long an idle pool waits before it claims again, notification or not (10 ms to 10 min).
+     * It bounds how late a delayed job starts, and how late any job starts when LISTEN does not
+     * work. Default 1 s.
+     */
+    public Builder pollInterval(Duration interval) {
+      this.pollInterval = within("pollInterval", interval, Duration.ofMillis(10),
+          Duration.ofMinutes(10));
+      return this;
+    }
+
+    /** Whether to LISTEN for enqueues; without it the pool only polls. Default true. */
+    public Builder listen(boolean listen) {
+      this.listen = listen;
+      return this;
+    }
+
+    /**
+     * A pool of <em>direct</em> connections to PostgreSQL for the one LISTEN connection the
+     * worker pool holds open. Needed when the queue's pool goes through PgBouncer in transaction
+     * (or statement) pooling, where LISTEN is silently lost. Default: the queue's own pool.
+     */
+    public Builder listenDataSource(DataSource direct) {
+      this.listenDataSource = Objects.requireNonNull(direct, "direct");
+      return this;
+    }
+
+    /**
+     * How long the LISTEN self-test waits for the notification it sends itself before it decides
+     * LISTEN does not work here (100 ms to 1 min). Default 2 s.
+     */
+    public Builder selfTestTimeout(Duration timeout) {
+      this.selfTestTimeout = within("selfTestTimeout", timeout, Duration.ofMillis(100),
+          Duration.ofMinutes(1));
+      return this;
+    }
+
+    /** How often held jobs' leases are extended (100 ms to 1 h). Default a third of the lease. */
+    public Builder heartbeatInterval(Duration interval) {
+      this.heartbeatInterval = within("heartbeatInterval", interval, Duration.ofMillis(100),
+          Duration.ofHours(1));
+      return this;
+    }
+
+    /** How often expired leases are taken back (100 ms to 1 h). Default 5 s. */
+    public Builder reapInterval(Duration interval) {
+      this.reapInterval = within("reapInterval", interval, Duration.ofMillis(100),
+          Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * How long {@link WorkerPool#close()} lets running handlers finish (0 to 1 h) before it
+     * interrupts them and hands their jobs back. Default 30 s.
+     */
+    public Builder shutdownTimeout(Duration timeout) {
+      this.shutdownTimeout = within("shutdownTimeout", timeout, Duration.ZERO,
+          Duration.ofHours(1));
+      return this;
+    }
+
+    public WorkerConfig build() {
+      return new WorkerConfig(this);
+    }
+
+    private static Duration within(String what, Duration value, Duration min, Duration max) {
+      Objects.requireNonNull(value, what);
+      if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+        throw new IllegalArgumentException(
+            what + " must be between " + min + " and " + max + ", got " + value);
+      }
+      return value;
+    }
+  }
+}

@@ -1,0 +1,481 @@
+package dev.nolock.queue;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.queue.internal.NotificationListener;
+import dev.nolock.queue.internal.QueueMetrics;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs a {@link JobHandler} on the jobs of one {@link JobQueue} with bounded concurrency.
+ *
+ * <p>Guarantees: at most {@link WorkerConfig#concurrency()} handlers run at once; the pool holds
+ * at most {@code max(concurrency, batchSize)} claimed jobs and extends their leases every
+ * heartbeat interval (a compare-and-swap on each attempt token); a job whose local deadline is
+ * nearly over when its turn comes is handed back unrun; {@link #close()} returns within
+ * {@link WorkerConfig#shutdownTimeout()} plus a few statements, having let running handlers
+ * finish or handed their jobs back.
+ *
+ * <p>Algorithm:
+ * <ol>
+ *   <li>A dispatcher thread waits until fewer than {@code concurrency} jobs are held, then claims
+ *       up to {@code min(batchSize, max(concurrency, batchSize) - held)} jobs in one statement
+ *       and hands them to the handler threads.</li>
+ *   <li>When a claim comes back short, the queue is drained: the dispatcher blocks until a
+ *       notification for its queue arrives (LISTEN on a held connection, see {@link WakeUp}) or
+ *       the poll interval passes. No busy loop: every wait blocks on a condition.</li>
+ *   <li>Each handler thread checks the job's deadline, runs the handler, and finishes the
+ *       attempt as the returned {@link Completion} says, or fails it with the stack trace when
+ *       the handler threw.</li>
+ *   <li>Two scheduled tasks: the heartbeat (every third of the lease by default) and the reaper
+ *       ({@link JobQueue#reapExpired()}, every {@link WorkerConfig#reapInterval()}), which wakes
+ *       the dispatcher when it re-queued anything.</li>
+ *   <li>{@link #close()}: stop claiming, stop listening, hand back the claimed jobs that have not
+ *       started ({@link JobQueue#release}), wait up to the shutdown timeout for running handlers,
+ *       then interrupt the rest and hand their jobs back too.</li>
+ * </ol>
+ * Threads are daemons, so a forgotten pool does not keep the JVM alive; call {@link #close()} (for
+ * example from a shutdown hook) for a graceful stop. Thread-safe.
+ *
+ * @param <T> the payload type
+ */
+public final class WorkerPool<T> implements AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(WorkerPool.class);
+
+  private final JobQueue<T> queue;
+  private final WorkerConfig config;
+  private final JobHandler<T> handler;
+  private final QueueMetrics metrics;
+  private final String name;
+  private final int maxHeld;
+  private final Duration startMargin;
+
+  private final Set<Held<T>> held = ConcurrentHashMap.newKeySet();
+  private final ThreadPoolExecutor handlers;
+  private final ScheduledExecutorService scheduler;
+  private final Thread dispatcher;
+  private final NotificationListener listener;
+
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition capacity = lock.newCondition();
+  private final Condition work = lock.newCondition();
+  private boolean workPending = true;
+
+  private final AtomicBoolean closing = new AtomicBoolean();
+  private volatile boolean abandoning;
+  private volatile WakeUp wakeUp;
+
+  private WorkerPool(JobQueue<T> queue, WorkerConfig config, JobHandler<T> handler) {
+    this.queue = Objects.requireNonNull(queue, "queue");
+    this.config = Objects.requireNonNull(config, "config");
+    this.handler = Objects.requireNonNull(handler, "handler");
+    this.metrics = queue.metrics();
+    this.name = queue.config().queue();
+    this.maxHeld = Math.max(config.concurrency(), config.batchSize());
+    this.startMargin = queue.config().lease().dividedBy(10);
+    this.handlers =
+        new ThreadPoolExecutor(
+            config.concurrency(),
+            config.concurrency(),
+            0,
+            TimeUnit.MILLISECONDS,
+            new LinkedBlockingQueue<>(),
+            daemons("worker"));
+    this.scheduler = Executors.newScheduledThreadPool(2, daemons("maintenance"));
+    this.dispatcher = daemons("dispatcher").newThread(this::dispatch);
+    if (config.listen()) {
+      this.listener =
+          new NotificationListener(
+              config.listenDataSource().orElseGet(queue::dataSource),
+              DSL.using(queue.dataSource(), SQLDialect.POSTGRES),
+              queue.config().channel(),
+              name,
+              config.pollInterval(),
+              config.selfTestTimeout(),
+              this::wake,
+              state -> wakeUp = WakeUp.valueOf(state.name()));
+    } else {
+      this.listener = null;
+      this.wakeUp = WakeUp.POLLING;
+    }
+  }
+
+  /** Starts a pool that runs {@code handler} on the jobs of {@code queue}. */
+  public static <T> WorkerPool<T> start(
+      JobQueue<T> queue, WorkerConfig config, JobHandler<T> handler) {
+    WorkerPool<T> pool = new WorkerPool<>(queue, config, handler);
+    pool.begin();
+    return pool;
+  }
+
+  private void begin() {
+    if (listener != null) {
+      listener.start();
+    }
+    Duration heartbeat =
+        config.heartbeatInterval().orElse(queue.config().lease().dividedBy(3));
+    scheduler.scheduleWithFixedDelay(
+        this::heartbeat, heartbeat.toNanos(), heartbeat.toNanos(), TimeUnit.NANOSECONDS);
+    scheduler.scheduleWithFixedDelay(
+        this::reap, 0, config.reapInterval().toNanos(), TimeUnit.NANOSECONDS);
+    dispatcher.start();
+    LOG.info("Queue \"{}\": worker pool started with {}", name, config);
+  }
+
+  /** How the pool learns about new jobs right now. */
+  public WakeUp wakeUp() {
+    return wakeUp;
+  }
+
+  /** Jobs the pool holds now: claimed and not yet finished, running or waiting for a thread. */
+  public int held() {
+    return held.size();
+  }
+
+  /** True until {@link #close()} is called. */
+  public boolean isRunning() {
+    return !closing.get();
+  }
+
+  // -----------------------------------------------------------------------------------------------
+  // Dispatcher
+
+  private void dispatch() {
+    try {
+      queue.warmUp(); // before the first claim, so it does not eat the first batch's leases
+    } catch (RuntimeException e) {
+      LOG.debug("Queue \"{}\": warming up failed", name, e);
+    }
+    while (!closing.get()) {
+      lock.lock();
+      try {
+        while (!closing.get() && held.size() >= config.concurrency()) {
+          capacity.await();
+        }
+        workPending = false;
+      } catch (InterruptedException e) {
+        return;
+      } finally {
+        lock.unlock();
+      }
+      if (closing.get()) {
+        return;
+      }
+      int want = Math.min(config.batchSize(), maxHeld - held.size());
+      List<Job<T>> claimed;
+      try {
+        claimed = queue.claim(want);
+      } catch (BackendUnavailableException e) {
+        LOG.warn("Queue \"{}\": claim failed; trying again in {}", name, config.pollInterval(), e);
+        awaitWork();
+        continue;
+      } catch (RuntimeException e) {
+        LOG.error("Queue \"{}\": claim failed unexpectedly; trying again in {}", name,
+            config.pollInterval(), e);
+        awaitWork();
+        continue;
+      }
+      for (Job<T> job : claimed) {
+        Held<T> h = new Held<>(job);
+        held.add(h);
+        try {
+          handlers.execute(new RunJob(h));
+        } catch (RejectedExecutionException e) {
+          // close() gave up waiting for this claim and shut the handlers down: hand it back.
+          if (h.finishing.compareAndSet(false, true)) {
+            releaseQuietly(h);
+          }
+          freed(h);
+        }
+      }
+      if (claimed.size() < want) {
+        awaitWork();
+      }
+    }
+  }
+
+  private void awaitWork() {
+    lock.lock();
+    try {
+      if (!workPending && !closing.get()) {
+        work.awaitNanos(config.pollInterval().toNanos());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void wake() {
+    lock.lock();
+    try {
+      workPending = true;
+      work.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void freed(Held<T> h) {
+    held.remove(h);
+    lock.lock();
+    try {
+      capacity.signalAll();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  // -----------------------------------------------------------------------------------------------
+  // Handler threads
+
+  private final class RunJob implements Runnable {
+    private final Held<T> h;
+
+    RunJob(Held<T> h) {
+      this.h = h;
+    }
+
+    @Override
+    public void run() {
+      try {
+        runJob();
+      } catch (BackendUnavailableException e) {
+        LOG.warn("Queue \"{}\": finishing job {} attempt {} failed; it runs again after its lease"
+            + " expires", name, h.job.id(), h.job.attempt(), e);
+      } catch (RuntimeException e) {
+        LOG.error("Queue \"{}\": job {} attempt {} could not be finished", name, h.job.id(),
+            h.job.attempt(), e);
+      } finally {
+        metrics.coordination().held(Duration.ofNanos(System.nanoTime() - h.claimedAt));
+        freed(h);
+      }
+    }
+
+    private void runJob() {
+      Job<T> job = h.job;
+      if (closing.get() || job.deadline().remaining().compareTo(startMargin) <= 0) {
+        if (!closing.get()) {
+          metrics.coordination().leaseLost();
+          LOG.warn("Queue \"{}\": job {} attempt {} has less than a tenth of its lease left"
+              + " when its turn comes (the process was paused or starved, or batchSize is too"
+              + " large for the concurrency); handing it back unrun", name, job.id(),
+              job.attempt());
+        }
+        if (h.finishing.compareAndSet(false, true)) {
+          queue.release(job);
+        }
+        return;
+      }
+      long started = System.nanoTime();
+      Completion completion = null;
+      Throwable failure = null;
+      try {
+        completion = handler.handle(job);
+        if (completion == null) {
+          failure = new IllegalStateException(
+              "The handler returned null; return Completion.complete() (or another Completion)");
+        }
+      } catch (Throwable t) { // every failure of the job's code fails the attempt
+        failure = t;
+      }
+      metrics.jobRan(Duration.ofNanos(System.nanoTime() - started));
+      if (!h.finishing.compareAndSet(false, true)) {
+        return; // close() handed the job back already; this attempt's finish would be refused
+      }
+      if (failure != null
+          && closing.get()
+          && (abandoning || failure instanceof InterruptedException)) {
+        queue.release(job); // interrupted by close() past its timeout: hand the job back
+        return;
+      }
+      if (failure != null) {
+        LOG.debug("Queue \"{}\": job {} attempt {} failed", name, job.id(), job.attempt(),
+            failure);
+        queue.fail(job, render(failure))
+            .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        return;
+      }
+      Completion done = completion;
+      switch (done.kind()) {
+        case COMPLETE -> queue.complete(job)
+            .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        case COMPLETE_WITH -> queue.completeWith(
+                job,
+                tx -> {
+                  done.writes().accept(tx);
+                  return Boolean.TRUE;
+                })
+            .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        case FINISHED_BY_HANDLER -> { }
+        default -> throw new IllegalStateException("Unknown completion " + done);
+      }
+    }
+  }
+
+  private static String render(Throwable failure) {
+    StringWriter out = new StringWriter();
+    failure.printStackTrace(new PrintWriter(out));
+    return out.toString();
+  }
+
+  // -----------------------------------------------------------------------------------------------
+  // Maintenance
+
+  private void heartbeat() {
+    try {
+      List<Held<T>> beating = new ArrayList<>();
+      List<Job<T>> jobs = new ArrayList<>();
+      for (Held<T> h : held) {
+        if (!h.finishing.get()) {
+          beating.add(h);
+          jobs.add(h.job);
+        }
+      }
+      if (jobs.isEmpty()) {
+        return;
+      }
+      Map<Long, Job<T>> extended = queue.heartbeatAll(jobs);
+      for (Held<T> h : beating) {
+        Job<T> renewed = extended.get(h.job.id());
+        if (renewed != null) {
+          h.job = renewed;
+          metrics.coordination().renewed();
+        } else if (held.contains(h) && !h.finishing.get()) {
+          // Stale, expired, or locked at that instant. The job's deadline decides from here:
+          // unstarted, it is handed back once too little lease is left; running, its finish is
+          // refused if someone else has re-claimed it meanwhile.
+          metrics.coordination().renewalFailed();
+          LOG.debug("Queue \"{}\": the lease of job {} attempt {} was not extended", name,
+              h.job.id(), h.job.attempt());
+        }
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("Queue \"{}\": heartbeat failed; leases run down to their deadlines", name, e);
+    }
+  }
+
+  private void reap() {
+    try {
+      if (queue.reapExpired().requeued() > 0) {
+        wake();
+      }
+    } catch (RuntimeException e) {
+      LOG.warn("Queue \"{}\": reaper failed; trying again in {}", name, config.reapInterval(), e);
+    }
+  }
+
+  // -----------------------------------------------------------------------------------------------
+  // Shutdown
+
+  /**
+   * Stops the pool: no new claims; claimed jobs that have not started are handed back; running
+   * handlers get up to {@link WorkerConfig#shutdownTimeout()} to finish, then are interrupted and
+   * their jobs handed back (a handler that ignores the interrupt keeps running, but its finish is
+   * not sent, and the job may run elsewhere). Idempotent.
+   */
+  @Override
+  public void close() {
+    if (!closing.compareAndSet(false, true)) {
+      return;
+    }
+    wake();
+    lock.lock();
+    try {
+      capacity.signalAll();
+    } finally {
+      lock.unlock();
+    }
+    if (listener != null) {
+      listener.close();
+    }
+    try {
+      dispatcher.join(queue.config().queryTimeout().plusSeconds(1).toMillis());
+      List<Runnable> unstarted = new ArrayList<>();
+      handlers.getQueue().drainTo(unstarted);
+      for (Runnable r : unstarted) {
+        Held<T> h = ((RunJob) r).h;
+        if (h.finishing.compareAndSet(false, true)) {
+          releaseQuietly(h);
+        }
+        freed(h);
+      }
+      handlers.shutdown();
+      if (!handlers.awaitTermination(config.shutdownTimeout().toNanos(), TimeUnit.NANOSECONDS)) {
+        abandoning = true;
+        handlers.shutdownNow();
+        for (Held<T> h : held) {
+          if (h.finishing.compareAndSet(false, true)) {
+            releaseQuietly(h);
+          }
+        }
+        handlers.awaitTermination(1, TimeUnit.SECONDS);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      scheduler.shutdownNow();
+      LOG.info("Queue \"{}\": worker pool stopped", name);
+    }
+  }
+
+  private void releaseQuietly(Held<T> h) {
+    try {
+      queue.release(h.job);
+    } catch (RuntimeException e) {
+      LOG.warn("Queue \"{}\": could not hand job {} back; the reaper takes it back when its lease"
+          + " expires", name, h.job.id(), e);
+    }
+  }
+
+  private ThreadFactory daemons(String role) {
+    AtomicInteger count = new AtomicInteger();
+    return runnable -> {
+      Thread t = new Thread(runnable, "nolock-queue-" + name + "-" + role + "-"
+          + count.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  @Override
+  public String toString() {
+    return "WorkerPool[queue=" + name + ", " + config + ", wakeUp=" + wakeUp + "]";
+  }
+
+  /** A claimed job as the pool tracks it. Identity matters: a job id may come back re-claimed. */
+  private static final class Held<T> {
+    final long claimedAt = System.nanoTime();
+    volatile Job<T> job;
+    /** Set by whoever finishes the attempt first: its handler, or close() handing it back. */
+    final AtomicBoolean finishing = new AtomicBoolean();
+
+    Held(Job<T> job) {
+      this.job = job;
+    }
+  }
+}

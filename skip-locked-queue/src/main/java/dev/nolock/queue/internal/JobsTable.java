@@ -1,0 +1,529 @@
+package dev.nolock.queue.internal;
+
+import static dev.nolock.queue.internal.PgFunctions.clockTimestamp;
+import static dev.nolock.queue.internal.PgFunctions.clockTimestampMinus;
+import static dev.nolock.queue.internal.PgFunctions.clockTimestampPlus;
+import static org.jooq.impl.DSL.concat;
+import static org.jooq.impl.DSL.count;
+import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.inline;
+import static org.jooq.impl.DSL.min;
+import static org.jooq.impl.DSL.name;
+import static org.jooq.impl.DSL.row;
+import static org.jooq.impl.DSL.select;
+import static org.jooq.impl.DSL.selectOne;
+import static org.jooq.impl.DSL.val;
+import static org.jooq.impl.DSL.when;
+
+import dev.nolock.queue.JobState;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import org.jooq.CommonTableExpression;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.InsertValuesStep9;
+import org.jooq.Name;
+import org.jooq.Query;
+import org.jooq.Record;
+import org.jooq.Record1;
+import org.jooq.Record2;
+import org.jooq.Record3;
+import org.jooq.ResultQuery;
+import org.jooq.Row2;
+import org.jooq.Table;
+import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
+
+/**
+ * The jobs table and every statement on it, in jOOQ's typed DSL. The table name is an already
+ * validated identifier; every caller value is bound.
+ *
+ * <p>The state constants ({@code 'ready'}, {@code 'running'}, ...) are <em>inlined</em>, on
+ * purpose: they are constants, not caller values, and the partial indexes are defined with them.
+ * The planner can use a partial index only when it can prove the query's condition implies the
+ * index's predicate; {@code state = $1} proves nothing once pgjdbc switches to a server-side
+ * prepared statement with a generic plan, and the claim would fall back to scanning every finished
+ * job.
+ */
+public final class JobsTable {
+
+  /** Jobs reaped per statement; the reaper loops while a pass comes back full. */
+  public static final int REAP_BATCH = 500;
+
+  /** Longest last error stored; longer ones are cut (the stack trace's tail goes first). */
+  public static final int MAX_ERROR_LENGTH = 8_000;
+
+  private static final String J = "j";
+  private static final String C = "c";
+
+  private final Name tableName;
+  private final String indexPrefix;
+  private final Table<Record> table;
+  private final Table<Record> j;
+
+  public final Field<Long> id =
+      field(name("id"), SQLDataType.BIGINT.nullable(false).identity(true));
+  public final Field<String> queue = field(name("queue"), SQLDataType.VARCHAR(100).nullable(false));
+  public final Field<String> state = field(name("state"), SQLDataType.VARCHAR(16).nullable(false));
+  public final Field<Long> attempt = field(name("attempt"), SQLDataType.BIGINT.nullable(false));
+  public final Field<Integer> failures =
+      field(name("failures"), SQLDataType.INTEGER.nullable(false));
+  public final Field<Integer> maxAttempts =
+      field(name("max_attempts"), SQLDataType.INTEGER.nullable(false));
+  public final Field<OffsetDateTime> runAt =
+      field(name("run_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+  public final Field<OffsetDateTime> lockedUntil =
+      field(name("locked_until"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(true));
+  public final Field<byte[]> payload = field(name("payload"), SQLDataType.BLOB.nullable(false));
+  public final Field<String> uniqueKey =
+      field(name("unique_key"), SQLDataType.VARCHAR(255).nullable(true));
+  public final Field<String> lastError =
+      field(name("last_error"), SQLDataType.CLOB.nullable(true));
+  public final Field<OffsetDateTime> enqueuedAt =
+      field(name("enqueued_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+  public final Field<OffsetDateTime> finishedAt =
+      field(name("finished_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(true));
+
+  // The same columns qualified with the alias "j", for statements that join the CTE "c".
+  private final Field<Long> jId = field(name(J, "id"), SQLDataType.BIGINT);
+  private final Field<Long> jAttempt = field(name(J, "attempt"), SQLDataType.BIGINT);
+  private final Field<Integer> jFailures = field(name(J, "failures"), SQLDataType.INTEGER);
+  private final Field<Integer> jMaxAttempts = field(name(J, "max_attempts"), SQLDataType.INTEGER);
+  private final Field<String> jState = field(name(J, "state"), SQLDataType.VARCHAR);
+  private final Field<OffsetDateTime> jLockedUntil =
+      field(name(J, "locked_until"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+  private final Field<Long> cId = field(name(C, "id"), SQLDataType.BIGINT);
+
+  /** The columns a claim returns, qualified with the alias. */
+  public final List<Field<?>> claimed =
+      List.of(
+          jId,
+          jAttempt,
+          field(name(J, "payload"), SQLDataType.BLOB),
+          field(name(J, "unique_key"), SQLDataType.VARCHAR),
+          field(name(J, "run_at"), SQLDataType.TIMESTAMPWITHTIMEZONE),
+          field(name(J, "enqueued_at"), SQLDataType.TIMESTAMPWITHTIMEZONE),
+          jLockedUntil,
+          jFailures,
+          jMaxAttempts);
+
+  public JobsTable(Name tableName) {
+    this.tableName = tableName;
+    this.indexPrefix = tableName.last();
+    this.table = DSL.table(tableName);
+    this.j = table.as(J);
+  }
+
+  public Table<Record> table() {
+    return table;
+  }
+
+  private static Field<String> literal(JobState s) {
+    return inline(s.sqlValue());
+  }
+
+  private Condition isState(Field<String> column, JobState s) {
+    return column.eq(literal(s));
+  }
+
+  private Condition pendingPredicate() {
+    return uniqueKey.isNotNull().and(state.in(literal(JobState.READY), literal(JobState.RUNNING)));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // DDL
+
+  /** The table and its four partial indexes; every statement is {@code IF NOT EXISTS}. */
+  public List<Query> createSchema(DSLContext dsl) {
+    List<Query> ddl = new ArrayList<>();
+    ddl.add(
+        dsl.createTableIfNotExists(table)
+            .column(id)
+            .column(queue)
+            .column(state, state.getDataType().default_(literal(JobState.READY)))
+            .column(attempt, attempt.getDataType().default_(inline(0L)))
+            .column(failures, failures.getDataType().default_(inline(0)))
+            .column(maxAttempts)
+            .column(runAt, runAt.getDataType().default_(clockTimestamp()))
+            .column(lockedUntil)
+            .column(payload)
+            .column(uniqueKey)
+            .column(lastError)
+            .column(enqueuedAt, enqueuedAt.getDataType().default_(clockTimestamp()))
+            .column(finishedAt)
+            .primaryKey(id)
+            .check(
+                state.in(
+                    literal(JobState.READY),
+                    literal(JobState.RUNNING),
+                    literal(JobState.DONE),
+                    literal(JobState.DEAD)))
+            .check(attempt.ge(inline(0L)))
+            .check(failures.ge(inline(0)))
+            .check(maxAttempts.ge(inline(1))));
+    // Claims walk this index in (run_at, id) order and see only ready jobs: finished jobs are not
+    // in it, so the claim's cost does not grow with them.
+    ddl.add(
+        dsl.createIndexIfNotExists(indexPrefix + "_ready_idx")
+            .on(table, queue, runAt, id)
+            .where(isState(state, JobState.READY)));
+    // The reaper's scan for expired leases.
+    ddl.add(
+        dsl.createIndexIfNotExists(indexPrefix + "_running_idx")
+            .on(table, queue, lockedUntil)
+            .where(isState(state, JobState.RUNNING)));
+    // Retention deletes the oldest finished jobs first.
+    ddl.add(
+        dsl.createIndexIfNotExists(indexPrefix + "_done_idx")
+            .on(table, queue, finishedAt)
+            .where(isState(state, JobState.DONE)));
+    // Uniqueness holds while a job is pending (ready or running), not forever.
+    ddl.add(
+        dsl.createUniqueIndexIfNotExists(indexPrefix + "_pending_key_idx")
+            .on(table, queue, uniqueKey)
+            .where(pendingPredicate()));
+    return ddl;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Enqueue
+
+  /** One row of an insert: the values and how run_at is computed. */
+  public record NewRow(
+      byte[] payload, String uniqueKey, int maxAttempts, OffsetDateTime runAt, Duration delay) {}
+
+  /**
+   * {@code INSERT INTO t (queue, state, attempt, failures, max_attempts, run_at, payload,
+   * unique_key, enqueued_at) VALUES (...), ... ON CONFLICT (queue, unique_key) WHERE unique_key IS
+   * NOT NULL AND state IN ('ready', 'running') DO NOTHING RETURNING id, unique_key}.
+   */
+  public ResultQuery<Record2<Long, String>> insert(
+      DSLContext dsl, String queueName, List<NewRow> rows) {
+    InsertValuesStep9<Record, String, String, Long, Integer, Integer, OffsetDateTime, byte[],
+            String, OffsetDateTime>
+        insert =
+            dsl.insertInto(
+                table, queue, state, attempt, failures, maxAttempts, runAt, payload, uniqueKey,
+                enqueuedAt);
+    for (NewRow r : rows) {
+      Field<OffsetDateTime> when =
+          r.runAt() != null ? val(r.runAt(), runAt) : clockTimestampPlus(r.delay());
+      insert =
+          insert.values(
+              val(queueName, queue),
+              literal(JobState.READY),
+              inline(0L),
+              inline(0),
+              val(r.maxAttempts(), maxAttempts),
+              when,
+              val(r.payload(), payload),
+              val(r.uniqueKey(), uniqueKey),
+              clockTimestamp());
+    }
+    return insert
+        .onConflict(queue, uniqueKey)
+        .where(pendingPredicate())
+        .doNothing()
+        .returningResult(id, uniqueKey);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Claim
+
+  /**
+   * The claim, one statement:
+   *
+   * <pre>
+   * WITH c AS MATERIALIZED (
+   *   SELECT id FROM t
+   *   WHERE queue = :queue AND state = 'ready' AND run_at &lt;= clock_timestamp()
+   *   ORDER BY run_at, id LIMIT :n FOR UPDATE SKIP LOCKED)
+   * UPDATE t AS j SET state = 'running', attempt = j.attempt + 1,
+   *                   locked_until = clock_timestamp() + :lease
+   * FROM c WHERE j.id = c.id
+   * RETURNING j.id, j.attempt, j.payload, ...
+   * </pre>
+   *
+   * <p>MATERIALIZED makes PostgreSQL run the locking select exactly once: written as {@code WHERE
+   * id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)} the planner may re-run the subquery (for
+   * example as the inner side of a nested loop) and lock, and claim, more than {@code n} rows.
+   */
+  public ResultQuery<Record> claim(DSLContext dsl, String queueName, int max, Duration lease) {
+    CommonTableExpression<Record1<Long>> c =
+        name(C)
+            .asMaterialized(
+                select(id)
+                    .from(table)
+                    .where(queue.eq(queueName))
+                    .and(isState(state, JobState.READY))
+                    .and(runAt.le(clockTimestamp()))
+                    .orderBy(runAt, id)
+                    .limit(val(max))
+                    .forUpdate()
+                    .skipLocked());
+    return dsl.with(c)
+        .update(j)
+        .set(state, literal(JobState.RUNNING))
+        .set(attempt, jAttempt.plus(inline(1L)))
+        .set(lockedUntil, clockTimestampPlus(lease))
+        .from(c)
+        .where(jId.eq(cId))
+        .returningResult(claimed);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Finish: every statement is conditional on (queue, id, attempt, state = 'running')
+
+  private Condition heldBy(String queueName, long jobId, long jobAttempt) {
+    return queue.eq(queueName)
+        .and(id.eq(jobId))
+        .and(attempt.eq(jobAttempt))
+        .and(isState(state, JobState.RUNNING));
+  }
+
+  /**
+   * {@code UPDATE t SET state = 'done', locked_until = NULL, finished_at = clock_timestamp() WHERE
+   * queue = :q AND id = :id AND attempt = :attempt AND state = 'running' RETURNING run_at}.
+   */
+  public ResultQuery<Record1<OffsetDateTime>> complete(
+      DSLContext dsl, String queueName, long jobId, long jobAttempt) {
+    return dsl.update(table)
+        .set(state, literal(JobState.DONE))
+        .setNull(lockedUntil)
+        .set(finishedAt, clockTimestamp())
+        .where(heldBy(queueName, jobId, jobAttempt))
+        .returningResult(runAt);
+  }
+
+  /**
+   * {@code UPDATE t SET failures = failures + 1, last_error = :error, locked_until = NULL, state =
+   * CASE WHEN failures + 1 >= max_attempts THEN 'dead' ELSE 'ready' END, run_at = CASE ... THEN
+   * run_at ELSE clock_timestamp() + :backoff END, finished_at = CASE ... THEN clock_timestamp()
+   * END WHERE <held by this attempt> RETURNING state, run_at}.
+   */
+  public ResultQuery<Record2<String, OffsetDateTime>> fail(
+      DSLContext dsl,
+      String queueName,
+      long jobId,
+      long jobAttempt,
+      String error,
+      Duration backoff) {
+    Condition exhausted = failures.plus(inline(1)).ge(maxAttempts);
+    return dsl.update(table)
+        .set(failures, failures.plus(inline(1)))
+        .set(lastError, val(truncate(error), lastError))
+        .setNull(lockedUntil)
+        .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
+        .set(runAt, when(exhausted, runAt).otherwise(clockTimestampPlus(backoff)))
+        .set(
+            finishedAt,
+            when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
+        .where(heldBy(queueName, jobId, jobAttempt))
+        .returningResult(state, runAt);
+  }
+
+  /**
+   * {@code UPDATE t SET state = 'ready', locked_until = NULL WHERE <held by this attempt> RETURNING
+   * run_at}: back in the queue at its old place, without counting a failure.
+   */
+  public ResultQuery<Record1<OffsetDateTime>> release(
+      DSLContext dsl, String queueName, long jobId, long jobAttempt) {
+    return dsl.update(table)
+        .set(state, literal(JobState.READY))
+        .setNull(lockedUntil)
+        .where(heldBy(queueName, jobId, jobAttempt))
+        .returningResult(runAt);
+  }
+
+  /**
+   * {@code UPDATE t SET locked_until = clock_timestamp() + :lease WHERE <held by this attempt> AND
+   * locked_until > clock_timestamp() RETURNING locked_until}: a compare-and-swap on the attempt
+   * token that extends only a lease that has not expired yet, never a blind bump. One row, so it
+   * can wait only on a lock on that job.
+   */
+  public ResultQuery<Record1<OffsetDateTime>> heartbeat(
+      DSLContext dsl, String queueName, long jobId, long jobAttempt, Duration lease) {
+    return dsl.update(table)
+        .set(lockedUntil, clockTimestampPlus(lease))
+        .where(heldBy(queueName, jobId, jobAttempt))
+        .and(lockedUntil.gt(clockTimestamp()))
+        .returningResult(lockedUntil);
+  }
+
+  /**
+   * The same for many jobs, without ever waiting:
+   *
+   * <pre>
+   * WITH c AS MATERIALIZED (
+   *   SELECT id FROM t WHERE queue = :q AND (id, attempt) IN ((:id, :attempt), ...)
+   *   AND state = 'running' AND locked_until &gt; clock_timestamp() FOR UPDATE SKIP LOCKED)
+   * UPDATE t AS j SET locked_until = clock_timestamp() + :lease FROM c WHERE j.id = c.id
+   * RETURNING j.id, j.locked_until
+   * </pre>
+   *
+   * <p>A plain multi-row {@code UPDATE} would wait for a row another transaction holds (typically
+   * this worker's own completion of one of the jobs) while keeping the rows it already extended
+   * locked. If the worker is paused right then, its completion never commits, the heartbeat never
+   * finishes, and the reaper and claims skip the jobs it locked for as long as the pause lasts:
+   * their leases would not expire. Skipping locked rows leaves them to the next heartbeat.
+   */
+  public ResultQuery<Record2<Long, OffsetDateTime>> heartbeatWithoutWaiting(
+      DSLContext dsl, String queueName, Collection<long[]> idAndAttempt, Duration lease) {
+    List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
+    for (long[] pair : idAndAttempt) {
+      rows.add(row(val(pair[0], id), val(pair[1], attempt)));
+    }
+    CommonTableExpression<Record1<Long>> c =
+        name(C)
+            .asMaterialized(
+                select(id)
+                    .from(table)
+                    .where(queue.eq(queueName))
+                    .and(row(id, attempt).in(rows))
+                    .and(isState(state, JobState.RUNNING))
+                    .and(lockedUntil.gt(clockTimestamp()))
+                    .forUpdate()
+                    .skipLocked());
+    return dsl.with(c)
+        .update(j)
+        .set(lockedUntil, clockTimestampPlus(lease))
+        .from(c)
+        .where(jId.eq(cId))
+        .returningResult(jId, jLockedUntil);
+  }
+
+  /** {@code SELECT state, attempt, run_at FROM t WHERE queue = :q AND id = :id}. */
+  public ResultQuery<Record3<String, Long, OffsetDateTime>> current(
+      DSLContext dsl, String queueName, long jobId) {
+    return dsl.select(state, attempt, runAt)
+        .from(table)
+        .where(queue.eq(queueName))
+        .and(id.eq(jobId));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reaper, dead letters, retention
+
+  /**
+   * {@code WITH c AS MATERIALIZED (SELECT id FROM t WHERE queue = :q AND state = 'running' AND
+   * locked_until < clock_timestamp() ORDER BY locked_until LIMIT :n FOR UPDATE SKIP LOCKED)
+   * UPDATE t AS j SET failures = j.failures + 1, locked_until = NULL, last_error = 'the lease of
+   * attempt ' || j.attempt || ' expired ...', state = CASE WHEN j.failures + 1 >= j.max_attempts
+   * THEN 'dead' ELSE 'ready' END, finished_at = CASE ... THEN clock_timestamp() END FROM c WHERE
+   * j.id = c.id RETURNING j.state}. {@code run_at} is kept, so the job goes back to the front.
+   */
+  public ResultQuery<Record1<String>> reap(DSLContext dsl, String queueName, int max) {
+    CommonTableExpression<Record1<Long>> c =
+        name(C)
+            .asMaterialized(
+                select(id)
+                    .from(table)
+                    .where(queue.eq(queueName))
+                    .and(isState(state, JobState.RUNNING))
+                    .and(lockedUntil.lt(clockTimestamp()))
+                    .orderBy(lockedUntil)
+                    .limit(val(max))
+                    .forUpdate()
+                    .skipLocked());
+    Condition exhausted = jFailures.plus(inline(1)).ge(jMaxAttempts);
+    return dsl.with(c)
+        .update(j)
+        .set(failures, jFailures.plus(inline(1)))
+        .setNull(lockedUntil)
+        .set(
+            lastError,
+            concat(
+                inline("the lease of attempt "),
+                jAttempt.cast(SQLDataType.VARCHAR),
+                inline(" expired at "),
+                jLockedUntil.cast(SQLDataType.VARCHAR),
+                inline(" without a finish or heartbeat (worker crashed, paused or too slow)")))
+        .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
+        .set(
+            finishedAt,
+            when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
+        .from(c)
+        .where(jId.eq(cId))
+        .returningResult(jState);
+  }
+
+  /**
+   * {@code UPDATE t SET state = 'ready', failures = 0, run_at = clock_timestamp(), locked_until =
+   * NULL, finished_at = NULL WHERE queue = :q AND id = :id AND state = 'dead'}: the attempt
+   * counter is kept (it is the token and must keep increasing), the last error too.
+   */
+  public Query retryDead(DSLContext dsl, String queueName, long jobId) {
+    return dsl.update(table)
+        .set(state, literal(JobState.READY))
+        .set(failures, inline(0))
+        .set(runAt, clockTimestamp())
+        .setNull(lockedUntil)
+        .setNull(finishedAt)
+        .where(queue.eq(queueName))
+        .and(id.eq(jobId))
+        .and(isState(state, JobState.DEAD));
+  }
+
+  /**
+   * {@code WITH c AS MATERIALIZED (SELECT id FROM t WHERE queue = :q AND state = 'done' AND
+   * finished_at < clock_timestamp() - :age ORDER BY finished_at LIMIT :n FOR UPDATE SKIP LOCKED)
+   * DELETE FROM t AS j USING c WHERE j.id = c.id}. Locks only finished rows, which no claim
+   * touches, and skips rows someone else holds, so it never waits on a worker.
+   */
+  public Query purge(DSLContext dsl, String queueName, Duration olderThan, int max) {
+    CommonTableExpression<Record1<Long>> c =
+        name(C)
+            .asMaterialized(
+                select(id)
+                    .from(table)
+                    .where(queue.eq(queueName))
+                    .and(isState(state, JobState.DONE))
+                    .and(finishedAt.lt(clockTimestampMinus(olderThan)))
+                    .orderBy(finishedAt)
+                    .limit(val(max))
+                    .forUpdate()
+                    .skipLocked());
+    return dsl.with(c).delete(j).using(c).where(jId.eq(cId));
+  }
+
+  /**
+   * {@code SELECT (SELECT count(*) FROM (SELECT 1 FROM t WHERE queue = :q AND state = 'ready' AND
+   * run_at <= clock_timestamp() LIMIT :cap) s), (SELECT min(run_at) FROM t WHERE queue = :q AND
+   * state = 'ready'), clock_timestamp()}: both read the ready index only.
+   */
+  public ResultQuery<Record3<Integer, OffsetDateTime, OffsetDateTime>> readyStats(
+      DSLContext dsl, String queueName, int cap) {
+    Table<?> due =
+        selectOne()
+            .from(table)
+            .where(queue.eq(queueName))
+            .and(isState(state, JobState.READY))
+            .and(runAt.le(clockTimestamp()))
+            .limit(val(cap))
+            .asTable("s");
+    Field<Integer> depth = field(select(count()).from(due));
+    Field<OffsetDateTime> oldest =
+        field(
+            select(min(runAt))
+                .from(table)
+                .where(queue.eq(queueName))
+                .and(isState(state, JobState.READY)));
+    return dsl.select(depth, oldest, clockTimestamp());
+  }
+
+  private static String truncate(String error) {
+    if (error == null) {
+      return null;
+    }
+    return error.length() <= MAX_ERROR_LENGTH ? error : error.substring(0, MAX_ERROR_LENGTH);
+  }
+
+  @Override
+  public String toString() {
+    return tableName.toString();
+  }
+}

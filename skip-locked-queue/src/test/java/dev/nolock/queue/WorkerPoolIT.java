@@ -1,0 +1,284 @@
+package dev.nolock.queue;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The worker pool against the real PostgreSQL: wake-up, concurrency, failures, shutdown. */
+@ExtendWith(PostgresExtension.class)
+class WorkerPoolIT {
+
+  private static final AtomicInteger QUEUES = new AtomicInteger();
+
+  private static PostgresSchema schema;
+  private static JobRows rows;
+
+  @BeforeAll
+  static void createSchema(PostgresSchema s) {
+    schema = s;
+    JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
+        .createSchemaIfMissing();
+    rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
+  }
+
+  private static JobQueue<String> queue(QueueConfig.Builder config) {
+    return JobQueue.create(schema.dataSource(), config.build(), PayloadCodec.utf8());
+  }
+
+  private static QueueConfig.Builder newQueue() {
+    return QueueConfig.custom("w" + QUEUES.incrementAndGet());
+  }
+
+  private static long id(EnqueueResult result) {
+    return ((EnqueueResult.Enqueued) result).id();
+  }
+
+  @Test
+  void aNewJobStartsWithinMillisecondsBecauseTheEnqueueNotifiesTheListeningPool() {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q = queue(newQueue().metrics(registry));
+    // A 1-minute poll interval: once the pool's first claim has come back empty, only the
+    // notification can start the job within 2 s.
+    WorkerConfig config = WorkerConfig.custom().pollInterval(Duration.ofMinutes(1)).build();
+    try (WorkerPool<String> pool = WorkerPool.start(q, config, job -> Completion.complete())) {
+      await().atMost(Duration.ofSeconds(10)).until(() -> pool.wakeUp() == WakeUp.LISTENING);
+      await().atMost(Duration.ofSeconds(10)).until(() -> claims(registry) >= 1);
+
+      long id = id(q.enqueue(NewJob.of("wake up")));
+
+      await().atMost(Duration.ofSeconds(2)).until(() -> rows.get(id).state() == JobState.DONE);
+    }
+  }
+
+  @Test
+  void withoutListenAJobWaitsForTheNextPoll() {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q = queue(newQueue().metrics(registry));
+    WorkerConfig config =
+        WorkerConfig.custom().listen(false).pollInterval(Duration.ofMinutes(1)).build();
+    try (WorkerPool<String> pool = WorkerPool.start(q, config, job -> Completion.complete())) {
+      await().atMost(Duration.ofSeconds(10)).until(() -> claims(registry) >= 1);
+
+      long id = id(q.enqueue(NewJob.of("nobody hears")));
+
+      // The control for the test above: the same 2 s pass without the job starting.
+      await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(3))
+          .until(() -> rows.get(id).state() == JobState.READY);
+    }
+  }
+
+  private static long claims(MeterRegistry registry) {
+    return registry.get("nolock.queue.claim.duration").timer().count();
+  }
+
+  @Test
+  void aPoolThatDoesNotListenPicksJobsUpByPolling() {
+    JobQueue<String> q = queue(newQueue());
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().listen(false).pollInterval(Duration.ofMillis(100)).build(),
+            job -> Completion.complete())) {
+      assertThat(pool.wakeUp()).isEqualTo(WakeUp.POLLING);
+      long id = id(q.enqueue(NewJob.of("polled")));
+      await().atMost(Duration.ofSeconds(5)).until(() -> rows.get(id).state() == JobState.DONE);
+    }
+  }
+
+  @Test
+  void noMoreThanConcurrencyHandlersRunAtOnce() throws Exception {
+    JobQueue<String> q = queue(newQueue());
+    List<NewJob<String>> jobs = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      jobs.add(NewJob.of("job-" + i));
+    }
+    q.enqueueAll(jobs);
+    AtomicInteger running = new AtomicInteger();
+    AtomicInteger maxRunning = new AtomicInteger();
+    AtomicInteger done = new AtomicInteger();
+    Semaphore entered = new Semaphore(0);
+    Semaphore gate = new Semaphore(0);
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().concurrency(3).batchSize(10).build(),
+            job -> {
+              maxRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
+              entered.release();
+              try {
+                if (!gate.tryAcquire(30, TimeUnit.SECONDS)) {
+                  throw new IllegalStateException("the test never opened the gate");
+                }
+              } finally {
+                running.decrementAndGet();
+              }
+              done.incrementAndGet();
+              return Completion.complete();
+            })) {
+      assertThat(entered.tryAcquire(3, 10, TimeUnit.SECONDS)).isTrue();
+      await().atMost(Duration.ofSeconds(5)).until(() -> pool.held() == 10);
+      assertThat(running.get()).isEqualTo(3);
+      assertThat(pool.held()).as("claimed up to max(concurrency, batchSize)").isEqualTo(10);
+
+      gate.release(30);
+      await().atMost(Duration.ofSeconds(20)).until(() -> done.get() == 30);
+      assertThat(maxRunning.get()).isEqualTo(3);
+    }
+  }
+
+  @Test
+  void aThrowingHandlerFailsTheAttemptAndTheJobIsDeadLetteredAfterItsLastAttempt() {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q =
+        queue(
+            newQueue()
+                .maxAttempts(3)
+                .backoff(Duration.ZERO, Duration.ofMillis(1))
+                .metrics(registry));
+    long id = id(q.enqueue(NewJob.of("poison")));
+    Set<Long> attempts = ConcurrentHashMap.newKeySet();
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().listen(false).pollInterval(Duration.ofMillis(50)).build(),
+            job -> {
+              attempts.add(job.attempt());
+              throw new IllegalStateException("boom on attempt " + job.attempt());
+            })) {
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(id).state() == JobState.DEAD);
+    }
+    JobRows.Row row = rows.get(id);
+    assertThat(attempts).containsExactlyInAnyOrder(1L, 2L, 3L);
+    assertThat(row.lastError())
+        .startsWith("java.lang.IllegalStateException: boom on attempt 3")
+        .contains("at dev.nolock.queue.WorkerPoolIT");
+    assertThat(registry.get("nolock.queue.failures").counter().count()).isEqualTo(3);
+    assertThat(registry.get("nolock.queue.dead.letters").counter().count()).isEqualTo(1);
+    assertThat(registry.get("nolock.queue.job.run").timer().count()).isEqualTo(3);
+  }
+
+  @Test
+  void completeWithCommitsTheHandlersWritesTogetherWithTheCompletion() {
+    schema.dsl().execute("CREATE TABLE IF NOT EXISTS sent (job_id bigint, attempt bigint)");
+    JobQueue<String> q = queue(newQueue());
+    long id = id(q.enqueue(NewJob.of("mail")));
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().pollInterval(Duration.ofMillis(100)).build(),
+            job ->
+                Completion.completeWith(
+                    tx -> tx.execute("INSERT INTO sent VALUES (?, ?)", job.id(), job.attempt())))) {
+      await().atMost(Duration.ofSeconds(5)).until(() -> rows.get(id).state() == JobState.DONE);
+    }
+    assertThat(schema.dsl().fetch("SELECT attempt FROM sent WHERE job_id = ?", id)
+        .getValues(0, Long.class)).containsExactly(1L);
+  }
+
+  @Test
+  void theReaperTakesBackTheJobOfAVanishedWorkerAndThePoolRunsItWithAHigherToken() {
+    JobQueue<String> q = queue(newQueue());
+    long id = id(q.enqueue(NewJob.of("orphan")));
+    Job<String> orphan = q.claim(1).get(0); // a worker that claimed and crashed
+    rows.expireLease(id);
+    Set<Long> attempts = ConcurrentHashMap.newKeySet();
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().reapInterval(Duration.ofMillis(200)).build(),
+            job -> {
+              attempts.add(job.attempt());
+              return Completion.complete();
+            })) {
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(id).state() == JobState.DONE);
+    }
+    assertThat(attempts).containsExactly(orphan.attempt() + 1);
+    assertThat(q.complete(orphan).isLeft()).as("the vanished worker's late finish").isTrue();
+  }
+
+  @Test
+  void closeLetsARunningHandlerFinishWithinTheShutdownTimeout() throws Exception {
+    JobQueue<String> q = queue(newQueue());
+    long id = id(q.enqueue(NewJob.of("in flight")));
+    CountDownLatch entered = new CountDownLatch(1);
+    CountDownLatch finish = new CountDownLatch(1);
+    WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().shutdownTimeout(Duration.ofSeconds(30)).build(),
+            job -> {
+              entered.countDown();
+              if (!finish.await(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("never told to finish");
+              }
+              return Completion.complete();
+            });
+    assertThat(entered.await(10, TimeUnit.SECONDS)).isTrue();
+
+    Thread closing = new Thread(pool::close);
+    closing.start();
+    await().atMost(Duration.ofSeconds(5)).until(() -> !pool.isRunning());
+    finish.countDown();
+    closing.join(TimeUnit.SECONDS.toMillis(30));
+
+    assertThat(closing.isAlive()).isFalse();
+    assertThat(rows.get(id).state()).isEqualTo(JobState.DONE);
+  }
+
+  @Test
+  void closeHandsBackUnstartedJobsAndThoseWhoseHandlersOverrunTheTimeout() throws Exception {
+    JobQueue<String> q = queue(newQueue());
+    List<NewJob<String>> jobs = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      jobs.add(NewJob.of("job-" + i));
+    }
+    List<Long> ids =
+        q.enqueueAll(jobs).stream().map(WorkerPoolIT::id).toList();
+    CountDownLatch entered = new CountDownLatch(1);
+    CountDownLatch never = new CountDownLatch(1);
+    WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom()
+                .concurrency(1)
+                .batchSize(5)
+                .shutdownTimeout(Duration.ofMillis(200))
+                .build(),
+            job -> {
+              entered.countDown();
+              never.await(); // stuck until interrupted
+              return Completion.complete();
+            });
+    assertThat(entered.await(10, TimeUnit.SECONDS)).isTrue();
+    await().atMost(Duration.ofSeconds(5)).until(() -> pool.held() == 5);
+
+    Thread closing = new Thread(pool::close);
+    closing.start();
+    closing.join(TimeUnit.SECONDS.toMillis(20));
+
+    assertThat(closing.isAlive()).as("close() returned within its bound").isFalse();
+    for (long id : ids) {
+      JobRows.Row row = rows.get(id);
+      assertThat(row.state()).as("job %d", id).isEqualTo(JobState.READY);
+      assertThat(row.failures()).as("handed back, not failed").isZero();
+      assertThat(row.attempt()).isOne();
+    }
+    assertThat(q.claim(5)).extracting(Job::attempt).containsOnly(2L);
+  }
+}
