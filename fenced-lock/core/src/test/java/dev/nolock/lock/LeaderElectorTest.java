@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
@@ -84,7 +85,9 @@ class LeaderElectorTest {
     candidates.get(first).close();
 
     assertThat(recorders.get(first).stopped.getCount()).isZero();
-    assertThat(recorders.get(first).workInterrupted.getCount()).isZero();
+    assertThat(recorders.get(first).workInterrupted.await(10, TimeUnit.SECONDS))
+        .as("the work thread was interrupted")
+        .isTrue();
     await().until(() -> candidates.stream().filter(LeaderElector::isLeader).count() == 1);
     int second = indexOfLeader(candidates);
     assertThat(second).isNotEqualTo(first);
