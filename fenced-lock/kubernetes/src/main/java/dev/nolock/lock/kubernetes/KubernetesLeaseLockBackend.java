@@ -1,0 +1,514 @@
+package dev.nolock.lock.kubernetes;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.Names;
+import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
+import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
+import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientException;
+import io.vavr.control.Option;
+import java.time.Duration;
+import java.time.ZonedDateTime;
+import java.time.temporal.ChronoUnit;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.function.Supplier;
+
+/**
+ * A {@link LockBackend} on Kubernetes {@code coordination.k8s.io/v1} {@code Lease} objects, one per
+ * lock name, that judges expiry the way client-go does (never by comparing {@code renewTime} with a
+ * local clock) and hands out {@code spec.leaseTransitions} as the {@link FencingToken}.
+ *
+ * <h2>The Lease</h2>
+ *
+ * Name {@code <prefix><lock name>} in the configured namespace ({@link
+ * KubernetesLeaseLockConfig#leaseName}). Fields written: {@code holderIdentity} (the owner; absent
+ * when free), {@code leaseDurationSeconds} (the TTL <b>rounded up</b> to whole seconds, because the
+ * field is an integer number of seconds), {@code leaseTransitions} (the token), {@code acquireTime}
+ * and {@code renewTime} (wall-clock time, for people and tools only: this class never reads them).
+ * The Lease is never deleted, because the token counter lives in it.
+ *
+ * <h2>Algorithm</h2>
+ *
+ * Every write is an update (HTTP PUT) carrying the {@code resourceVersion} of the object just read,
+ * so the API server refuses it with 409 Conflict if anyone wrote the Lease in between; a create
+ * refused with 409 AlreadyExists means someone else created it first. Both are a lost race, a
+ * return value.
+ *
+ * <ol>
+ *   <li><b>Acquire</b> ({@link #tryAcquire}): read the Lease.
+ *       <ul>
+ *         <li>Absent: create it with {@code leaseTransitions = 1}.
+ *         <li>Free (no {@code holderIdentity}): update it with {@code leaseTransitions + 1}.
+ *         <li>Held by anyone (the same owner included: the lock is not reentrant): this instance
+ *             remembers "I saw {@code resourceVersion r}, with stored {@code leaseDurationSeconds
+ *             D}, when my read <em>returned</em> at {@code t}" on its own monotonic {@link
+ *             LeaseClock} (a {@link Deadline#forContender}). A later {@code tryAcquire} that still
+ *             reads {@code r} after {@code t + D} takes the Lease with an update on {@code r},
+ *             {@code leaseTransitions + 1}; any change of the object (a renewal, a new holder, a
+ *             release, anyone's edit) gives a new {@code resourceVersion} and starts a new
+ *             observation. Meanwhile {@code tryAcquire} returns empty: it is one non-blocking
+ *             attempt, and the {@code FencedLock} facade repeats it with backoff.
+ *       </ul>
+ *       {@code leaseTransitions} is bumped on <em>every</em> acquisition, also when the same
+ *       identity takes the Lease again (client-go bumps it only when the holder changes, which
+ *       would hand the same token to two grants).
+ *   <li><b>Renew</b> ({@link #renew}): only a grant this instance made and whose deadline (the
+ *       stored duration counted from before its last successful write was sent) has not passed;
+ *       otherwise false without a request. Read the Lease; if {@code holderIdentity} and {@code
+ *       leaseTransitions} are still {@code (owner, token)}, update {@code renewTime} and {@code
+ *       leaseDurationSeconds} on the read {@code resourceVersion}.
+ *   <li><b>Release</b> ({@link #release}): read; if still {@code (owner, token)}, remove {@code
+ *       holderIdentity} with an update on the read {@code resourceVersion}. Any instance may
+ *       release (owner and token name the grant). A second release, or a stale one after a
+ *       takeover, finds someone else's (or no) holder and returns false without writing.
+ * </ol>
+ *
+ * A renewal or release whose update conflicts re-reads and tries again while the Lease is still
+ * {@code (owner, token)} (someone edited, say, a label), at most {@value #MAX_CONFLICTS} times;
+ * then it throws {@link BackendUnavailableException}.
+ *
+ * <h2>Why this is safe without comparing clocks</h2>
+ *
+ * A holder counts its lease from before its request was sent, so its deadline ends no later than
+ * {@code D} after its write. A contender counts {@code D} from when a read that already showed that
+ * write returned, which is later. The only assumption is that the two monotonic clocks run at about
+ * the same <em>rate</em> over one lease duration. A grant made by this instance counts as observed
+ * from the moment its write was sent (its own holder deadline on the same clock), so another caller
+ * of the same instance may take it over once that deadline has passed. A holder paused past its
+ * deadline can still write late: that is what the fence at the resource is for.
+ *
+ * <p>State is per instance: observations of Leases held by others, and the deadline of each grant
+ * made here. Use one instance per process, shared by all threads. Memory: one small entry per lock
+ * name seen held and per grant held; grants are forgotten on release or a refused renewal, and
+ * expired entries are pruned once there are more than 10,000.
+ *
+ * <p>Thread-safe. A failed API call other than 409 and 404 (unreachable server, timeout, 403
+ * Forbidden, 5xx) is a {@link BackendUnavailableException}; nothing is known about whether it took
+ * effect.
+ */
+public final class KubernetesLeaseLockBackend implements LockBackend {
+
+  /** How often a renewal or release re-reads after a conflict while the Lease is still ours. */
+  public static final int MAX_CONFLICTS = 5;
+
+  private static final int PRUNE_ABOVE = 10_000;
+
+  private record Observation(String resourceVersion, Deadline takeoverAt) {}
+
+  private record Grant(String name, long token) {}
+
+  private record Holding(String owner, Deadline deadline) {}
+
+  /** What a read showed; {@code holder} is empty when the Lease is free. */
+  private record Stored(
+      Lease lease,
+      String holder,
+      long transitions,
+      Integer durationSeconds,
+      String resourceVersion) {
+
+    boolean isFree() {
+      return holder.isEmpty();
+    }
+
+    boolean isHeldBy(String owner, FencingToken token) {
+      return holder.equals(owner) && transitions == token.value();
+    }
+  }
+
+  private final KubernetesClient client;
+  private final KubernetesLeaseLockConfig config;
+  private final LeaseClock clock;
+  private final String namespace;
+  private final ConcurrentMap<String, Observation> observations = new ConcurrentHashMap<>();
+  private final ConcurrentMap<Grant, Holding> holdings = new ConcurrentHashMap<>();
+
+  private KubernetesLeaseLockBackend(KubernetesClient client, KubernetesLeaseLockConfig config) {
+    this.client = Objects.requireNonNull(client, "client");
+    this.config = Objects.requireNonNull(config, "config");
+    this.clock = config.clock();
+    this.namespace = config.namespace();
+  }
+
+  /** A backend on {@code client} with the defaults; the caller keeps owning the client. */
+  public static KubernetesLeaseLockBackend create(KubernetesClient client) {
+    return create(client, KubernetesLeaseLockConfig.ofDefaults());
+  }
+
+  /** A backend on {@code client} with {@code config}; the caller keeps owning the client. */
+  public static KubernetesLeaseLockBackend create(
+      KubernetesClient client, KubernetesLeaseLockConfig config) {
+    return new KubernetesLeaseLockBackend(client, config);
+  }
+
+  public KubernetesLeaseLockConfig config() {
+    return config;
+  }
+
+  @Override
+  public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+    String leaseName = leaseName(name);
+    requireOwner(owner);
+    int seconds = leaseSeconds(ttl);
+    Lease lease = read(name, leaseName);
+    long returned = clock.nanoTime();
+    if (lease == null) {
+      return grant(name, leaseName, owner, seconds, null);
+    }
+    Stored stored = stored(name, lease);
+    if (stored.isFree()) {
+      return grant(name, leaseName, owner, seconds, stored);
+    }
+    if (!observe(name, stored, returned).takeoverAt().hasExpired()) {
+      return Option.none();
+    }
+    return grant(name, leaseName, owner, seconds, stored);
+  }
+
+  @Override
+  public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+    String leaseName = leaseName(name);
+    requireOwner(owner);
+    Objects.requireNonNull(token, "token");
+    int seconds = leaseSeconds(ttl);
+    Grant grant = new Grant(name, token.value());
+    Holding held = holdings.get(grant);
+    if (held == null || !held.owner().equals(owner)) {
+      return false; // not a grant of this instance, or already released or lost
+    }
+    for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
+      if (held.deadline().hasExpired()) {
+        holdings.remove(grant, held);
+        return false; // a contender may already be entitled to it
+      }
+      Lease lease = read(name, leaseName);
+      if (lease == null || !stored(name, lease).isHeldBy(owner, token)) {
+        holdings.remove(grant, held);
+        return false; // released, or taken over
+      }
+      Lease renewed =
+          new LeaseBuilder(lease)
+              .editSpec()
+              .withRenewTime(now())
+              .withLeaseDurationSeconds(seconds)
+              .endSpec()
+              .build();
+      long sent = clock.nanoTime();
+      Lease written = updateOrNull(renewed, "renew lock \"" + name + "\"");
+      if (written != null) {
+        Deadline deadline = Deadline.forHolder(clock, sent, Duration.ofSeconds(seconds));
+        holdings.replace(grant, held, new Holding(owner, deadline));
+        observations.put(name, new Observation(resourceVersion(name, written), deadline));
+        return true;
+      }
+      // Conflict: someone wrote the Lease between our read and our update. Read again.
+    }
+    throw conflicted("renew", name);
+  }
+
+  @Override
+  public boolean release(String name, String owner, FencingToken token) {
+    String leaseName = leaseName(name);
+    requireOwner(owner);
+    Objects.requireNonNull(token, "token");
+    Grant grant = new Grant(name, token.value());
+    for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
+      Lease lease = read(name, leaseName);
+      if (lease == null || !stored(name, lease).isHeldBy(owner, token)) {
+        forget(grant, owner);
+        return false; // already free, or someone else's: change nothing
+      }
+      Lease released =
+          new LeaseBuilder(lease)
+              .editSpec()
+              .withHolderIdentity(null)
+              .withRenewTime(now())
+              .endSpec()
+              .build();
+      if (updateOrNull(released, "release lock \"" + name + "\"") != null) {
+        forget(grant, owner);
+        observations.remove(name);
+        return true;
+      }
+    }
+    throw conflicted("release", name);
+  }
+
+  /**
+   * Reads the Lease of {@code name} and records the observation, exactly as {@link #tryAcquire}
+   * does, without taking anything: what is stored, and how much longer this instance must see the
+   * same {@code resourceVersion} before its {@code tryAcquire} may take the Lease over.
+   *
+   * @return empty when no Lease exists for {@code name}
+   */
+  public Option<ObservedLease> inspect(String name) {
+    String leaseName = leaseName(name);
+    Lease lease = read(name, leaseName);
+    long returned = clock.nanoTime();
+    if (lease == null) {
+      return Option.none();
+    }
+    Stored stored = stored(name, lease);
+    Duration waitLeft =
+        stored.isFree() ? Duration.ZERO : observe(name, stored, returned).takeoverAt().remaining();
+    return Option.some(
+        new ObservedLease(
+            stored.holder(),
+            stored.transitions(),
+            stored.resourceVersion(),
+            stored.durationSeconds() == null
+                ? Duration.ZERO
+                : Duration.ofSeconds(Math.max(0, stored.durationSeconds())),
+            waitLeft));
+  }
+
+  /**
+   * The observation of {@code stored}'s version: the earliest one this instance has, or a new one.
+   */
+  private Observation observe(String name, Stored stored, long returnedAtNanos) {
+    Integer seconds = stored.durationSeconds();
+    if (seconds == null || seconds <= 0) {
+      throw new IllegalStateException(
+          "The Lease \""
+              + config.leaseName(name)
+              + "\" in namespace \""
+              + namespace
+              + "\" is held by \""
+              + stored.holder()
+              + "\" but has no positive leaseDurationSeconds: it was not written by"
+              + " KubernetesLeaseLockBackend, and nobody can tell when it ends. Use a Lease of the"
+              + " lock's own (another leaseNamePrefix).");
+    }
+    if (observations.size() > PRUNE_ABOVE) {
+      observations.values().removeIf(o -> o.takeoverAt().hasExpired());
+    }
+    return observations.compute(
+        name,
+        (n, before) ->
+            before != null && before.resourceVersion().equals(stored.resourceVersion())
+                ? before
+                : new Observation(
+                    stored.resourceVersion(),
+                    Deadline.forContender(clock, returnedAtNanos, Duration.ofSeconds(seconds))));
+  }
+
+  /** Creates the Lease ({@code seen} null) or takes it over on {@code seen}'s resourceVersion. */
+  private Option<FencingToken> grant(
+      String name, String leaseName, String owner, int seconds, Stored seen) {
+    long next = (seen == null ? 0 : seen.transitions()) + 1;
+    if (next > Integer.MAX_VALUE) {
+      throw new IllegalStateException(
+          "The Lease \""
+              + leaseName
+              + "\" has leaseTransitions "
+              + Integer.MAX_VALUE
+              + ", the largest the field holds: no higher token can be issued under this name."
+              + " Use a new lock name (and a new fence row for it).");
+    }
+    ZonedDateTime now = now();
+    Lease desired =
+        (seen == null
+                ? new LeaseBuilder()
+                    .withNewMetadata()
+                    .withName(leaseName)
+                    .withNamespace(namespace)
+                    .endMetadata()
+                : new LeaseBuilder(seen.lease()))
+            .editOrNewSpec()
+            .withHolderIdentity(owner)
+            .withLeaseDurationSeconds(seconds)
+            .withLeaseTransitions((int) next)
+            .withAcquireTime(now)
+            .withRenewTime(now)
+            .endSpec()
+            .build();
+    String what = "acquire lock \"" + name + "\"";
+    long sent = clock.nanoTime();
+    Lease written = seen == null ? createOrNull(desired, what) : updateOrNull(desired, what);
+    if (written == null) {
+      return Option.none(); // another contender was faster, or the holder renewed
+    }
+    Integer stored = written.getSpec() == null ? null : written.getSpec().getLeaseTransitions();
+    if (stored == null || stored != next) {
+      throw new IllegalStateException(
+          "The API server accepted the grant of lock \""
+              + name
+              + "\" with leaseTransitions "
+              + next
+              + " but returned "
+              + stored
+              + ": something rewrites Leases (an admission webhook?). Keep it off Lease \""
+              + leaseName
+              + "\".");
+    }
+    Deadline deadline = Deadline.forHolder(clock, sent, Duration.ofSeconds(seconds));
+    if (holdings.size() > PRUNE_ABOVE) {
+      // Grants lost without a release (the holder never called it): their deadlines are past.
+      holdings.values().removeIf(held -> held.deadline().hasExpired());
+    }
+    holdings.put(new Grant(name, next), new Holding(owner, deadline));
+    observations.put(name, new Observation(resourceVersion(name, written), deadline));
+    return Option.some(FencingToken.of(next));
+  }
+
+  private Lease read(String name, String leaseName) {
+    return call(
+        "read lock \"" + name + "\"",
+        () -> client.leases().inNamespace(namespace).withName(leaseName).get());
+  }
+
+  /** Creates {@code lease}; null when it already exists (409 AlreadyExists). */
+  private Lease createOrNull(Lease lease, String what) {
+    try {
+      return client.leases().inNamespace(namespace).resource(lease).create();
+    } catch (KubernetesClientException e) {
+      if (e.getCode() == 409) {
+        return null;
+      }
+      throw translate(e, what);
+    }
+  }
+
+  /**
+   * Replaces {@code lease} on its {@code resourceVersion}; null when the server refused it because
+   * the object changed (409 Conflict) or is gone (404).
+   */
+  private Lease updateOrNull(Lease lease, String what) {
+    if (lease.getMetadata().getResourceVersion() == null) {
+      // Without a resourceVersion the update would be unconditional: never send one.
+      throw new IllegalStateException("No resourceVersion to " + what + " on");
+    }
+    try {
+      return client.leases().inNamespace(namespace).resource(lease).update();
+    } catch (KubernetesClientException e) {
+      if (e.getCode() == 409 || e.getCode() == 404) {
+        return null;
+      }
+      throw translate(e, what);
+    }
+  }
+
+  private Stored stored(String name, Lease lease) {
+    LeaseSpec spec = lease.getSpec();
+    String holder =
+        spec == null || spec.getHolderIdentity() == null ? "" : spec.getHolderIdentity();
+    long transitions =
+        spec == null || spec.getLeaseTransitions() == null
+            ? 0
+            : Math.max(0, spec.getLeaseTransitions());
+    Integer seconds = spec == null ? null : spec.getLeaseDurationSeconds();
+    return new Stored(lease, holder, transitions, seconds, resourceVersion(name, lease));
+  }
+
+  private String resourceVersion(String name, Lease lease) {
+    String version = lease.getMetadata() == null ? null : lease.getMetadata().getResourceVersion();
+    if (version == null || version.isEmpty()) {
+      throw new IllegalStateException(
+          "The API server returned the Lease of lock \""
+              + name
+              + "\" without a resourceVersion: it"
+              + " cannot be updated conditionally, so this backend cannot use it.");
+    }
+    return version;
+  }
+
+  private void forget(Grant grant, String owner) {
+    holdings.computeIfPresent(grant, (g, held) -> held.owner().equals(owner) ? null : held);
+  }
+
+  private ZonedDateTime now() {
+    // MicroTime fields hold microseconds; send exactly what will be stored.
+    return ZonedDateTime.now(config.wallClock()).truncatedTo(ChronoUnit.MICROS);
+  }
+
+  private <R> R call(String what, Supplier<R> request) {
+    try {
+      return request.get();
+    } catch (KubernetesClientException e) {
+      throw translate(e, what);
+    }
+  }
+
+  private BackendUnavailableException translate(KubernetesClientException e, String what) {
+    int code = e.getCode();
+    String hint =
+        code == 401 || code == 403
+            ? " The client's identity needs get, create and update on leases"
+                + " (coordination.k8s.io) in namespace \""
+                + namespace
+                + "\": see rbac.yaml in nolock-fenced-lock-kubernetes."
+            : " Retry later.";
+    return new BackendUnavailableException(
+        "Kubernetes API call to "
+            + what
+            + " (Lease in namespace \""
+            + namespace
+            + "\") failed"
+            + (code > 0 ? " with HTTP " + code : "")
+            + ": "
+            + detail(e)
+            + "."
+            + hint,
+        e);
+  }
+
+  private static String detail(KubernetesClientException e) {
+    String message = String.valueOf(e.getMessage()).strip();
+    while (message.endsWith(".")) {
+      message = message.substring(0, message.length() - 1);
+    }
+    Throwable cause = e.getCause();
+    return cause == null ? message : message + ", caused by " + cause;
+  }
+
+  private BackendUnavailableException conflicted(String verb, String name) {
+    return new BackendUnavailableException(
+        "Could not "
+            + verb
+            + " lock \""
+            + name
+            + "\": its Lease was still this holder's but changed"
+            + " between each read and update, "
+            + MAX_CONFLICTS
+            + " times in a row (does something else keep"
+            + " writing it?). Retry later.",
+        null);
+  }
+
+  private String leaseName(String name) {
+    Names.requireName("lock name", name, dev.nolock.patterns.Lease.MAX_NAME_LENGTH);
+    return config.leaseName(name);
+  }
+
+  private static void requireOwner(String owner) {
+    Names.requireName("lease owner", owner, dev.nolock.patterns.Lease.MAX_OWNER_LENGTH);
+  }
+
+  /** The TTL in whole seconds, rounded up: {@code leaseDurationSeconds} is an integer. */
+  static int leaseSeconds(Duration ttl) {
+    Objects.requireNonNull(ttl, "ttl");
+    if (ttl.isNegative() || ttl.isZero() || ttl.compareTo(Deadline.MAX_LEASE_DURATION) > 0) {
+      throw new IllegalArgumentException(
+          "A Kubernetes lease duration must be positive and at most "
+              + Deadline.MAX_LEASE_DURATION
+              + ", got "
+              + ttl
+              + ": pass a TTL a few times longer than the critical section (it is"
+              + " stored rounded up to whole seconds).");
+    }
+    long seconds = ttl.toSeconds() + (ttl.toNanosPart() > 0 ? 1 : 0);
+    return Math.toIntExact(seconds);
+  }
+
+  @Override
+  public String toString() {
+    return "KubernetesLeaseLockBackend[" + config + "]";
+  }
+}

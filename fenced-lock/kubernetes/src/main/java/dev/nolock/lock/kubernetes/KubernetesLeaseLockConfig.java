@@ -1,0 +1,135 @@
+package dev.nolock.lock.kubernetes;
+
+import dev.nolock.lock.kubernetes.internal.KubernetesNames;
+import dev.nolock.patterns.LeaseClock;
+import java.time.Clock;
+import java.util.Objects;
+
+/**
+ * Immutable settings of a {@link KubernetesLeaseLockBackend}, built with {@link #custom()}; each
+ * setter validates at once.
+ *
+ * <p>Defaults: namespace {@value #DEFAULT_NAMESPACE}, Lease name prefix {@value #DEFAULT_PREFIX}
+ * (the Lease of lock {@code "invoice-42"} is {@code nolock-invoice-42}), the system {@link
+ * LeaseClock} and the UTC system wall clock.
+ */
+public final class KubernetesLeaseLockConfig {
+
+  public static final String DEFAULT_NAMESPACE = "default";
+  public static final String DEFAULT_PREFIX = "nolock-";
+
+  private static final KubernetesLeaseLockConfig DEFAULTS = custom().build();
+
+  private final String namespace;
+  private final String leaseNamePrefix;
+  private final LeaseClock clock;
+  private final Clock wallClock;
+
+  private KubernetesLeaseLockConfig(Builder b) {
+    this.namespace = b.namespace;
+    this.leaseNamePrefix = b.leaseNamePrefix;
+    this.clock = b.clock;
+    this.wallClock = b.wallClock;
+  }
+
+  /** Every default. */
+  public static KubernetesLeaseLockConfig ofDefaults() {
+    return DEFAULTS;
+  }
+
+  /** A builder that starts from the defaults. */
+  public static Builder custom() {
+    return new Builder();
+  }
+
+  /** The namespace the Lease objects live in. */
+  public String namespace() {
+    return namespace;
+  }
+
+  /** Put in front of every lock name to form the Lease name. */
+  public String leaseNamePrefix() {
+    return leaseNamePrefix;
+  }
+
+  /**
+   * The name of the Lease that holds lock {@code lockName}: the prefix followed by the lock name,
+   * which must form a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', at most 253
+   * characters). Names are not mapped: a name that does not fit is refused with an {@link
+   * IllegalArgumentException}, so that two lock names can never share a Lease.
+   */
+  public String leaseName(String lockName) {
+    Objects.requireNonNull(lockName, "lockName");
+    return KubernetesNames.requireLeaseName(lockName, leaseNamePrefix + lockName);
+  }
+
+  /**
+   * The monotonic clock on which this backend measures how long it has watched another holder's
+   * Lease unchanged, and its own grants' deadlines. Give the {@code FencedLock} or {@code
+   * LeaderElector} on this backend the same clock.
+   */
+  public LeaseClock clock() {
+    return clock;
+  }
+
+  /**
+   * The wall clock for the {@code acquireTime} and {@code renewTime} the backend writes into the
+   * Lease, for people and tools that read it ({@code kubectl get lease -o yaml}). The backend never
+   * reads those fields back: no decision depends on the wall clock.
+   */
+  public Clock wallClock() {
+    return wallClock;
+  }
+
+  @Override
+  public String toString() {
+    return "KubernetesLeaseLockConfig[namespace="
+        + namespace
+        + ", leaseNamePrefix="
+        + leaseNamePrefix
+        + "]";
+  }
+
+  /** Builds a {@link KubernetesLeaseLockConfig}. */
+  public static final class Builder {
+    private String namespace = DEFAULT_NAMESPACE;
+    private String leaseNamePrefix = DEFAULT_PREFIX;
+    private LeaseClock clock = LeaseClock.system();
+    private Clock wallClock = Clock.systemUTC();
+
+    private Builder() {}
+
+    /** A DNS-1123 label, e.g. {@code "billing"}; default {@value #DEFAULT_NAMESPACE}. */
+    public Builder namespace(String namespace) {
+      this.namespace = KubernetesNames.requireNamespace(namespace);
+      return this;
+    }
+
+    /**
+     * Empty, or lower-case letters, digits, '-' and '.' starting with a letter or digit; default
+     * {@value #DEFAULT_PREFIX}. A prefix of its own keeps these Leases apart from those of other
+     * leader electors in the namespace (client-go's do not bump {@code leaseTransitions} on every
+     * acquisition, so they must not share a Lease with this backend).
+     */
+    public Builder leaseNamePrefix(String leaseNamePrefix) {
+      this.leaseNamePrefix = KubernetesNames.requirePrefix(leaseNamePrefix);
+      return this;
+    }
+
+    /** The monotonic clock; a {@code ManualLeaseClock} in tests. */
+    public Builder clock(LeaseClock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** The wall clock for the informational {@code acquireTime} and {@code renewTime}. */
+    public Builder wallClock(Clock wallClock) {
+      this.wallClock = Objects.requireNonNull(wallClock, "wallClock");
+      return this;
+    }
+
+    public KubernetesLeaseLockConfig build() {
+      return new KubernetesLeaseLockConfig(this);
+    }
+  }
+}
