@@ -1,0 +1,93 @@
+package dev.nolock.schedule;
+
+import java.time.Instant;
+import java.util.Objects;
+
+/**
+ * What happened to one scheduled time during a pass of the scheduler: returned by {@link
+ * ScheduledSingleton#runDueNow()} and passed to the {@link ScheduleConfig.Builder#onOutcome}
+ * listener of the background loop. Races lost and stale finishes are values, not exceptions.
+ */
+public sealed interface RunOutcome {
+
+  /** The scheduled time this outcome is about. */
+  Instant scheduledAt();
+
+  /** This instance ran the job and its finish committed: the run's effect happened, once. */
+  record Finished(ScheduledRun run) implements RunOutcome {
+    public Finished {
+      Objects.requireNonNull(run, "run");
+    }
+
+    @Override
+    public Instant scheduledAt() {
+      return run.scheduledAt();
+    }
+  }
+
+  /** Another instance had already claimed this time; this instance did nothing for it. */
+  record LostClaim(Instant scheduledAt) implements RunOutcome {
+    public LostClaim {
+      Objects.requireNonNull(scheduledAt, "scheduledAt");
+    }
+  }
+
+  /**
+   * Scheduled times that passed unclaimed and were not run, per the {@link MissedSchedules} policy.
+   * Reported by the instance that claimed the run after them.
+   *
+   * @param scheduledAt the claimed run the missed times precede
+   * @param firstMissed the earliest missed time
+   * @param count how many were missed (counting stops at {@link ScheduleConfig#MAX_COUNTED_MISSED})
+   */
+  record Missed(Instant scheduledAt, Instant firstMissed, long count) implements RunOutcome {
+    public Missed {
+      Objects.requireNonNull(scheduledAt, "scheduledAt");
+      Objects.requireNonNull(firstMissed, "firstMissed");
+    }
+  }
+
+  /**
+   * This instance ran the job but its attempt was no longer current when it finished: another
+   * instance had taken the run over after the lease expired. A {@link FencedJob}'s writes were
+   * rolled back; a {@link PlainJob}'s foreign effect happened and only that system's fence can
+   * refuse it.
+   */
+  record StaleFinish(ScheduledRun run) implements RunOutcome {
+    public StaleFinish {
+      Objects.requireNonNull(run, "run");
+    }
+
+    @Override
+    public Instant scheduledAt() {
+      return run.scheduledAt();
+    }
+  }
+
+  /**
+   * The job threw. A fenced job's writes were rolled back. The run was given back for another
+   * attempt when {@code willRetry}; otherwise it is recorded as failed (its attempts ran out, or it
+   * had already been taken over).
+   */
+  record Failed(ScheduledRun run, Exception error, boolean willRetry) implements RunOutcome {
+    public Failed {
+      Objects.requireNonNull(run, "run");
+      Objects.requireNonNull(error, "error");
+    }
+
+    @Override
+    public Instant scheduledAt() {
+      return run.scheduledAt();
+    }
+  }
+
+  /**
+   * A run whose lease expired after its last allowed attempt (its instances crashed or hung every
+   * time) was recorded as failed instead of being taken over again.
+   */
+  record GaveUp(Instant scheduledAt, long attempts) implements RunOutcome {
+    public GaveUp {
+      Objects.requireNonNull(scheduledAt, "scheduledAt");
+    }
+  }
+}

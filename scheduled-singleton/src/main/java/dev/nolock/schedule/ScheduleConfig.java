@@ -1,0 +1,315 @@
+package dev.nolock.schedule;
+
+import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.Names;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Consumer;
+
+/**
+ * The configuration of one scheduled job on one instance: immutable, built with {@link #custom}
+ * whose setters validate at once. Every instance of the fleet must use the same job name, schedule,
+ * table and missed-schedules policy; the rest may differ per instance.
+ *
+ * <h2>Two clocks, on purpose</h2>
+ *
+ * The <b>schedule</b> is wall-clock time by nature: "every day at 02:00" means 02:00 on the
+ * calendar, so scheduled times are computed from {@link #clock()} (a {@link Clock}, injectable for
+ * tests). Instances whose wall clocks disagree by a few milliseconds still compute the same
+ * scheduled times, because a time is a point in the cron sequence, not a reading of the clock; the
+ * skew only decides which instance wakes first. <b>Leases</b>, on the other hand, are decided by
+ * the database's {@code clock_timestamp()} alone: a claim holds the run until {@code
+ * clock_timestamp() + lease}, and a takeover compares against {@code clock_timestamp()}, so no
+ * instance's clock takes part in deciding whether a run is still held.
+ */
+public final class ScheduleConfig {
+
+  /** The table used when none is configured. */
+  public static final String DEFAULT_TABLE = "nolock_scheduled_runs";
+
+  public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
+  public static final int DEFAULT_MAX_ATTEMPTS = 3;
+  public static final Duration DEFAULT_QUERY_TIMEOUT = Duration.ofSeconds(5);
+  public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Longest job name: it is the metrics' {@code name} tag. */
+  public static final int MAX_JOB_NAME_LENGTH = CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH;
+
+  /**
+   * Missed times are counted by stepping through the schedule; counting stops here, so that a job
+   * every second after a month of downtime costs a bounded amount of work. Counts that reach it
+   * mean "at least this many".
+   */
+  public static final int MAX_COUNTED_MISSED = 1000;
+
+  private final String job;
+  private final CronSchedule schedule;
+  private final String table;
+  private final Duration lease;
+  private final int maxAttempts;
+  private final MissedSchedules missedSchedules;
+  private final Clock clock;
+  private final String owner;
+  private final Duration queryTimeout;
+  private final Duration shutdownTimeout;
+  private final MeterRegistry registry;
+  private final Consumer<RunOutcome> onOutcome;
+  private final boolean attemptCheck;
+
+  private ScheduleConfig(Builder b) {
+    this.job = b.job;
+    this.schedule = b.schedule;
+    this.table = b.table;
+    this.lease = b.lease;
+    this.maxAttempts = b.maxAttempts;
+    this.missedSchedules = b.missedSchedules;
+    this.clock = b.clock;
+    this.owner = b.owner != null ? b.owner : generatedOwner();
+    this.queryTimeout = b.queryTimeout;
+    this.shutdownTimeout = b.shutdownTimeout;
+    this.registry = b.registry;
+    this.onOutcome = b.onOutcome;
+    this.attemptCheck = b.attemptCheck;
+  }
+
+  /** A configuration for {@code job} on {@code schedule}, with the documented defaults. */
+  public static Builder custom(String job, CronSchedule schedule) {
+    return new Builder(job, schedule);
+  }
+
+  /** The job name: with the scheduled time, the identity of a run. */
+  public String job() {
+    return job;
+  }
+
+  public CronSchedule schedule() {
+    return schedule;
+  }
+
+  /** The runs table, optionally {@code schema.table}; default {@value #DEFAULT_TABLE}. */
+  public String table() {
+    return table;
+  }
+
+  /**
+   * How long a claim holds a run on the database's clock before another instance may take it over;
+   * renewed every third of it while the job runs. Default 30 s.
+   */
+  public Duration lease() {
+    return lease;
+  }
+
+  /**
+   * Attempts per run, counting takeovers after a crash and retries after the job threw; after the
+   * last one the run is recorded as failed. Default {@value #DEFAULT_MAX_ATTEMPTS}.
+   */
+  public int maxAttempts() {
+    return maxAttempts;
+  }
+
+  /** What to do with times that passed unclaimed; default {@link MissedSchedules#runOnce()}. */
+  public MissedSchedules missedSchedules() {
+    return missedSchedules;
+  }
+
+  /** The wall clock the scheduled times are computed on; default {@link Clock#systemUTC()}. */
+  public Clock clock() {
+    return clock;
+  }
+
+  /** This instance's unique identity, stored with its claims. */
+  public String owner() {
+    return owner;
+  }
+
+  /** The JDBC query timeout of the scheduler's own statements (whole seconds); default 5 s. */
+  public Duration queryTimeout() {
+    return queryTimeout;
+  }
+
+  /** How long {@link ScheduledSingleton#close()} waits for a running job; default 30 s. */
+  public Duration shutdownTimeout() {
+    return shutdownTimeout;
+  }
+
+  /** Where metrics go; empty: recorded nowhere. */
+  public Optional<MeterRegistry> registry() {
+    return Optional.ofNullable(registry);
+  }
+
+  /** Called with every outcome of the background loop, on the scheduler's thread. */
+  public Consumer<RunOutcome> onOutcome() {
+    return onOutcome;
+  }
+
+  /** False only in the negative-control tests: finishes ignore the attempt token. */
+  boolean attemptCheck() {
+    return attemptCheck;
+  }
+
+  private static String generatedOwner() {
+    String host = System.getenv("HOSTNAME");
+    if (host == null || host.isBlank() || host.length() > 100) {
+      host = "host";
+    }
+    byte[] random = new byte[6];
+    ThreadLocalRandom.current().nextBytes(random);
+    return host + "/" + ProcessHandle.current().pid() + "/" + HexFormat.of().formatHex(random);
+  }
+
+  @Override
+  public String toString() {
+    return "ScheduleConfig[job="
+        + job
+        + ", schedule="
+        + schedule
+        + ", table="
+        + table
+        + ", lease="
+        + lease
+        + ", maxAttempts="
+        + maxAttempts
+        + ", missedSchedules="
+        + missedSchedules
+        + ", owner="
+        + owner
+        + "]";
+  }
+
+  /** Builds a {@link ScheduleConfig}; each setter validates at once. */
+  public static final class Builder {
+    private final String job;
+    private final CronSchedule schedule;
+    private String table = DEFAULT_TABLE;
+    private Duration lease = DEFAULT_LEASE;
+    private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
+    private MissedSchedules missedSchedules = MissedSchedules.runOnce();
+    private Clock clock = Clock.systemUTC();
+    private String owner;
+    private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
+    private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
+    private MeterRegistry registry;
+    private Consumer<RunOutcome> onOutcome = outcome -> {};
+    private boolean attemptCheck = true;
+
+    private Builder(String job, CronSchedule schedule) {
+      this.job = Names.requireName("job name", job, MAX_JOB_NAME_LENGTH);
+      this.schedule =
+          Objects.requireNonNull(
+              schedule,
+              "schedule: pass CronSchedule.unix(\"...\") or CronSchedule.quartz(\"...\")");
+    }
+
+    /** The runs table, optionally {@code schema.table}: {@code [a-z_][a-z0-9_]*} per part. */
+    public Builder table(String table) {
+      Names.requireSqlIdentifier("runs table", table);
+      this.table = table;
+      return this;
+    }
+
+    /**
+     * The claim's lease, 1 s to 1 h. Longer than the longest pause you want to ride out without a
+     * takeover; a takeover of a live run costs a second run whose finish is refused, never a second
+     * effect.
+     */
+    public Builder lease(Duration lease) {
+      Objects.requireNonNull(lease, "lease");
+      if (lease.compareTo(Duration.ofSeconds(1)) < 0 || lease.compareTo(Duration.ofHours(1)) > 0) {
+        throw new IllegalArgumentException(
+            "The lease must be between 1 s and 1 h, got "
+                + lease
+                + ": it is renewed every third of it while the job runs, so a shorter lease is"
+                + " lost to one slow round trip, and a longer one leaves a crashed run waiting.");
+      }
+      this.lease = lease;
+      return this;
+    }
+
+    /** Attempts per run, 1 to 100. */
+    public Builder maxAttempts(int maxAttempts) {
+      if (maxAttempts < 1 || maxAttempts > 100) {
+        throw new IllegalArgumentException(
+            "maxAttempts counts the first attempt too and must be 1 to 100, got " + maxAttempts);
+      }
+      this.maxAttempts = maxAttempts;
+      return this;
+    }
+
+    public Builder missedSchedules(MissedSchedules policy) {
+      this.missedSchedules = Objects.requireNonNull(policy, "missedSchedules");
+      return this;
+    }
+
+    /** The wall clock for scheduled times (tests pass a fixed or mutable one). */
+    public Builder clock(Clock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /**
+     * This instance's identity, unique across the fleet and across restarts (never just a host
+     * name). Default: {@code $HOSTNAME/pid/random}.
+     */
+    public Builder owner(String owner) {
+      this.owner = Names.requireName("owner", owner, Lease.MAX_OWNER_LENGTH);
+      return this;
+    }
+
+    /** 1 s to 10 min, rounded up to whole seconds (JDBC's unit). */
+    public Builder queryTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "queryTimeout");
+      if (timeout.compareTo(Duration.ofSeconds(1)) < 0
+          || timeout.compareTo(Duration.ofMinutes(10)) > 0) {
+        throw new IllegalArgumentException(
+            "queryTimeout must be between 1 s and 10 min, got " + timeout);
+      }
+      this.queryTimeout = timeout;
+      return this;
+    }
+
+    /** How long {@code close()} waits for a running job before interrupting it; 0 to 1 h. */
+    public Builder shutdownTimeout(Duration timeout) {
+      Objects.requireNonNull(timeout, "shutdownTimeout");
+      if (timeout.isNegative() || timeout.compareTo(Duration.ofHours(1)) > 0) {
+        throw new IllegalArgumentException(
+            "shutdownTimeout must be between 0 and 1 h, got " + timeout);
+      }
+      this.shutdownTimeout = timeout;
+      return this;
+    }
+
+    /** Record metrics in {@code registry}, tagged {@code component="schedule", name=<job>}. */
+    public Builder metrics(MeterRegistry registry) {
+      this.registry = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
+
+    /**
+     * Called with every outcome of the background loop (finished, lost, missed, stale, failed), on
+     * the scheduler's thread; keep it quick. Exceptions it throws are logged and ignored.
+     */
+    public Builder onOutcome(Consumer<RunOutcome> listener) {
+      this.onOutcome = Objects.requireNonNull(listener, "onOutcome");
+      return this;
+    }
+
+    /**
+     * The negative control of the tests: finishes match the run by job and time only, so a stale
+     * attempt's finish (and a fenced job's writes) commit. Never for production; not public.
+     */
+    Builder withoutAttemptCheckForNegativeControl() {
+      this.attemptCheck = false;
+      return this;
+    }
+
+    public ScheduleConfig build() {
+      return new ScheduleConfig(this);
+    }
+  }
+}

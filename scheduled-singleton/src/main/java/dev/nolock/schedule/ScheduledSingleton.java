@@ -1,0 +1,155 @@
+package dev.nolock.schedule;
+
+import dev.nolock.schedule.internal.Engine;
+import dev.nolock.schedule.internal.ScheduleMetrics;
+import java.util.List;
+import java.util.Objects;
+import javax.sql.DataSource;
+
+/**
+ * A cron job that every instance of a fleet runs, where each scheduled time executes at most once
+ * in effect, claimed without a lock.
+ *
+ * <h2>What it guarantees</h2>
+ *
+ * <ul>
+ *   <li>A run is identified by {@code (job, scheduled time)} and claimed with {@code INSERT ... ON
+ *       CONFLICT DO NOTHING}: one instance wins each time, the others count a lost claim. No lock
+ *       is held and nobody waits.
+ *   <li>The claim carries a lease ({@code locked_until}, on PostgreSQL's {@code clock_timestamp()})
+ *       renewed while the job runs, and an attempt token. A run whose instance died or froze is
+ *       taken over after its lease expired, with the next attempt: a crashed run is retried, not
+ *       silently lost (up to {@link ScheduleConfig#maxAttempts()}).
+ *   <li>A {@link FencedJob}'s writes commit in one transaction with {@code UPDATE ... SET state =
+ *       'done' WHERE ... AND attempt = :attempt AND state = 'running'}; when that matches no row
+ *       the whole transaction rolls back. So at most one attempt's writes ever commit for a
+ *       scheduled time, however long an instance was paused. A {@link PlainJob} gets the attempt
+ *       token to fence the system it writes to.
+ *   <li>Missed times (the fleet was down, every instance busy) are computed from the last claimed
+ *       run in the table and handled by the {@link MissedSchedules} policy.
+ * </ul>
+ *
+ * <h2>Two clocks</h2>
+ *
+ * The schedule is wall-clock time by nature (cron), computed on {@link ScheduleConfig#clock()};
+ * whether a run is still held is decided by the database's {@code clock_timestamp()} alone. See
+ * {@link ScheduleConfig}.
+ *
+ * <h2>Use</h2>
+ *
+ * Create it with {@link #fenced} or {@link #plain}, call {@link #createTableIfMissing()} once, then
+ * either {@link #start()} the background loop (which wakes at each scheduled time) and {@link
+ * #close()} it on shutdown, or drive passes yourself with {@link #runDueNow()}. Thread-safe.
+ */
+public final class ScheduledSingleton implements AutoCloseable {
+
+  private final ScheduleConfig config;
+  private final Engine engine;
+
+  private ScheduledSingleton(
+      DataSource dataSource, ScheduleConfig config, FencedJob fenced, PlainJob plain) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    this.config = Objects.requireNonNull(config, "config");
+    Engine.Settings settings =
+        new Engine.Settings(
+            config.job(),
+            config.schedule(),
+            config.missedSchedules(),
+            config.clock(),
+            config.owner(),
+            config.lease(),
+            config.maxAttempts(),
+            ScheduleConfig.MAX_COUNTED_MISSED,
+            config.queryTimeout(),
+            config.shutdownTimeout(),
+            config.table(),
+            config.onOutcome(),
+            config.attemptCheck());
+    this.engine =
+        new Engine(
+            dataSource,
+            settings,
+            fenced,
+            plain,
+            new ScheduleMetrics(config.registry().orElse(null), config.job()));
+  }
+
+  /**
+   * A job whose writes go to the scheduler's database through the transaction that finishes the
+   * run: at most one attempt's writes commit per scheduled time.
+   *
+   * @param dataSource a pool on the database that holds the runs table (autocommit on or off)
+   */
+  public static ScheduledSingleton fenced(
+      DataSource dataSource, ScheduleConfig config, FencedJob job) {
+    return new ScheduledSingleton(dataSource, config, Objects.requireNonNull(job, "job"), null);
+  }
+
+  /**
+   * A job with effects elsewhere: it gets the attempt token to pass on, and the run is finished
+   * after it returns.
+   */
+  public static ScheduledSingleton plain(
+      DataSource dataSource, ScheduleConfig config, PlainJob job) {
+    return new ScheduledSingleton(dataSource, config, null, Objects.requireNonNull(job, "job"));
+  }
+
+  public ScheduleConfig config() {
+    return config;
+  }
+
+  /**
+   * Creates the runs table and its partial index unless they exist (the schema of a qualified name
+   * must exist).
+   *
+   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL refuses
+   */
+  public void createTableIfMissing() {
+    engine.createTableIfMissing();
+  }
+
+  /** The DDL {@link #createTableIfMissing()} runs, one statement per element. */
+  public List<String> ddl() {
+    return engine.ddl();
+  }
+
+  /**
+   * Runs one pass now, on the calling thread: takes over expired runs, then claims and runs what is
+   * due at the clock's current time (with missed times per the policy). Returns what happened to
+   * each scheduled time it touched; empty when nothing was due that this instance had not handled.
+   * Passes of one instance run one at a time.
+   *
+   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL failed; retry later
+   * @throws IllegalStateException after {@link #close()}
+   */
+  public List<RunOutcome> runDueNow() {
+    return engine.runDueNow();
+  }
+
+  /**
+   * Starts the background loop: a single thread that wakes at each scheduled time (and every lease
+   * to look for expired runs), runs a pass and reports each outcome to {@link
+   * ScheduleConfig#onOutcome()}. A failed pass is logged and retried with backoff.
+   *
+   * @throws IllegalStateException when already started or closed
+   */
+  public ScheduledSingleton start() {
+    engine.start();
+    return this;
+  }
+
+  /**
+   * Graceful shutdown: no new pass starts; a job that is running is waited for up to {@link
+   * ScheduleConfig#shutdownTimeout()} with its lease renewed, then interrupted (it is given back
+   * and retried elsewhere). Idempotent.
+   */
+  @Override
+  public void close() {
+    engine.close();
+  }
+
+  @Override
+  public String toString() {
+    return "ScheduledSingleton[" + config + "]";
+  }
+}

@@ -1,0 +1,355 @@
+package dev.nolock.schedule.internal;
+
+import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.function;
+import static org.jooq.impl.DSL.inline;
+import static org.jooq.impl.DSL.max;
+import static org.jooq.impl.DSL.name;
+import static org.jooq.impl.DSL.table;
+import static org.jooq.impl.DSL.unquotedName;
+import static org.jooq.impl.DSL.val;
+
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.Names;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.List;
+import java.util.Optional;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.Name;
+import org.jooq.Query;
+import org.jooq.Table;
+import org.jooq.impl.SQLDataType;
+import org.jooq.types.DayToSecond;
+
+/**
+ * The SQL of the runs table: one row per claimed {@code (job, scheduled_at)}, carrying the lease
+ * ({@code locked_until}, on the database's clock) and the attempt token. Every value is bound; the
+ * table name is validated configuration. Each method is one statement.
+ *
+ * <p>The row's life: {@link #claim} inserts it as {@code running} with attempt 1, or finds the time
+ * already claimed ({@code ON CONFLICT DO NOTHING}); {@link #renew} extends the lease of the current
+ * attempt; {@link #finish} marks it {@code done} if the attempt is still current; {@link #release}
+ * gives it back for a retry; {@link #takeOver} claims an expired run again with the next attempt;
+ * {@link #giveUp} and {@link #fail} record it as {@code failed}.
+ */
+public final class RunTable {
+
+  public static final String RUNNING = "running";
+  public static final String DONE = "done";
+  public static final String FAILED = "failed";
+
+  /** Longest error text stored in {@code last_error}. */
+  static final int MAX_ERROR_LENGTH = 2000;
+
+  private static final Field<DayToSecond> ONE_MILLISECOND =
+      inline(DayToSecond.valueOf(Duration.ofMillis(1)));
+
+  private final Table<?> table;
+  private final Name indexName;
+  private final int timeoutSeconds;
+
+  final Field<String> job = field(name("job"), SQLDataType.VARCHAR(255).nullable(false));
+  final Field<OffsetDateTime> scheduledAt =
+      field(name("scheduled_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+  final Field<String> state = field(name("state"), SQLDataType.VARCHAR(16).nullable(false));
+  final Field<Long> attempt = field(name("attempt"), SQLDataType.BIGINT.nullable(false));
+  final Field<String> owner =
+      field(name("owner"), SQLDataType.VARCHAR(Lease.MAX_OWNER_LENGTH).nullable(false));
+  final Field<OffsetDateTime> lockedUntil =
+      field(name("locked_until"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(true));
+  final Field<OffsetDateTime> coversFrom =
+      field(name("covers_from"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+  final Field<Long> missed = field(name("missed"), SQLDataType.BIGINT.nullable(false));
+  final Field<OffsetDateTime> claimedAt =
+      field(name("claimed_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+  final Field<OffsetDateTime> finishedAt =
+      field(name("finished_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(true));
+  final Field<String> lastError = field(name("last_error"), SQLDataType.CLOB.nullable(true));
+
+  /** A claimed (or re-claimed) run as the database granted it. */
+  public record Claim(Instant scheduledAt, long attempt, Instant coversFrom, long missed) {}
+
+  /** A running run whose lease has expired. */
+  public record Expired(Instant scheduledAt, long attempt) {}
+
+  /**
+   * @param tableName the configured table, {@code table} or {@code schema.table}
+   * @param queryTimeout the JDBC timeout of every statement, rounded up to whole seconds
+   */
+  public RunTable(String tableName, Duration queryTimeout) {
+    Name qualified = Names.requireSqlIdentifier("runs table", tableName);
+    this.table = table(qualified);
+    // An index lives in its table's schema and takes an unqualified name.
+    String last = qualified.last();
+    this.indexName = name((last.length() > 50 ? last.substring(0, 50) : last) + "_expiry_idx");
+    long seconds = queryTimeout.toSeconds() + (queryTimeout.toNanosPart() > 0 ? 1 : 0);
+    this.timeoutSeconds = (int) Math.max(1, seconds);
+  }
+
+  /** The DDL {@link #createIfMissing} runs: the table, then a partial index for takeovers. */
+  public List<Query> ddl(DSLContext dsl) {
+    return List.of(
+        dsl.createTableIfNotExists(table)
+            .column(job)
+            .column(scheduledAt)
+            .column(state)
+            .column(attempt)
+            .column(owner)
+            .column(lockedUntil)
+            .column(coversFrom)
+            .column(missed)
+            .column(claimedAt)
+            .column(finishedAt)
+            .column(lastError)
+            .primaryKey(job, scheduledAt)
+            .check(state.in(inline(RUNNING), inline(DONE), inline(FAILED)))
+            .check(attempt.gt(inline(0L)))
+            .check(missed.ge(inline(0L))),
+        dsl.createIndexIfNotExists(indexName)
+            .on(table, job, lockedUntil)
+            .where(state.eq(inline(RUNNING))));
+  }
+
+  /** Creates the table and its index unless they exist. */
+  public void createIfMissing(DSLContext dsl) {
+    OwnTransaction.run(
+        dsl,
+        d -> {
+          ddl(d).forEach(Query::execute);
+          return null;
+        });
+  }
+
+  /** The latest scheduled time of {@code jobName} claimed before {@code before}, in any state. */
+  public Optional<Instant> latestClaimedBefore(DSLContext dsl, String jobName, Instant before) {
+    OffsetDateTime value =
+        dsl.select(max(scheduledAt))
+            .from(table)
+            .where(job.eq(jobName).and(scheduledAt.lt(at(before))))
+            .queryTimeout(timeoutSeconds)
+            .fetchOne(0, OffsetDateTime.class);
+    return Optional.ofNullable(value).map(OffsetDateTime::toInstant);
+  }
+
+  /**
+   * Claims {@code time}: {@code INSERT ... VALUES (..., 'running', attempt 1, locked_until =
+   * clock_timestamp() + :lease) ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt}.
+   * Empty: another instance claimed it first.
+   */
+  public Optional<Claim> claim(
+      DSLContext dsl,
+      String jobName,
+      Instant time,
+      String ownerName,
+      Duration lease,
+      Instant covers,
+      long missedBefore) {
+    return dsl.insertInto(
+            table,
+            job,
+            scheduledAt,
+            state,
+            attempt,
+            owner,
+            lockedUntil,
+            coversFrom,
+            missed,
+            claimedAt)
+        .values(
+            val(jobName),
+            val(at(time)),
+            val(RUNNING),
+            val(1L),
+            val(ownerName),
+            clockTimestampPlus(lease),
+            val(at(covers)),
+            val(missedBefore),
+            clockTimestamp())
+        .onConflict(job, scheduledAt)
+        .doNothing()
+        .returning(attempt)
+        .queryTimeout(timeoutSeconds)
+        .fetchOptional()
+        .map(r -> new Claim(time, r.get(attempt), covers, missedBefore));
+  }
+
+  /** Running runs of {@code jobName} whose lease has expired, oldest first. */
+  public List<Expired> expired(DSLContext dsl, String jobName, int limit) {
+    return dsl.select(scheduledAt, attempt)
+        .from(table)
+        .where(job.eq(jobName))
+        .and(state.eq(RUNNING))
+        .and(lockedUntil.lt(clockTimestamp()))
+        .orderBy(scheduledAt)
+        .limit(limit)
+        .queryTimeout(timeoutSeconds)
+        .fetch(r -> new Expired(r.value1().toInstant(), r.value2()));
+  }
+
+  /**
+   * Takes an expired run over with the next attempt: {@code UPDATE ... SET attempt = attempt + 1,
+   * owner = :owner, locked_until = clock_timestamp() + :lease WHERE job = :job AND scheduled_at =
+   * :t AND state = 'running' AND locked_until < clock_timestamp() AND attempt < :maxAttempts
+   * RETURNING ...}. Under READ COMMITTED a concurrent finish or takeover holds the row lock; this
+   * statement waits for it and re-checks the conditions on the committed row, so exactly one of
+   * them wins.
+   */
+  public Optional<Claim> takeOver(
+      DSLContext dsl,
+      String jobName,
+      Instant time,
+      String ownerName,
+      Duration lease,
+      int maxAttempts) {
+    Field<Long> next = attempt.plus(inline(1L));
+    return dsl.update(table)
+        .set(attempt, next)
+        .set(owner, ownerName)
+        .set(lockedUntil, clockTimestampPlus(lease))
+        .set(claimedAt, clockTimestamp())
+        .where(expiredRun(jobName, time))
+        .and(attempt.lt((long) maxAttempts))
+        .returning(attempt, coversFrom, missed)
+        .queryTimeout(timeoutSeconds)
+        .fetchOptional()
+        .map(r -> claimOf(time, r.get(attempt), r.get(coversFrom), r.get(missed)));
+  }
+
+  /**
+   * Records an expired run whose attempts ran out as failed, with the same conditions as {@link
+   * #takeOver} but {@code attempt >= :maxAttempts}. Returns the number of attempts it had.
+   */
+  public Optional<Long> giveUp(DSLContext dsl, String jobName, Instant time, int maxAttempts) {
+    return dsl.update(table)
+        .set(state, FAILED)
+        .setNull(lockedUntil)
+        .set(finishedAt, clockTimestamp())
+        .set(
+            lastError,
+            "gave up: the lease of the last of " + maxAttempts + " attempts expired unfinished")
+        .where(expiredRun(jobName, time))
+        .and(attempt.ge((long) maxAttempts))
+        .returning(attempt)
+        .queryTimeout(timeoutSeconds)
+        .fetchOptional()
+        .map(r -> r.get(attempt));
+  }
+
+  /**
+   * Extends the lease of the current attempt: a compare-and-swap on the attempt token of an
+   * unexpired lease, never a blind bump. False: the lease expired or the run was taken over.
+   */
+  public boolean renew(
+      DSLContext dsl, String jobName, Instant time, long currentAttempt, Duration lease) {
+    return dsl.update(table)
+            .set(lockedUntil, clockTimestampPlus(lease))
+            .where(currentRun(jobName, time, currentAttempt))
+            .and(lockedUntil.gt(clockTimestamp()))
+            .queryTimeout(timeoutSeconds)
+            .execute()
+        == 1;
+  }
+
+  /**
+   * Finishes the run: {@code UPDATE ... SET state = 'done' WHERE job = :job AND scheduled_at = :t
+   * AND attempt = :attempt AND state = 'running'}. Run it on the job's transaction; 0 rows means
+   * the attempt is stale and the transaction must roll back. With {@code attemptCheck} false (the
+   * tests' negative control only) the run is matched by job and time alone.
+   *
+   * @return the rows updated, 0 or 1
+   */
+  public int finish(
+      DSLContext dsl, String jobName, Instant time, long currentAttempt, boolean attemptCheck) {
+    Condition which =
+        attemptCheck
+            ? currentRun(jobName, time, currentAttempt)
+            : job.eq(jobName).and(scheduledAt.eq(at(time)));
+    return dsl.update(table)
+        .set(state, DONE)
+        .setNull(lockedUntil)
+        .set(finishedAt, clockTimestamp())
+        .setNull(lastError)
+        .where(which)
+        .queryTimeout(timeoutSeconds)
+        .execute();
+  }
+
+  /**
+   * Gives the current attempt back for a retry after the job threw: the lease ends now, so the next
+   * takeover scan of any instance claims it with the next attempt.
+   */
+  public boolean release(
+      DSLContext dsl, String jobName, Instant time, long currentAttempt, String error) {
+    return dsl.update(table)
+            .set(lockedUntil, clockTimestamp())
+            .set(lastError, truncate(error))
+            .where(currentRun(jobName, time, currentAttempt))
+            .queryTimeout(timeoutSeconds)
+            .execute()
+        == 1;
+  }
+
+  /** Records the current attempt's failure as final. */
+  public boolean fail(
+      DSLContext dsl, String jobName, Instant time, long currentAttempt, String error) {
+    return dsl.update(table)
+            .set(state, FAILED)
+            .setNull(lockedUntil)
+            .set(finishedAt, clockTimestamp())
+            .set(lastError, truncate(error))
+            .where(currentRun(jobName, time, currentAttempt))
+            .queryTimeout(timeoutSeconds)
+            .execute()
+        == 1;
+  }
+
+  private Condition currentRun(String jobName, Instant time, long currentAttempt) {
+    return job.eq(jobName)
+        .and(scheduledAt.eq(at(time)))
+        .and(attempt.eq(currentAttempt))
+        .and(state.eq(RUNNING));
+  }
+
+  private Condition expiredRun(String jobName, Instant time) {
+    return job.eq(jobName)
+        .and(scheduledAt.eq(at(time)))
+        .and(state.eq(RUNNING))
+        .and(lockedUntil.lt(clockTimestamp()));
+  }
+
+  private static Claim claimOf(
+      Instant time, long attemptValue, OffsetDateTime covers, long missedValue) {
+    return new Claim(time, attemptValue, covers.toInstant(), missedValue);
+  }
+
+  static OffsetDateTime at(Instant instant) {
+    return OffsetDateTime.ofInstant(instant, ZoneOffset.UTC);
+  }
+
+  private static String truncate(String error) {
+    if (error == null) {
+      return null;
+    }
+    return error.length() <= MAX_ERROR_LENGTH ? error : error.substring(0, MAX_ERROR_LENGTH);
+  }
+
+  /**
+   * {@code clock_timestamp()}: the database's clock when the statement evaluates it. Not {@code
+   * now()}, which is frozen at the start of the transaction: a finish late in a long job
+   * transaction would otherwise judge leases in the past.
+   */
+  static Field<OffsetDateTime> clockTimestamp() {
+    return function(unquotedName("clock_timestamp"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+  }
+
+  /** {@code clock_timestamp() + :millis * interval '1 millisecond'}, rounded up, bound. */
+  static Field<OffsetDateTime> clockTimestampPlus(Duration lease) {
+    long millis = lease.toMillis() + (lease.toNanosPart() % 1_000_000 > 0 ? 1 : 0);
+    return clockTimestamp().plus(val(millis).times(ONE_MILLISECOND));
+  }
+}

@@ -1,0 +1,234 @@
+package dev.nolock.schedule;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.PrintWriter;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.sql.SQLTransientConnectionException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Logger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The background loop on the real wall clock: wakes, graceful shutdown, backoff after failures. */
+@ExtendWith(PostgresExtension.class)
+class LoopIT {
+
+  private static final CronSchedule EVERY_SECOND = CronSchedule.quartz("* * * * * ?");
+
+  private static DataSource pool;
+  private static Runs runs;
+
+  @BeforeAll
+  static void createTable(PostgresSchema schema) {
+    pool = schema.dataSource();
+    runs = new Runs(schema.dsl());
+    ScheduledSingleton.plain(pool, ScheduleConfig.custom("setup", EVERY_SECOND).build(), r -> {})
+        .createTableIfMissing();
+  }
+
+  @Test
+  void theLoopWakesAtEachScheduledTimeAndRunsItOnce() {
+    List<Instant> ran = new CopyOnWriteArrayList<>();
+    List<RunOutcome> outcomes = new CopyOnWriteArrayList<>();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (ScheduledSingleton loop =
+        ScheduledSingleton.plain(
+            pool,
+            ScheduleConfig.custom("loop", EVERY_SECOND)
+                .missedSchedules(MissedSchedules.runEach())
+                .metrics(registry)
+                .onOutcome(outcomes::add)
+                .build(),
+            run -> ran.add(run.scheduledAt()))) {
+      loop.start();
+      await("three runs").atMost(Duration.ofSeconds(15)).until(() -> ran.size() >= 3);
+    }
+
+    List<Instant> snapshot = List.copyOf(ran);
+    assertThat(snapshot).doesNotHaveDuplicates().isSorted();
+    for (int i = 1; i < snapshot.size(); i++) {
+      assertThat(snapshot.get(i)).isEqualTo(snapshot.get(i - 1).plusSeconds(1));
+    }
+    assertThat(outcomes).filteredOn(o -> o instanceof RunOutcome.Finished).hasSize(snapshot.size());
+    assertThat(
+            registry
+                .get("nolock.schedule.claimed")
+                .tags("component", "schedule", "name", "loop")
+                .counter()
+                .count())
+        .isEqualTo(snapshot.size());
+    assertThat(registry.get("nolock.schedule.run").timer().count()).isEqualTo(snapshot.size());
+  }
+
+  @Test
+  void closeWaitsForTheRunningJobAndItsFinishCommits() throws Exception {
+    CountDownLatch entered = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    List<Instant> ran = new CopyOnWriteArrayList<>();
+    ScheduledSingleton loop =
+        ScheduledSingleton.plain(
+                pool,
+                ScheduleConfig.custom("graceful", EVERY_SECOND).build(),
+                run -> {
+                  ran.add(run.scheduledAt());
+                  entered.countDown();
+                  release.await();
+                })
+            .start();
+    assertThat(entered.await(15, TimeUnit.SECONDS)).isTrue();
+
+    CompletableFuture<Void> closing = CompletableFuture.runAsync(loop::close);
+    await("close waits while the job runs")
+        .during(Duration.ofSeconds(1))
+        .atMost(Duration.ofSeconds(3))
+        .until(() -> !closing.isDone());
+    release.countDown();
+    closing.get(15, TimeUnit.SECONDS);
+
+    assertThat(ran).hasSize(1);
+    assertThat(runs.at("graceful", ran.get(0)))
+        .hasValueSatisfying(row -> assertThat(row.state()).isEqualTo("done"));
+    assertThatThrownBy(loop::runDueNow)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("closed");
+    assertThatThrownBy(loop::start).isInstanceOf(IllegalStateException.class);
+  }
+
+  @Test
+  void aJobThatOutlastsTheShutdownTimeoutIsInterruptedAndItsRunGivenBack() throws Exception {
+    CountDownLatch entered = new CountDownLatch(1);
+    List<ScheduledRun> ran = new CopyOnWriteArrayList<>();
+    List<RunOutcome> outcomes = new CopyOnWriteArrayList<>();
+    ScheduledSingleton loop =
+        ScheduledSingleton.plain(
+                pool,
+                ScheduleConfig.custom("interrupted", EVERY_SECOND)
+                    .shutdownTimeout(Duration.ofMillis(200))
+                    .onOutcome(outcomes::add)
+                    .build(),
+                run -> {
+                  ran.add(run);
+                  entered.countDown();
+                  new CountDownLatch(1).await(); // never released: only an interrupt ends it
+                })
+            .start();
+    assertThat(entered.await(15, TimeUnit.SECONDS)).isTrue();
+
+    loop.close();
+
+    assertThat(outcomes)
+        .singleElement()
+        .isInstanceOfSatisfying(
+            RunOutcome.Failed.class,
+            f -> {
+              assertThat(f.error()).isInstanceOf(InterruptedException.class);
+              assertThat(f.willRetry()).isTrue();
+            });
+    assertThat(runs.at("interrupted", ran.get(0).scheduledAt()))
+        .hasValueSatisfying(
+            row -> {
+              assertThat(row.state()).isEqualTo("running");
+              assertThat(row.lastError()).contains("InterruptedException");
+            });
+  }
+
+  @Test
+  void passesThatFailOnTheDatabaseAreRetriedWithBackoffUntilItAnswers() {
+    FailingDataSource flaky = new FailingDataSource(pool, 3);
+    List<Instant> ran = new CopyOnWriteArrayList<>();
+    try (ScheduledSingleton loop =
+        ScheduledSingleton.plain(
+            flaky,
+            ScheduleConfig.custom("flaky", EVERY_SECOND).lease(Duration.ofSeconds(3)).build(),
+            run -> ran.add(run.scheduledAt()))) {
+      loop.start();
+      await("a run after the database came back")
+          .atMost(Duration.ofSeconds(15))
+          .until(() -> !ran.isEmpty());
+    }
+
+    assertThat(flaky.refused()).isEqualTo(3);
+  }
+
+  /** Refuses the first {@code failures} connections, as a database that is briefly down. */
+  private static final class FailingDataSource implements DataSource {
+    private final DataSource delegate;
+    private final AtomicInteger failuresLeft;
+    private final AtomicInteger refused = new AtomicInteger();
+
+    FailingDataSource(DataSource delegate, int failures) {
+      this.delegate = delegate;
+      this.failuresLeft = new AtomicInteger(failures);
+    }
+
+    int refused() {
+      return refused.get();
+    }
+
+    @Override
+    public Connection getConnection() throws SQLException {
+      if (failuresLeft.getAndDecrement() > 0) {
+        refused.incrementAndGet();
+        throw new SQLTransientConnectionException("database briefly down (test)");
+      }
+      return delegate.getConnection();
+    }
+
+    @Override
+    public Connection getConnection(String username, String password) throws SQLException {
+      return getConnection();
+    }
+
+    @Override
+    public PrintWriter getLogWriter() throws SQLException {
+      return delegate.getLogWriter();
+    }
+
+    @Override
+    public void setLogWriter(PrintWriter out) throws SQLException {
+      delegate.setLogWriter(out);
+    }
+
+    @Override
+    public void setLoginTimeout(int seconds) throws SQLException {
+      delegate.setLoginTimeout(seconds);
+    }
+
+    @Override
+    public int getLoginTimeout() throws SQLException {
+      return delegate.getLoginTimeout();
+    }
+
+    @Override
+    public Logger getParentLogger() throws SQLFeatureNotSupportedException {
+      throw new SQLFeatureNotSupportedException();
+    }
+
+    @Override
+    public <T> T unwrap(Class<T> type) throws SQLException {
+      throw new SQLException("not a wrapper");
+    }
+
+    @Override
+    public boolean isWrapperFor(Class<?> type) {
+      return false;
+    }
+  }
+}
