@@ -1,11 +1,11 @@
 package dev.nolock.cas;
 
-import dev.nolock.cas.internal.OwnStatements;
 import dev.nolock.cas.internal.SqlErrors;
 import dev.nolock.cas.internal.StoreMetrics;
 import dev.nolock.cas.internal.VersionTable;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Conflict;
+import dev.nolock.patterns.OwnTransaction;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.Version;
 import dev.nolock.patterns.Versioned;
@@ -383,7 +383,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
             doing,
             () -> {
               try {
-                return ownsTransactions ? OwnStatements.run(dsl, work) : onCallerTransaction(work);
+                return ownsTransactions ? OwnTransaction.run(dsl, work) : onCallerTransaction(work);
               } catch (DataAccessException e) {
                 if (!ownsTransactions || !SqlErrors.isSerializationFailure(e)) {
                   throw e;

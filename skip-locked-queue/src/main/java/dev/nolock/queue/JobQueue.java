@@ -5,8 +5,8 @@ import static dev.nolock.queue.internal.PgFunctions.pgNotify;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.OwnTransaction;
 import dev.nolock.queue.internal.JobsTable;
-import dev.nolock.queue.internal.OwnTransaction;
 import dev.nolock.queue.internal.QueueMetrics;
 import dev.nolock.queue.internal.QueueMetrics.Operation;
 import io.vavr.control.Either;
@@ -49,45 +49,48 @@ import org.slf4j.LoggerFactory;
  * wait on each other, and every claim hands out a lease and an <b>attempt token</b>.
  *
  * <p>Guarantees:
+ *
  * <ul>
  *   <li><b>At-least-once delivery.</b> A committed job is claimed until some attempt completes it
  *       or it is dead-lettered. A worker that dies or pauses past its lease loses the job to the
- *       reaper, and the job runs again: handlers must tolerate a second run.</li>
+ *       reaper, and the job runs again: handlers must tolerate a second run.
  *   <li><b>One current attempt.</b> Each claim bumps the job's attempt counter in the claiming
- *       statement, so attempt numbers strictly increase. {@link #complete}, {@link #fail},
- *       {@link #heartbeat} and {@link #release} change the job only while it is {@code running}
- *       with the caller's attempt; a stale attempt gets a {@link StaleAttempt} value and changes
- *       nothing. Exactly-once <em>effect</em> follows when the handler's own writes commit in the
- *       same transaction as the completion ({@link #completeWith}), or carry {@code (id,
- *       attempt)} as an idempotency key to an external system.</li>
+ *       statement, so attempt numbers strictly increase. {@link #complete}, {@link #fail}, {@link
+ *       #heartbeat} and {@link #release} change the job only while it is {@code running} with the
+ *       caller's attempt; a stale attempt gets a {@link StaleAttempt} value and changes nothing.
+ *       Exactly-once <em>effect</em> follows when the handler's own writes commit in the same
+ *       transaction as the completion ({@link #completeWith}), or carry {@code (id, attempt)} as an
+ *       idempotency key to an external system.
  *   <li><b>Bounded claims.</b> {@link #claim(int) claim(n)} returns at most {@code n} jobs, from
- *       one statement with a MATERIALIZED CTE, skipping jobs other workers have locked.</li>
+ *       one statement with a MATERIALIZED CTE, skipping jobs other workers have locked.
  * </ul>
  *
  * <p>Algorithm of a job's life:
+ *
  * <ol>
  *   <li>Enqueue inserts a {@code ready} row in the caller's transaction (so the job exists only if
  *       the business write committed) and sends {@code pg_notify(channel, queue)}, which PostgreSQL
- *       delivers on commit.</li>
+ *       delivers on commit.
  *   <li>Claim: {@code WITH c AS MATERIALIZED (SELECT id ... WHERE state = 'ready' AND run_at <=
  *       clock_timestamp() ORDER BY run_at, id LIMIT n FOR UPDATE SKIP LOCKED) UPDATE ... SET state
  *       = 'running', attempt = attempt + 1, locked_until = clock_timestamp() + lease FROM c ...
- *       RETURNING ...}.</li>
- *   <li>Finish, conditional on {@code (id, attempt, state = 'running')}: complete sets
- *       {@code done}; fail counts a failure and re-queues with exponential backoff and full
- *       jitter, or dead-letters with the last error after {@code maxAttempts}; release hands the
- *       job back unrun; heartbeat extends an unexpired lease.</li>
+ *       RETURNING ...}.
+ *   <li>Finish, conditional on {@code (id, attempt, state = 'running')}: complete sets {@code
+ *       done}; fail counts a failure and re-queues with exponential backoff and full jitter, or
+ *       dead-letters with the last error after {@code maxAttempts}; release hands the job back
+ *       unrun; heartbeat extends an unexpired lease.
  *   <li>The reaper returns jobs whose lease expired ({@code locked_until < clock_timestamp()}) to
  *       {@code ready}, counting the lost attempt as a failure (a job that kills its worker is
- *       dead-lettered after {@code maxAttempts} instead of looping forever).</li>
- *   <li>Retention deletes finished jobs in batches; {@link #retryDead} revives a dead job.</li>
+ *       dead-lettered after {@code maxAttempts} instead of looping forever).
+ *   <li>Retention deletes finished jobs in batches; {@link #retryDead} revives a dead job.
  * </ol>
+ *
  * All expiry is judged on the database's {@code clock_timestamp()}; the {@link Job#deadline()} a
  * worker sees is measured from before its claim was sent, so it ends no later than the database's
  * lease.
  *
- * <p>Losing a race is a value ({@link StaleAttempt}, {@link EnqueueResult.Duplicate}); a failure
- * of PostgreSQL or the pool is a {@link BackendUnavailableException} (retry later); misuse is an
+ * <p>Losing a race is a value ({@link StaleAttempt}, {@link EnqueueResult.Duplicate}); a failure of
+ * PostgreSQL or the pool is a {@link BackendUnavailableException} (retry later); misuse is an
  * {@link IllegalArgumentException}. Thread-safe.
  *
  * @param <T> the payload type
@@ -186,8 +189,8 @@ public final class JobQueue<T> {
 
   /**
    * Enqueues {@code job} on {@code tx}: inside the caller's transaction when {@code tx} is one (a
-   * jOOQ {@code transaction} context, or a context on a connection with autocommit off), so the
-   * job exists only if the caller commits. The NOTIFY goes out on the same connection and fires on
+   * jOOQ {@code transaction} context, or a context on a connection with autocommit off), so the job
+   * exists only if the caller commits. The NOTIFY goes out on the same connection and fires on
    * commit.
    */
   public EnqueueResult enqueue(DSLContext tx, NewJob<T> job) {
@@ -204,8 +207,8 @@ public final class JobQueue<T> {
   /**
    * Enqueues {@code jobs} on {@code tx} (see {@link #enqueue(DSLContext, NewJob)}) in as few
    * statements as possible ({@value #INSERT_CHUNK} rows each). Results in input order; a job whose
-   * unique key is pending, or taken by an earlier job of the same batch, is a
-   * {@link EnqueueResult.Duplicate}.
+   * unique key is pending, or taken by an earlier job of the same batch, is a {@link
+   * EnqueueResult.Duplicate}.
    */
   public List<EnqueueResult> enqueueAll(DSLContext tx, List<NewJob<T>> jobs) {
     Objects.requireNonNull(tx, "tx");
@@ -244,8 +247,7 @@ public final class JobQueue<T> {
                 job.maxAttempts().orElse(config.maxAttempts()),
                 job.runAt().map(at -> at.atOffset(ZoneOffset.UTC)).orElse(null),
                 job.delay()));
-        dueNow |=
-            job.runAt().map(at -> !at.isAfter(Instant.now())).orElse(job.delay().isZero());
+        dueNow |= job.runAt().map(at -> !at.isAfter(Instant.now())).orElse(job.delay().isZero());
       }
       Map<String, Long> keyed = new HashMap<>();
       List<Long> unkeyed = new ArrayList<>();
@@ -265,14 +267,16 @@ public final class JobQueue<T> {
         if (key == null) {
           if (!nextUnkeyed.hasNext()) {
             throw new IllegalStateException(
-                "A job without a unique key was not inserted into " + jobs + ". This is a bug;"
+                "A job without a unique key was not inserted into "
+                    + jobs
+                    + ". This is a bug;"
                     + " please report it.");
           }
           results[i] = new EnqueueResult.Enqueued(nextUnkeyed.next());
         } else {
           Long id = keyed.get(key);
-          results[i] = id != null ? new EnqueueResult.Enqueued(id)
-              : new EnqueueResult.Duplicate(key);
+          results[i] =
+              id != null ? new EnqueueResult.Enqueued(id) : new EnqueueResult.Duplicate(key);
         }
       }
       inserted += keyed.size() + unkeyed.size();
@@ -309,8 +313,11 @@ public final class JobQueue<T> {
     long started = System.nanoTime();
     List<Record> rows =
         translate(
-            () -> "claiming up to " + max + " job(s). Jobs claimed by a lost response stay"
-                + " running until their lease expires and the reaper re-queues them",
+            () ->
+                "claiming up to "
+                    + max
+                    + " job(s). Jobs claimed by a lost response stay"
+                    + " running until their lease expires and the reaper re-queues them",
             () ->
                 OwnTransaction.run(
                     dsl,
@@ -321,7 +328,11 @@ public final class JobQueue<T> {
     Duration latency = Duration.ofNanos(System.nanoTime() - started);
     if (rows.size() > max) {
       throw new IllegalStateException(
-          "A claim of at most " + max + " returned " + rows.size() + " jobs. This is a bug;"
+          "A claim of at most "
+              + max
+              + " returned "
+              + rows.size()
+              + " jobs. This is a bug;"
               + " please report it.");
     }
     Deadline deadline = Deadline.forHolder(config.clock(), sentAt[0], config.lease());
@@ -333,14 +344,22 @@ public final class JobQueue<T> {
       try {
         payload = codec.decode(r.get(2, byte[].class));
       } catch (RuntimeException e) {
-        LOG.warn("Job {} of queue \"{}\": the codec could not decode its payload; failing the"
-            + " attempt", id, queue, e);
+        LOG.warn(
+            "Job {} of queue \"{}\": the codec could not decode its payload; failing the"
+                + " attempt",
+            id,
+            queue,
+            e);
         try {
           failAttempt(
               id, attempt, r.get(7, Integer.class), "the payload could not be decoded: " + e);
         } catch (DataAccessException failed) {
-          LOG.warn("Job {} of queue \"{}\": failing the undecodable attempt failed too; the"
-              + " reaper takes it back when its lease expires", id, queue, failed);
+          LOG.warn(
+              "Job {} of queue \"{}\": failing the undecodable attempt failed too; the"
+                  + " reaper takes it back when its lease expires",
+              id,
+              queue,
+              failed);
         }
         continue;
       }
@@ -378,32 +397,41 @@ public final class JobQueue<T> {
     Objects.requireNonNull(job, "job");
     requireOwn(job);
     return translate(
-        () -> "completing job " + job.id() + " attempt " + job.attempt() + "; whether it"
-            + " completed is unknown, so the job may run again (at-least-once)",
+        () ->
+            "completing job "
+                + job.id()
+                + " attempt "
+                + job.attempt()
+                + "; whether it"
+                + " completed is unknown, so the job may run again (at-least-once)",
         () -> OwnTransaction.run(dsl, on -> completeOn(on, job)));
   }
 
   /**
    * Completes {@code job} on {@code tx}, typically the caller's transaction that also holds the
-   * job's effects. On a {@link StaleAttempt} the caller must roll its transaction back: its
-   * effects belong to an attempt that lost the job.
+   * job's effects. On a {@link StaleAttempt} the caller must roll its transaction back: its effects
+   * belong to an attempt that lost the job.
    */
   public Either<StaleAttempt, Finished> complete(DSLContext tx, Job<?> job) {
     Objects.requireNonNull(tx, "tx");
     Objects.requireNonNull(job, "job");
     requireOwn(job);
     return translate(
-        () -> "completing job " + job.id() + " attempt " + job.attempt()
-            + " in the caller's transaction",
+        () ->
+            "completing job "
+                + job.id()
+                + " attempt "
+                + job.attempt()
+                + " in the caller's transaction",
         () -> OwnTransaction.onCallerConnection(tx, dsl, on -> completeOn(on, job)));
   }
 
   /**
    * Completes {@code job} and runs {@code writes} in one transaction, the completion first: when
-   * the attempt is stale nothing is written and the {@link StaleAttempt} is returned; otherwise
-   * the writes run on the transaction's context and commit together with the completion. The row
-   * lock the completion takes orders this attempt against anything else touching the job. This
-   * is how a handler gets an exactly-once effect in the same database.
+   * the attempt is stale nothing is written and the {@link StaleAttempt} is returned; otherwise the
+   * writes run on the transaction's context and commit together with the completion. The row lock
+   * the completion takes orders this attempt against anything else touching the job. This is how a
+   * handler gets an exactly-once effect in the same database.
    *
    * <p>An attempt that already completed is refused here too (its writes committed then). An
    * exception from {@code writes} rolls everything back and propagates unchanged; the job stays
@@ -418,8 +446,13 @@ public final class JobQueue<T> {
     try {
       result =
           translate(
-              () -> "completing job " + job.id() + " attempt " + job.attempt() + " with its"
-                  + " writes; whether they committed is unknown",
+              () ->
+                  "completing job "
+                      + job.id()
+                      + " attempt "
+                      + job.attempt()
+                      + " with its"
+                      + " writes; whether they committed is unknown",
               () ->
                   dsl.transactionResult(
                       cfg -> {
@@ -471,9 +504,8 @@ public final class JobQueue<T> {
   /**
    * Fails this attempt of {@code job}: counts a failure and keeps {@code error} as the job's last
    * error; with attempts left the job is ready again at the database's clock plus a backoff drawn
-   * from {@code [0, min(backoffMax, backoffBase * 2^(failures-1))]}; after the last allowed
-   * attempt it is dead-lettered ({@link JobState#DEAD}) and keeps the error until
-   * {@link #retryDead}.
+   * from {@code [0, min(backoffMax, backoffBase * 2^(failures-1))]}; after the last allowed attempt
+   * it is dead-lettered ({@link JobState#DEAD}) and keeps the error until {@link #retryDead}.
    *
    * @param error what went wrong, e.g. an exception's stack trace; cut at 8000 characters
    */
@@ -481,15 +513,19 @@ public final class JobQueue<T> {
     Objects.requireNonNull(job, "job");
     requireOwn(job);
     return translate(
-        () -> "failing job " + job.id() + " attempt " + job.attempt() + "; if it did not"
-            + " happen, the lease expires and the reaper counts the failure",
+        () ->
+            "failing job "
+                + job.id()
+                + " attempt "
+                + job.attempt()
+                + "; if it did not"
+                + " happen, the lease expires and the reaper counts the failure",
         () -> failAttempt(job.id(), job.attempt(), job.failures(), error));
   }
 
   private Either<StaleAttempt, Finished> failAttempt(
       long id, long attempt, int failuresBefore, String error) {
-    Duration backoff =
-        config.backoff().backoff(failuresBefore + 1, ThreadLocalRandom.current());
+    Duration backoff = config.backoff().backoff(failuresBefore + 1, ThreadLocalRandom.current());
     return OwnTransaction.run(
         dsl,
         on -> {
@@ -501,16 +537,15 @@ public final class JobQueue<T> {
           }
           JobState state = JobState.fromSql(row.get().value1());
           metrics.failed(state == JobState.DEAD);
-          return Either.right(
-              new Finished(id, attempt, state, row.get().value2().toInstant()));
+          return Either.right(new Finished(id, attempt, state, row.get().value2().toInstant()));
         });
   }
 
   /**
-   * Extends the lease of {@code job} to the database's clock plus {@link QueueConfig#lease()},
-   * if this attempt is still the running one <em>and its lease has not expired</em>: a
-   * compare-and-swap on the attempt token, never a blind bump. The worker pool heartbeats its
-   * jobs by itself.
+   * Extends the lease of {@code job} to the database's clock plus {@link QueueConfig#lease()}, if
+   * this attempt is still the running one <em>and its lease has not expired</em>: a
+   * compare-and-swap on the attempt token, never a blind bump. The worker pool heartbeats its jobs
+   * by itself.
    *
    * @return the job with its new {@link Job#lockedUntil()} and {@link Job#deadline()}, or the
    *     {@link StaleAttempt}: stop working on it
@@ -521,8 +556,13 @@ public final class JobQueue<T> {
     long[] sentAt = new long[1];
     Optional<OffsetDateTime> until =
         translate(
-            () -> "extending the lease of job " + job.id() + " attempt " + job.attempt()
-                + "; treat the lease as ending at its deadline unless a later heartbeat succeeds",
+            () ->
+                "extending the lease of job "
+                    + job.id()
+                    + " attempt "
+                    + job.attempt()
+                    + "; treat the lease as ending at its deadline unless a later heartbeat"
+                    + " succeeds",
             () ->
                 OwnTransaction.run(
                     dsl,
@@ -561,15 +601,17 @@ public final class JobQueue<T> {
     long[] sentAt = new long[1];
     List<Record2<Long, OffsetDateTime>> rows =
         translate(
-            () -> "extending the lease of " + held.size() + " job(s); treat each lease as ending"
-                + " at its deadline unless a later heartbeat succeeds",
+            () ->
+                "extending the lease of "
+                    + held.size()
+                    + " job(s); treat each lease as ending"
+                    + " at its deadline unless a later heartbeat succeeds",
             () ->
                 OwnTransaction.run(
                     dsl,
                     on -> {
                       sentAt[0] = config.clock().nanoTime();
-                      return jobs.heartbeatWithoutWaiting(on, queue, pairs, config.lease())
-                          .fetch();
+                      return jobs.heartbeatWithoutWaiting(on, queue, pairs, config.lease()).fetch();
                     }));
     Deadline deadline = Deadline.forHolder(config.clock(), sentAt[0], config.lease());
     Map<Long, OffsetDateTime> until = new HashMap<>();
@@ -593,8 +635,13 @@ public final class JobQueue<T> {
     Objects.requireNonNull(job, "job");
     requireOwn(job);
     return translate(
-        () -> "releasing job " + job.id() + " attempt " + job.attempt() + "; if it did not"
-            + " happen, the reaper takes it back when the lease expires",
+        () ->
+            "releasing job "
+                + job.id()
+                + " attempt "
+                + job.attempt()
+                + "; if it did not"
+                + " happen, the reaper takes it back when the lease expires",
         () ->
             OwnTransaction.run(
                 dsl,
@@ -615,7 +662,12 @@ public final class JobQueue<T> {
   private void requireOwn(Job<?> job) {
     if (!job.queue().equals(queue)) {
       throw new IllegalArgumentException(
-          "Job " + job.id() + " belongs to queue \"" + job.queue() + "\", not \"" + queue
+          "Job "
+              + job.id()
+              + " belongs to queue \""
+              + job.queue()
+              + "\", not \""
+              + queue
               + "\": finish it through the JobQueue that claimed it.");
     }
   }
@@ -637,11 +689,11 @@ public final class JobQueue<T> {
   // Reaper, dead letters, retention, stats
 
   /**
-   * Takes back every job of this queue whose lease has expired on the database's clock: each
-   * counts a failed attempt (with the error "the lease of attempt n expired ...") and is
-   * {@code ready} again at its old {@code run_at}, or dead-lettered when that was its last
-   * allowed attempt. Safe to run from every worker at once (it skips rows others hold); the
-   * worker pool runs it every {@link WorkerConfig#reapInterval()}.
+   * Takes back every job of this queue whose lease has expired on the database's clock: each counts
+   * a failed attempt (with the error "the lease of attempt n expired ...") and is {@code ready}
+   * again at its old {@code run_at}, or dead-lettered when that was its last allowed attempt. Safe
+   * to run from every worker at once (it skips rows others hold); the worker pool runs it every
+   * {@link WorkerConfig#reapInterval()}.
    */
   public ReapResult reapExpired() {
     int requeued = 0;
@@ -671,8 +723,8 @@ public final class JobQueue<T> {
 
   /**
    * Makes dead job {@code jobId} ready again, due now, with a fresh set of attempts (its failure
-   * count restarts at zero; its attempt counter keeps increasing, because it is the token; its
-   * last error stays until it is overwritten).
+   * count restarts at zero; its attempt counter keeps increasing, because it is the token; its last
+   * error stays until it is overwritten).
    */
   public RetryDeadOutcome retryDead(long jobId) {
     return translate(
@@ -700,14 +752,16 @@ public final class JobQueue<T> {
   /**
    * Deletes this queue's jobs that completed more than {@code olderThan} ago (database clock), in
    * batches of {@link QueueConfig#purgeBatchSize()}, each its own short transaction. It locks only
-   * finished rows and skips rows someone else holds, so claims and finishes never wait for it.
-   * Dead jobs are kept: retry or delete them yourself.
+   * finished rows and skips rows someone else holds, so claims and finishes never wait for it. Dead
+   * jobs are kept: retry or delete them yourself.
    */
   public PurgeResult purgeFinished(Duration olderThan) {
     Objects.requireNonNull(olderThan, "olderThan");
     if (olderThan.isNegative()) {
       throw new IllegalArgumentException(
-          "olderThan must be zero or more, got " + olderThan + ": it is the age of the finished"
+          "olderThan must be zero or more, got "
+              + olderThan
+              + ": it is the age of the finished"
               + " jobs to delete, e.g. Duration.ofDays(1).");
     }
     long deleted = 0;
@@ -718,8 +772,7 @@ public final class JobQueue<T> {
           translate(
               () -> "purging finished jobs older than " + olderThan,
               () ->
-                  OwnTransaction.run(
-                      dsl, on -> jobs.purge(on, queue, olderThan, batch).execute()));
+                  OwnTransaction.run(dsl, on -> jobs.purge(on, queue, olderThan, batch).execute()));
       batches++;
       deleted += n;
       if (n < batch) {
@@ -731,9 +784,9 @@ public final class JobQueue<T> {
   }
 
   /**
-   * The due backlog now: ready jobs whose {@code run_at} has come (counted up to
-   * {@link QueueConfig#readyCountCap()}) and the age of the oldest. One indexed query; the gauges
-   * call it at most once per {@link QueueConfig#gaugeRefresh()}.
+   * The due backlog now: ready jobs whose {@code run_at} has come (counted up to {@link
+   * QueueConfig#readyCountCap()}) and the age of the oldest. One indexed query; the gauges call it
+   * at most once per {@link QueueConfig#gaugeRefresh()}.
    */
   public ReadyStats readyStats() {
     Record3<Integer, OffsetDateTime, OffsetDateTime> row =
@@ -779,8 +832,14 @@ public final class JobQueue<T> {
       return body.get();
     } catch (DataAccessException e) {
       throw new BackendUnavailableException(
-          "PostgreSQL failed while " + doing.get() + " (queue \"" + queue + "\", table " + jobs
-              + "). Retry later. Cause: " + e.getMessage(),
+          "PostgreSQL failed while "
+              + doing.get()
+              + " (queue \""
+              + queue
+              + "\", table "
+              + jobs
+              + "). Retry later. Cause: "
+              + e.getMessage(),
           e);
     }
   }

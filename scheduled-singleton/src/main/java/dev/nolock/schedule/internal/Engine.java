@@ -2,6 +2,7 @@ package dev.nolock.schedule.internal;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.OwnTransaction;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.schedule.CronSchedule;
 import dev.nolock.schedule.FencedJob;

@@ -11,6 +11,7 @@ import static org.jooq.impl.DSL.val;
 
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.OwnTransaction;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;

@@ -1,5 +1,6 @@
 package dev.nolock.queue.internal;
 
+import dev.nolock.patterns.OwnTransaction;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -22,19 +23,19 @@ import org.slf4j.LoggerFactory;
  * notification for its queue arrives.
  *
  * <p>Algorithm, on its own thread:
+ *
  * <ol>
  *   <li>Take a connection, switch it to autocommit (a LISTEN inside an open transaction only takes
- *       effect at commit) and {@code LISTEN channel}.</li>
+ *       effect at commit) and {@code LISTEN channel}.
  *   <li>Self-test: send {@code pg_notify(channel, <random token>)} through the queue's pool and
- *       wait up to the self-test timeout for it on this connection. Behind PgBouncer in
- *       transaction pooling the LISTEN ran on a server connection that went back to PgBouncer's
- *       pool, and the notification never reaches this client: then log a warning, try
- *       {@code UNLISTEN *}, report polling, and stop for good (a configuration problem, not a
- *       transient one).</li>
+ *       wait up to the self-test timeout for it on this connection. Behind PgBouncer in transaction
+ *       pooling the LISTEN ran on a server connection that went back to PgBouncer's pool, and the
+ *       notification never reaches this client: then log a warning, try {@code UNLISTEN *}, report
+ *       polling, and stop for good (a configuration problem, not a transient one).
  *   <li>Report listening, wake the pool once (jobs may have arrived before the LISTEN), then block
  *       in {@code PGConnection.getNotifications(pollInterval)}: no busy loop, and an idle queue
- *       costs one wake-up per poll interval at most.</li>
- *   <li>If the connection fails, report polling, wait one poll interval and start again at 1.</li>
+ *       costs one wake-up per poll interval at most.
+ *   <li>If the connection fails, report polling, wait one poll interval and start again at 1.
  * </ol>
  */
 public final class NotificationListener implements AutoCloseable {
@@ -98,9 +99,7 @@ public final class NotificationListener implements AutoCloseable {
         connection.setAutoCommit(true);
         // jOOQ has no LISTEN statement: a plain SQL template with the channel as a validated
         // identifier (Names.requireSqlIdentifier), which jOOQ quotes. Nothing else goes in.
-        DSL.using(connection, SQLDialect.POSTGRES)
-            .query("LISTEN {0}", DSL.name(channel))
-            .execute();
+        DSL.using(connection, SQLDialect.POSTGRES).query("LISTEN {0}", DSL.name(channel)).execute();
         PGConnection pg = connection.unwrap(PGConnection.class);
         if (!selfTest(pg)) {
           LOG.warn(
@@ -109,7 +108,10 @@ public final class NotificationListener implements AutoCloseable {
                   + " pooling, where LISTEN is silently lost. Falling back to polling every {}."
                   + " Give WorkerConfig.listenDataSource a direct connection to PostgreSQL to"
                   + " get wake-ups within milliseconds.",
-              queue, channel, selfTestTimeout, pollInterval);
+              queue,
+              channel,
+              selfTestTimeout,
+              pollInterval);
           unlistenQuietly(connection);
           report.accept(State.POLLING);
           return;
@@ -126,7 +128,9 @@ public final class NotificationListener implements AutoCloseable {
         report.accept(State.POLLING);
         LOG.warn(
             "Queue \"{}\": the LISTEN connection failed; polling every {} and reconnecting",
-            queue, pollInterval, e);
+            queue,
+            pollInterval,
+            e);
         awaitClose(pollInterval);
       } finally {
         current = null;
@@ -198,8 +202,9 @@ public final class NotificationListener implements AutoCloseable {
     try {
       OwnTransaction.run(
           notifyThrough,
-          on -> on.select(PgFunctions.pgNotify(channel, "nolock-stop:" + UUID.randomUUID()))
-              .execute());
+          on ->
+              on.select(PgFunctions.pgNotify(channel, "nolock-stop:" + UUID.randomUUID()))
+                  .execute());
       thread.join(2_000);
     } catch (RuntimeException e) {
       LOG.debug("Queue \"{}\": could not wake the listen thread with a notification", queue, e);

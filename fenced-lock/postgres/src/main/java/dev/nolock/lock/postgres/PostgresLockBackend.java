@@ -1,11 +1,11 @@
 package dev.nolock.lock.postgres;
 
 import dev.nolock.lock.postgres.internal.LockTable;
-import dev.nolock.lock.postgres.internal.OwnTransaction;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.OwnTransaction;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;

@@ -1,4 +1,4 @@
-package dev.nolock.cas.internal;
+package dev.nolock.patterns;
 
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -7,19 +7,20 @@ import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
 
 /**
- * Runs a few statements on one connection of a pool and makes them durable before returning: in
+ * Runs statements on a connection of their own and makes them durable before returning: in
  * autocommit when the pool hands out autocommit connections (each statement commits by itself, in
- * the same round trip), else followed by an explicit {@code COMMIT}. Without that commit a pool
- * configured with {@code autoCommit=false} would roll the write back when the connection is
- * returned, after the caller was told it had succeeded.
+ * its own round trip), else followed by an explicit {@code COMMIT}. Without that commit a pool
+ * configured with {@code autoCommit=false} would roll a grant, a claim or a write back when the
+ * connection is returned, after the caller was told it succeeded.
  *
- * <p>Autocommit is deliberate for single-row writes: the row lock of an {@code UPDATE} is then
+ * <p>Autocommit is deliberate for single-statement writes: the row lock of an {@code UPDATE} is
  * released by the server as soon as the statement ends, instead of one more client round trip
- * later, which is what limits the rate of a hot row.
+ * later, which is what limits the rate of a hot row. Every nolock module that owns its statements
+ * runs them through here.
  */
-public final class OwnStatements {
+public final class OwnTransaction {
 
-  private OwnStatements() {}
+  private OwnTransaction() {}
 
   /**
    * Runs {@code statements} on one connection of {@code dsl}'s pool and commits them.
@@ -28,6 +29,16 @@ public final class OwnStatements {
    */
   public static <T> T run(DSLContext dsl, Function<DSLContext, T> statements) {
     return dsl.connectionResult(connection -> runOn(dsl, connection, statements));
+  }
+
+  /**
+   * Runs {@code work} on the connection {@code caller} uses now (its transaction, if any), with the
+   * statements rendered by {@code renderWith}'s settings; commits nothing itself.
+   */
+  public static <T> T onCallerConnection(
+      DSLContext caller, DSLContext renderWith, Function<DSLContext, T> work) {
+    return caller.connectionResult(
+        connection -> work.apply(renderWith.configuration().derive(connection).dsl()));
   }
 
   private static <T> T runOn(
@@ -48,7 +59,7 @@ public final class OwnStatements {
       return result;
     } catch (SQLException e) {
       rollbackQuietly(connection, e);
-      throw new DataAccessException("Could not commit the write", e);
+      throw new DataAccessException("Could not commit", e);
     } catch (RuntimeException e) {
       rollbackQuietly(connection, e);
       throw e;
