@@ -1,0 +1,280 @@
+package dev.nolock.ownership;
+
+import dev.nolock.patterns.Names;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+
+/**
+ * The settings of one {@link ExactlyOncePipeline}. Immutable; build with {@link #custom(String,
+ * String, String, String)}.
+ *
+ * <p>Defaults: poll timeout 500 ms, at most 100 records per poll (and per transaction), session
+ * timeout 10 s, max poll interval 60 s, transaction timeout 60 s, close timeout 30 s, no metrics.
+ */
+public final class ExactlyOnceConfig {
+
+  private static final Set<String> RESERVED_CONSUMER =
+      Set.of(
+          ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+          ConsumerConfig.GROUP_ID_CONFIG,
+          ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+          ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+          ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG,
+          ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+          ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+          ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
+          ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
+          ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG);
+
+  private static final Set<String> RESERVED_PRODUCER =
+      Set.of(
+          ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+          ProducerConfig.TRANSACTIONAL_ID_CONFIG,
+          ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+          ProducerConfig.ACKS_CONFIG,
+          ProducerConfig.TRANSACTION_TIMEOUT_CONFIG,
+          ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG,
+          ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG);
+
+  private final String bootstrapServers;
+  private final String inputTopic;
+  private final String groupId;
+  private final String transactionalId;
+  private final Duration pollTimeout;
+  private final int maxPollRecords;
+  private final Duration sessionTimeout;
+  private final Duration maxPollInterval;
+  private final Duration transactionTimeout;
+  private final Duration closeTimeout;
+  private final MeterRegistry meterRegistry;
+  private final Map<String, Object> consumerProperties;
+  private final Map<String, Object> producerProperties;
+
+  private ExactlyOnceConfig(Builder b) {
+    this.bootstrapServers = b.bootstrapServers;
+    this.inputTopic = b.inputTopic;
+    this.groupId = b.groupId;
+    this.transactionalId = b.transactionalId;
+    this.pollTimeout = b.pollTimeout;
+    this.maxPollRecords = b.maxPollRecords;
+    this.sessionTimeout = b.sessionTimeout;
+    this.maxPollInterval = b.maxPollInterval;
+    this.transactionTimeout = b.transactionTimeout;
+    this.closeTimeout = b.closeTimeout;
+    this.meterRegistry = b.meterRegistry;
+    this.consumerProperties = Map.copyOf(b.consumerProperties);
+    this.producerProperties = Map.copyOf(b.producerProperties);
+    if (maxPollInterval.compareTo(sessionTimeout) < 0) {
+      throw new IllegalArgumentException(
+          "maxPollInterval ("
+              + maxPollInterval
+              + ") is shorter than sessionTimeout ("
+              + sessionTimeout
+              + "); Kafka requires it to be at least as long.");
+    }
+  }
+
+  /**
+   * A builder with the defaults.
+   *
+   * @param transactionalId this instance's {@code transactional.id}: stable across restarts of the
+   *     same instance (so a restarted instance fences its own zombie) and distinct between
+   *     instances that run at the same time
+   */
+  public static Builder custom(
+      String bootstrapServers, String inputTopic, String groupId, String transactionalId) {
+    return new Builder(bootstrapServers, inputTopic, groupId, transactionalId);
+  }
+
+  public String bootstrapServers() {
+    return bootstrapServers;
+  }
+
+  public String inputTopic() {
+    return inputTopic;
+  }
+
+  public String groupId() {
+    return groupId;
+  }
+
+  public String transactionalId() {
+    return transactionalId;
+  }
+
+  public Duration pollTimeout() {
+    return pollTimeout;
+  }
+
+  public int maxPollRecords() {
+    return maxPollRecords;
+  }
+
+  public Duration sessionTimeout() {
+    return sessionTimeout;
+  }
+
+  public Duration maxPollInterval() {
+    return maxPollInterval;
+  }
+
+  public Duration transactionTimeout() {
+    return transactionTimeout;
+  }
+
+  public Duration closeTimeout() {
+    return closeTimeout;
+  }
+
+  public Optional<MeterRegistry> meterRegistry() {
+    return Optional.ofNullable(meterRegistry);
+  }
+
+  public Map<String, Object> consumerProperties() {
+    return consumerProperties;
+  }
+
+  public Map<String, Object> producerProperties() {
+    return producerProperties;
+  }
+
+  @Override
+  public String toString() {
+    return "ExactlyOnceConfig[input="
+        + inputTopic
+        + ", group="
+        + groupId
+        + ", transactionalId="
+        + transactionalId
+        + "]";
+  }
+
+  /** Builds an {@link ExactlyOnceConfig}; each setter validates at once. */
+  public static final class Builder {
+    private final String bootstrapServers;
+    private final String inputTopic;
+    private final String groupId;
+    private final String transactionalId;
+    private Duration pollTimeout = Duration.ofMillis(500);
+    private int maxPollRecords = 100;
+    private Duration sessionTimeout = Duration.ofSeconds(10);
+    private Duration maxPollInterval = Duration.ofSeconds(60);
+    private Duration transactionTimeout = Duration.ofSeconds(60);
+    private Duration closeTimeout = Duration.ofSeconds(30);
+    private MeterRegistry meterRegistry;
+    private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
+    private final Map<String, Object> producerProperties = new LinkedHashMap<>();
+
+    private Builder(
+        String bootstrapServers, String inputTopic, String groupId, String transactionalId) {
+      if (bootstrapServers == null || bootstrapServers.isBlank()) {
+        throw new IllegalArgumentException(
+            "bootstrapServers is blank: pass Kafka's bootstrap.servers, e.g. \"127.0.0.1:9092\"");
+      }
+      this.bootstrapServers = bootstrapServers;
+      this.inputTopic = OwnershipConfig.requireTopic(inputTopic);
+      this.groupId = Names.requireName("consumer group id", groupId, 100);
+      this.transactionalId = Names.requireName("transactional.id", transactionalId, 255);
+    }
+
+    /** How long one poll waits for records; 10 ms to 30 s. */
+    public Builder pollTimeout(Duration pollTimeout) {
+      this.pollTimeout =
+          OwnershipConfig.Builder.between(
+              "pollTimeout", pollTimeout, Duration.ofMillis(10), Duration.ofSeconds(30));
+      return this;
+    }
+
+    /** At most this many records per poll, and so per transaction; 1 to 10,000. */
+    public Builder maxPollRecords(int maxPollRecords) {
+      if (maxPollRecords < 1 || maxPollRecords > 10_000) {
+        throw new IllegalArgumentException(
+            "maxPollRecords must be 1 to 10000, got " + maxPollRecords);
+      }
+      this.maxPollRecords = maxPollRecords;
+      return this;
+    }
+
+    /** The consumer's session timeout, 1 s to 5 min; the heartbeat interval is a third of it. */
+    public Builder sessionTimeout(Duration sessionTimeout) {
+      this.sessionTimeout =
+          OwnershipConfig.Builder.between(
+              "sessionTimeout", sessionTimeout, Duration.ofSeconds(1), Duration.ofMinutes(5));
+      return this;
+    }
+
+    /** Kafka's {@code max.poll.interval.ms}; at least the session timeout. */
+    public Builder maxPollInterval(Duration maxPollInterval) {
+      this.maxPollInterval =
+          OwnershipConfig.Builder.between(
+              "maxPollInterval", maxPollInterval, Duration.ofSeconds(1), Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * The producer's {@code transaction.timeout.ms} (1 s to 15 min, within the broker's {@code
+     * transaction.max.timeout.ms}): a transaction left open longer is aborted by the broker.
+     */
+    public Builder transactionTimeout(Duration transactionTimeout) {
+      this.transactionTimeout =
+          OwnershipConfig.Builder.between(
+              "transactionTimeout",
+              transactionTimeout,
+              Duration.ofSeconds(1),
+              Duration.ofMinutes(15));
+      return this;
+    }
+
+    /** How long {@link ExactlyOncePipeline#close()} waits; 1 s to 5 min. */
+    public Builder closeTimeout(Duration closeTimeout) {
+      this.closeTimeout =
+          OwnershipConfig.Builder.between(
+              "closeTimeout", closeTimeout, Duration.ofSeconds(1), Duration.ofMinutes(5));
+      return this;
+    }
+
+    public Builder meterRegistry(MeterRegistry meterRegistry) {
+      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      return this;
+    }
+
+    /** Any other consumer setting; the ones the pipeline owns are refused. */
+    public Builder consumerProperty(String key, Object value) {
+      refuse(key, value, RESERVED_CONSUMER, "consumer");
+      consumerProperties.put(key, value);
+      return this;
+    }
+
+    /** Any other producer setting; the ones the pipeline owns are refused. */
+    public Builder producerProperty(String key, Object value) {
+      refuse(key, value, RESERVED_PRODUCER, "producer");
+      producerProperties.put(key, value);
+      return this;
+    }
+
+    private static void refuse(String key, Object value, Set<String> reserved, String what) {
+      Objects.requireNonNull(key, "key");
+      Objects.requireNonNull(value, "value");
+      if (reserved.contains(key)) {
+        throw new IllegalArgumentException(
+            "The "
+                + what
+                + " setting '"
+                + key
+                + "' belongs to the pipeline (exactly-once needs it as the pipeline sets it,"
+                + " or it has a builder method); remove it.");
+      }
+    }
+
+    public ExactlyOnceConfig build() {
+      return new ExactlyOnceConfig(this);
+    }
+  }
+}

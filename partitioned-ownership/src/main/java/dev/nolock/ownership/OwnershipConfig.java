@@ -1,0 +1,469 @@
+package dev.nolock.ownership;
+
+import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.Names;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.jooq.Name;
+
+/**
+ * The settings of one {@link PartitionOwner}: which topic and consumer group, who this instance is,
+ * where the ownership table lives, and the timeouts. Immutable; build with {@link #custom(String,
+ * String, String)}.
+ *
+ * <p>Defaults: table {@value #DEFAULT_TABLE}, owner id {@code <pid>-<8 random hex>}, poll timeout
+ * 500 ms, at most 100 records per poll, session timeout 10 s (heartbeat a third of it), max poll
+ * interval 60 s, safety margin 2 s, Kafka offset commits every 5 s, query timeout 5 s, idle
+ * transaction timeout 30 s, backend retry backoff 100 ms doubling up to 5 s, close timeout 30 s, no
+ * metrics, the system clock.
+ */
+public final class OwnershipConfig {
+
+  public static final String DEFAULT_TABLE = "nolock_partition_owners";
+
+  /** Kafka's own rule for topic names. */
+  private static final Pattern TOPIC = Pattern.compile("[a-zA-Z0-9._-]{1,249}");
+
+  /** Consumer settings the runner owns; each is set from this config or fixed by the design. */
+  private static final Map<String, String> RESERVED =
+      Map.of(
+          ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "bootstrapServers in custom(...)",
+          ConsumerConfig.GROUP_ID_CONFIG, "the groupId in custom(...)",
+          ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+              "nothing: offsets are committed by the runner after each apply",
+          ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+              "nothing: positions come from the ownership table's last applied offset",
+          ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, "the key deserializer of PartitionOwner",
+          ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+              "the value deserializer of PartitionOwner",
+          ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "maxPollRecords(...)",
+          ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "sessionTimeout(...)",
+          ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "sessionTimeout(...) (a third of it)",
+          ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "maxPollInterval(...)");
+
+  private static final Set<String> KIP_848_REFUSED =
+      Set.of(
+          ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG,
+          ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG,
+          ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG);
+
+  private final String bootstrapServers;
+  private final String topic;
+  private final String groupId;
+  private final String ownerId;
+  private final String table;
+  private final Name tableName;
+  private final Duration pollTimeout;
+  private final int maxPollRecords;
+  private final Duration sessionTimeout;
+  private final Duration maxPollInterval;
+  private final Duration safetyMargin;
+  private final Duration commitInterval;
+  private final Duration queryTimeout;
+  private final Duration transactionIdleTimeout;
+  private final Duration retryBaseDelay;
+  private final Duration retryMaxDelay;
+  private final Duration closeTimeout;
+  private final MeterRegistry meterRegistry;
+  private final LeaseClock clock;
+  private final Map<String, Object> consumerProperties;
+
+  private OwnershipConfig(Builder b) {
+    this.bootstrapServers = b.bootstrapServers;
+    this.topic = b.topic;
+    this.groupId = b.groupId;
+    this.ownerId = b.ownerId;
+    this.table = b.table;
+    this.tableName = Names.requireSqlIdentifier("ownership table", b.table);
+    this.pollTimeout = b.pollTimeout;
+    this.maxPollRecords = b.maxPollRecords;
+    this.sessionTimeout = b.sessionTimeout;
+    this.maxPollInterval = b.maxPollInterval;
+    this.safetyMargin = b.safetyMargin;
+    this.commitInterval = b.commitInterval;
+    this.queryTimeout = b.queryTimeout;
+    this.transactionIdleTimeout = b.transactionIdleTimeout;
+    this.retryBaseDelay = b.retryBaseDelay;
+    this.retryMaxDelay = b.retryMaxDelay;
+    this.closeTimeout = b.closeTimeout;
+    this.meterRegistry = b.meterRegistry;
+    this.clock = b.clock;
+    this.consumerProperties = Map.copyOf(b.consumerProperties);
+    if (safetyMargin.compareTo(sessionTimeout) >= 0) {
+      throw new IllegalArgumentException(
+          "safetyMargin ("
+              + safetyMargin
+              + ") must be shorter than sessionTimeout ("
+              + sessionTimeout
+              + "), or no record could ever be applied; e.g. a third of the session timeout.");
+    }
+    if (maxPollInterval.compareTo(sessionTimeout) < 0) {
+      throw new IllegalArgumentException(
+          "maxPollInterval ("
+              + maxPollInterval
+              + ") is shorter than sessionTimeout ("
+              + sessionTimeout
+              + "); Kafka requires it to be at least as long.");
+    }
+    if (retryMaxDelay.compareTo(retryBaseDelay) < 0) {
+      throw new IllegalArgumentException(
+          "the retry backoff's maximum ("
+              + retryMaxDelay
+              + ") is below its base ("
+              + retryBaseDelay
+              + ")");
+    }
+  }
+
+  /**
+   * A builder with the defaults.
+   *
+   * @param bootstrapServers Kafka's {@code bootstrap.servers}, e.g. {@code "127.0.0.1:9092"}
+   * @param topic the commands topic
+   * @param groupId the consumer group; one group per application that applies the topic (it is part
+   *     of the ownership row's key and the metrics' {@code name} tag)
+   */
+  public static Builder custom(String bootstrapServers, String topic, String groupId) {
+    return new Builder(bootstrapServers, topic, groupId);
+  }
+
+  static String requireTopic(String topic) {
+    if (topic == null || !TOPIC.matcher(topic).matches()) {
+      throw new IllegalArgumentException(
+          "The topic '"
+              + topic
+              + "' is not a Kafka topic name: 1 to 249 of [a-zA-Z0-9._-], e.g. \"orders\".");
+    }
+    return topic;
+  }
+
+  public String bootstrapServers() {
+    return bootstrapServers;
+  }
+
+  public String topic() {
+    return topic;
+  }
+
+  public String groupId() {
+    return groupId;
+  }
+
+  /** This instance's identity, written into the ownership row when it claims a partition. */
+  public String ownerId() {
+    return ownerId;
+  }
+
+  /** The ownership table, as configured ({@code "table"} or {@code "schema.table"}). */
+  public String table() {
+    return table;
+  }
+
+  /** The ownership table as a validated jOOQ name. */
+  public Name tableName() {
+    return tableName;
+  }
+
+  public Duration pollTimeout() {
+    return pollTimeout;
+  }
+
+  public int maxPollRecords() {
+    return maxPollRecords;
+  }
+
+  public Duration sessionTimeout() {
+    return sessionTimeout;
+  }
+
+  public Duration maxPollInterval() {
+    return maxPollInterval;
+  }
+
+  public Duration safetyMargin() {
+    return safetyMargin;
+  }
+
+  public Duration commitInterval() {
+    return commitInterval;
+  }
+
+  public Duration queryTimeout() {
+    return queryTimeout;
+  }
+
+  public Duration transactionIdleTimeout() {
+    return transactionIdleTimeout;
+  }
+
+  public Duration retryBaseDelay() {
+    return retryBaseDelay;
+  }
+
+  public Duration retryMaxDelay() {
+    return retryMaxDelay;
+  }
+
+  public Duration closeTimeout() {
+    return closeTimeout;
+  }
+
+  public Optional<MeterRegistry> meterRegistry() {
+    return Optional.ofNullable(meterRegistry);
+  }
+
+  public LeaseClock clock() {
+    return clock;
+  }
+
+  /** Extra consumer settings given with {@link Builder#consumerProperty(String, Object)}. */
+  public Map<String, Object> consumerProperties() {
+    return consumerProperties;
+  }
+
+  /** True when the extra settings select KIP-848's {@code group.protocol=consumer}. */
+  public boolean usesConsumerGroupProtocol() {
+    Object protocol = consumerProperties.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG);
+    return protocol != null && "consumer".equalsIgnoreCase(protocol.toString());
+  }
+
+  @Override
+  public String toString() {
+    return "OwnershipConfig[topic="
+        + topic
+        + ", group="
+        + groupId
+        + ", owner="
+        + ownerId
+        + ", table="
+        + table
+        + ", sessionTimeout="
+        + sessionTimeout
+        + "]";
+  }
+
+  /** Builds an {@link OwnershipConfig}; each setter validates at once. */
+  public static final class Builder {
+    private final String bootstrapServers;
+    private final String topic;
+    private final String groupId;
+    private String ownerId = defaultOwnerId();
+    private String table = DEFAULT_TABLE;
+    private Duration pollTimeout = Duration.ofMillis(500);
+    private int maxPollRecords = 100;
+    private Duration sessionTimeout = Duration.ofSeconds(10);
+    private Duration maxPollInterval = Duration.ofSeconds(60);
+    private Duration safetyMargin = Duration.ofSeconds(2);
+    private Duration commitInterval = Duration.ofSeconds(5);
+    private Duration queryTimeout = Duration.ofSeconds(5);
+    private Duration transactionIdleTimeout = Duration.ofSeconds(30);
+    private Duration retryBaseDelay = Duration.ofMillis(100);
+    private Duration retryMaxDelay = Duration.ofSeconds(5);
+    private Duration closeTimeout = Duration.ofSeconds(30);
+    private MeterRegistry meterRegistry;
+    private LeaseClock clock = LeaseClock.system();
+    private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
+
+    private Builder(String bootstrapServers, String topic, String groupId) {
+      if (bootstrapServers == null || bootstrapServers.isBlank()) {
+        throw new IllegalArgumentException(
+            "bootstrapServers is "
+                + (bootstrapServers == null ? "null" : "blank")
+                + ": pass Kafka's bootstrap.servers, e.g. \"127.0.0.1:9092\"");
+      }
+      this.bootstrapServers = bootstrapServers;
+      this.topic = requireTopic(topic);
+      this.groupId = Names.requireName("consumer group id", groupId, 100);
+    }
+
+    /**
+     * This instance's identity in the ownership table; unique per running instance (the default is
+     * the process id and 8 random hex digits). At most 255 characters.
+     */
+    public Builder ownerId(String ownerId) {
+      this.ownerId = Names.requireName("owner id", ownerId, 255);
+      return this;
+    }
+
+    /** The ownership table, {@code "table"} or {@code "schema.table"}, lower case. */
+    public Builder table(String table) {
+      Names.requireSqlIdentifier("ownership table", table);
+      this.table = table;
+      return this;
+    }
+
+    /** How long one poll waits for records; 10 ms to 30 s. */
+    public Builder pollTimeout(Duration pollTimeout) {
+      this.pollTimeout =
+          between("pollTimeout", pollTimeout, Duration.ofMillis(10), Duration.ofSeconds(30));
+      return this;
+    }
+
+    /**
+     * At most this many records per poll (1 to 10,000). Smaller batches reach the next poll, and
+     * with it a pending rebalance, sooner.
+     */
+    public Builder maxPollRecords(int maxPollRecords) {
+      if (maxPollRecords < 1 || maxPollRecords > 10_000) {
+        throw new IllegalArgumentException(
+            "maxPollRecords must be 1 to 10000, got " + maxPollRecords);
+      }
+      this.maxPollRecords = maxPollRecords;
+      return this;
+    }
+
+    /**
+     * The consumer's session timeout (1 s to 5 min, within the broker's {@code
+     * group.min/max.session.timeout.ms}); the heartbeat interval is a third of it. A member that
+     * does not heartbeat for this long loses its partitions. It is also the runner's point of no
+     * return: no apply starts later than {@code sessionTimeout - safetyMargin} after the poll that
+     * fetched the record was sent. With {@code group.protocol=consumer} the broker's {@code
+     * group.consumer.session.timeout.ms} decides; set this to the same value.
+     */
+    public Builder sessionTimeout(Duration sessionTimeout) {
+      this.sessionTimeout =
+          between("sessionTimeout", sessionTimeout, Duration.ofSeconds(1), Duration.ofMinutes(5));
+      return this;
+    }
+
+    /** Kafka's {@code max.poll.interval.ms}: at least the session timeout, at most 1 hour. */
+    public Builder maxPollInterval(Duration maxPollInterval) {
+      this.maxPollInterval =
+          between("maxPollInterval", maxPollInterval, Duration.ofSeconds(1), Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * Subtracted from the session timeout for the point of no return (above); shorter than the
+     * session timeout. Covers scheduling delay and the time one apply takes.
+     */
+    public Builder safetyMargin(Duration safetyMargin) {
+      this.safetyMargin =
+          between("safetyMargin", safetyMargin, Duration.ZERO, Duration.ofMinutes(5));
+      return this;
+    }
+
+    /**
+     * How often applied positions are committed to Kafka (100 ms to 10 min). They are for lag tools
+     * only: where a new owner starts is the ownership table's last applied offset.
+     */
+    public Builder commitInterval(Duration commitInterval) {
+      this.commitInterval =
+          between("commitInterval", commitInterval, Duration.ofMillis(100), Duration.ofMinutes(10));
+      return this;
+    }
+
+    /**
+     * PostgreSQL's {@code statement_timeout} in the runner's transactions (100 ms to 10 min): for
+     * every statement of an apply transaction, the handler's included, and for claims. A claim that
+     * waits longer for an apply in flight is retried after a backoff.
+     */
+    public Builder queryTimeout(Duration queryTimeout) {
+      this.queryTimeout =
+          between("queryTimeout", queryTimeout, Duration.ofMillis(100), Duration.ofMinutes(10));
+      return this;
+    }
+
+    /**
+     * PostgreSQL's {@code idle_in_transaction_session_timeout} for apply transactions (whole
+     * milliseconds, zero to switch off, at most 1 hour). An owner paused inside an apply
+     * transaction holds its ownership row's lock and so delays the next owner's claim; the server
+     * ends such a session after this long. Set it above the longest pause between the handler's own
+     * statements.
+     */
+    public Builder transactionIdleTimeout(Duration transactionIdleTimeout) {
+      this.transactionIdleTimeout =
+          between(
+              "transactionIdleTimeout", transactionIdleTimeout, Duration.ZERO, Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * The backoff after PostgreSQL failures (unreachable, timed out, serialization failure): {@code
+     * base} doubling up to {@code max}, with full jitter. The runner retries as long as it owns the
+     * partition; the records are fetched again after each failure.
+     */
+    public Builder retryBackoff(Duration base, Duration max) {
+      this.retryBaseDelay =
+          between("retry base delay", base, Duration.ofMillis(1), Duration.ofMinutes(1));
+      this.retryMaxDelay =
+          between("retry max delay", max, Duration.ofMillis(1), Duration.ofMinutes(10));
+      return this;
+    }
+
+    /** How long {@link PartitionOwner#close()} waits for the loop to stop; 1 s to 5 min. */
+    public Builder closeTimeout(Duration closeTimeout) {
+      this.closeTimeout =
+          between("closeTimeout", closeTimeout, Duration.ofSeconds(1), Duration.ofMinutes(5));
+      return this;
+    }
+
+    /** Where the metrics go (see the README's Metrics); none by default. */
+    public Builder meterRegistry(MeterRegistry meterRegistry) {
+      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+      return this;
+    }
+
+    /** The monotonic clock for the point of no return and backoff. */
+    public Builder clock(LeaseClock clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /**
+     * Any other Kafka consumer setting ({@code client.id}, security, {@code metadata.max.age.ms},
+     * {@code isolation.level}, {@code group.protocol}, ...). The settings the runner owns are
+     * refused with the setter to use instead.
+     */
+    public Builder consumerProperty(String key, Object value) {
+      Objects.requireNonNull(key, "key");
+      Objects.requireNonNull(value, "value");
+      String instead = RESERVED.get(key);
+      if (instead != null) {
+        throw new IllegalArgumentException(
+            "The consumer setting '" + key + "' belongs to the runner; use " + instead + ".");
+      }
+      consumerProperties.put(key, value);
+      return this;
+    }
+
+    public OwnershipConfig build() {
+      if ("consumer"
+          .equalsIgnoreCase(
+              String.valueOf(consumerProperties.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG)))) {
+        for (String key : KIP_848_REFUSED) {
+          if (consumerProperties.containsKey(key)) {
+            throw new IllegalArgumentException(
+                "'"
+                    + key
+                    + "' cannot be set with group.protocol=consumer (KIP-848): the broker"
+                    + " decides it. Remove it.");
+          }
+        }
+      }
+      return new OwnershipConfig(this);
+    }
+
+    private static String defaultOwnerId() {
+      long pid = ProcessHandle.current().pid();
+      return pid + "-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    static Duration between(String what, Duration value, Duration min, Duration max) {
+      Objects.requireNonNull(value, what);
+      if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
+        throw new IllegalArgumentException(
+            what + " must be between " + min + " and " + max + ", got " + value);
+      }
+      return value;
+    }
+  }
+}

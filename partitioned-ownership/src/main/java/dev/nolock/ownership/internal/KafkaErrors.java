@@ -1,0 +1,45 @@
+package dev.nolock.ownership.internal;
+
+import org.apache.kafka.common.errors.AuthenticationException;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+
+/** How a transactional producer's failure is to be read. */
+public final class KafkaErrors {
+
+  private KafkaErrors() {}
+
+  /** Another producer with the same {@code transactional.id} has taken over: stop for good. */
+  public static boolean isFenced(Throwable failure) {
+    return has(failure, ProducerFencedException.class);
+  }
+
+  /**
+   * On Kafka 4.x (transaction version 2) a fenced producer's next send or commit fails with this,
+   * not with {@link ProducerFencedException}: abort, and the abort says whether it was a fence.
+   */
+  public static boolean isPossiblyFenced(Throwable failure) {
+    return has(failure, InvalidProducerEpochException.class);
+  }
+
+  /** Errors an abort and a retry will not cure. */
+  public static boolean isFatal(Throwable failure) {
+    return has(failure, AuthenticationException.class)
+        || has(failure, AuthorizationException.class)
+        || has(failure, UnsupportedVersionException.class);
+  }
+
+  private static boolean has(Throwable failure, Class<? extends Throwable> type) {
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      if (type.isInstance(t)) {
+        return true;
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return false;
+  }
+}

@@ -1,0 +1,35 @@
+package dev.nolock.ownership.internal;
+
+/**
+ * What the runner tells an observer, and the two places a test may steer it. Production code uses
+ * {@link #NONE}; the public API does not expose this.
+ */
+public interface OwnerEvents {
+
+  OwnerEvents NONE = new OwnerEvents() {};
+
+  /**
+   * A partition was claimed with {@code epoch}; its last applied offset was {@code lastApplied}.
+   */
+  default void claimed(int partition, long epoch, long lastApplied) {}
+
+  /** A partition is no longer owned here: revoked, lost, or fenced by a newer epoch. */
+  default void released(int partition, String why) {}
+
+  /**
+   * Called after the point-of-no-return check and right before the apply transaction starts. A test
+   * blocks here to pin where a pause lands.
+   */
+  default void beforeApply(int partition, long offset, long epoch) {}
+
+  /** The apply transaction ended with {@code outcome}. */
+  default void outcome(int partition, long offset, long epoch, ApplyOutcome outcome) {}
+
+  /**
+   * Where to start reading a freshly claimed partition; the design's answer is the offset after the
+   * last applied one. A test that wants a replay answers earlier.
+   */
+  default long startOffset(int partition, long lastApplied) {
+    return lastApplied + 1;
+  }
+}

@@ -1,0 +1,678 @@
+package dev.nolock.ownership.internal;
+
+import dev.nolock.ownership.OwnershipConfig;
+import dev.nolock.ownership.PartitionCountChangedException;
+import dev.nolock.ownership.RecordHandler;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.LeaseLostException;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.WakeupException;
+import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The runner's loop, on one thread that owns the consumer: poll, claim what was assigned, apply
+ * each owned partition's records in offset order, one transaction per record.
+ *
+ * <p>Per record, in order: skip it if its partition is not owned here (lost, fenced, unclaimed);
+ * check the point of no return ({@code sessionTimeout - safetyMargin} after the poll that fetched
+ * it was sent), else rewind and poll again; run the apply transaction (ownership and offset check,
+ * then the handler); on {@link ApplyOutcome#FENCED} step aside from the partition at once.
+ *
+ * <p>Rebalance callbacks run inside {@code poll} on this same thread, so no apply is in flight when
+ * a partition is revoked: the revoked partitions' positions are committed and they are dropped;
+ * lost partitions are dropped without a commit.
+ */
+public final class OwnerLoop<K, V> {
+
+  private static final Logger log = LoggerFactory.getLogger(OwnerLoop.class);
+
+  private final OwnershipConfig config;
+  private final Consumer<K, V> consumer;
+  private final DSLContext dsl;
+  private final OwnerTable table;
+  private final RecordHandler<K, V> handler;
+  private final Safeguards safeguards;
+  private final OwnerEvents events;
+  private final OwnershipMetricsFactory metricsFactory;
+  private final LeaseClock clock;
+  private final AtomicBoolean closing = new AtomicBoolean();
+  private final String topic;
+  private final String group;
+  private final String owner;
+
+  private volatile Map<Integer, FencingToken> ownedView = Map.of();
+
+  // Loop-thread state from here on.
+  private final Map<TopicPartition, Owned> owned = new HashMap<>();
+
+  /** Assigned, but the claim failed on a backend error: paused until a retry claims it. */
+  private final Set<TopicPartition> unclaimed = new LinkedHashSet<>();
+
+  /** Fenced while assigned: paused; re-claimed only after a later rebalance keeps it here. */
+  private final Map<TopicPartition, Integer> steppedAside = new HashMap<>();
+
+  private OwnershipMetrics metrics;
+  private int partitionCount;
+  private long pollSentNanos;
+  private int backendFailures;
+  private long backoffUntilNanos;
+  private boolean backingOff;
+  private long lastCommitNanos;
+  private RuntimeException fatal;
+
+  /** Creates the metrics once the partition count is known. */
+  @FunctionalInterface
+  public interface OwnershipMetricsFactory {
+    OwnershipMetrics create(int partitions);
+  }
+
+  private static final class Owned {
+    final long epoch;
+    long nextOffset;
+    boolean uncommitted;
+
+    Owned(long epoch, long nextOffset) {
+      this.epoch = epoch;
+      this.nextOffset = nextOffset;
+    }
+  }
+
+  public OwnerLoop(
+      OwnershipConfig config,
+      Consumer<K, V> consumer,
+      DSLContext dsl,
+      RecordHandler<K, V> handler,
+      Safeguards safeguards,
+      OwnerEvents events,
+      OwnershipMetricsFactory metricsFactory) {
+    this.config = config;
+    this.consumer = consumer;
+    this.dsl = dsl;
+    this.table = new OwnerTable(config.tableName());
+    this.handler = handler;
+    this.safeguards = safeguards;
+    this.events = events;
+    this.metricsFactory = metricsFactory;
+    this.clock = config.clock();
+    this.topic = config.topic();
+    this.group = config.groupId();
+    this.owner = config.ownerId();
+  }
+
+  /** The partitions owned here and their epochs; safe to call from any thread. */
+  public Map<Integer, FencingToken> ownedPartitions() {
+    return ownedView;
+  }
+
+  /** Asks the loop to stop; safe to call from any thread. */
+  public void requestClose() {
+    closing.set(true);
+    consumer.wakeup();
+  }
+
+  /** Closes the consumer of a loop that never ran. */
+  public void closeUnstarted() {
+    try {
+      consumer.close(CloseOptions.timeout(Duration.ZERO));
+    } catch (RuntimeException e) {
+      log.debug("Closing an unstarted consumer failed: {}", e.toString());
+    }
+  }
+
+  /**
+   * Runs until {@link #requestClose()} or a fatal failure, which is thrown. Always closes the
+   * consumer (leaving the group) before returning.
+   */
+  public void run() {
+    try {
+      partitionCount = discoverPartitionCount();
+      metrics = metricsFactory.create(partitionCount);
+      try {
+        table.register(dsl, group, topic, partitionCount, config.queryTimeout());
+      } catch (DataAccessException e) {
+        throw new BackendUnavailableException(
+            "Could not record the partition count of '" + topic + "' in " + table, e);
+      }
+      log.info(
+          "Owner {} of group {} subscribing to {} ({} partitions)",
+          owner,
+          group,
+          topic,
+          partitionCount);
+      consumer.subscribe(List.of(topic), new Listener());
+      lastCommitNanos = clock.nanoTime();
+      while (!closing.get()) {
+        endBackoffIfDue();
+        pollSentNanos = clock.nanoTime();
+        ConsumerRecords<K, V> records = consumer.poll(nextPollTimeout());
+        throwIfFatal();
+        checkPartitionCount();
+        retryClaims();
+        throwIfFatal();
+        if (!records.isEmpty()) {
+          process(records);
+          throwIfFatal();
+        }
+        updateLag();
+        commitIfDue();
+      }
+    } catch (WakeupException | InterruptException e) {
+      if (!closing.get()) {
+        throw e;
+      }
+    } finally {
+      shutdown();
+    }
+  }
+
+  private int discoverPartitionCount() {
+    List<PartitionInfo> infos = consumer.partitionsFor(topic, Duration.ofSeconds(30));
+    if (infos == null || infos.isEmpty()) {
+      throw new IllegalStateException(
+          "Topic '"
+              + topic
+              + "' does not exist (or has no partitions) on "
+              + config.bootstrapServers()
+              + ": create it with the partition count you mean to keep.");
+    }
+    return infos.size();
+  }
+
+  private void checkPartitionCount() {
+    List<PartitionInfo> infos = consumer.partitionsFor(topic);
+    if (infos != null && !infos.isEmpty() && infos.size() != partitionCount) {
+      fatal = new PartitionCountChangedException(topic, partitionCount, infos.size());
+      throwIfFatal();
+    }
+  }
+
+  private int actualCount(TopicPartition added) {
+    List<PartitionInfo> infos = consumer.partitionsFor(topic);
+    return Math.max(added.partition() + 1, infos == null ? 0 : infos.size());
+  }
+
+  private void throwIfFatal() {
+    if (fatal != null) {
+      RuntimeException e = fatal;
+      fatal = null;
+      throw e;
+    }
+  }
+
+  private Duration nextPollTimeout() {
+    Duration poll = config.pollTimeout();
+    if (backingOff) {
+      long left = backoffUntilNanos - clock.nanoTime();
+      if (left > 0 && left < poll.toNanos()) {
+        return Duration.ofNanos(left);
+      }
+    }
+    return poll;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Applying
+
+  private void process(ConsumerRecords<K, V> records) {
+    Deadline deadline = Deadline.forHolder(clock, pollSentNanos, config.sessionTimeout());
+    for (TopicPartition tp : records.partitions()) {
+      for (ConsumerRecord<K, V> record : records.records(tp)) {
+        Owned o = owned.get(tp);
+        if (o == null || backingOff) {
+          break; // not owned here (any more), or waiting out a backend failure
+        }
+        if (record.offset() < o.nextOffset) {
+          continue;
+        }
+        if (closing.get()) {
+          rewind(records);
+          return;
+        }
+        try {
+          deadline.checkPointOfNoReturn(config.safetyMargin(), Duration.ZERO);
+        } catch (LeaseLostException e) {
+          log.debug("Point of no return passed on {}: polling before applying more", tp);
+          rewind(records);
+          return;
+        }
+        events.beforeApply(tp.partition(), record.offset(), o.epoch);
+        ApplyOutcome outcome;
+        try {
+          outcome = apply(tp, o, record);
+        } catch (TransientFailure e) {
+          rewind(records);
+          startBackoff(e.getCause(), "applying " + tp + "@" + record.offset());
+          return;
+        }
+        events.outcome(tp.partition(), record.offset(), o.epoch, outcome);
+        switch (outcome) {
+          case APPLIED -> {
+            metrics.applied(tp.partition());
+            o.nextOffset = record.offset() + 1;
+            o.uncommitted = true;
+            backendFailures = 0;
+          }
+          case REPLAY -> {
+            metrics.replaySkipped(tp.partition());
+            o.nextOffset = record.offset() + 1;
+            o.uncommitted = true;
+            backendFailures = 0;
+          }
+          case FENCED -> stepAside(tp, o);
+        }
+      }
+    }
+  }
+
+  /** Seeks every owned partition of this batch back to its first record not yet applied. */
+  private void rewind(ConsumerRecords<K, V> records) {
+    for (TopicPartition tp : records.partitions()) {
+      Owned o = owned.get(tp);
+      if (o != null) {
+        consumer.seek(tp, o.nextOffset);
+      }
+    }
+  }
+
+  private ApplyOutcome apply(TopicPartition tp, Owned o, ConsumerRecord<K, V> record) {
+    int partition = tp.partition();
+    try {
+      return dsl.transactionResult(
+          cfg -> {
+            DSLContext tx = cfg.dsl();
+            int rows =
+                table.advance(
+                    tx,
+                    group,
+                    topic,
+                    partition,
+                    record.offset(),
+                    o.epoch,
+                    owner,
+                    safeguards,
+                    config.queryTimeout(),
+                    config.transactionIdleTimeout());
+            if (rows == 0) {
+              // Refused. A zombie is told so even when the record is also a replay.
+              OwnerTable.Row row = table.row(tx, group, topic, partition);
+              boolean superseded = row.epoch() != o.epoch || !owner.equals(row.owner());
+              return safeguards.epochCheck() && superseded
+                  ? ApplyOutcome.FENCED
+                  : ApplyOutcome.REPLAY;
+            }
+            if (rows != 1) {
+              throw new IllegalStateException(
+                  "The ownership update of "
+                      + tp
+                      + " changed "
+                      + rows
+                      + " rows: the table lost its primary key; recreate it.");
+            }
+            try {
+              handler.apply(record, tx, FencingToken.of(o.epoch));
+            } catch (Exception e) {
+              throw new HandlerFailure(e);
+            }
+            return ApplyOutcome.APPLIED;
+          });
+    } catch (HandlerFailure e) {
+      if (SqlErrors.isTransient(e.getCause())) {
+        throw new TransientFailure(e.getCause());
+      }
+      throw new IllegalStateException(
+          "The record handler failed on "
+              + tp
+              + "@"
+              + record.offset()
+              + " (the transaction was rolled back; the runner stopped). A record that can never"
+              + " apply blocks its partition: handle it in the handler, e.g. in a dead-letter"
+              + " table.",
+          e.getCause());
+    } catch (DataAccessException e) {
+      if (SqlErrors.isTransient(e)) {
+        throw new TransientFailure(e);
+      }
+      throw e;
+    }
+  }
+
+  private void stepAside(TopicPartition tp, Owned o) {
+    metrics.fenced(tp.partition());
+    log.warn(
+        "{} is fenced: the ownership row carries an epoch newer than {}; owner {} stops writing"
+            + " it and leaves it to its new owner",
+        tp,
+        o.epoch,
+        owner);
+    owned.remove(tp);
+    metrics.released(tp.partition());
+    consumer.pause(List.of(tp));
+    steppedAside.put(tp, consumer.groupMetadata().generationId());
+    events.released(tp.partition(), "fenced");
+    publishView();
+    // A member that was fenced is usually no longer in the group and learns it at the next poll;
+    // if it still is, a rebalance tells who owns the partition now.
+    consumer.enforceRebalance("partition " + tp + " fenced by a newer owner epoch");
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Claiming
+
+  private void claim(TopicPartition tp) {
+    try {
+      Deadline.forHolder(clock, pollSentNanos, config.sessionTimeout())
+          .checkPointOfNoReturn(config.safetyMargin(), Duration.ZERO);
+    } catch (LeaseLostException e) {
+      // Too late to be sure the assignment still stands: claim after the next poll.
+      markUnclaimed(tp);
+      return;
+    }
+    OwnerTable.Claim claim;
+    try {
+      claim =
+          table.claim(
+              dsl, group, topic, tp.partition(), partitionCount, owner, config.queryTimeout());
+    } catch (PartitionCountChangedException | IllegalStateException e) {
+      fatal = e;
+      return;
+    } catch (DataAccessException e) {
+      if (!SqlErrors.isTransient(e)) {
+        fatal = e;
+        return;
+      }
+      markUnclaimed(tp);
+      startBackoff(e, "claiming " + tp);
+      return;
+    }
+    long start = events.startOffset(tp.partition(), claim.lastApplied());
+    if (claim.lastApplied() < 0 && start <= 0) {
+      consumer.seekToBeginning(List.of(tp));
+      start = 0;
+    } else {
+      consumer.seek(tp, start);
+    }
+    owned.put(tp, new Owned(claim.epoch(), start));
+    unclaimed.remove(tp);
+    steppedAside.remove(tp);
+    if (backingOff) {
+      consumer.pause(List.of(tp)); // resumed with the others when the backoff ends
+    } else {
+      consumer.resume(List.of(tp));
+    }
+    metrics.claimed(tp.partition());
+    metrics.owned(tp.partition());
+    events.claimed(tp.partition(), claim.epoch(), claim.lastApplied());
+    log.info(
+        "Owner {} claimed {} with epoch {}; applying from offset {}",
+        owner,
+        tp,
+        claim.epoch(),
+        claim.lastApplied() + 1);
+    publishView();
+  }
+
+  private void markUnclaimed(TopicPartition tp) {
+    unclaimed.add(tp);
+    parkUnowned(tp);
+  }
+
+  /**
+   * Pauses an assigned partition this runner does not own, and gives it a placeholder position: the
+   * consumer resolves a position for every assigned partition, and with {@code
+   * auto.offset.reset=none} a partition without a committed offset would fail the poll. Nothing is
+   * fetched while it is paused; a claim seeks to the real position.
+   */
+  private void parkUnowned(TopicPartition tp) {
+    consumer.pause(List.of(tp));
+    consumer.seekToBeginning(List.of(tp));
+  }
+
+  /** Claims that failed, and fenced partitions a later rebalance left here; after a poll only. */
+  private void retryClaims() {
+    if (backingOff) {
+      return;
+    }
+    Set<TopicPartition> assignment = consumer.assignment();
+    int generation = consumer.groupMetadata().generationId();
+    for (Iterator<Map.Entry<TopicPartition, Integer>> it = steppedAside.entrySet().iterator();
+        it.hasNext(); ) {
+      Map.Entry<TopicPartition, Integer> entry = it.next();
+      if (!assignment.contains(entry.getKey())) {
+        it.remove();
+      } else if (entry.getValue() != generation) {
+        it.remove();
+        unclaimed.add(entry.getKey());
+      }
+    }
+    for (TopicPartition tp : List.copyOf(unclaimed)) {
+      if (!assignment.contains(tp)) {
+        unclaimed.remove(tp);
+      } else if (!backingOff) {
+        claim(tp);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Backend failures: pause everything, keep polling (membership stays alive), retry later.
+
+  private void startBackoff(Throwable cause, String during) {
+    backendFailures++;
+    long ceiling =
+        Math.min(
+            config.retryMaxDelay().toNanos(),
+            config.retryBaseDelay().toNanos() << Math.min(backendFailures - 1, 30));
+    long delay = ThreadLocalRandom.current().nextLong(ceiling + 1);
+    backoffUntilNanos = clock.nanoTime() + delay;
+    backingOff = true;
+    consumer.pause(consumer.assignment());
+    log.warn(
+        "PostgreSQL failed while {} (failure {} in a row); retrying in {} ms: {}",
+        during,
+        backendFailures,
+        delay / 1_000_000,
+        cause.toString());
+  }
+
+  private void endBackoffIfDue() {
+    if (backingOff && clock.nanoTime() - backoffUntilNanos >= 0) {
+      backingOff = false;
+      consumer.resume(owned.keySet());
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Offsets in Kafka: for lag tools only; positions come from the ownership table.
+
+  private void commitIfDue() {
+    if (clock.nanoTime() - lastCommitNanos < config.commitInterval().toNanos()) {
+      return;
+    }
+    lastCommitNanos = clock.nanoTime();
+    Map<TopicPartition, OffsetAndMetadata> offsets = uncommitted(owned.keySet());
+    if (!offsets.isEmpty()) {
+      consumer.commitAsync(
+          offsets,
+          (committed, e) -> {
+            if (e != null) {
+              log.debug("Committing {} to Kafka failed (informational only): {}", committed, e);
+            }
+          });
+    }
+  }
+
+  private Map<TopicPartition, OffsetAndMetadata> uncommitted(Collection<TopicPartition> tps) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
+    for (TopicPartition tp : tps) {
+      Owned o = owned.get(tp);
+      if (o != null && o.uncommitted) {
+        offsets.put(tp, new OffsetAndMetadata(o.nextOffset));
+        o.uncommitted = false;
+      }
+    }
+    return offsets;
+  }
+
+  private void commitQuietly(Collection<TopicPartition> tps) {
+    Map<TopicPartition, OffsetAndMetadata> offsets = uncommitted(tps);
+    if (offsets.isEmpty()) {
+      return;
+    }
+    try {
+      consumer.commitSync(offsets, Duration.ofSeconds(5));
+    } catch (KafkaException e) {
+      log.debug("Committing {} to Kafka failed (informational only): {}", offsets, e.toString());
+    }
+  }
+
+  private void updateLag() {
+    for (Map.Entry<TopicPartition, Owned> entry : owned.entrySet()) {
+      OptionalLong lag = consumer.currentLag(entry.getKey());
+      if (lag.isPresent()) {
+        metrics.lag(entry.getKey().partition(), lag.getAsLong());
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private void release(TopicPartition tp, String why) {
+    Owned o = owned.remove(tp);
+    unclaimed.remove(tp);
+    steppedAside.remove(tp);
+    if (o != null) {
+      metrics.released(tp.partition());
+      events.released(tp.partition(), why);
+      log.info("Owner {} released {} (epoch {}): {}", owner, tp, o.epoch, why);
+    }
+  }
+
+  private void publishView() {
+    Map<Integer, FencingToken> view = new TreeMap<>();
+    owned.forEach((tp, o) -> view.put(tp.partition(), FencingToken.of(o.epoch)));
+    ownedView = Map.copyOf(view);
+  }
+
+  private void shutdown() {
+    try {
+      if (metrics != null) {
+        commitQuietly(List.copyOf(owned.keySet()));
+      }
+    } catch (RuntimeException e) {
+      log.debug("Final commit failed: {}", e.toString());
+    }
+    try {
+      consumer.close(CloseOptions.timeout(config.closeTimeout()));
+    } catch (RuntimeException e) {
+      log.warn("Closing the consumer of owner {} failed: {}", owner, e.toString());
+    }
+    for (TopicPartition tp : List.copyOf(owned.keySet())) {
+      release(tp, "closed");
+    }
+    publishView();
+  }
+
+  private final class Listener implements ConsumerRebalanceListener {
+
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+      if (partitions.isEmpty()) {
+        return;
+      }
+      metrics.rebalance("assigned");
+      for (TopicPartition tp : partitions) {
+        if (!tp.topic().equals(topic)) {
+          continue;
+        }
+        if (fatal != null || tp.partition() >= partitionCount) {
+          if (fatal == null) {
+            fatal = new PartitionCountChangedException(topic, partitionCount, actualCount(tp));
+          }
+          parkUnowned(tp);
+          continue;
+        }
+        claim(tp);
+        if (fatal != null) {
+          parkUnowned(tp);
+        }
+      }
+    }
+
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      if (partitions.isEmpty()) {
+        return;
+      }
+      metrics.rebalance("revoked");
+      // Nothing is in flight: applies run on this thread, and this callback runs inside poll.
+      try {
+        commitQuietly(partitions);
+      } catch (WakeupException | InterruptException e) {
+        log.debug("Commit on revocation interrupted: {}", e.toString());
+      }
+      for (TopicPartition tp : partitions) {
+        release(tp, "revoked");
+      }
+      publishView();
+    }
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      if (partitions.isEmpty()) {
+        return;
+      }
+      metrics.rebalance("lost");
+      // Someone else may own them already: no commit, no further write.
+      for (TopicPartition tp : partitions) {
+        release(tp, "lost");
+      }
+      publishView();
+    }
+  }
+
+  /** The handler threw; carries its exception out of the transaction. */
+  private static final class HandlerFailure extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    HandlerFailure(Exception cause) {
+      super(cause);
+    }
+  }
+
+  /** PostgreSQL failed in a way worth retrying. */
+  private static final class TransientFailure extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    TransientFailure(Throwable cause) {
+      super(cause);
+    }
+  }
+}

@@ -1,0 +1,278 @@
+package dev.nolock.ownership.internal;
+
+import static org.jooq.impl.DSL.count;
+import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.function;
+import static org.jooq.impl.DSL.greatest;
+import static org.jooq.impl.DSL.inline;
+import static org.jooq.impl.DSL.name;
+import static org.jooq.impl.DSL.table;
+import static org.jooq.impl.DSL.val;
+
+import dev.nolock.ownership.PartitionCountChangedException;
+import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.Objects;
+import org.jooq.Condition;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.InsertValuesStep7;
+import org.jooq.Name;
+import org.jooq.Query;
+import org.jooq.Record;
+import org.jooq.Record2;
+import org.jooq.Record3;
+import org.jooq.Table;
+import org.jooq.impl.SQLDataType;
+
+/**
+ * The ownership table: one row per (consumer group, topic, partition) with the owner epoch (the
+ * fencing token), the last claimer, the last applied offset and the partition count the design was
+ * set up with. Rows are never deleted: a deleted row would restart its epoch below the one a zombie
+ * may still hold.
+ */
+public final class OwnerTable {
+
+  static final Field<String> GROUP = field(name("consumer_group"), SQLDataType.VARCHAR);
+  static final Field<String> TOPIC = field(name("topic"), SQLDataType.VARCHAR);
+  static final Field<Integer> PARTITION = field(name("partition"), SQLDataType.INTEGER);
+  static final Field<Integer> PARTITION_COUNT = field(name("partition_count"), SQLDataType.INTEGER);
+  static final Field<Long> EPOCH = field(name("epoch"), SQLDataType.BIGINT);
+  static final Field<String> OWNER = field(name("owner"), SQLDataType.VARCHAR);
+  static final Field<Long> LAST_APPLIED = field(name("last_applied_offset"), SQLDataType.BIGINT);
+  static final Field<OffsetDateTime> CLAIMED_AT =
+      field(name("claimed_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+
+  private static final Field<OffsetDateTime> CLOCK_TIMESTAMP =
+      field("clock_timestamp()", SQLDataType.TIMESTAMPWITHTIMEZONE);
+
+  private final Name tableName;
+  private final Table<Record> table;
+
+  public OwnerTable(Name tableName) {
+    this.tableName = Objects.requireNonNull(tableName, "tableName");
+    this.table = table(tableName);
+  }
+
+  /** A claim: the new epoch and where the partition's applied records end. */
+  public record Claim(long epoch, long lastApplied) {}
+
+  /** The row as it is now, for telling a zombie from a replay. */
+  public record Row(long epoch, String owner, long lastApplied) {}
+
+  /**
+   * Bounds the current transaction on the server: every statement ({@code statement_timeout}), and
+   * the idle time between statements ({@code idle_in_transaction_session_timeout}, so an owner
+   * paused inside a transaction cannot hold its ownership row's lock for ever). Zero switches a
+   * bound off. Both values are validated durations, inlined because {@code SET} takes no bind
+   * values; one round trip.
+   */
+  public void limitTransaction(DSLContext tx, Duration statementTimeout, Duration idleTimeout) {
+    tx.execute(
+        "SET LOCAL statement_timeout = "
+            + statementTimeout.toMillis()
+            + "; SET LOCAL idle_in_transaction_session_timeout = "
+            + idleTimeout.toMillis());
+  }
+
+  /** {@code CREATE TABLE IF NOT EXISTS}, as the README's Schema section shows it. */
+  public void createTableIfMissing(DSLContext dsl) {
+    dsl.query(
+            "CREATE TABLE IF NOT EXISTS {0} ("
+                + " consumer_group      varchar(255) NOT NULL,"
+                + " topic               varchar(249) NOT NULL,"
+                + " partition           int          NOT NULL CHECK (partition >= 0),"
+                + " partition_count     int          NOT NULL CHECK (partition_count > partition),"
+                + " epoch               bigint       NOT NULL CHECK (epoch >= 0),"
+                + " owner               varchar(255),"
+                + " last_applied_offset bigint       NOT NULL CHECK (last_applied_offset >= -1),"
+                + " claimed_at          timestamptz,"
+                + " PRIMARY KEY (consumer_group, topic, partition))",
+            table)
+        .execute();
+  }
+
+  /**
+   * Records the topic's partition count for the group, or checks it against the one recorded:
+   * creates the missing rows (epoch 0, nothing applied) in one transaction.
+   *
+   * @throws PartitionCountChangedException when rows for another count exist
+   */
+  public void register(
+      DSLContext dsl, String group, String topic, int partitions, Duration timeout) {
+    dsl.transaction(
+        cfg -> {
+          DSLContext tx = cfg.dsl();
+          limitTransaction(tx, timeout, timeout);
+          for (Record2<Integer, Integer> recorded :
+              tx.select(PARTITION_COUNT, count())
+                  .from(table)
+                  .where(GROUP.eq(group), TOPIC.eq(topic))
+                  .groupBy(PARTITION_COUNT)
+                  .fetch()) {
+            if (recorded.value1() != partitions) {
+              throw new PartitionCountChangedException(topic, recorded.value1(), partitions);
+            }
+          }
+          InsertValuesStep7<Record, String, String, Integer, Integer, Long, Long, String> insert =
+              tx.insertInto(
+                  table, GROUP, TOPIC, PARTITION, PARTITION_COUNT, EPOCH, LAST_APPLIED, OWNER);
+          for (int p = 0; p < partitions; p++) {
+            insert = insert.values(group, topic, p, partitions, 0L, -1L, null);
+          }
+          insert.onConflictDoNothing().execute();
+        });
+  }
+
+  /**
+   * Claims a partition: bumps its epoch and names this owner, in its own transaction. The row lock
+   * makes the claim wait for an apply transaction in flight; once the claim commits, every apply
+   * that still carries the old epoch is refused.
+   *
+   * @throws PartitionCountChangedException when the row was set up for another partition count
+   * @throws IllegalStateException when the row is missing (rows must never be deleted)
+   */
+  public Claim claim(
+      DSLContext dsl,
+      String group,
+      String topic,
+      int partition,
+      int partitions,
+      String owner,
+      Duration timeout) {
+    return dsl.transactionResult(
+        cfg -> {
+          DSLContext tx = cfg.dsl();
+          limitTransaction(tx, timeout, timeout);
+          Record2<Long, Long> claimed =
+              tx.update(table)
+                  .set(EPOCH, EPOCH.plus(1L))
+                  .set(OWNER, owner)
+                  .set(CLAIMED_AT, CLOCK_TIMESTAMP)
+                  .where(
+                      GROUP.eq(group),
+                      TOPIC.eq(topic),
+                      PARTITION.eq(partition),
+                      PARTITION_COUNT.eq(partitions))
+                  .returningResult(EPOCH, LAST_APPLIED)
+                  .fetchOne();
+          if (claimed != null) {
+            return new Claim(claimed.value1(), claimed.value2());
+          }
+          Integer recorded =
+              tx.select(PARTITION_COUNT)
+                  .from(table)
+                  .where(GROUP.eq(group), TOPIC.eq(topic), PARTITION.eq(partition))
+                  .fetchOne(PARTITION_COUNT);
+          if (recorded != null) {
+            throw new PartitionCountChangedException(topic, recorded, partitions);
+          }
+          throw new IllegalStateException(
+              "The ownership row of "
+                  + topic
+                  + "-"
+                  + partition
+                  + " for group '"
+                  + group
+                  + "' is missing from "
+                  + tableName
+                  + ". Rows must never be deleted (the epoch would restart below a"
+                  + " zombie's); restart the runner to recreate it only if no owner can still be"
+                  + " running with an old epoch.");
+        });
+  }
+
+  /**
+   * The first statement of an apply transaction: advances the partition's last applied offset to
+   * {@code offset}, only if the row still carries {@code epoch} and {@code owner} and the offset
+   * moves forward. Holds the row lock until the transaction ends, so a claim waits for it.
+   *
+   * <p>The same statement bounds the rest of the transaction (see {@link #limitTransaction}) with
+   * {@code set_config(..., true)}, which lasts until the transaction ends, saving a round trip per
+   * apply. It runs on the matched row; a refused apply does not need the bounds.
+   *
+   * @return 1 when the apply may go ahead, 0 when it is refused (see {@link #row})
+   */
+  public int advance(
+      DSLContext tx,
+      String group,
+      String topic,
+      int partition,
+      long offset,
+      long epoch,
+      String owner,
+      Safeguards safeguards,
+      Duration statementTimeout,
+      Duration idleTimeout) {
+    return advanceQuery(
+            tx,
+            group,
+            topic,
+            partition,
+            offset,
+            epoch,
+            owner,
+            safeguards,
+            statementTimeout,
+            idleTimeout)
+        .execute();
+  }
+
+  /** The statement of {@link #advance}, not executed. */
+  public Query advanceQuery(
+      DSLContext tx,
+      String group,
+      String topic,
+      int partition,
+      long offset,
+      long epoch,
+      String owner,
+      Safeguards safeguards,
+      Duration statementTimeout,
+      Duration idleTimeout) {
+    Condition where = GROUP.eq(group).and(TOPIC.eq(topic)).and(PARTITION.eq(partition));
+    if (safeguards.epochCheck()) {
+      where = where.and(EPOCH.eq(epoch)).and(OWNER.eq(owner));
+    }
+    if (safeguards.offsetCheck()) {
+      where = where.and(LAST_APPLIED.lt(offset));
+    }
+    where =
+        where
+            .and(setLocal("statement_timeout", statementTimeout).isNotNull())
+            .and(setLocal("idle_in_transaction_session_timeout", idleTimeout).isNotNull());
+    return tx.update(table)
+        .set(
+            LAST_APPLIED,
+            safeguards.offsetCheck() ? val(offset) : greatest(LAST_APPLIED, val(offset)))
+        .where(where);
+  }
+
+  private static Field<String> setLocal(String setting, Duration value) {
+    return function(
+        "set_config",
+        SQLDataType.VARCHAR,
+        inline(setting),
+        val(Long.toString(value.toMillis())),
+        inline(true));
+  }
+
+  /** The partition's row as this transaction sees it. */
+  public Row row(DSLContext tx, String group, String topic, int partition) {
+    Record3<Long, String, Long> row =
+        tx.select(EPOCH, OWNER, LAST_APPLIED)
+            .from(table)
+            .where(GROUP.eq(group), TOPIC.eq(topic), PARTITION.eq(partition))
+            .fetchOne();
+    if (row == null) {
+      throw new IllegalStateException(
+          "The ownership row of " + topic + "-" + partition + " vanished from " + tableName);
+    }
+    return new Row(row.value1(), row.value2(), row.value3());
+  }
+
+  @Override
+  public String toString() {
+    return "OwnerTable[" + tableName + "]";
+  }
+}

@@ -1,0 +1,64 @@
+package dev.nolock.ownership.internal;
+
+import dev.nolock.patterns.CoordinationMetrics;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+
+/**
+ * The exactly-once pipeline's counters, tagged {@code component="exactly_once"}, {@code
+ * name=<consumer group>} and {@code topic} (the input topic).
+ */
+public final class PipelineMetrics {
+
+  public static final String COMPONENT = "exactly_once";
+
+  private final Counter records;
+  private final Counter committed;
+  private final Counter aborted;
+  private final Counter fenced;
+
+  public PipelineMetrics(MeterRegistry registry, String group, String topic) {
+    Tags tags =
+        Tags.of(
+            CoordinationMetrics.COMPONENT_TAG,
+            COMPONENT,
+            CoordinationMetrics.NAME_TAG,
+            group,
+            OwnershipMetrics.TOPIC_TAG,
+            topic);
+    this.records =
+        Counter.builder("nolock.ownership.records.transformed")
+            .description("Input records whose outputs and offset committed in one transaction")
+            .tags(tags)
+            .register(registry);
+    this.committed = transactions(registry, tags, "committed");
+    this.aborted = transactions(registry, tags, "aborted");
+    this.fenced =
+        Counter.builder("nolock.ownership.producer.fenced")
+            .description("Producers fenced by a newer one with the same transactional.id")
+            .tags(tags)
+            .register(registry);
+  }
+
+  private static Counter transactions(MeterRegistry registry, Tags tags, String outcome) {
+    return Counter.builder("nolock.ownership.transactions")
+        .description("Transactions of the consume-transform-produce loop")
+        .tags(tags)
+        .tag(CoordinationMetrics.OUTCOME_TAG, outcome)
+        .register(registry);
+  }
+
+  public void committed(int inputRecords) {
+    committed.increment();
+    records.increment(inputRecords);
+  }
+
+  public void aborted() {
+    aborted.increment();
+  }
+
+  public void fenced() {
+    fenced.increment();
+  }
+}

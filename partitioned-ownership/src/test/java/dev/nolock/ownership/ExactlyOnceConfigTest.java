@@ -1,0 +1,54 @@
+package dev.nolock.ownership;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class ExactlyOnceConfigTest {
+
+  private static ExactlyOnceConfig.Builder builder() {
+    return ExactlyOnceConfig.custom("127.0.0.1:9092", "payments", "payment-enricher", "enricher-1");
+  }
+
+  @Test
+  void defaultsAreTheDocumentedOnes() {
+    ExactlyOnceConfig config = builder().build();
+    assertThat(config.transactionalId()).isEqualTo("enricher-1");
+    assertThat(config.pollTimeout()).isEqualTo(Duration.ofMillis(500));
+    assertThat(config.maxPollRecords()).isEqualTo(100);
+    assertThat(config.sessionTimeout()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(config.maxPollInterval()).isEqualTo(Duration.ofSeconds(60));
+    assertThat(config.transactionTimeout()).isEqualTo(Duration.ofSeconds(60));
+    assertThat(config.closeTimeout()).isEqualTo(Duration.ofSeconds(30));
+  }
+
+  @Test
+  void settingsExactlyOnceDependsOnAreRefused() {
+    assertThatThrownBy(() -> builder().consumerProperty("isolation.level", "read_uncommitted"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("belongs to the pipeline");
+    assertThatThrownBy(() -> builder().producerProperty("enable.idempotence", false))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("belongs to the pipeline");
+    assertThatThrownBy(() -> builder().producerProperty("transactional.id", "other"))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(builder().producerProperty("linger.ms", 10).build().producerProperties())
+        .containsEntry("linger.ms", 10);
+  }
+
+  @Test
+  void aBlankTransactionalIdIsRefused() {
+    assertThatThrownBy(() -> ExactlyOnceConfig.custom("h:1", "payments", "g", " "))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("transactional.id");
+  }
+
+  @Test
+  void aTransactionTimeoutOutOfRangeIsRefused() {
+    assertThatThrownBy(() -> builder().transactionTimeout(Duration.ofMinutes(20)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("transactionTimeout");
+  }
+}

@@ -1,0 +1,168 @@
+package dev.nolock.ownership;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.nolock.ownership.internal.ApplyOutcome;
+import dev.nolock.ownership.internal.OwnerEvents;
+import dev.nolock.ownership.internal.Safeguards;
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import org.apache.kafka.common.serialization.StringDeserializer;
+
+/**
+ * An owner instance in a JVM of its own, for the tests that freeze one with SIGSTOP or kill one
+ * with {@code kill -9}. Arguments: bootstrap servers, topic, group, JDBC URL, owner id, safeguards
+ * ({@code ALL}, {@code NO_EPOCH}: the epoch check off, {@code NONE}: the epoch and offset checks
+ * off), and the apply attempt to stop at (0: never).
+ *
+ * <p>Talks one line per event on stdout:
+ *
+ * <ul>
+ *   <li>{@code STARTED <owner>}; {@code CLAIMED <p> <epoch> <lastApplied>}; {@code RELEASED <p>
+ *       <why>};
+ *   <li>{@code GATE <p> <offset> <epoch> <p:epoch,...>} at the gate: past the point-of-no-return
+ *       check, right before the apply transaction, with the partitions owned then. It blocks
+ *       reading stdin until {@code GO}; the test freezes it there with SIGSTOP;
+ *   <li>after the gate, {@code OUTCOME <p> <offset> <epoch> APPLIED|REPLAY|FENCED} for every apply;
+ *   <li>on {@code EXIT} (or the end of stdin): closes the runner, prints {@code CLOSED}, exits 0.
+ *       If the runner stops on its own: {@code FAILED <exception>}, exit 2.
+ * </ul>
+ */
+public final class OwnerChildMain {
+
+  private OwnerChildMain() {}
+
+  public static void main(String[] args) throws Exception {
+    PrintStream out =
+        new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
+    String bootstrap = args[0];
+    String topic = args[1];
+    String group = args[2];
+    String jdbcUrl = args[3];
+    String ownerId = args[4];
+    Safeguards safeguards =
+        switch (args[5]) {
+          case "ALL" -> Safeguards.ALL;
+          case "NO_EPOCH" -> new Safeguards(false, true);
+          case "NONE" -> new Safeguards(false, false);
+          default -> throw new IllegalArgumentException("safeguards: ALL, NO_EPOCH or NONE");
+        };
+    int gateAfter = Integer.parseInt(args[6]);
+
+    CountDownLatch go = new CountDownLatch(1);
+    CountDownLatch exit = new CountDownLatch(1);
+    Thread stdin =
+        new Thread(
+            () -> {
+              try (BufferedReader in =
+                  new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                for (String line; (line = in.readLine()) != null; ) {
+                  if (line.equals("GO")) {
+                    go.countDown();
+                  } else if (line.equals("EXIT")) {
+                    break;
+                  }
+                }
+              } catch (IOException e) {
+                out.println("ERROR reading stdin: " + e);
+              }
+              exit.countDown();
+              go.countDown();
+            },
+            "stdin");
+    stdin.setDaemon(true);
+    stdin.start();
+
+    HikariConfig poolConfig = new HikariConfig();
+    poolConfig.setJdbcUrl(jdbcUrl);
+    poolConfig.setMaximumPoolSize(3);
+    poolConfig.setMinimumIdle(0);
+    poolConfig.setPoolName("child-" + ownerId);
+    try (HikariDataSource pool = new HikariDataSource(poolConfig)) {
+      AtomicReference<PartitionOwner<String, String>> self = new AtomicReference<>();
+      AtomicInteger attempts = new AtomicInteger();
+      OwnerEvents events =
+          new OwnerEvents() {
+            private volatile boolean pastGate;
+
+            @Override
+            public void claimed(int partition, long epoch, long lastApplied) {
+              out.println("CLAIMED " + partition + " " + epoch + " " + lastApplied);
+            }
+
+            @Override
+            public void released(int partition, String why) {
+              out.println("RELEASED " + partition + " " + why);
+            }
+
+            @Override
+            public void beforeApply(int partition, long offset, long epoch) {
+              if (gateAfter > 0 && attempts.incrementAndGet() == gateAfter) {
+                Map<Integer, dev.nolock.patterns.FencingToken> owned = self.get().ownedPartitions();
+                out.println(
+                    "GATE "
+                        + partition
+                        + " "
+                        + offset
+                        + " "
+                        + epoch
+                        + " "
+                        + owned.entrySet().stream()
+                            .map(e -> e.getKey() + ":" + e.getValue().value())
+                            .collect(Collectors.joining(",")));
+                try {
+                  go.await();
+                } catch (InterruptedException e) {
+                  Thread.currentThread().interrupt();
+                }
+                pastGate = true;
+              }
+            }
+
+            @Override
+            public void outcome(int partition, long offset, long epoch, ApplyOutcome outcome) {
+              if (pastGate) {
+                out.println("OUTCOME " + partition + " " + offset + " " + epoch + " " + outcome);
+              }
+            }
+          };
+      OwnershipConfig config = TestOwners.config(bootstrap, topic, group, ownerId).build();
+      try (PartitionOwner<String, String> owner =
+          PartitionOwner.withSafeguards(
+              pool,
+              config,
+              new StringDeserializer(),
+              new StringDeserializer(),
+              Bank.handler(ownerId),
+              safeguards,
+              events)) {
+        self.set(owner);
+        owner.start();
+        out.println("STARTED " + ownerId);
+        while (!exit.await(200, TimeUnit.MILLISECONDS)) {
+          if (!owner.isRunning()) {
+            out.println("FAILED " + owner.failure().map(Throwable::toString).orElse("stopped"));
+            System.exit(2);
+          }
+        }
+      }
+      out.println("CLOSED");
+    } catch (Throwable e) {
+      out.println("FAILED " + e);
+      e.printStackTrace();
+      System.exit(2);
+    }
+    System.exit(0);
+  }
+}

@@ -1,0 +1,137 @@
+package dev.nolock.ownership;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import org.jooq.impl.DSL;
+import org.junit.jupiter.api.Test;
+
+class OwnershipConfigTest {
+
+  private static OwnershipConfig.Builder builder() {
+    return OwnershipConfig.custom("127.0.0.1:9092", "orders", "order-appliers");
+  }
+
+  @Test
+  void defaultsAreTheDocumentedOnes() {
+    OwnershipConfig config = builder().build();
+    assertThat(config.table()).isEqualTo("nolock_partition_owners");
+    assertThat(config.tableName()).isEqualTo(DSL.name("nolock_partition_owners"));
+    assertThat(config.ownerId()).matches("\\d+-[0-9a-f]{8}");
+    assertThat(config.pollTimeout()).isEqualTo(Duration.ofMillis(500));
+    assertThat(config.maxPollRecords()).isEqualTo(100);
+    assertThat(config.sessionTimeout()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(config.maxPollInterval()).isEqualTo(Duration.ofSeconds(60));
+    assertThat(config.safetyMargin()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(config.commitInterval()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(config.queryTimeout()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(config.transactionIdleTimeout()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(config.retryBaseDelay()).isEqualTo(Duration.ofMillis(100));
+    assertThat(config.retryMaxDelay()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(config.closeTimeout()).isEqualTo(Duration.ofSeconds(30));
+    assertThat(config.meterRegistry()).isEmpty();
+    assertThat(config.consumerProperties()).isEmpty();
+    assertThat(config.usesConsumerGroupProtocol()).isFalse();
+  }
+
+  @Test
+  void twoInstancesGetDifferentDefaultOwnerIds() {
+    assertThat(builder().build().ownerId()).isNotEqualTo(builder().build().ownerId());
+  }
+
+  @Test
+  void aQualifiedTableNameIsAccepted() {
+    assertThat(builder().table("app.owners").build().tableName())
+        .isEqualTo(DSL.name("app", "owners"));
+  }
+
+  @Test
+  void malformedNamesAreRefused() {
+    assertThatThrownBy(() -> OwnershipConfig.custom(" ", "orders", "g"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("bootstrap.servers");
+    assertThatThrownBy(() -> OwnershipConfig.custom("h:1", "no spaces", "g"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("not a Kafka topic name");
+    assertThatThrownBy(() -> OwnershipConfig.custom("h:1", "orders", ""))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("consumer group id");
+    assertThatThrownBy(() -> builder().table("Owners; DROP TABLE x"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("plain SQL identifier");
+    assertThatThrownBy(() -> builder().ownerId("a\nb"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("control character");
+  }
+
+  @Test
+  void durationsOutOfRangeAreRefused() {
+    assertThatThrownBy(() -> builder().sessionTimeout(Duration.ofMillis(500)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("sessionTimeout");
+    assertThatThrownBy(() -> builder().pollTimeout(Duration.ZERO))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> builder().maxPollRecords(0))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> builder().queryTimeout(Duration.ofHours(1)))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void aSafetyMarginAsLongAsTheSessionTimeoutIsRefused() {
+    assertThatThrownBy(
+            () ->
+                builder()
+                    .sessionTimeout(Duration.ofSeconds(3))
+                    .safetyMargin(Duration.ofSeconds(3))
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("no record could ever be applied");
+  }
+
+  @Test
+  void aMaxPollIntervalBelowTheSessionTimeoutIsRefused() {
+    assertThatThrownBy(
+            () ->
+                builder()
+                    .sessionTimeout(Duration.ofSeconds(20))
+                    .maxPollInterval(Duration.ofSeconds(10))
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at least as long");
+  }
+
+  @Test
+  void consumerSettingsTheRunnerOwnsAreRefusedWithTheSetterToUse() {
+    assertThatThrownBy(() -> builder().consumerProperty("enable.auto.commit", true))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("belongs to the runner");
+    assertThatThrownBy(() -> builder().consumerProperty("session.timeout.ms", 3000))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("sessionTimeout(...)");
+    assertThatThrownBy(() -> builder().consumerProperty("auto.offset.reset", "earliest"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("last applied offset");
+    assertThat(builder().consumerProperty("client.id", "me").build().consumerProperties())
+        .containsEntry("client.id", "me");
+  }
+
+  @Test
+  void theKip848ProtocolRefusesTheClientSideGroupSettings() {
+    assertThat(
+            builder()
+                .consumerProperty("group.protocol", "consumer")
+                .build()
+                .usesConsumerGroupProtocol())
+        .isTrue();
+    assertThatThrownBy(
+            () ->
+                builder()
+                    .consumerProperty("group.protocol", "consumer")
+                    .consumerProperty("partition.assignment.strategy", "x")
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("the broker decides it");
+  }
+}

@@ -1,0 +1,41 @@
+package dev.nolock.ownership.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.SocketException;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+import org.jooq.exception.DataAccessException;
+import org.junit.jupiter.api.Test;
+
+class SqlErrorsTest {
+
+  @Test
+  void backendFailuresAreTransient() {
+    assertThat(SqlErrors.isTransient(wrapped("08006"))).as("connection failure").isTrue();
+    assertThat(SqlErrors.isTransient(wrapped("40001"))).as("serialization failure").isTrue();
+    assertThat(SqlErrors.isTransient(wrapped("40P01"))).as("deadlock").isTrue();
+    assertThat(SqlErrors.isTransient(wrapped("57014"))).as("statement timeout").isTrue();
+    assertThat(SqlErrors.isTransient(wrapped("57P01"))).as("admin shutdown").isTrue();
+    assertThat(SqlErrors.isTransient(wrapped("55P03"))).as("lock timeout").isTrue();
+    assertThat(SqlErrors.isTransient(wrapped("53300"))).as("too many connections").isTrue();
+    assertThat(
+            SqlErrors.isTransient(
+                new DataAccessException("pool", new SQLTransientConnectionException("timeout"))))
+        .as("pool exhausted")
+        .isTrue();
+    assertThat(SqlErrors.isTransient(new RuntimeException(new SocketException("reset")))).isTrue();
+  }
+
+  @Test
+  void errorsARetryWouldRepeatAreNot() {
+    assertThat(SqlErrors.isTransient(wrapped("42P01"))).as("undefined table").isFalse();
+    assertThat(SqlErrors.isTransient(wrapped("23505"))).as("unique violation").isFalse();
+    assertThat(SqlErrors.isTransient(wrapped("42601"))).as("syntax error").isFalse();
+    assertThat(SqlErrors.isTransient(new IllegalStateException("bug"))).isFalse();
+  }
+
+  private static DataAccessException wrapped(String sqlState) {
+    return new DataAccessException("failed", new SQLException("failed", sqlState));
+  }
+}
