@@ -8,12 +8,12 @@ import org.jooq.DSLContext;
  * How a {@link WorkerPool} finishes an attempt whose {@link JobHandler} returned normally.
  *
  * <ul>
- *   <li>{@link #complete()}: the pool calls {@link JobQueue#complete(Job)}.</li>
+ *   <li>{@link #complete()}: the pool calls {@link JobQueue#complete(Job)}.
  *   <li>{@link #completeWith(Consumer)}: the pool calls {@link JobQueue#completeWith}: the
- *       conditional completion first, then your writes, in one transaction; a stale attempt
- *       writes nothing. Use it for effects in the same database.</li>
+ *       conditional completion first, then your writes, in one transaction; a stale attempt writes
+ *       nothing. Use it for effects in the same database.
  *   <li>{@link #finishedByHandler()}: the handler already completed, failed or released the job
- *       through the {@link JobQueue} itself; the pool does nothing more.</li>
+ *       through the {@link JobQueue} itself; the pool does nothing more.
  * </ul>
  */
 public final class Completion {

@@ -9,11 +9,11 @@ import java.util.Objects;
  *
  * @param jobId the job
  * @param attempt the attempt token that finished it
- * @param state the job's state now: {@link JobState#DONE} after a completion,
- *     {@link JobState#READY} after a failure with attempts left or a release,
- *     {@link JobState#DEAD} after the last allowed attempt failed
- * @param runAt when the job may run next (database clock); for a completed or dead job, the
- *     {@code run_at} it last had
+ * @param state the job's state now: {@link JobState#DONE} after a completion, {@link
+ *     JobState#READY} after a failure with attempts left or a release, {@link JobState#DEAD} after
+ *     the last allowed attempt failed
+ * @param runAt when the job may run next (database clock); for a completed or dead job, the {@code
+ *     run_at} it last had
  */
 public record Finished(long jobId, long attempt, JobState state, Instant runAt) {
 

@@ -9,13 +9,13 @@ import java.util.Optional;
 /**
  * A claimed job: what {@link JobQueue#claim} returns and a {@link JobHandler} receives.
  *
- * <p>The {@link #attempt()} number is the job's <b>attempt token</b>: every claim of the job
- * bumps it in the same statement, so it strictly increases and no two claims of one job share it.
- * {@link JobQueue#complete}, {@link JobQueue#fail}, {@link JobQueue#heartbeat} and
- * {@link JobQueue#release} are all conditional on {@code (id, attempt, state = 'running')}: once
- * the lease expired and another worker claimed the job, this attempt's calls are refused as a
- * {@link StaleAttempt} value. Carry {@code (id, attempt)} into your own side effects to fence them
- * (or write them in {@link JobQueue#completeWith}'s transaction, which does it for you).
+ * <p>The {@link #attempt()} number is the job's <b>attempt token</b>: every claim of the job bumps
+ * it in the same statement, so it strictly increases and no two claims of one job share it. {@link
+ * JobQueue#complete}, {@link JobQueue#fail}, {@link JobQueue#heartbeat} and {@link
+ * JobQueue#release} are all conditional on {@code (id, attempt, state = 'running')}: once the lease
+ * expired and another worker claimed the job, this attempt's calls are refused as a {@link
+ * StaleAttempt} value. Carry {@code (id, attempt)} into your own side effects to fence them (or
+ * write them in {@link JobQueue#completeWith}'s transaction, which does it for you).
  *
  * <p>Immutable. Equality is by {@code (id, attempt)}.
  */
@@ -102,10 +102,9 @@ public final class Job<T> {
   }
 
   /**
-   * The lease's end on this process's monotonic clock, counted from before the claim (or
-   * heartbeat) was sent, so never later than the database's {@link #lockedUntil()}. Check it
-   * before starting expensive work; the attempt token, not this deadline, is what keeps a late
-   * finish out.
+   * The lease's end on this process's monotonic clock, counted from before the claim (or heartbeat)
+   * was sent, so never later than the database's {@link #lockedUntil()}. Check it before starting
+   * expensive work; the attempt token, not this deadline, is what keeps a late finish out.
    */
   public Deadline deadline() {
     return deadline;
@@ -127,8 +126,18 @@ public final class Job<T> {
   }
 
   Job<T> withLease(Instant newLockedUntil, Deadline newDeadline) {
-    return new Job<>(id, queue, attempt, payload, uniqueKey, runAt, enqueuedAt, newLockedUntil,
-        failures, maxAttempts, newDeadline);
+    return new Job<>(
+        id,
+        queue,
+        attempt,
+        payload,
+        uniqueKey,
+        runAt,
+        enqueuedAt,
+        newLockedUntil,
+        failures,
+        maxAttempts,
+        newDeadline);
   }
 
   @Override
@@ -143,7 +152,18 @@ public final class Job<T> {
 
   @Override
   public String toString() {
-    return "Job[id=" + id + ", queue=" + queue + ", attempt=" + attempt + ", failures=" + failures
-        + "/" + maxAttempts + ", lockedUntil=" + lockedUntil + "]";
+    return "Job[id="
+        + id
+        + ", queue="
+        + queue
+        + ", attempt="
+        + attempt
+        + ", failures="
+        + failures
+        + "/"
+        + maxAttempts
+        + ", lockedUntil="
+        + lockedUntil
+        + "]";
   }
 }

@@ -8,8 +8,8 @@ import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
- * A job to enqueue: its payload and, optionally, when it may run, a unique key and its own
- * attempt limit. Immutable; each {@code with}-style method validates at once and returns a copy.
+ * A job to enqueue: its payload and, optionally, when it may run, a unique key and its own attempt
+ * limit. Immutable; each {@code with}-style method validates at once and returns a copy.
  *
  * <pre>{@code
  * NewJob.of(invoiceId)                       // runs as soon as a worker is free
@@ -73,7 +73,10 @@ public final class NewJob<T> {
     }
     if (delay.isNegative() || delay.compareTo(MAX_DELAY) > 0) {
       throw new IllegalArgumentException(
-          "The delay must be between zero and " + MAX_DELAY + ", got " + delay
+          "The delay must be between zero and "
+              + MAX_DELAY
+              + ", got "
+              + delay
               + ": use runAt(Instant) for a fixed time, or a scheduler for jobs further out.");
     }
     return new NewJob<>(payload, null, delay, uniqueKey, maxAttempts);
@@ -81,8 +84,8 @@ public final class NewJob<T> {
 
   /**
    * While a job with this key is ready or running in the same queue, enqueueing another one is a
-   * no-op reported as {@link EnqueueResult.Duplicate}. Once the job is done or dead the key is
-   * free again (see the README, "Unique keys").
+   * no-op reported as {@link EnqueueResult.Duplicate}. Once the job is done or dead the key is free
+   * again (see the README, "Unique keys").
    */
   public NewJob<T> uniqueKey(String key) {
     Names.requireName("unique key", key, MAX_UNIQUE_KEY_LENGTH);
@@ -93,8 +96,10 @@ public final class NewJob<T> {
   public NewJob<T> maxAttempts(int attempts) {
     if (attempts < 1 || attempts > MAX_ATTEMPTS_LIMIT) {
       throw new IllegalArgumentException(
-          "maxAttempts counts the first attempt too and must be 1 to " + MAX_ATTEMPTS_LIMIT
-              + ", got " + attempts);
+          "maxAttempts counts the first attempt too and must be 1 to "
+              + MAX_ATTEMPTS_LIMIT
+              + ", got "
+              + attempts);
     }
     return new NewJob<>(payload, runAt, delay, uniqueKey, attempts);
   }
@@ -124,7 +129,9 @@ public final class NewJob<T> {
 
   @Override
   public String toString() {
-    return "NewJob[" + (uniqueKey == null ? "" : "uniqueKey=" + uniqueKey + ", ")
-        + (runAt != null ? "runAt=" + runAt : "delay=" + delay()) + "]";
+    return "NewJob["
+        + (uniqueKey == null ? "" : "uniqueKey=" + uniqueKey + ", ")
+        + (runAt != null ? "runAt=" + runAt : "delay=" + delay())
+        + "]";
   }
 }

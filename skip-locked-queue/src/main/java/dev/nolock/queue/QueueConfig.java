@@ -15,9 +15,9 @@ import java.util.Optional;
  *
  * <p>Defaults: table {@value #DEFAULT_TABLE}, lease {@link #DEFAULT_LEASE} (30 s), max attempts
  * {@value #DEFAULT_MAX_ATTEMPTS}, backoff from {@link #DEFAULT_BACKOFF_BASE} (1 s) doubling up to
- * {@link #DEFAULT_BACKOFF_MAX} (10 min) with full jitter, query timeout
- * {@link #DEFAULT_QUERY_TIMEOUT} (10 s), notify on enqueue, NOTIFY channel = the table's name,
- * purge batches of {@value #DEFAULT_PURGE_BATCH_SIZE}, no metrics, the system's monotonic clock.
+ * {@link #DEFAULT_BACKOFF_MAX} (10 min) with full jitter, query timeout {@link
+ * #DEFAULT_QUERY_TIMEOUT} (10 s), notify on enqueue, NOTIFY channel = the table's name, purge
+ * batches of {@value #DEFAULT_PURGE_BATCH_SIZE}, no metrics, the system's monotonic clock.
  */
 public final class QueueConfig {
 
@@ -28,8 +28,10 @@ public final class QueueConfig {
   public static final Duration DEFAULT_BACKOFF_MAX = Duration.ofMinutes(10);
   public static final Duration DEFAULT_QUERY_TIMEOUT = Duration.ofSeconds(10);
   public static final int DEFAULT_PURGE_BATCH_SIZE = 1_000;
+
   /** The ready-depth gauge counts at most this many due jobs, to keep its query cheap. */
   public static final int DEFAULT_READY_COUNT_CAP = 10_000;
+
   /** The depth and age gauges re-run their query at most this often. */
   public static final Duration DEFAULT_GAUGE_REFRESH = Duration.ofSeconds(10);
 
@@ -160,9 +162,25 @@ public final class QueueConfig {
 
   @Override
   public String toString() {
-    return "QueueConfig[queue=" + queue + ", table=" + table + ", channel=" + channel + ", lease="
-        + lease + ", maxAttempts=" + maxAttempts + ", backoff=" + backoffBase + ".." + backoffMax
-        + ", queryTimeout=" + queryTimeout + ", notifyOnEnqueue=" + notifyOnEnqueue + "]";
+    return "QueueConfig[queue="
+        + queue
+        + ", table="
+        + table
+        + ", channel="
+        + channel
+        + ", lease="
+        + lease
+        + ", maxAttempts="
+        + maxAttempts
+        + ", backoff="
+        + backoffBase
+        + ".."
+        + backoffMax
+        + ", queryTimeout="
+        + queryTimeout
+        + ", notifyOnEnqueue="
+        + notifyOnEnqueue
+        + "]";
   }
 
   private static String lastPart(String table) {
@@ -199,8 +217,11 @@ public final class QueueConfig {
       Names.requireSqlIdentifier("jobs table", table);
       if (lastPart(table).length() > MAX_TABLE_NAME_LENGTH) {
         throw new IllegalArgumentException(
-            "The jobs table name \"" + lastPart(table) + "\" is longer than "
-                + MAX_TABLE_NAME_LENGTH + " characters: the index names append a suffix and"
+            "The jobs table name \""
+                + lastPart(table)
+                + "\" is longer than "
+                + MAX_TABLE_NAME_LENGTH
+                + " characters: the index names append a suffix and"
                 + " PostgreSQL truncates identifiers at 63. Choose a shorter name.");
       }
       this.table = table;
@@ -226,7 +247,9 @@ public final class QueueConfig {
       Objects.requireNonNull(lease, "lease");
       if (lease.compareTo(Duration.ofSeconds(1)) < 0 || lease.compareTo(Duration.ofDays(1)) > 0) {
         throw new IllegalArgumentException(
-            "The lease must be between 1 s and 1 day, got " + lease + ": shorter leases expire"
+            "The lease must be between 1 s and 1 day, got "
+                + lease
+                + ": shorter leases expire"
                 + " during a GC pause, longer ones leave a crashed worker's jobs stuck for long.");
       }
       this.lease = lease;
@@ -238,7 +261,9 @@ public final class QueueConfig {
       if (maxAttempts < 1 || maxAttempts > NewJob.MAX_ATTEMPTS_LIMIT) {
         throw new IllegalArgumentException(
             "maxAttempts counts the first attempt too and must be 1 to "
-                + NewJob.MAX_ATTEMPTS_LIMIT + ", got " + maxAttempts);
+                + NewJob.MAX_ATTEMPTS_LIMIT
+                + ", got "
+                + maxAttempts);
       }
       this.maxAttempts = maxAttempts;
       return this;
@@ -246,8 +271,8 @@ public final class QueueConfig {
 
     /**
      * Exponential backoff with full jitter after a failure: the n-th failure re-queues the job at
-     * the database's clock plus a uniform delay in {@code [0, min(max, base * 2^(n-1))]}. Base
-     * from zero to 1 h, max from base to 1 h. Default 1 s .. 10 min.
+     * the database's clock plus a uniform delay in {@code [0, min(max, base * 2^(n-1))]}. Base from
+     * zero to 1 h, max from base to 1 h. Default 1 s .. 10 min.
      */
     public Builder backoff(Duration base, Duration max) {
       // RetryPolicy validates both and their order; build one now so a mistake fails here.
@@ -268,15 +293,17 @@ public final class QueueConfig {
           || timeout.toNanos() % 1_000_000_000L != 0) {
         throw new IllegalArgumentException(
             "The query timeout must be whole seconds between 1 s and 5 min (JDBC counts it in"
-                + " seconds), got " + timeout + ": use e.g. Duration.ofSeconds(10).");
+                + " seconds), got "
+                + timeout
+                + ": use e.g. Duration.ofSeconds(10).");
       }
       this.queryTimeout = timeout;
       return this;
     }
 
     /**
-     * Whether enqueue sends a NOTIFY (in the enqueueing transaction, so it fires on commit) to
-     * wake listening workers. Default true; turn it off when no worker listens.
+     * Whether enqueue sends a NOTIFY (in the enqueueing transaction, so it fires on commit) to wake
+     * listening workers. Default true; turn it off when no worker listens.
      */
     public Builder notifyOnEnqueue(boolean notify) {
       this.notifyOnEnqueue = notify;
@@ -315,8 +342,8 @@ public final class QueueConfig {
     }
 
     /**
-     * Records the queue's meters in {@code registry}, tagged {@code component="queue"} and
-     * {@code name=<queue>}.
+     * Records the queue's meters in {@code registry}, tagged {@code component="queue"} and {@code
+     * name=<queue>}.
      */
     public Builder metrics(MeterRegistry registry) {
       this.registry = Objects.requireNonNull(registry, "registry");

@@ -7,8 +7,8 @@ import java.util.Objects;
  * A complete, fail, heartbeat or release refused because the attempt it carried is no longer the
  * job's current running attempt: the lease expired and the job was re-queued, re-claimed (a higher
  * attempt), finished, or purged. A value, not an exception: the caller lost the job and must not
- * write anything more for this attempt. Counted in {@code nolock_fence_rejections_total} and
- * {@code nolock_queue_stale_finishes_total}.
+ * write anything more for this attempt. Counted in {@code nolock_fence_rejections_total} and {@code
+ * nolock_queue_stale_finishes_total}.
  *
  * @param jobId the job
  * @param attempt the attempt token the refused call carried
@@ -26,7 +26,11 @@ public record StaleAttempt(
   /** One line for logs: which attempt was refused and what the job looks like now. */
   public String describe() {
     if (currentState.isEmpty()) {
-      return "Job " + jobId + " attempt " + attempt + " was refused: the job no longer exists"
+      return "Job "
+          + jobId
+          + " attempt "
+          + attempt
+          + " was refused: the job no longer exists"
           + " (purged).";
     }
     String why;
@@ -37,8 +41,15 @@ public record StaleAttempt(
     } else {
       why = "";
     }
-    return "Job " + jobId + " attempt " + attempt + " was refused: the job is now "
-        + currentState.get().sqlValue() + " at attempt " + currentAttempt.get() + why
+    return "Job "
+        + jobId
+        + " attempt "
+        + attempt
+        + " was refused: the job is now "
+        + currentState.get().sqlValue()
+        + " at attempt "
+        + currentAttempt.get()
+        + why
         + ". Stop working on it; nothing was written for this attempt.";
   }
 }

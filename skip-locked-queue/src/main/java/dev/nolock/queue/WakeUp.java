@@ -11,8 +11,8 @@ public enum WakeUp {
   LISTENING,
   /**
    * Polling only, every {@link WorkerConfig#pollInterval()}: listening is off, its connection is
-   * down (it is retried), or the self-test notification never arrived, which is what LISTEN
-   * through PgBouncer in transaction pooling looks like (then it is not retried).
+   * down (it is retried), or the self-test notification never arrived, which is what LISTEN through
+   * PgBouncer in transaction pooling looks like (then it is not retried).
    */
   POLLING
 }

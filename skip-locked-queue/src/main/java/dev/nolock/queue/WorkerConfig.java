@@ -11,9 +11,9 @@ import javax.sql.DataSource;
  *
  * <p>Defaults: {@value #DEFAULT_CONCURRENCY} handler threads, claim batches as large as the
  * concurrency, poll every {@link #DEFAULT_POLL_INTERVAL} (1 s), LISTEN on a connection from the
- * queue's own pool with a {@link #DEFAULT_SELF_TEST_TIMEOUT} (2 s) self-test, heartbeat every
- * third of the lease, reap every {@link #DEFAULT_REAP_INTERVAL} (5 s), and wait up to
- * {@link #DEFAULT_SHUTDOWN_TIMEOUT} (30 s) for running handlers on close.
+ * queue's own pool with a {@link #DEFAULT_SELF_TEST_TIMEOUT} (2 s) self-test, heartbeat every third
+ * of the lease, reap every {@link #DEFAULT_REAP_INTERVAL} (5 s), and wait up to {@link
+ * #DEFAULT_SHUTDOWN_TIMEOUT} (30 s) for running handlers on close.
  */
 public final class WorkerConfig {
 
@@ -103,9 +103,19 @@ public final class WorkerConfig {
 
   @Override
   public String toString() {
-    return "WorkerConfig[concurrency=" + concurrency + ", batchSize=" + batchSize
-        + ", pollInterval=" + pollInterval + ", listen=" + listen + ", reapInterval="
-        + reapInterval + ", shutdownTimeout=" + shutdownTimeout + "]";
+    return "WorkerConfig[concurrency="
+        + concurrency
+        + ", batchSize="
+        + batchSize
+        + ", pollInterval="
+        + pollInterval
+        + ", listen="
+        + listen
+        + ", reapInterval="
+        + reapInterval
+        + ", shutdownTimeout="
+        + shutdownTimeout
+        + "]";
   }
 
   /** Builds a {@link WorkerConfig}. */
@@ -133,9 +143,9 @@ public final class WorkerConfig {
     }
 
     /**
-     * Most jobs per claim, 1 to 1000; default the concurrency. Larger batches save round trips
-     * but hold jobs before they start: keep {@code batchSize / concurrency * job time} well under
-     * the lease (jobs whose lease is nearly over when their turn comes are handed back unrun).
+     * Most jobs per claim, 1 to 1000; default the concurrency. Larger batches save round trips but
+     * hold jobs before they start: keep {@code batchSize / concurrency * job time} well under the
+     * lease (jobs whose lease is nearly over when their turn comes are handed back unrun).
      */
     public Builder batchSize(int size) {
       if (size < 1 || size > 1_000) {
@@ -146,13 +156,13 @@ public final class WorkerConfig {
     }
 
     /**
-     * How long an idle pool waits before it claims again, notification or not (10 ms to 10 min).
-     * It bounds how late a delayed job starts, and how late any job starts when LISTEN does not
-     * work. Default 1 s.
+     * How long an idle pool waits before it claims again, notification or not (10 ms to 10 min). It
+     * bounds how late a delayed job starts, and how late any job starts when LISTEN does not work.
+     * Default 1 s.
      */
     public Builder pollInterval(Duration interval) {
-      this.pollInterval = within("pollInterval", interval, Duration.ofMillis(10),
-          Duration.ofMinutes(10));
+      this.pollInterval =
+          within("pollInterval", interval, Duration.ofMillis(10), Duration.ofMinutes(10));
       return this;
     }
 
@@ -163,9 +173,9 @@ public final class WorkerConfig {
     }
 
     /**
-     * A pool of <em>direct</em> connections to PostgreSQL for the one LISTEN connection the
-     * worker pool holds open. Needed when the queue's pool goes through PgBouncer in transaction
-     * (or statement) pooling, where LISTEN is silently lost. Default: the queue's own pool.
+     * A pool of <em>direct</em> connections to PostgreSQL for the one LISTEN connection the worker
+     * pool holds open. Needed when the queue's pool goes through PgBouncer in transaction (or
+     * statement) pooling, where LISTEN is silently lost. Default: the queue's own pool.
      */
     public Builder listenDataSource(DataSource direct) {
       this.listenDataSource = Objects.requireNonNull(direct, "direct");
@@ -177,22 +187,22 @@ public final class WorkerConfig {
      * LISTEN does not work here (100 ms to 1 min). Default 2 s.
      */
     public Builder selfTestTimeout(Duration timeout) {
-      this.selfTestTimeout = within("selfTestTimeout", timeout, Duration.ofMillis(100),
-          Duration.ofMinutes(1));
+      this.selfTestTimeout =
+          within("selfTestTimeout", timeout, Duration.ofMillis(100), Duration.ofMinutes(1));
       return this;
     }
 
     /** How often held jobs' leases are extended (100 ms to 1 h). Default a third of the lease. */
     public Builder heartbeatInterval(Duration interval) {
-      this.heartbeatInterval = within("heartbeatInterval", interval, Duration.ofMillis(100),
-          Duration.ofHours(1));
+      this.heartbeatInterval =
+          within("heartbeatInterval", interval, Duration.ofMillis(100), Duration.ofHours(1));
       return this;
     }
 
     /** How often expired leases are taken back (100 ms to 1 h). Default 5 s. */
     public Builder reapInterval(Duration interval) {
-      this.reapInterval = within("reapInterval", interval, Duration.ofMillis(100),
-          Duration.ofHours(1));
+      this.reapInterval =
+          within("reapInterval", interval, Duration.ofMillis(100), Duration.ofHours(1));
       return this;
     }
 
@@ -201,8 +211,7 @@ public final class WorkerConfig {
      * interrupts them and hands their jobs back. Default 30 s.
      */
     public Builder shutdownTimeout(Duration timeout) {
-      this.shutdownTimeout = within("shutdownTimeout", timeout, Duration.ZERO,
-          Duration.ofHours(1));
+      this.shutdownTimeout = within("shutdownTimeout", timeout, Duration.ZERO, Duration.ofHours(1));
       return this;
     }
 

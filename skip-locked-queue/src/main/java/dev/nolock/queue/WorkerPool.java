@@ -31,31 +31,33 @@ import org.slf4j.LoggerFactory;
 /**
  * Runs a {@link JobHandler} on the jobs of one {@link JobQueue} with bounded concurrency.
  *
- * <p>Guarantees: at most {@link WorkerConfig#concurrency()} handlers run at once; the pool holds
- * at most {@code max(concurrency, batchSize)} claimed jobs and extends their leases every
- * heartbeat interval (a compare-and-swap on each attempt token); a job whose local deadline is
- * nearly over when its turn comes is handed back unrun; {@link #close()} returns within
- * {@link WorkerConfig#shutdownTimeout()} plus a few statements, having let running handlers
- * finish or handed their jobs back.
+ * <p>Guarantees: at most {@link WorkerConfig#concurrency()} handlers run at once; the pool holds at
+ * most {@code max(concurrency, batchSize)} claimed jobs and extends their leases every heartbeat
+ * interval (a compare-and-swap on each attempt token); a job whose local deadline is nearly over
+ * when its turn comes is handed back unrun; {@link #close()} returns within {@link
+ * WorkerConfig#shutdownTimeout()} plus a few statements, having let running handlers finish or
+ * handed their jobs back.
  *
  * <p>Algorithm:
+ *
  * <ol>
  *   <li>A dispatcher thread waits until fewer than {@code concurrency} jobs are held, then claims
- *       up to {@code min(batchSize, max(concurrency, batchSize) - held)} jobs in one statement
- *       and hands them to the handler threads.</li>
+ *       up to {@code min(batchSize, max(concurrency, batchSize) - held)} jobs in one statement and
+ *       hands them to the handler threads.
  *   <li>When a claim comes back short, the queue is drained: the dispatcher blocks until a
- *       notification for its queue arrives (LISTEN on a held connection, see {@link WakeUp}) or
- *       the poll interval passes. No busy loop: every wait blocks on a condition.</li>
- *   <li>Each handler thread checks the job's deadline, runs the handler, and finishes the
- *       attempt as the returned {@link Completion} says, or fails it with the stack trace when
- *       the handler threw.</li>
+ *       notification for its queue arrives (LISTEN on a held connection, see {@link WakeUp}) or the
+ *       poll interval passes. No busy loop: every wait blocks on a condition.
+ *   <li>Each handler thread checks the job's deadline, runs the handler, and finishes the attempt
+ *       as the returned {@link Completion} says, or fails it with the stack trace when the handler
+ *       threw.
  *   <li>Two scheduled tasks: the heartbeat (every third of the lease by default) and the reaper
  *       ({@link JobQueue#reapExpired()}, every {@link WorkerConfig#reapInterval()}), which wakes
- *       the dispatcher when it re-queued anything.</li>
+ *       the dispatcher when it re-queued anything.
  *   <li>{@link #close()}: stop claiming, stop listening, hand back the claimed jobs that have not
  *       started ({@link JobQueue#release}), wait up to the shutdown timeout for running handlers,
- *       then interrupt the rest and hand their jobs back too.</li>
+ *       then interrupt the rest and hand their jobs back too.
  * </ol>
+ *
  * Threads are daemons, so a forgotten pool does not keep the JVM alive; call {@link #close()} (for
  * example from a shutdown hook) for a graceful stop. Thread-safe.
  *
@@ -135,8 +137,7 @@ public final class WorkerPool<T> implements AutoCloseable {
     if (listener != null) {
       listener.start();
     }
-    Duration heartbeat =
-        config.heartbeatInterval().orElse(queue.config().lease().dividedBy(3));
+    Duration heartbeat = config.heartbeatInterval().orElse(queue.config().lease().dividedBy(3));
     scheduler.scheduleWithFixedDelay(
         this::heartbeat, heartbeat.toNanos(), heartbeat.toNanos(), TimeUnit.NANOSECONDS);
     scheduler.scheduleWithFixedDelay(
@@ -193,8 +194,11 @@ public final class WorkerPool<T> implements AutoCloseable {
         awaitWork();
         continue;
       } catch (RuntimeException e) {
-        LOG.error("Queue \"{}\": claim failed unexpectedly; trying again in {}", name,
-            config.pollInterval(), e);
+        LOG.error(
+            "Queue \"{}\": claim failed unexpectedly; trying again in {}",
+            name,
+            config.pollInterval(),
+            e);
         awaitWork();
         continue;
       }
@@ -265,11 +269,20 @@ public final class WorkerPool<T> implements AutoCloseable {
       try {
         runJob();
       } catch (BackendUnavailableException e) {
-        LOG.warn("Queue \"{}\": finishing job {} attempt {} failed; it runs again after its lease"
-            + " expires", name, h.job.id(), h.job.attempt(), e);
+        LOG.warn(
+            "Queue \"{}\": finishing job {} attempt {} failed; it runs again after its lease"
+                + " expires",
+            name,
+            h.job.id(),
+            h.job.attempt(),
+            e);
       } catch (RuntimeException e) {
-        LOG.error("Queue \"{}\": job {} attempt {} could not be finished", name, h.job.id(),
-            h.job.attempt(), e);
+        LOG.error(
+            "Queue \"{}\": job {} attempt {} could not be finished",
+            name,
+            h.job.id(),
+            h.job.attempt(),
+            e);
       } finally {
         metrics.coordination().held(Duration.ofNanos(System.nanoTime() - h.claimedAt));
         freed(h);
@@ -281,9 +294,12 @@ public final class WorkerPool<T> implements AutoCloseable {
       if (closing.get() || job.deadline().remaining().compareTo(startMargin) <= 0) {
         if (!closing.get()) {
           metrics.coordination().leaseLost();
-          LOG.warn("Queue \"{}\": job {} attempt {} has less than a tenth of its lease left"
-              + " when its turn comes (the process was paused or starved, or batchSize is too"
-              + " large for the concurrency); handing it back unrun", name, job.id(),
+          LOG.warn(
+              "Queue \"{}\": job {} attempt {} has less than a tenth of its lease left"
+                  + " when its turn comes (the process was paused or starved, or batchSize is too"
+                  + " large for the concurrency); handing it back unrun",
+              name,
+              job.id(),
               job.attempt());
         }
         if (h.finishing.compareAndSet(false, true)) {
@@ -297,8 +313,10 @@ public final class WorkerPool<T> implements AutoCloseable {
       try {
         completion = handler.handle(job);
         if (completion == null) {
-          failure = new IllegalStateException(
-              "The handler returned null; return Completion.complete() (or another Completion)");
+          failure =
+              new IllegalStateException(
+                  "The handler returned null; return Completion.complete() (or another"
+                      + " Completion)");
         }
       } catch (Throwable t) { // every failure of the job's code fails the attempt
         failure = t;
@@ -314,24 +332,28 @@ public final class WorkerPool<T> implements AutoCloseable {
         return;
       }
       if (failure != null) {
-        LOG.debug("Queue \"{}\": job {} attempt {} failed", name, job.id(), job.attempt(),
-            failure);
-        queue.fail(job, render(failure))
+        LOG.debug("Queue \"{}\": job {} attempt {} failed", name, job.id(), job.attempt(), failure);
+        queue
+            .fail(job, render(failure))
             .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
         return;
       }
       Completion done = completion;
       switch (done.kind()) {
-        case COMPLETE -> queue.complete(job)
-            .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
-        case COMPLETE_WITH -> queue.completeWith(
-                job,
-                tx -> {
-                  done.writes().accept(tx);
-                  return Boolean.TRUE;
-                })
-            .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
-        case FINISHED_BY_HANDLER -> { }
+        case COMPLETE ->
+            queue
+                .complete(job)
+                .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        case COMPLETE_WITH ->
+            queue
+                .completeWith(
+                    job,
+                    tx -> {
+                      done.writes().accept(tx);
+                      return Boolean.TRUE;
+                    })
+                .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        case FINISHED_BY_HANDLER -> {}
         default -> throw new IllegalStateException("Unknown completion " + done);
       }
     }
@@ -370,8 +392,11 @@ public final class WorkerPool<T> implements AutoCloseable {
           // unstarted, it is handed back once too little lease is left; running, its finish is
           // refused if someone else has re-claimed it meanwhile.
           metrics.coordination().renewalFailed();
-          LOG.debug("Queue \"{}\": the lease of job {} attempt {} was not extended", name,
-              h.job.id(), h.job.attempt());
+          LOG.debug(
+              "Queue \"{}\": the lease of job {} attempt {} was not extended",
+              name,
+              h.job.id(),
+              h.job.attempt());
         }
       }
     } catch (RuntimeException e) {
@@ -447,16 +472,20 @@ public final class WorkerPool<T> implements AutoCloseable {
     try {
       queue.release(h.job);
     } catch (RuntimeException e) {
-      LOG.warn("Queue \"{}\": could not hand job {} back; the reaper takes it back when its lease"
-          + " expires", name, h.job.id(), e);
+      LOG.warn(
+          "Queue \"{}\": could not hand job {} back; the reaper takes it back when its lease"
+              + " expires",
+          name,
+          h.job.id(),
+          e);
     }
   }
 
   private ThreadFactory daemons(String role) {
     AtomicInteger count = new AtomicInteger();
     return runnable -> {
-      Thread t = new Thread(runnable, "nolock-queue-" + name + "-" + role + "-"
-          + count.incrementAndGet());
+      Thread t =
+          new Thread(runnable, "nolock-queue-" + name + "-" + role + "-" + count.incrementAndGet());
       t.setDaemon(true);
       return t;
     };
@@ -471,6 +500,7 @@ public final class WorkerPool<T> implements AutoCloseable {
   private static final class Held<T> {
     final long claimedAt = System.nanoTime();
     volatile Job<T> job;
+
     /** Set by whoever finishes the attempt first: its handler, or close() handing it back. */
     final AtomicBoolean finishing = new AtomicBoolean();
 

@@ -21,9 +21,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * Claim cost does not grow with finished jobs: measured as the shared buffers the claim touches
  * ({@code EXPLAIN (ANALYZE, BUFFERS)}, run in a transaction that is rolled back), never as time.
- * The control runs the same claim on a table whose index has the same columns but no
- * {@code WHERE state = 'ready'}: there the cost grows with the finished jobs, so the measurement
- * can tell the two apart.
+ * The control runs the same claim on a table whose index has the same columns but no {@code WHERE
+ * state = 'ready'}: there the cost grows with the finished jobs, so the measurement can tell the
+ * two apart.
  */
 @ExtendWith(PostgresExtension.class)
 class ClaimCostIT {
@@ -49,8 +49,9 @@ class ClaimCostIT {
     setUp(schema, control);
     // The control: the same columns indexed without the partial predicate.
     schema.dsl().execute("DROP INDEX " + control + "_ready_idx");
-    schema.dsl().execute("CREATE INDEX " + control + "_all_idx ON " + control
-        + " (queue, run_at, id)");
+    schema
+        .dsl()
+        .execute("CREATE INDEX " + control + "_all_idx ON " + control + " (queue, run_at, id)");
 
     addFinished(schema, partial, FEW_FINISHED);
     addFinished(schema, control, FEW_FINISHED);
@@ -69,12 +70,23 @@ class ClaimCostIT {
             + "  partial index, %,7d finished: %5d / %5d, %d rows%n"
             + "  control index, %,7d finished: %5d / %5d, %d rows%n"
             + "  control index, %,7d finished: %5d / %5d, %d rows%n",
-        CLAIM, READY,
-        FEW_FINISHED, partialFew.statementBlocks(), partialFew.cteBlocks(), partialFew.cteRows(),
-        MANY_FINISHED, partialMany.statementBlocks(), partialMany.cteBlocks(),
+        CLAIM,
+        READY,
+        FEW_FINISHED,
+        partialFew.statementBlocks(),
+        partialFew.cteBlocks(),
+        partialFew.cteRows(),
+        MANY_FINISHED,
+        partialMany.statementBlocks(),
+        partialMany.cteBlocks(),
         partialMany.cteRows(),
-        FEW_FINISHED, controlFew.statementBlocks(), controlFew.cteBlocks(), controlFew.cteRows(),
-        MANY_FINISHED, controlMany.statementBlocks(), controlMany.cteBlocks(),
+        FEW_FINISHED,
+        controlFew.statementBlocks(),
+        controlFew.cteBlocks(),
+        controlFew.cteRows(),
+        MANY_FINISHED,
+        controlMany.statementBlocks(),
+        controlMany.cteBlocks(),
         controlMany.cteRows());
 
     assertThat(partialMany.cteBlocks())
@@ -105,13 +117,18 @@ class ClaimCostIT {
 
   /** Finished jobs in bulk, due before every ready job (the worst case for a plain index). */
   private static void addFinished(PostgresSchema schema, String table, int count) {
-    schema.dsl().execute(
-        "INSERT INTO " + table + " (queue, state, attempt, failures, max_attempts, run_at,"
-            + " payload, enqueued_at, finished_at)"
-            + " SELECT ?, 'done', 1, 0, 10, clock_timestamp() - interval '1 day' + g *"
-            + " interval '1 millisecond', '\\x00'::bytea, clock_timestamp(), clock_timestamp()"
-            + " FROM generate_series(1, ?) g",
-        QUEUE, count);
+    schema
+        .dsl()
+        .execute(
+            "INSERT INTO "
+                + table
+                + " (queue, state, attempt, failures, max_attempts, run_at,"
+                + " payload, enqueued_at, finished_at)"
+                + " SELECT ?, 'done', 1, 0, 10, clock_timestamp() - interval '1 day' + g *"
+                + " interval '1 millisecond', '\\x00'::bytea, clock_timestamp(), clock_timestamp()"
+                + " FROM generate_series(1, ?) g",
+            QUEUE,
+            count);
     schema.dsl().execute("VACUUM ANALYZE " + table);
   }
 
@@ -124,8 +141,7 @@ class ClaimCostIT {
         connection.setAutoCommit(false);
         DSLContext dsl = DSL.using(connection, SQLDialect.POSTGRES);
         String claim = dsl.renderInlined(jobs.claim(dsl, QUEUE, CLAIM, Duration.ofSeconds(30)));
-        String plan =
-            dsl.fetchValue("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + claim).toString();
+        String plan = dsl.fetchValue("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + claim).toString();
         connection.rollback();
         Cost cost = parse(plan);
         if (best == null || cost.statementBlocks() < best.statementBlocks()) {

@@ -84,8 +84,7 @@ class JobQueueIT {
     assertThat(job.payload()).isEqualTo("hello");
     assertThat(job.attempt()).isEqualTo(1);
     assertThat(job.token().value()).isEqualTo(1);
-    assertThat(job.lockedUntil())
-        .isBetween(before.plusSeconds(7), after.plusSeconds(7));
+    assertThat(job.lockedUntil()).isBetween(before.plusSeconds(7), after.plusSeconds(7));
     assertThat(job.deadline().remaining()).isPositive().isLessThanOrEqualTo(Duration.ofSeconds(7));
     assertThat(rows.get(id).state()).isEqualTo(JobState.RUNNING);
     assertThat(q.claim(10)).as("a running job is not claimed again").isEmpty();
@@ -284,8 +283,7 @@ class JobQueueIT {
   void theLastAllowedFailureDeadLettersTheJobKeepingItsLastError() {
     MeterRegistry registry = new SimpleMeterRegistry();
     String name = newQueueName();
-    JobQueue<String> q =
-        queue(QueueConfig.custom(name).maxAttempts(3).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(name).maxAttempts(3).metrics(registry));
     long id = id(q.enqueue(NewJob.of("poison")));
 
     List<Finished> outcomes = new ArrayList<>();
@@ -297,7 +295,8 @@ class JobQueueIT {
       outcomes.add(q.fail(job, "boom " + attempt).get());
     }
 
-    assertThat(outcomes).extracting(Finished::state)
+    assertThat(outcomes)
+        .extracting(Finished::state)
         .containsExactly(JobState.READY, JobState.READY, JobState.DEAD);
     JobRows.Row row = rows.get(id);
     assertThat(row.state()).isEqualTo(JobState.DEAD);
@@ -372,7 +371,8 @@ class JobQueueIT {
     assertThat(complete.getLeft().describe()).contains("re-claimed");
     for (String op : List.of("complete", "fail", "release")) {
       assertThat(counter(registry, "nolock.queue.stale.finishes", "operation", op))
-          .as(op).isEqualTo(1);
+          .as(op)
+          .isEqualTo(1);
     }
     assertThat(counter(registry, "nolock.queue.stale.finishes", "operation", "heartbeat"))
         .isEqualTo(2);
@@ -430,7 +430,9 @@ class JobQueueIT {
     assertThat(refused.isLeft()).isTrue();
     assertThat(accepted).isEqualTo(Either.right(1));
     assertThat(
-            schema.dsl().fetch("SELECT attempt FROM effects WHERE job_id = ?", id)
+            schema
+                .dsl()
+                .fetch("SELECT attempt FROM effects WHERE job_id = ?", id)
                 .getValues(0, Long.class))
         .containsExactly(2L);
     assertThat(rows.get(id).state()).isEqualTo(JobState.DONE);
@@ -509,7 +511,8 @@ class JobQueueIT {
     assertThat(rows.get(twoLeft).failures()).isOne();
     assertThat(rows.get(lastOne).state()).isEqualTo(JobState.DEAD);
     assertThat(rows.get(lastOne).lastError()).contains("the lease of attempt 1 expired");
-    assertThat(rows.get(healthy).state()).as("an unexpired lease is left alone")
+    assertThat(rows.get(healthy).state())
+        .as("an unexpired lease is left alone")
         .isEqualTo(JobState.RUNNING);
   }
 
@@ -588,8 +591,11 @@ class JobQueueIT {
     MeterRegistry registry = new SimpleMeterRegistry();
     String name = newQueueName();
     JobQueue<String> q =
-        queue(QueueConfig.custom(name).readyCountCap(3).gaugeRefresh(Duration.ZERO)
-            .metrics(registry));
+        queue(
+            QueueConfig.custom(name)
+                .readyCountCap(3)
+                .gaugeRefresh(Duration.ZERO)
+                .metrics(registry));
     assertThat(q.readyStats()).isEqualTo(new ReadyStats(0, false, java.util.Optional.empty()));
 
     Instant now = rows.dbNow();
@@ -602,8 +608,13 @@ class JobQueueIT {
     assertThat(stats.readyJobs()).isEqualTo(3);
     assertThat(stats.capped()).isTrue();
     assertThat(stats.oldestReadyAge()).get().matches(age -> age.toSeconds() >= 64);
-    assertThat(registry.get("nolock.queue.ready").tags("name", name, "component", "queue")
-        .gauge().value()).isEqualTo(3.0);
+    assertThat(
+            registry
+                .get("nolock.queue.ready")
+                .tags("name", name, "component", "queue")
+                .gauge()
+                .value())
+        .isEqualTo(3.0);
     assertThat(registry.get("nolock.queue.oldest.ready.age").gauge().value())
         .isGreaterThanOrEqualTo(64.0);
   }
@@ -619,8 +630,9 @@ class JobQueueIT {
     record Invoice(String id, int cents) {}
     PayloadCodec<Invoice> json =
         PayloadCodec.of(
-            i -> ("{\"id\":\"" + i.id() + "\",\"cents\":" + i.cents() + "}")
-                .getBytes(java.nio.charset.StandardCharsets.UTF_8),
+            i ->
+                ("{\"id\":\"" + i.id() + "\",\"cents\":" + i.cents() + "}")
+                    .getBytes(java.nio.charset.StandardCharsets.UTF_8),
             b -> {
               String s = new String(b, java.nio.charset.StandardCharsets.UTF_8);
               String id = s.replaceAll(".*\"id\":\"([^\"]*)\".*", "$1");
@@ -671,8 +683,7 @@ class JobQueueIT {
     Set<String> tagKeys = new HashSet<>();
     registry.getMeters().forEach(m -> m.getId().getTags().forEach(t -> tagKeys.add(t.getKey())));
     assertThat(tagKeys).containsOnly("component", "name", "outcome", "operation");
-    registry.getMeters().forEach(
-        m -> assertThat(m.getId().getTag("name")).isEqualTo(name));
+    registry.getMeters().forEach(m -> assertThat(m.getId().getTag("name")).isEqualTo(name));
     assertThat(registry.get("nolock.queue.claim.duration").timer().count()).isOne();
     assertThat(counter(registry, "nolock.queue.claimed")).isOne();
     assertThat(counter(registry, "nolock.queue.enqueued")).isOne();

@@ -15,12 +15,22 @@ import org.postgresql.ds.PGSimpleDataSource;
 class JobQueueTest {
 
   private final JobQueue<String> queue =
-      JobQueue.create(new PGSimpleDataSource(), QueueConfig.ofDefaults("mail"),
-          PayloadCodec.utf8());
+      JobQueue.create(
+          new PGSimpleDataSource(), QueueConfig.ofDefaults("mail"), PayloadCodec.utf8());
 
   private static Job<String> jobOf(String queue) {
     Instant now = Instant.now();
-    return new Job<>(7, queue, 2, "x", null, now, now, now, 0, 3,
+    return new Job<>(
+        7,
+        queue,
+        2,
+        "x",
+        null,
+        now,
+        now,
+        now,
+        0,
+        3,
         Deadline.forHolder(new ManualLeaseClock(), 0, Duration.ofSeconds(30)));
   }
 
@@ -30,12 +40,9 @@ class JobQueueTest {
     assertThatThrownBy(() -> queue.complete(foreign))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("belongs to queue \"billing\"");
-    assertThatThrownBy(() -> queue.fail(foreign, "e"))
-        .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> queue.heartbeat(foreign))
-        .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> queue.release(foreign))
-        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> queue.fail(foreign, "e")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> queue.heartbeat(foreign)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> queue.release(foreign)).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> queue.completeWith(foreign, tx -> 1))
         .isInstanceOf(IllegalArgumentException.class);
   }
@@ -60,7 +67,9 @@ class JobQueueTest {
   @Test
   void aStaleAttemptSaysWhatHappenedToTheJob() {
     assertThat(new StaleAttempt(7, 2, Option.of(JobState.RUNNING), Option.of(3L)).describe())
-        .contains("attempt 2").contains("running at attempt 3").contains("re-claimed");
+        .contains("attempt 2")
+        .contains("running at attempt 3")
+        .contains("re-claimed");
     assertThat(new StaleAttempt(7, 2, Option.of(JobState.DONE), Option.of(3L)).describe())
         .contains("done at attempt 3");
     assertThat(new StaleAttempt(7, 2, Option.none(), Option.none()).describe())

@@ -56,8 +56,7 @@ final class JobRows {
 
   long count(String queue, JobState state) {
     return dsl.fetchCount(
-        table,
-        field(name("queue")).eq(queue).and(field(name("state")).eq(state.sqlValue())));
+        table, field(name("queue")).eq(queue).and(field(name("state")).eq(state.sqlValue())));
   }
 
   /** Moves the job's lease into the past, as if its worker had paused past it. */
@@ -75,8 +74,8 @@ final class JobRows {
     dsl.update(table)
         .set(
             field(name("run_at"), SQLDataType.TIMESTAMPWITHTIMEZONE),
-            field("clock_timestamp() - interval '1 millisecond'",
-                SQLDataType.TIMESTAMPWITHTIMEZONE))
+            field(
+                "clock_timestamp() - interval '1 millisecond'", SQLDataType.TIMESTAMPWITHTIMEZONE))
         .where(field(name("id")).eq(id))
         .execute();
   }
@@ -86,8 +85,9 @@ final class JobRows {
     dsl.update(table)
         .set(
             field(name("finished_at"), SQLDataType.TIMESTAMPWITHTIMEZONE),
-            field("finished_at - cast({0} as interval)", SQLDataType.TIMESTAMPWITHTIMEZONE,
-                DSL.val(interval)))
+            field(
+                "finished_at - cast({0} as interval)",
+                SQLDataType.TIMESTAMPWITHTIMEZONE, DSL.val(interval)))
         .where(field(name("queue")).eq(queue))
         .and(field(name("state")).eq("done"))
         .execute();

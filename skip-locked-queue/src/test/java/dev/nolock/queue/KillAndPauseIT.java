@@ -29,8 +29,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * exactly once in effect, none is lost, and a worker paused past its lease cannot complete late.
  *
  * <p>Each worker is a child JVM ({@link QueueWorkerMain}, {@code -Xmx128m}). One is killed with
- * {@code kill -9} mid-run; another is frozen with SIGSTOP after its handler has done the work for
- * a job and before the completion (it blocks on a stdin gate there, so the freeze lands exactly
+ * {@code kill -9} mid-run; another is frozen with SIGSTOP after its handler has done the work for a
+ * job and before the completion (it blocks on a stdin gate there, so the freeze lands exactly
  * between the two), kept frozen until its lease has expired and another worker has re-claimed and
  * completed that job, then resumed with SIGCONT so its completion goes out late. Every handler
  * appends to a ledger with <b>no</b> unique key on the job; the fenced handler writes its row in
@@ -104,8 +104,7 @@ class KillAndPauseIT {
   }
 
   @Test
-  void withoutTheAttemptTokenCheckTheFrozenWorkersLateCompletionDoublesItsJob()
-      throws Exception {
+  void withoutTheAttemptTokenCheckTheFrozenWorkersLateCompletionDoublesItsJob() throws Exception {
     Outcome run = run("unfenced", "ledger_unfenced", 2_000, 2, false, "UNFENCED", 0);
 
     assertThat(run.lateCompletionsAttempted()).isGreaterThanOrEqualTo(1);
@@ -125,7 +124,9 @@ class KillAndPauseIT {
       int gateAfter)
       throws Exception {
     db.execute(
-        "CREATE TABLE " + ledger + " (job_id bigint NOT NULL, attempt bigint NOT NULL,"
+        "CREATE TABLE "
+            + ledger
+            + " (job_id bigint NOT NULL, attempt bigint NOT NULL,"
             + " worker text NOT NULL, work text NOT NULL,"
             + " at timestamptz NOT NULL DEFAULT clock_timestamp())"); // no unique key on job_id
     JobQueue<String> queue =
@@ -143,8 +144,7 @@ class KillAndPauseIT {
     List<Worker> workers = new ArrayList<>();
     try {
       for (int i = 1; i <= workerCount; i++) {
-        workers.add(
-            Worker.start(queueName, ledger, "w" + i, mode, i == 2 ? gateAfter : -1));
+        workers.add(Worker.start(queueName, ledger, "w" + i, mode, i == 2 ? gateAfter : -1));
       }
       for (Worker w : workers) {
         w.expect("READY", Duration.ofSeconds(90));
@@ -159,12 +159,15 @@ class KillAndPauseIT {
       long frozenAttempt = Long.parseLong(handled[2]);
       frozen.signal("STOP");
       frozen.awaitState('T');
-      timeline.add("w2 did the work of job %d attempt %d and was frozen with SIGSTOP before"
-          + " completing it", frozenJob, frozenAttempt);
+      timeline.add(
+          "w2 did the work of job %d attempt %d and was frozen with SIGSTOP before"
+              + " completing it",
+          frozenJob, frozenAttempt);
 
       long remainingWhenKilled = -1;
       if (killOne) {
-        await("w1 well into the run").atMost(Duration.ofSeconds(90))
+        await("w1 well into the run")
+            .atMost(Duration.ofSeconds(90))
             .pollInterval(Duration.ofMillis(20))
             .until(() -> db.fetchCount(db.selectFrom(ledger).where("worker = 'w1'")) >= 200);
         victim.signal("KILL");
@@ -177,15 +180,17 @@ class KillAndPauseIT {
         await("job " + frozenJob + " re-claimed and completed by another worker")
             .atMost(Duration.ofSeconds(90))
             .pollInterval(Duration.ofMillis(50))
-            .until(() -> {
-              JobRows.Row row = rows.get(frozenJob);
-              return row.state() == JobState.DONE && row.attempt() > frozenAttempt;
-            });
+            .until(
+                () -> {
+                  JobRows.Row row = rows.get(frozenJob);
+                  return row.state() == JobState.DONE && row.attempt() > frozenAttempt;
+                });
       } catch (ConditionTimeoutException e) {
         throw new AssertionError(diagnosis(queueName, ledger, frozenJob, workers, timeline), e);
       }
-      timeline.add("job %d completed by attempt %d while w2 was frozen", frozenJob,
-          rows.get(frozenJob).attempt());
+      timeline.add(
+          "job %d completed by attempt %d while w2 was frozen",
+          frozenJob, rows.get(frozenJob).attempt());
 
       frozen.release();
       String[] late = frozen.expect("LATE", Duration.ofSeconds(60));
@@ -193,10 +198,13 @@ class KillAndPauseIT {
       timeline.add("w2 resumed with SIGCONT; its completion of attempt %s goes out late", late[2]);
 
       try {
-        await("every job done").atMost(Duration.ofSeconds(150))
+        await("every job done")
+            .atMost(Duration.ofSeconds(150))
             .pollInterval(Duration.ofMillis(200))
-            .until(() -> rows.count(queueName, JobState.DONE)
-                + rows.count(queueName, JobState.DEAD) == jobCount);
+            .until(
+                () ->
+                    rows.count(queueName, JobState.DONE) + rows.count(queueName, JobState.DEAD)
+                        == jobCount);
       } catch (ConditionTimeoutException e) {
         throw new AssertionError(diagnosis(queueName, ledger, frozenJob, workers, timeline), e);
       }
@@ -224,22 +232,30 @@ class KillAndPauseIT {
               rows.count(queueName, JobState.DEAD),
               count("SELECT count(*) FROM " + ledger),
               count("SELECT count(DISTINCT job_id) FROM " + ledger),
-              count("SELECT count(*) FROM (SELECT job_id FROM " + ledger
-                  + " GROUP BY job_id HAVING count(*) > 1) d"),
-              count("SELECT count(*) FROM " + ledger + " l JOIN nolock_jobs j ON j.id ="
-                  + " l.job_id WHERE l.attempt <> j.attempt"),
+              count(
+                  "SELECT count(*) FROM (SELECT job_id FROM "
+                      + ledger
+                      + " GROUP BY job_id HAVING count(*) > 1) d"),
+              count(
+                  "SELECT count(*) FROM "
+                      + ledger
+                      + " l JOIN nolock_jobs j ON j.id ="
+                      + " l.job_id WHERE l.attempt <> j.attempt"),
               count("SELECT count(*) FROM nolock_jobs WHERE queue = ? AND attempt > 1", queueName),
               frozenJob,
               frozenAttempt,
               count("SELECT count(*) FROM " + ledger + " WHERE job_id = ?", frozenJob),
-              count("SELECT count(*) FROM " + ledger + " WHERE job_id = ? AND attempt = ?",
-                  frozenJob, frozenAttempt) > 0,
+              count(
+                      "SELECT count(*) FROM " + ledger + " WHERE job_id = ? AND attempt = ?",
+                      frozenJob,
+                      frozenAttempt)
+                  > 0,
               1,
               frozenStale,
               remainingWhenKilled,
               elapsed);
-      System.out.println("Kill/pause run \"" + queueName + "\" (" + mode + "):\n" + timeline
-          + "  " + outcome);
+      System.out.println(
+          "Kill/pause run \"" + queueName + "\" (" + mode + "):\n" + timeline + "  " + outcome);
       return outcome;
     } finally {
       workers.forEach(Worker::kill);
@@ -252,19 +268,34 @@ class KillAndPauseIT {
     StringBuilder out = new StringBuilder("Timeline:\n").append(timeline);
     out.append("frozen job: ").append(rows.find(frozenJob)).append('\n');
     out.append("db now: ").append(rows.dbNow()).append('\n');
-    out.append("jobs by state: ").append(db.fetch(
-        "SELECT state, count(*), max(attempt) FROM nolock_jobs WHERE queue = ? GROUP BY state",
-        queue).formatCSV()).append('\n');
-    out.append("ledger by worker: ").append(db.fetch(
-        "SELECT worker, count(*) FROM " + ledger + " GROUP BY worker ORDER BY worker")
-        .formatCSV()).append('\n');
-    out.append("row locks on the frozen job: ").append(db.fetch(
-        "SELECT l.pid, a.state, a.xact_start, left(a.query, 120) FROM pg_locks l JOIN"
-            + " pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'transactionid'"
-            + " AND l.granted AND a.state LIKE 'idle in transaction%'").formatCSV()).append('\n');
+    out.append("jobs by state: ")
+        .append(
+            db.fetch(
+                    "SELECT state, count(*), max(attempt) FROM nolock_jobs WHERE queue = ? GROUP BY"
+                        + " state",
+                    queue)
+                .formatCSV())
+        .append('\n');
+    out.append("ledger by worker: ")
+        .append(
+            db.fetch("SELECT worker, count(*) FROM " + ledger + " GROUP BY worker ORDER BY worker")
+                .formatCSV())
+        .append('\n');
+    out.append("row locks on the frozen job: ")
+        .append(
+            db.fetch(
+                    "SELECT l.pid, a.state, a.xact_start, left(a.query, 120) FROM pg_locks l JOIN"
+                        + " pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'transactionid'"
+                        + " AND l.granted AND a.state LIKE 'idle in transaction%'")
+                .formatCSV())
+        .append('\n');
     for (Worker w : workers) {
-      out.append(w.name).append(" alive=").append(w.process.isAlive())
-          .append(" unread lines=").append(w.lines).append('\n');
+      out.append(w.name)
+          .append(" alive=")
+          .append(w.process.isAlive())
+          .append(" unread lines=")
+          .append(w.lines)
+          .append('\n');
     }
     return out.toString();
   }
@@ -354,10 +385,11 @@ class KillAndPauseIT {
       await("worker " + name + " in state " + state)
           .atMost(Duration.ofSeconds(10))
           .pollInterval(Duration.ofMillis(5))
-          .until(() -> {
-            String content = Files.readString(stat);
-            return content.charAt(content.lastIndexOf(')') + 2) == state;
-          });
+          .until(
+              () -> {
+                String content = Files.readString(stat);
+                return content.charAt(content.lastIndexOf(')') + 2) == state;
+              });
     }
 
     /** Opens the gate and resumes the process: the completion goes out. */

@@ -66,8 +66,10 @@ class QueueConfigTest {
   @Test
   void theBackoffIsARetryPolicyWithTheConfiguredBounds() {
     QueueConfig config =
-        QueueConfig.custom("q").maxAttempts(4)
-            .backoff(Duration.ofMillis(100), Duration.ofSeconds(2)).build();
+        QueueConfig.custom("q")
+            .maxAttempts(4)
+            .backoff(Duration.ofMillis(100), Duration.ofSeconds(2))
+            .build();
     assertThat(config.backoff().maxAttempts()).isEqualTo(4);
     assertThat(config.backoff().baseDelay()).isEqualTo(Duration.ofMillis(100));
     assertThat(config.backoff().maxDelay()).isEqualTo(Duration.ofSeconds(2));

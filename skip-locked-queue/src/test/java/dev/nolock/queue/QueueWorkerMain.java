@@ -28,22 +28,22 @@ import org.jooq.impl.SQLDataType;
  * One worker process of {@link KillAndPauseIT}: a {@link WorkerPool} whose handler does its work
  * and then appends a row to a ledger that has no unique key on the job.
  *
- * <p>Arguments: JDBC URL, queue name, ledger table, worker name, {@code FENCED} or
- * {@code UNFENCED}, gate-after count (-1: never), lease millis, concurrency, batch size.
+ * <p>Arguments: JDBC URL, queue name, ledger table, worker name, {@code FENCED} or {@code
+ * UNFENCED}, gate-after count (-1: never), lease millis, concurrency, batch size.
  *
  * <ul>
- *   <li>{@code FENCED}: the ledger row is written in {@link Completion#completeWith}'s
- *       transaction, after the completion conditional on {@code (id, attempt, running)}.</li>
+ *   <li>{@code FENCED}: the ledger row is written in {@link Completion#completeWith}'s transaction,
+ *       after the completion conditional on {@code (id, attempt, running)}.
  *   <li>{@code UNFENCED} (the negative control): the handler writes the ledger row and marks the
- *       job done by id alone, with no attempt-token check.</li>
+ *       job done by id alone, with no attempt-token check.
  * </ul>
  *
  * <p>Talks one line per event on stdout: {@code READY} once the pool runs; for the gated worker,
  * {@code HANDLED <id> <attempt>} after the handler's work for the first job past the gate count,
  * then it blocks on stdin until {@code GO} (the test freezes it with SIGSTOP right there, so the
  * pause lands after the work and before the completion), then {@code LATE <id> <attempt>} as the
- * completion goes out; on {@code STOP}: closes the pool gracefully, prints {@code STATS
- * handled=<n> stale=<n>} and exits 0.
+ * completion goes out; on {@code STOP}: closes the pool gracefully, prints {@code STATS handled=<n>
+ * stale=<n>} and exits 0.
  */
 public final class QueueWorkerMain {
 
@@ -142,8 +142,10 @@ public final class QueueWorkerMain {
     stop.await();
     workers.close();
     out.println(
-        "STATS handled=" + handled.get()
-            + " stale=" + (long) registry.get("nolock.fence.rejections").counter().count());
+        "STATS handled="
+            + handled.get()
+            + " stale="
+            + (long) registry.get("nolock.fence.rejections").counter().count());
     pool.close();
     System.exit(0);
   }

@@ -64,7 +64,8 @@ class ReadmeUsageIT {
                             .set(field(name("body")), job.payload())
                             .execute()))) {
       // ... the application runs; close() finishes or hands back the jobs in flight
-      await().atMost(Duration.ofSeconds(10))
+      await()
+          .atMost(Duration.ofSeconds(10))
           .until(() -> schema.dsl().fetchCount(table(name("sent_receipts"))) == 1);
     }
 

@@ -35,12 +35,11 @@ class SchemaReadmeIT {
       JobQueue.create(schema.dataSource(), QueueConfig.ofDefaults("q"), PayloadCodec.utf8())
           .createSchemaIfMissing();
 
-      assertThat(columns(dsl, other)).isEqualTo(columns(dsl, schema.schemaName()))
-          .hasSize(13);
-      assertThat(constraints(dsl, other)).isEqualTo(constraints(dsl, schema.schemaName()))
+      assertThat(columns(dsl, other)).isEqualTo(columns(dsl, schema.schemaName())).hasSize(13);
+      assertThat(constraints(dsl, other))
+          .isEqualTo(constraints(dsl, schema.schemaName()))
           .hasSize(5);
-      assertThat(indexes(dsl, other)).isEqualTo(indexes(dsl, schema.schemaName()))
-          .hasSize(5);
+      assertThat(indexes(dsl, other)).isEqualTo(indexes(dsl, schema.schemaName())).hasSize(5);
     } finally {
       dsl.execute("DROP SCHEMA " + other + " CASCADE");
     }
@@ -70,7 +69,8 @@ class SchemaReadmeIT {
     return dsl.fetch(
             "SELECT replace(indexdef, ? || '.', '') FROM pg_indexes"
                 + " WHERE schemaname = ? AND tablename = 'nolock_jobs' ORDER BY 1",
-            schemaName, schemaName)
+            schemaName,
+            schemaName)
         .getValues(0, String.class);
   }
 }

@@ -27,8 +27,8 @@ import org.postgresql.PGNotification;
 
 /**
  * The queue behind the real PgBouncer in transaction pooling: every queue statement works there,
- * LISTEN does not, and the pool notices. The table is schema-qualified because connections
- * through PgBouncer carry no search path.
+ * LISTEN does not, and the pool notices. The table is schema-qualified because connections through
+ * PgBouncer carry no search path.
  */
 @ExtendWith({PostgresExtension.class, PgBouncerExtension.class})
 class ThroughPgBouncerIT {
@@ -43,7 +43,8 @@ class ThroughPgBouncerIT {
   static void connect(PostgresSchema s, PgBouncer bouncer) {
     schema = s;
     pgBouncer = bouncer;
-    assertThat(bouncer.poolMode()).as("the pooling mode this test is about")
+    assertThat(bouncer.poolMode())
+        .as("the pooling mode this test is about")
         .isEqualTo("transaction");
     table = s.schemaName() + "." + QueueConfig.DEFAULT_TABLE;
     JobQueue.create(
@@ -109,10 +110,13 @@ class ThroughPgBouncerIT {
                 .selfTestTimeout(Duration.ofSeconds(1))
                 .build(),
             job -> Completion.complete())) {
-      await().atMost(Duration.ofSeconds(15)).until(() -> {
-        seen.add(pool.wakeUp());
-        return pool.wakeUp() == WakeUp.POLLING;
-      });
+      await()
+          .atMost(Duration.ofSeconds(15))
+          .until(
+              () -> {
+                seen.add(pool.wakeUp());
+                return pool.wakeUp() == WakeUp.POLLING;
+              });
       assertThat(seen).doesNotContain(WakeUp.LISTENING);
 
       long id = ((EnqueueResult.Enqueued) q.enqueue(NewJob.of("polled"))).id();
@@ -135,7 +139,8 @@ class ThroughPgBouncerIT {
                 .build(),
             job -> Completion.complete())) {
       await().atMost(Duration.ofSeconds(10)).until(() -> pool.wakeUp() == WakeUp.LISTENING);
-      await().atMost(Duration.ofSeconds(10))
+      await()
+          .atMost(Duration.ofSeconds(10))
           .until(() -> registry.get("nolock.queue.claim.duration").timer().count() >= 1);
 
       // Enqueued through PgBouncer: the NOTIFY rides in the enqueue's transaction.

@@ -78,7 +78,9 @@ class WorkerPoolIT {
       long id = id(q.enqueue(NewJob.of("nobody hears")));
 
       // The control for the test above: the same 2 s pass without the job starting.
-      await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(3))
+      await()
+          .during(Duration.ofSeconds(2))
+          .atMost(Duration.ofSeconds(3))
           .until(() -> rows.get(id).state() == JobState.READY);
     }
   }
@@ -187,8 +189,12 @@ class WorkerPoolIT {
                     tx -> tx.execute("INSERT INTO sent VALUES (?, ?)", job.id(), job.attempt())))) {
       await().atMost(Duration.ofSeconds(5)).until(() -> rows.get(id).state() == JobState.DONE);
     }
-    assertThat(schema.dsl().fetch("SELECT attempt FROM sent WHERE job_id = ?", id)
-        .getValues(0, Long.class)).containsExactly(1L);
+    assertThat(
+            schema
+                .dsl()
+                .fetch("SELECT attempt FROM sent WHERE job_id = ?", id)
+                .getValues(0, Long.class))
+        .containsExactly(1L);
   }
 
   @Test
@@ -248,8 +254,7 @@ class WorkerPoolIT {
     for (int i = 0; i < 5; i++) {
       jobs.add(NewJob.of("job-" + i));
     }
-    List<Long> ids =
-        q.enqueueAll(jobs).stream().map(WorkerPoolIT::id).toList();
+    List<Long> ids = q.enqueueAll(jobs).stream().map(WorkerPoolIT::id).toList();
     CountDownLatch entered = new CountDownLatch(1);
     CountDownLatch never = new CountDownLatch(1);
     WorkerPool<String> pool =

@@ -81,8 +81,7 @@ public final class JobsTable {
   public final Field<byte[]> payload = field(name("payload"), SQLDataType.BLOB.nullable(false));
   public final Field<String> uniqueKey =
       field(name("unique_key"), SQLDataType.VARCHAR(255).nullable(true));
-  public final Field<String> lastError =
-      field(name("last_error"), SQLDataType.CLOB.nullable(true));
+  public final Field<String> lastError = field(name("last_error"), SQLDataType.CLOB.nullable(true));
   public final Field<OffsetDateTime> enqueuedAt =
       field(name("enqueued_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
   public final Field<OffsetDateTime> finishedAt =
@@ -203,11 +202,28 @@ public final class JobsTable {
    */
   public ResultQuery<Record2<Long, String>> insert(
       DSLContext dsl, String queueName, List<NewRow> rows) {
-    InsertValuesStep9<Record, String, String, Long, Integer, Integer, OffsetDateTime, byte[],
-            String, OffsetDateTime>
+    InsertValuesStep9<
+            Record,
+            String,
+            String,
+            Long,
+            Integer,
+            Integer,
+            OffsetDateTime,
+            byte[],
+            String,
+            OffsetDateTime>
         insert =
             dsl.insertInto(
-                table, queue, state, attempt, failures, maxAttempts, runAt, payload, uniqueKey,
+                table,
+                queue,
+                state,
+                attempt,
+                failures,
+                maxAttempts,
+                runAt,
+                payload,
+                uniqueKey,
                 enqueuedAt);
     for (NewRow r : rows) {
       Field<OffsetDateTime> when =
@@ -279,7 +295,8 @@ public final class JobsTable {
   // Finish: every statement is conditional on (queue, id, attempt, state = 'running')
 
   private Condition heldBy(String queueName, long jobId, long jobAttempt) {
-    return queue.eq(queueName)
+    return queue
+        .eq(queueName)
         .and(id.eq(jobId))
         .and(attempt.eq(jobAttempt))
         .and(isState(state, JobState.RUNNING));
@@ -302,8 +319,8 @@ public final class JobsTable {
   /**
    * {@code UPDATE t SET failures = failures + 1, last_error = :error, locked_until = NULL, state =
    * CASE WHEN failures + 1 >= max_attempts THEN 'dead' ELSE 'ready' END, run_at = CASE ... THEN
-   * run_at ELSE clock_timestamp() + :backoff END, finished_at = CASE ... THEN clock_timestamp()
-   * END WHERE <held by this attempt> RETURNING state, run_at}.
+   * run_at ELSE clock_timestamp() + :backoff END, finished_at = CASE ... THEN clock_timestamp() END
+   * WHERE <held by this attempt> RETURNING state, run_at}.
    */
   public ResultQuery<Record2<String, OffsetDateTime>> fail(
       DSLContext dsl,
@@ -319,9 +336,7 @@ public final class JobsTable {
         .setNull(lockedUntil)
         .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
         .set(runAt, when(exhausted, runAt).otherwise(clockTimestampPlus(backoff)))
-        .set(
-            finishedAt,
-            when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
+        .set(finishedAt, when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
         .where(heldBy(queueName, jobId, jobAttempt))
         .returningResult(state, runAt);
   }
@@ -410,11 +425,11 @@ public final class JobsTable {
 
   /**
    * {@code WITH c AS MATERIALIZED (SELECT id FROM t WHERE queue = :q AND state = 'running' AND
-   * locked_until < clock_timestamp() ORDER BY locked_until LIMIT :n FOR UPDATE SKIP LOCKED)
-   * UPDATE t AS j SET failures = j.failures + 1, locked_until = NULL, last_error = 'the lease of
-   * attempt ' || j.attempt || ' expired ...', state = CASE WHEN j.failures + 1 >= j.max_attempts
-   * THEN 'dead' ELSE 'ready' END, finished_at = CASE ... THEN clock_timestamp() END FROM c WHERE
-   * j.id = c.id RETURNING j.state}. {@code run_at} is kept, so the job goes back to the front.
+   * locked_until < clock_timestamp() ORDER BY locked_until LIMIT :n FOR UPDATE SKIP LOCKED) UPDATE
+   * t AS j SET failures = j.failures + 1, locked_until = NULL, last_error = 'the lease of attempt '
+   * || j.attempt || ' expired ...', state = CASE WHEN j.failures + 1 >= j.max_attempts THEN 'dead'
+   * ELSE 'ready' END, finished_at = CASE ... THEN clock_timestamp() END FROM c WHERE j.id = c.id
+   * RETURNING j.state}. {@code run_at} is kept, so the job goes back to the front.
    */
   public ResultQuery<Record1<String>> reap(DSLContext dsl, String queueName, int max) {
     CommonTableExpression<Record1<Long>> c =
@@ -443,9 +458,7 @@ public final class JobsTable {
                 jLockedUntil.cast(SQLDataType.VARCHAR),
                 inline(" without a finish or heartbeat (worker crashed, paused or too slow)")))
         .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
-        .set(
-            finishedAt,
-            when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
+        .set(finishedAt, when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
         .from(c)
         .where(jId.eq(cId))
         .returningResult(jState);
@@ -453,8 +466,8 @@ public final class JobsTable {
 
   /**
    * {@code UPDATE t SET state = 'ready', failures = 0, run_at = clock_timestamp(), locked_until =
-   * NULL, finished_at = NULL WHERE queue = :q AND id = :id AND state = 'dead'}: the attempt
-   * counter is kept (it is the token and must keep increasing), the last error too.
+   * NULL, finished_at = NULL WHERE queue = :q AND id = :id AND state = 'dead'}: the attempt counter
+   * is kept (it is the token and must keep increasing), the last error too.
    */
   public Query retryDead(DSLContext dsl, String queueName, long jobId) {
     return dsl.update(table)

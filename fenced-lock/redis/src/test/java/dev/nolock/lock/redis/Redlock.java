@@ -37,9 +37,7 @@ final class Redlock implements AutoCloseable {
     for (int port : ports) {
       RedisClient client =
           RedisClient.create(
-              RedisURI.Builder.redis("127.0.0.1", port)
-                  .withTimeout(Duration.ofSeconds(1))
-                  .build());
+              RedisURI.Builder.redis("127.0.0.1", port).withTimeout(Duration.ofSeconds(1)).build());
       clients.add(client);
       connections.add(client.connect());
     }

@@ -1,6 +1,5 @@
 package dev.nolock.lock.redis;
 
-
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
