@@ -127,7 +127,10 @@ public final class LockConfig {
               + "]: pick a TTL a"
               + " few times longer than the critical section, e.g. Duration.ofSeconds(10).");
     }
-    if (safetyMargin.multipliedBy(2).compareTo(ttl) >= 0) {
+    // Nanosecond arithmetic: Duration.multipliedBy/dividedBy go through BigDecimal, and this runs
+    // on every acquisition attempt (the TTL is at most an hour, so nothing overflows).
+    long ttlNanos = ttl.toNanos();
+    if (2 * safetyMargin.toNanos() >= ttlNanos) {
       throw new IllegalArgumentException(
           "The safety margin "
               + safetyMargin
@@ -136,8 +139,9 @@ public final class LockConfig {
               + " or more: every write would fail its point-of-no-return check. Lengthen the TTL or"
               + " shorten the margin.");
     }
-    Duration interval = renewalInterval != null ? renewalInterval : ttl.dividedBy(3);
-    if (interval.multipliedBy(2).compareTo(ttl) > 0) {
+    Duration interval =
+        renewalInterval != null ? renewalInterval : Duration.ofNanos(ttlNanos / 3);
+    if (2 * interval.toNanos() > ttlNanos) {
       throw new IllegalArgumentException(
           "The renewal interval "
               + interval
