@@ -1,0 +1,503 @@
+package dev.nolock.benchmarks;
+
+import dev.nolock.cas.ValueCodec;
+import dev.nolock.cas.VersionColumnStore;
+import dev.nolock.cas.VersionColumnStoreConfig;
+import dev.nolock.lock.FencedLock;
+import dev.nolock.lock.HeldLock;
+import dev.nolock.lock.LockConfig;
+import dev.nolock.lock.LockPurpose;
+import dev.nolock.lock.postgres.PostgresLockBackend;
+import dev.nolock.lock.redis.RedisFence;
+import dev.nolock.lock.redis.RedisFenceConfig;
+import dev.nolock.lock.redis.RedisLockBackend;
+import dev.nolock.lock.redis.RedisLockBackendConfig;
+import dev.nolock.patterns.Fence;
+import dev.nolock.patterns.RetryPolicy;
+import dev.nolock.patterns.Versioned;
+import dev.nolock.queue.Job;
+import dev.nolock.queue.JobQueue;
+import dev.nolock.queue.NewJob;
+import dev.nolock.queue.PayloadCodec;
+import dev.nolock.queue.QueueConfig;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.HdrHistogram.Histogram;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+
+/**
+ * The convoy scenario: {@link #WORKERS} workers share one resource (a hot key, or one queue) while
+ * one more participant stalls for {@link Profile#stall()} in the middle of its unit of work. The
+ * workers' latency (each unit from its first attempt to done, retries and waits included) is
+ * recorded in HdrHistograms by phase: before (done before the stall began), during (in flight at
+ * any time during the stall) and after (started after it ended); throughput counts units by when
+ * they completed. Per 100 ms slice of start times, the worst latency feeds the chart.
+ *
+ * <p>What "stall in the middle" means per design:
+ *
+ * <ol>
+ *   <li>Locks (fenced lock on PostgreSQL and on Redis, blocking advisory lock): the stalled
+ *       participant acquires, then stops inside its critical section. The fenced lock's watchdog
+ *       keeps renewing (the process is alive, only the work is slow), so the lock stays held: a
+ *       long critical section, a slow downstream call, a lock held across a network wait.
+ *   <li>Compare-and-swap: the stalled participant reads the version, stops, then tries to write
+ *       (and loses). Nobody waits for it.
+ *   <li>{@code SKIP LOCKED} queue: the stalled participant claims a job and stops before completing
+ *       it. Other workers skip its row.
+ * </ol>
+ *
+ * <p>A stall by a frozen process (SIGSTOP) differs for a TTL lock: its renewals stop too, so the
+ * others wait for the TTL instead of the stall. The fenced-lock pause tests cover that case; here
+ * the stall length is the variable, which is what a convoy is made of.
+ */
+public final class ConvoyHarness {
+
+  static final int WORKERS = 4;
+  static final Duration WARM_UP = Duration.ofSeconds(1);
+  private static final long SLICE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+  private static final long MAX_LATENCY_NANOS = TimeUnit.SECONDS.toNanos(60);
+
+  /** One design's unit of work on the shared resource, and how it stalls. */
+  interface Subject extends AutoCloseable {
+    /** One unit of work, retried or waited for inside until it is done. */
+    void work() throws Exception;
+
+    /**
+     * One unit that stops for {@code stall} at the point described in the class Javadoc, and tells
+     * {@code window} when the stop really began and ended ({@code System.nanoTime()}).
+     */
+    void stalledWork(Duration stall, Consumer<long[]> window) throws Exception;
+
+    @Override
+    void close() throws Exception;
+  }
+
+  /** The figures of one design. */
+  public record Result(
+      String design,
+      boolean lockFree,
+      Histogram before,
+      Histogram during,
+      Histogram after,
+      double beforePerSecond,
+      double duringPerSecond,
+      double afterPerSecond,
+      double stallFromSecond,
+      double stallToSecond,
+      List<long[]> slices) {
+
+    /** p99 of the units that started during the stall over p99 of those before it. */
+    public double p99Ratio() {
+      return (double) during.getValueAtPercentile(99)
+          / Math.max(1, before.getValueAtPercentile(99));
+    }
+  }
+
+  /** The designs, each with how to build it; a design whose server is down fails alone. */
+  public record Design(String name, boolean lockFree, String server, SubjectFactory factory) {}
+
+  interface SubjectFactory {
+    Subject create() throws Exception;
+  }
+
+  public static List<Design> designs() {
+    return List.of(
+        new Design("Fenced lock (PostgreSQL)", false, "postgres", PostgresFencedLock::new),
+        new Design("Fenced lock (Redis)", false, "redis", RedisFencedLock::new),
+        new Design(
+            "Advisory lock, blocking (PostgreSQL, raw SQL)",
+            false,
+            "postgres",
+            BlockingAdvisory::new),
+        new Design("CAS on a version column (PostgreSQL)", true, "postgres", VersionColumnCas::new),
+        new Design("SKIP LOCKED queue (PostgreSQL)", true, "postgres", SkipLockedQueue::new));
+  }
+
+  /**
+   * Runs one design through before, stall and after.
+   *
+   * <ol>
+   *   <li>The workers start, and run unrecorded for {@link #WARM_UP} (JIT, pools, plans).
+   *   <li>After the before phase the stalled participant starts its unit; it records when its stall
+   *       really began, which on a contended lock is when it finally acquired, and when it ended.
+   *   <li>The workers run on for the after phase, then stop. Each unit is filed by its start time
+   *       against the stall's real begin and end.
+   * </ol>
+   */
+  public static Result run(Design design, Profile profile, Consumer<String> progress)
+      throws Exception {
+    try (Subject subject = design.factory().create()) {
+      long phase = profile.convoyPhase().toNanos();
+      List<long[]> units = Collections.synchronizedList(new ArrayList<>());
+      AtomicLong stop = new AtomicLong(Long.MAX_VALUE);
+      long[] stallWindow = new long[2];
+      CountDownLatch stallDone = new CountDownLatch(1);
+      ExecutorService pool = Executors.newFixedThreadPool(WORKERS + 1);
+      long t0 = System.nanoTime() + WARM_UP.toNanos();
+      List<Future<?>> futures = new ArrayList<>();
+      for (int w = 0; w < WORKERS; w++) {
+        futures.add(
+            pool.submit(
+                () -> {
+                  long begin;
+                  while ((begin = System.nanoTime()) < stop.get()) {
+                    subject.work();
+                    long done = System.nanoTime();
+                    if (begin >= t0) {
+                      units.add(new long[] {begin, done - begin});
+                    }
+                  }
+                  return null;
+                }));
+      }
+      futures.add(
+          pool.submit(
+              () -> {
+                try {
+                  parkUntil(t0 + phase);
+                  subject.stalledWork(
+                      profile.stall(),
+                      window -> {
+                        stallWindow[0] = window[0];
+                        stallWindow[1] = window[1];
+                      });
+                } finally {
+                  stallDone.countDown();
+                }
+                return null;
+              }));
+      if (!stallDone.await(phase / 1_000_000 + 60_000, TimeUnit.MILLISECONDS)) {
+        throw new IllegalStateException("the stalled participant never finished its unit");
+      }
+      long end = stallWindow[1] + phase;
+      stop.set(end);
+      pool.shutdown();
+      for (Future<?> future : futures) {
+        future.get(60, TimeUnit.SECONDS);
+      }
+      Result result = classify(design, units, t0, stallWindow[0], stallWindow[1], end);
+      progress.accept(
+          String.format(
+              Locale.ROOT,
+              "convoy %s: p99 before %.1f ms, during the stall %.1f ms, after %.1f ms",
+              design.name(),
+              result.before().getValueAtPercentile(99) / 1e6,
+              result.during().getValueAtPercentile(99) / 1e6,
+              result.after().getValueAtPercentile(99) / 1e6));
+      return result;
+    }
+  }
+
+  static Result classify(
+      Design design, List<long[]> units, long t0, long stallBegan, long stallEnded, long end) {
+    Histogram[] phases = {new Histogram(3), new Histogram(3), new Histogram(3)};
+    long[] counts = new long[3];
+    int sliceCount = (int) ((end - t0) / SLICE_NANOS) + 1;
+    long[] sliceMax = new long[sliceCount];
+    long[] sliceUnits = new long[sliceCount];
+    for (long[] unit : units) {
+      long begin = unit[0];
+      long done = begin + unit[1];
+      if (begin >= end) {
+        continue;
+      }
+      // A unit belongs to the stall when it was in flight during it: with a blocking lock the
+      // victims started before the stall and wait through it.
+      long latency = Math.min(unit[1], MAX_LATENCY_NANOS);
+      phases[done <= stallBegan ? 0 : begin < stallEnded ? 1 : 2].recordValue(latency);
+      if (done < end) {
+        counts[done < stallBegan ? 0 : done < stallEnded ? 1 : 2]++;
+      }
+      int slice = (int) ((begin - t0) / SLICE_NANOS);
+      sliceMax[slice] = Math.max(sliceMax[slice], latency);
+      sliceUnits[slice]++;
+    }
+    List<long[]> slices = new ArrayList<>();
+    for (int i = 0; i < sliceCount; i++) {
+      slices.add(new long[] {i * 100L, sliceMax[i], sliceUnits[i]});
+    }
+    return new Result(
+        design.name(),
+        design.lockFree(),
+        phases[0],
+        phases[1],
+        phases[2],
+        counts[0] / seconds(stallBegan - t0),
+        counts[1] / seconds(stallEnded - stallBegan),
+        counts[2] / seconds(end - stallEnded),
+        seconds(stallBegan - t0),
+        seconds(stallEnded - t0),
+        slices);
+  }
+
+  private static double seconds(long nanos) {
+    return nanos / 1e9;
+  }
+
+  /** Waits for a point on the monotonic clock; the phases are times, not events. */
+  private static void parkUntil(long nanoTime) throws InterruptedException {
+    long left;
+    while ((left = nanoTime - System.nanoTime()) > 0) {
+      TimeUnit.NANOSECONDS.sleep(left);
+    }
+  }
+
+  private static void stall(Duration stall, Consumer<long[]> window) throws InterruptedException {
+    long began = System.nanoTime();
+    TimeUnit.NANOSECONDS.sleep(stall.toNanos());
+    window.accept(new long[] {began, System.nanoTime()});
+  }
+
+  private static final Duration TTL = Duration.ofSeconds(10);
+  private static final Duration MAX_WAIT = Duration.ofSeconds(30);
+
+  /** The fenced lock on PostgreSQL, its unit a fenced counter increment. */
+  static final class PostgresFencedLock implements Subject {
+    private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
+    private final FencedLock lock;
+    private final Fence fence = Fence.onTable(Fence.DEFAULT_TABLE);
+    private final org.jooq.DSLContext dsl = DSL.using(schema.dataSource(), SQLDialect.POSTGRES);
+
+    PostgresFencedLock() {
+      schema.execute("CREATE TABLE counters (id bigint PRIMARY KEY, value bigint NOT NULL)");
+      schema.execute("INSERT INTO counters VALUES (0, 0)");
+      PostgresLockBackend backend = PostgresLockBackend.create(schema.dataSource());
+      backend.createTableIfMissing();
+      fence.createTableIfMissing(dsl);
+      lock = FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
+    }
+
+    private void increment(HeldLock held) {
+      fence
+          .write(
+              dsl,
+              held.lease(),
+              tx -> tx.execute("UPDATE counters SET value = value + 1 WHERE id = 0"))
+          .getOrElseThrow(rejection -> new IllegalStateException(rejection.toString()));
+    }
+
+    @Override
+    public void work() {
+      try (HeldLock held = acquire()) {
+        increment(held);
+      }
+    }
+
+    @Override
+    public void stalledWork(Duration stall, Consumer<long[]> window) throws InterruptedException {
+      try (HeldLock held = acquire()) {
+        stall(stall, window);
+        increment(held);
+      }
+    }
+
+    private HeldLock acquire() {
+      return lock.acquire("hot", TTL, MAX_WAIT)
+          .getOrElseThrow(notAcquired -> new IllegalStateException(notAcquired.toString()));
+    }
+
+    @Override
+    public void close() {
+      lock.close();
+      schema.close();
+    }
+  }
+
+  /** The fenced lock on Redis, its unit a fenced counter write. */
+  static final class RedisFencedLock implements Subject {
+    private final RedisClient client = RedisClient.create(Bench.redisUri());
+    private final StatefulRedisConnection<String, String> connection = client.connect();
+    private final String prefix = Bench.unique("convoy") + ":";
+    private final RedisLockBackend backend =
+        RedisLockBackend.connect(
+            client, RedisLockBackendConfig.custom().keyPrefix(prefix + "lock:").build());
+    private final FencedLock lock =
+        FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
+    private final RedisFence fence =
+        RedisFence.create(
+            connection, RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build());
+    private final String counter = prefix + "counter";
+
+    private void increment(HeldLock held) {
+      String value = connection.sync().get(counter);
+      long next = value == null ? 1 : Long.parseLong(value) + 1;
+      fence
+          .write(held.lease(), counter, Long.toString(next))
+          .getOrElseThrow(rejection -> new IllegalStateException(rejection.toString()));
+    }
+
+    @Override
+    public void work() {
+      try (HeldLock held = acquire()) {
+        increment(held);
+      }
+    }
+
+    @Override
+    public void stalledWork(Duration stall, Consumer<long[]> window) throws InterruptedException {
+      try (HeldLock held = acquire()) {
+        stall(stall, window);
+        increment(held);
+      }
+    }
+
+    private HeldLock acquire() {
+      return lock.acquire("hot", TTL, MAX_WAIT)
+          .getOrElseThrow(notAcquired -> new IllegalStateException(notAcquired.toString()));
+    }
+
+    @Override
+    public void close() {
+      lock.close();
+      backend.close();
+      List<String> keys = connection.sync().keys(prefix + "*");
+      keys.addAll(connection.sync().keys("*" + prefix + "*"));
+      if (!keys.isEmpty()) {
+        connection.sync().del(keys.toArray(String[]::new));
+      }
+      connection.close();
+      client.shutdown();
+    }
+  }
+
+  /**
+   * The blocking transaction-scoped advisory lock in raw SQL: the classic convoy, as measured in
+   * PERFORMANCE.md. nolock's {@code PostgresAdvisoryLock} only offers the non-blocking try.
+   */
+  static final class BlockingAdvisory implements Subject {
+    private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
+
+    BlockingAdvisory() {
+      schema.execute("CREATE TABLE counters (id bigint PRIMARY KEY, value bigint NOT NULL)");
+      schema.execute("INSERT INTO counters VALUES (0, 0)");
+    }
+
+    private void locked(Duration stall, Consumer<long[]> window) throws Exception {
+      try (Connection connection = schema.dataSource().getConnection()) {
+        connection.setAutoCommit(false);
+        try (Statement statement = connection.createStatement()) {
+          statement.execute("SELECT pg_advisory_xact_lock(42)");
+          if (stall != null) {
+            stall(stall, window);
+          }
+          statement.executeUpdate("UPDATE counters SET value = value + 1 WHERE id = 0");
+        }
+        connection.commit();
+      }
+    }
+
+    @Override
+    public void work() throws Exception {
+      locked(null, null);
+    }
+
+    @Override
+    public void stalledWork(Duration stall, Consumer<long[]> window) throws Exception {
+      locked(stall, window);
+    }
+
+    @Override
+    public void close() {
+      schema.close();
+    }
+  }
+
+  /** nolock's version-column CAS with its default retries. */
+  static final class VersionColumnCas implements Subject {
+    private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
+    private final VersionColumnStore<Long, Long> store;
+
+    VersionColumnCas() {
+      schema.execute(
+          "CREATE TABLE counters (id bigint PRIMARY KEY, version bigint NOT NULL,"
+              + " value bigint NOT NULL)");
+      schema.execute("INSERT INTO counters VALUES (0, 1, 0)");
+      store =
+          VersionColumnStore.create(
+              schema.dataSource(),
+              VersionColumnStoreConfig.custom("counters", Long.class, ValueCodec.longs())
+                  // The defaults (10 attempts) give up now and then with four writers on one
+                  // key; a give-up would end the unit early and flatter the latency.
+                  .retryPolicy(RetryPolicy.custom().maxAttempts(1_000).maxElapsed(MAX_WAIT).build())
+                  .build());
+    }
+
+    @Override
+    public void work() {
+      store
+          .update(0L, value -> value + 1)
+          .getOrElseThrow(conflict -> new IllegalStateException("gave up: " + conflict));
+    }
+
+    @Override
+    public void stalledWork(Duration stall, Consumer<long[]> window) throws InterruptedException {
+      Versioned<Long> read = store.read(0L).get();
+      stall(stall, window);
+      store.compareAndSet(0L, read.version(), read.value() + 1); // loses, as it should
+    }
+
+    @Override
+    public void close() {
+      schema.close();
+    }
+  }
+
+  /** nolock's {@code SKIP LOCKED} queue: claim one, complete it. */
+  static final class SkipLockedQueue implements Subject {
+    private static final int JOBS = 200_000;
+    private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
+    private final JobQueue<byte[]> queue =
+        JobQueue.create(
+            schema.dataSource(), QueueConfig.ofDefaults("convoy"), PayloadCodec.bytes());
+
+    SkipLockedQueue() {
+      queue.createSchemaIfMissing();
+      List<NewJob<byte[]>> batch = new ArrayList<>();
+      for (int i = 0; i < JOBS; i++) {
+        batch.add(NewJob.of(new byte[0]));
+        if (batch.size() == 1_000) {
+          queue.enqueueAll(batch);
+          batch.clear();
+        }
+      }
+    }
+
+    @Override
+    public void work() {
+      List<Job<byte[]>> claimed = queue.claim(1);
+      if (claimed.isEmpty()) {
+        throw new IllegalStateException("the convoy queue ran dry; raise JOBS");
+      }
+      queue.complete(claimed.get(0));
+    }
+
+    @Override
+    public void stalledWork(Duration stall, Consumer<long[]> window) throws InterruptedException {
+      List<Job<byte[]>> claimed = queue.claim(1);
+      stall(stall, window);
+      claimed.forEach(queue::complete);
+    }
+
+    @Override
+    public void close() {
+      schema.close();
+    }
+  }
+
+  private ConvoyHarness() {}
+}

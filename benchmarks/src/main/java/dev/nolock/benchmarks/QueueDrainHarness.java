@@ -1,0 +1,360 @@
+package dev.nolock.benchmarks;
+
+import com.github.kagkarlsson.scheduler.Scheduler;
+import com.github.kagkarlsson.scheduler.SchedulerName;
+import com.github.kagkarlsson.scheduler.event.AbstractSchedulerListener;
+import com.github.kagkarlsson.scheduler.task.ExecutionComplete;
+import com.github.kagkarlsson.scheduler.task.helper.OneTimeTask;
+import com.github.kagkarlsson.scheduler.task.helper.Tasks;
+import dev.nolock.queue.Completion;
+import dev.nolock.queue.JobQueue;
+import dev.nolock.queue.PayloadCodec;
+import dev.nolock.queue.QueueConfig;
+import dev.nolock.queue.WorkerConfig;
+import dev.nolock.queue.WorkerPool;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.function.Consumer;
+
+/**
+ * Drains {@link Profile#queueJobs()} ready jobs with {@value #WORKERS} worker threads, once per
+ * variant, each on a fresh schema filled up front (the fill is not measured), and reports jobs per
+ * second over the whole drain and in each tenth of it ({@code decile1}..{@code decile10}), plus
+ * {@code lastTenthOverSecond}: the decay check of PERFORMANCE.md, against the second tenth because
+ * the first includes the workers' start (at least 0.9 over 2 million jobs). The handler does
+ * nothing, so the figures are the queues' own cost.
+ *
+ * <ol>
+ *   <li>{@code queueDrainRawJdbc}, the floor: {@value #WORKERS} threads each loop over one
+ *       transaction per batch: the library's claim statement ({@code WITH c AS MATERIALIZED (SELECT
+ *       ... LIMIT 10 FOR UPDATE SKIP LOCKED) UPDATE ... RETURNING}) for {@value #BATCH} jobs, then
+ *       one conditional completion of the batch ({@code UPDATE ... SET state = 'done' WHERE (id,
+ *       attempt) IN (...) AND state = 'running'}), then {@code COMMIT}; a thread stops when a claim
+ *       comes back empty.
+ *   <li>{@code queueDrainWorkerPool}: nolock's {@code WorkerPool} with concurrency {@value
+ *       #WORKERS} and batch size {@value #BATCH}, the handler returning {@code
+ *       Completion.complete()}; the pool claims in batches and completes each job in its own
+ *       autocommit statement (its per-job attempt token and lease are the price of that).
+ *   <li>{@code queueDrainDbScheduler}, the peer: db-scheduler's {@code OneTimeTask} that does
+ *       nothing, its executions inserted up front into its {@code scheduled_tasks} table (the
+ *       PostgreSQL DDL of its documentation), a {@code Scheduler} with {@value #WORKERS} threads,
+ *       polling by lock-and-fetch ({@code pollUsingLockAndFetch(0.5, 1.0)}, its default fractions
+ *       for that strategy) every {@value #POLL_MILLIS} ms, so polling never idles the threads for
+ *       long; each execution is deleted on completion, as a one-time task's are.
+ * </ol>
+ *
+ * A job counts when it is finished: after the raw batch commits, and in db-scheduler's {@code
+ * onExecutionComplete} (called after the execution's row is deleted). The worker pool offers no
+ * hook after its completion commits, so its handler counts, at most {@value #WORKERS} jobs (one
+ * statement each) ahead of the commits; the pool is then closed and the done rows counted, which
+ * must equal the jobs. All variants use the same pool size; no variant sleeps to synchronise.
+ */
+public final class QueueDrainHarness implements Harness {
+
+  static final int WORKERS = 4;
+  static final int BATCH = 10;
+  static final int POLL_MILLIS = 20;
+
+  /** Pool connections: the workers plus the worker pool's dispatcher, heartbeat, reaper, LISTEN. */
+  private static final int POOL_THREADS = WORKERS + 2;
+
+  private static final String COMPLETE_BATCH =
+      "update nolock_jobs set state = 'done', locked_until = null, finished_at ="
+          + " clock_timestamp() where queue = ? and state = 'running' and (id, attempt) in"
+          + " (select * from unnest(?::bigint[], ?::bigint[]))";
+
+  private static final String TASK = "bench-job";
+
+  @Override
+  public String title() {
+    return "Queue drain: SKIP LOCKED queue vs its raw floor vs db-scheduler";
+  }
+
+  @Override
+  public List<HarnessResult> run(Profile profile, Consumer<String> progress) throws Exception {
+    int jobs = profile.queueJobs();
+    List<HarnessResult> results = new ArrayList<>();
+    results.add(report(progress, "queueDrainRawJdbc", rawJdbc(jobs)));
+    results.add(report(progress, "queueDrainWorkerPool", workerPool(jobs)));
+    results.add(report(progress, "queueDrainDbScheduler", dbScheduler(jobs)));
+    return results;
+  }
+
+  private static HarnessResult report(Consumer<String> progress, String id, Drain drain) {
+    HarnessResult result = drain.result(id);
+    progress.accept(
+        String.format(
+            Locale.ROOT,
+            "%s: %d jobs in %.1f s, %.0f jobs/s, last tenth / second %s",
+            id,
+            drain.jobs,
+            drain.seconds(),
+            result.perSecond(),
+            result.detail().get("lastTenthOverSecond")));
+    return result;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private static Drain rawJdbc(int jobs) throws Exception {
+    try (Bench.PgSchema schema = Bench.freshSchema(POOL_THREADS)) {
+      JobQueue.create(
+              schema.dataSource(),
+              QueueConfig.custom(QueueBenchmark.QUEUE).build(),
+              PayloadCodec.bytes())
+          .createSchemaIfMissing();
+      QueueBenchmark.fill(schema, jobs);
+      Drain drain = new Drain(jobs);
+      ExecutorService threads = Executors.newFixedThreadPool(WORKERS);
+      try {
+        drain.start();
+        List<Future<?>> workers = new ArrayList<>();
+        for (int i = 0; i < WORKERS; i++) {
+          workers.add(
+              threads.submit(
+                  () -> {
+                    while (drainBatch(schema, drain)) {
+                      // until a claim comes back empty
+                    }
+                    return null;
+                  }));
+        }
+        for (Future<?> worker : workers) {
+          worker.get(drain.timeoutMillis(), TimeUnit.MILLISECONDS);
+        }
+        drain.awaitAll();
+      } finally {
+        threads.shutdownNow();
+      }
+      drain.check(countDone(schema, "SELECT count(*) FROM nolock_jobs WHERE state = 'done'"));
+      return drain;
+    }
+  }
+
+  /** One transaction: claim up to a batch, complete the batch; false when nothing was claimed. */
+  private static boolean drainBatch(Bench.PgSchema schema, Drain drain) throws SQLException {
+    try (Connection connection = schema.dataSource().getConnection()) {
+      connection.setAutoCommit(false);
+      try {
+        List<Long> ids = new ArrayList<>(BATCH);
+        List<Long> attempts = new ArrayList<>(BATCH);
+        try (PreparedStatement claim = connection.prepareStatement(QueueBenchmark.CLAIM)) {
+          claim.setString(1, QueueBenchmark.QUEUE);
+          claim.setInt(2, BATCH);
+          claim.setLong(3, QueueBenchmark.LEASE_MILLIS);
+          try (ResultSet rows = claim.executeQuery()) {
+            while (rows.next()) {
+              ids.add(rows.getLong(1));
+              attempts.add(rows.getLong(2));
+              rows.getBytes(3);
+            }
+          }
+        }
+        if (ids.isEmpty()) {
+          connection.commit();
+          return false;
+        }
+        int done;
+        try (PreparedStatement complete = connection.prepareStatement(COMPLETE_BATCH)) {
+          Array idArray = connection.createArrayOf("bigint", ids.toArray());
+          Array attemptArray = connection.createArrayOf("bigint", attempts.toArray());
+          complete.setString(1, QueueBenchmark.QUEUE);
+          complete.setArray(2, idArray);
+          complete.setArray(3, attemptArray);
+          done = complete.executeUpdate();
+        }
+        connection.commit();
+        drain.completed(done);
+        return true;
+      } finally {
+        connection.setAutoCommit(true);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private static Drain workerPool(int jobs) throws Exception {
+    try (Bench.PgSchema schema = Bench.freshSchema(POOL_THREADS)) {
+      JobQueue<byte[]> queue =
+          JobQueue.create(
+              schema.dataSource(),
+              QueueConfig.custom(QueueBenchmark.QUEUE).build(),
+              PayloadCodec.bytes());
+      queue.createSchemaIfMissing();
+      QueueBenchmark.fill(schema, jobs);
+      Drain drain = new Drain(jobs);
+      WorkerConfig config = WorkerConfig.custom().concurrency(WORKERS).batchSize(BATCH).build();
+      drain.start();
+      try (WorkerPool<byte[]> pool =
+          WorkerPool.start(
+              queue,
+              config,
+              job -> {
+                drain.completed(1);
+                return Completion.complete();
+              })) {
+        drain.awaitAll();
+      }
+      drain.check(countDone(schema, "SELECT count(*) FROM nolock_jobs WHERE state = 'done'"));
+      return drain;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private static Drain dbScheduler(int jobs) throws Exception {
+    try (Bench.PgSchema schema = Bench.freshSchema(POOL_THREADS)) {
+      // db-scheduler 16.x's PostgreSQL DDL (its documentation's postgresql_tables.sql).
+      schema.execute(
+          "CREATE TABLE scheduled_tasks (task_name text NOT NULL, task_instance text NOT NULL,"
+              + " task_data bytea, execution_time timestamp with time zone NOT NULL, picked"
+              + " boolean NOT NULL, picked_by text, last_success timestamp with time zone,"
+              + " last_failure timestamp with time zone, consecutive_failures int, last_heartbeat"
+              + " timestamp with time zone, version bigint NOT NULL, priority smallint,"
+              + " PRIMARY KEY (task_name, task_instance))");
+      schema.execute("CREATE INDEX execution_time_idx ON scheduled_tasks (execution_time)");
+      schema.execute("CREATE INDEX last_heartbeat_idx ON scheduled_tasks (last_heartbeat)");
+      schema.execute(
+          "CREATE INDEX priority_execution_time_idx ON scheduled_tasks"
+              + " (priority desc, execution_time asc)");
+      // The row scheduleBatch writes for a one-time task without data (no priority when priority
+      // is not enabled), due now and in insertion order; one statement instead of a JDBC batch.
+      schema.execute(
+          "INSERT INTO scheduled_tasks (task_name, task_instance, task_data, execution_time,"
+              + " picked, version) SELECT '"
+              + TASK
+              + "', 'job-' || g, NULL, now() - interval '1 hour' + g * interval '1 microsecond',"
+              + " false, 1 FROM generate_series(1, "
+              + jobs
+              + ") g");
+      schema.execute("VACUUM ANALYZE scheduled_tasks");
+      Drain drain = new Drain(jobs);
+      OneTimeTask<Void> task = Tasks.oneTime(TASK).execute((instance, context) -> {});
+      Scheduler scheduler =
+          Scheduler.create(schema.dataSource(), task)
+              .schedulerName(new SchedulerName.Fixed("bench"))
+              .threads(WORKERS)
+              .pollingInterval(Duration.ofMillis(POLL_MILLIS))
+              .pollUsingLockAndFetch(0.5, 1.0)
+              .addSchedulerListener(
+                  new AbstractSchedulerListener() {
+                    @Override
+                    public void onExecutionComplete(ExecutionComplete complete) {
+                      if (complete.getResult() == ExecutionComplete.Result.OK) {
+                        drain.completed(1);
+                      }
+                    }
+                  })
+              .build();
+      drain.start();
+      scheduler.start();
+      try {
+        drain.awaitAll();
+      } finally {
+        scheduler.stop();
+      }
+      drain.check(jobs - countDone(schema, "SELECT count(*) FROM scheduled_tasks"));
+      return drain;
+    }
+  }
+
+  private static long countDone(Bench.PgSchema schema, String sql) throws SQLException {
+    try (Connection connection = schema.dataSource().getConnection();
+        PreparedStatement count = connection.prepareStatement(sql);
+        ResultSet row = count.executeQuery()) {
+      row.next();
+      return row.getLong(1);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /** Counts completions and stamps the moment each tenth of the drain is reached. */
+  static final class Drain {
+    final int jobs;
+    private final AtomicLong done = new AtomicLong();
+    private final AtomicLongArray tenthAt = new AtomicLongArray(11);
+    private final CountDownLatch finished = new CountDownLatch(1);
+
+    Drain(int jobs) {
+      this.jobs = jobs;
+    }
+
+    void start() {
+      tenthAt.set(0, System.nanoTime());
+    }
+
+    /** Called by whoever finished {@code n} more jobs. */
+    void completed(int n) {
+      long after = done.addAndGet(n);
+      long before = after - n;
+      long now = System.nanoTime();
+      for (int tenth = 1; tenth <= 10; tenth++) {
+        long boundary = (long) jobs * tenth / 10;
+        if (before < boundary && after >= boundary) {
+          tenthAt.set(tenth, now);
+        }
+      }
+      if (before < jobs && after >= jobs) {
+        finished.countDown();
+      }
+    }
+
+    /** A generous bound: a drain slower than 100 jobs/s is broken, not slow. */
+    long timeoutMillis() {
+      return 60_000L + jobs * 10L;
+    }
+
+    void awaitAll() throws InterruptedException, TimeoutException {
+      if (!finished.await(timeoutMillis(), TimeUnit.MILLISECONDS)) {
+        throw new TimeoutException("the drain stopped at " + done.get() + " of " + jobs + " jobs");
+      }
+    }
+
+    void check(long finishedInDatabase) {
+      if (finishedInDatabase != jobs) {
+        throw new IllegalStateException(
+            finishedInDatabase + " jobs finished in the database, expected " + jobs);
+      }
+    }
+
+    double seconds() {
+      return (tenthAt.get(10) - tenthAt.get(0)) / 1e9;
+    }
+
+    HarnessResult result(String id) {
+      Map<String, String> detail = new LinkedHashMap<>();
+      double tenth = jobs / 10.0;
+      double first = 0;
+      double last = 0;
+      for (int i = 1; i <= 10; i++) {
+        double rate = tenth / ((tenthAt.get(i) - tenthAt.get(i - 1)) / 1e9);
+        detail.put("decile" + i, String.format(Locale.ROOT, "%.0f", rate));
+        if (i == 2) {
+          first = rate; // the first tenth includes the workers' start and the ramp-up of claims
+        }
+        last = rate;
+      }
+      detail.put("lastTenthOverSecond", String.format(Locale.ROOT, "%.2f", last / first));
+      return new HarnessResult(id, WORKERS, jobs / seconds(), detail);
+    }
+  }
+}

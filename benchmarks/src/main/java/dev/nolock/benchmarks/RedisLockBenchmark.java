@@ -1,0 +1,271 @@
+package dev.nolock.benchmarks;
+
+import dev.nolock.lock.FencedLock;
+import dev.nolock.lock.HeldLock;
+import dev.nolock.lock.LockConfig;
+import dev.nolock.lock.LockPurpose;
+import dev.nolock.lock.redis.RedisFence;
+import dev.nolock.lock.redis.RedisFenceConfig;
+import dev.nolock.lock.redis.RedisLockBackend;
+import dev.nolock.lock.redis.RedisLockBackendConfig;
+import dev.nolock.lock.redis.internal.Scripts;
+import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanCursor;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.vavr.control.Option;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.infra.BenchmarkParams;
+import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/**
+ * Increment a counter for a key under a Redis lock: try the lock once (never wait), read the
+ * counter, write {@code value + 1}, release. One attempt per invocation; a lock held by another
+ * thread is a conflict, not retried. The lock name and the counter key come from {@link
+ * Bench#pick}, under a key prefix unique to the trial.
+ *
+ * <ul>
+ *   <li>{@code lockRedisFenced}: nolock's design, a {@link FencedLock} ({@link
+ *       LockPurpose#CORRECTNESS}, default settings, so its watchdog schedules a renewal and an
+ *       expiry timer for every grant) over {@link RedisLockBackend}:
+ *       <ol>
+ *         <li>{@code tryAcquire(name, 10 s)}: {@code EVALSHA} acquire ({@code EXISTS}, {@code INCR}
+ *             the token counter, {@code SET lease owner|token PX}).
+ *         <li>{@code checkPointOfNoReturn} (local), {@code GET} the counter.
+ *         <li>{@link RedisFence#write}: {@code EVALSHA} fenced write ({@code HMGET} the fence,
+ *             refuse a stale token, else {@code HSET} the fence and {@code SET} the counter).
+ *         <li>Close the {@link HeldLock}: {@code EVALSHA} compare-and-delete release.
+ *       </ol>
+ *   <li>{@code lockRedisRaw}: the floor, the same four round trips with the same Lua scripts (the
+ *       library's own source text, loaded once with {@code SCRIPT LOAD}) through plain Lettuce
+ *       {@code EVALSHA} and {@code GET}: no facade, no watchdog, no deadline, no validation.
+ *   <li>{@code lockRedissonRLock}: the peer, Redisson's {@code RLock.tryLock(0, 10, SECONDS)}, the
+ *       same unfenced {@code GET} + {@code SET} of the counter (an {@code RLock} has no token to
+ *       fence with), {@code unlock()}.
+ *   <li>{@code lockRedissonFencedLock}: the peer with a token, Redisson's {@code
+ *       RFencedLock.tryLockAndGetToken(0, 10, SECONDS)}, the same {@code GET} + {@code SET}, {@code
+ *       unlock()}. Redisson offers no server-side check of its token for a Redis key, so the write
+ *       is unfenced here too.
+ * </ul>
+ *
+ * Why the comparison is fair: every variant makes four round trips per acquired lock (acquire,
+ * {@code GET}, write, release) and one per refused attempt, and every counter read and write goes
+ * through the same shared Lettuce connection, which is what nolock's README recommends (one
+ * multiplexed, thread-safe connection for all threads); only the lock differs. Redisson's lock
+ * commands go through its own pool, sized to the thread count, as Redisson is meant to be used.
+ * Both Redisson variants pass an explicit lease time, so Redisson's watchdog never runs. nolock's
+ * design keeps its default ({@code autoRenew}, as its README uses it): every grant schedules a
+ * renewal and an expiry timer and every release cancels them, which never fire in a critical
+ * section this short; that cost is part of the design and shows in its ratio to the floor.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.Throughput)
+public class RedisLockBenchmark {
+
+  private static final Duration TTL = Duration.ofSeconds(10);
+  private static final long TTL_SECONDS = TTL.toSeconds();
+  private static final String TTL_MILLIS = Long.toString(TTL.toMillis());
+  private static final Duration EXPECTED_WRITE = Duration.ofMillis(50);
+
+  /** 1 is the hot key; 10000 spreads the locks. */
+  @Param({"1", "10000"})
+  public int keys;
+
+  private String prefix;
+  private RedisClient client;
+  private StatefulRedisConnection<String, String> connection;
+  private RedisCommands<String, String> redis;
+
+  private RedisLockBackendConfig backendConfig;
+  private RedisFenceConfig fenceConfig;
+  private FencedLock locks;
+  private RedisFence fence;
+
+  private String owner;
+  private String acquireSha;
+  private String fencedWriteSha;
+  private String releaseSha;
+
+  private RedissonClient redisson;
+
+  @Setup(Level.Trial)
+  public void setUp(BenchmarkParams params) {
+    prefix = Bench.unique("bench") + ":";
+    RedisURI uri = RedisURI.create(Bench.redisUri());
+    // nolock's README: a command timeout well below the lease TTL (Lettuce's default is 60 s).
+    uri.setTimeout(Duration.ofSeconds(2));
+    client = RedisClient.create(uri);
+    connection = client.connect();
+    redis = connection.sync();
+
+    backendConfig = RedisLockBackendConfig.custom().keyPrefix(prefix + "lock:").build();
+    fenceConfig = RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build();
+    LockConfig lockConfig = LockConfig.custom(LockPurpose.CORRECTNESS).build();
+    locks = FencedLock.create(RedisLockBackend.create(connection, backendConfig), lockConfig);
+    fence = RedisFence.create(connection, fenceConfig);
+
+    // The floor sends the same owner (same length in every lease value) and byte-identical
+    // scripts: taking the library's source text rather than a copy keeps them from drifting.
+    owner = lockConfig.owner();
+    acquireSha = redis.scriptLoad(Scripts.ACQUIRE.source());
+    fencedWriteSha = redis.scriptLoad(Scripts.FENCED_WRITE.source());
+    releaseSha = redis.scriptLoad(Scripts.RELEASE.source());
+
+    // Only Redisson's own trials start it: an idle client's threads and connections would be
+    // noise beside the other variants on a two-core machine.
+    if (params.getBenchmark().contains("Redisson")) {
+      int threads = params.getThreads();
+      Config config = new Config();
+      config
+          .useSingleServer()
+          .setAddress(Bench.redisUri())
+          .setTimeout(2000)
+          .setConnectionPoolSize(threads)
+          .setConnectionMinimumIdleSize(threads)
+          // tryLock with a zero wait never subscribes to the unlock channel.
+          .setSubscriptionConnectionPoolSize(1)
+          .setSubscriptionConnectionMinimumIdleSize(1);
+      redisson = Redisson.create(config);
+    }
+  }
+
+  @TearDown(Level.Trial)
+  public void tearDown() {
+    locks.close();
+    if (redisson != null) {
+      redisson.shutdown();
+    }
+    // Redisson puts its token and unlock-latch keys in front of the lock name, so match anywhere.
+    ScanArgs ours = ScanArgs.Builder.matches("*" + prefix + "*").limit(1000);
+    KeyScanCursor<String> cursor = redis.scan(ours);
+    while (true) {
+      List<String> found = cursor.getKeys();
+      if (!found.isEmpty()) {
+        redis.unlink(found.toArray(String[]::new));
+      }
+      if (cursor.isFinished()) {
+        break;
+      }
+      cursor = redis.scan(ScanCursor.of(cursor.getCursor()), ours);
+    }
+    connection.close();
+    client.shutdown();
+  }
+
+  @Benchmark
+  public void lockRedisFenced(Outcomes outcomes) {
+    String name = Integer.toString(Bench.pick(keys));
+    Option<HeldLock> held = locks.tryAcquire(name, TTL);
+    if (held.isEmpty()) {
+      outcomes.of(false);
+      return;
+    }
+    try (HeldLock lock = held.get()) {
+      lock.checkPointOfNoReturn(EXPECTED_WRITE);
+      String key = counterKey(name);
+      String value = redis.get(key);
+      long next = value == null ? 1 : Long.parseLong(value) + 1;
+      outcomes.of(fence.write(lock.lease(), key, Long.toString(next)).isRight());
+    }
+  }
+
+  @Benchmark
+  public void lockRedisRaw(Outcomes outcomes) {
+    String name = Integer.toString(Bench.pick(keys));
+    String tag = "{" + name + "}";
+    String leaseKey = prefix + "lock:" + tag;
+    String token =
+        redis.evalsha(
+            acquireSha,
+            ScriptOutputType.VALUE,
+            new String[] {leaseKey, leaseKey + ":token"},
+            owner,
+            TTL_MILLIS);
+    if (token == null) {
+      outcomes.of(false);
+      return;
+    }
+    try {
+      String key = counterKey(name);
+      String value = redis.get(key);
+      long next = value == null ? 1 : Long.parseLong(value) + 1;
+      List<Object> reply =
+          redis.evalsha(
+              fencedWriteSha,
+              ScriptOutputType.MULTI,
+              new String[] {prefix + "fence:" + tag, key},
+              token,
+              owner,
+              Long.toString(next));
+      outcomes.of(Long.valueOf(1L).equals(reply.get(0)));
+    } finally {
+      redis.evalsha(
+          releaseSha, ScriptOutputType.INTEGER, new String[] {leaseKey}, owner + '|' + token);
+    }
+  }
+
+  @Benchmark
+  public void lockRedissonRLock(Outcomes outcomes) throws InterruptedException {
+    String name = Integer.toString(Bench.pick(keys));
+    RLock lock = redisson.getLock(prefix + "rlock:" + name);
+    // An explicit lease time: Redisson starts no watchdog for this grant.
+    if (!lock.tryLock(0, TTL_SECONDS, TimeUnit.SECONDS)) {
+      outcomes.of(false);
+      return;
+    }
+    try {
+      incrementUnfenced(name);
+      outcomes.of(true);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  @Benchmark
+  public void lockRedissonFencedLock(Outcomes outcomes) {
+    String name = Integer.toString(Bench.pick(keys));
+    RFencedLock lock = redisson.getFencedLock(prefix + "rfenced:" + name);
+    // An explicit lease time: Redisson starts no watchdog for this grant.
+    Long token = lock.tryLockAndGetToken(0, TTL_SECONDS, TimeUnit.SECONDS);
+    if (token == null) {
+      outcomes.of(false);
+      return;
+    }
+    try {
+      incrementUnfenced(name);
+      outcomes.of(true);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** The counter of lock {@code name}: outside the fence prefix, in the lock's hash-tag slot. */
+  private String counterKey(String name) {
+    return prefix + "counter:{" + name + "}";
+  }
+
+  private void incrementUnfenced(String name) {
+    String key = counterKey(name);
+    String value = redis.get(key);
+    redis.set(key, Long.toString(value == null ? 1 : Long.parseLong(value) + 1));
+  }
+}

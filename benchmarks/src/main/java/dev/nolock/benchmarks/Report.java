@@ -1,0 +1,773 @@
+package dev.nolock.benchmarks;
+
+import dev.nolock.benchmarks.Catalog.Entry;
+import dev.nolock.benchmarks.Catalog.Role;
+import dev.nolock.benchmarks.Catalog.Safety;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Predicate;
+import java.util.stream.Collectors;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Writes {@code summary.md} (every table), {@code report.html} (the same tables with charts) and
+ * {@code jmh-result.json} (JMH's raw results of every run, concatenated into one array).
+ *
+ * <p>Every ratio divides two figures of the same run at the same thread count and key count; its ±
+ * is the two JMH errors (99.9 % confidence) propagated as relative errors in quadrature.
+ */
+final class Report {
+
+  /**
+   * One measured figure.
+   *
+   * @param okPerSecond units of protected work done per second (JMH's {@code ok} counter, or the
+   *     harness's rate)
+   * @param okError JMH's 99.9 % error of that rate (0 for a harness)
+   * @param attemptsPerSecond attempts per second (JMH's primary score)
+   */
+  record Figure(
+      Entry entry,
+      int threads,
+      int keys,
+      double okPerSecond,
+      double okError,
+      double attemptsPerSecond,
+      Map<String, String> detail) {}
+
+  /** A goal of PERFORMANCE.md and what this run says about it. */
+  record Goal(String goal, String status, String evidence) {}
+
+  /** A workload shape and the design that won it. */
+  record Recommendation(String shape, String winner, String margin, String basis) {}
+
+  private final Main.RunRecord run;
+  private final List<Figure> figures;
+
+  private Report(Main.RunRecord run) {
+    this.run = run;
+    this.figures = run.figures;
+  }
+
+  static void write(Path out, Main.RunRecord run) throws IOException {
+    Report report = new Report(run);
+    Files.writeString(out.resolve("summary.md"), report.markdown());
+    Files.writeString(out.resolve("report.html"), report.html());
+    Files.writeString(
+        out.resolve("jmh-result.json"),
+        "[\n"
+            + run.jmhJson.stream()
+                .map(String::strip)
+                .filter(json -> json.length() > 2)
+                .map(json -> json.substring(1, json.length() - 1).strip())
+                .collect(Collectors.joining(",\n"))
+            + "\n]\n");
+  }
+
+  // ---------------------------------------------------------------- the figures
+
+  private Optional<Figure> find(String id, int threads, int keys) {
+    return figures.stream()
+        .filter(f -> f.entry().id().equals(id) && f.threads() == threads && f.keys() == keys)
+        .findFirst();
+  }
+
+  /** {@code a / b} and its propagated error, or empty when either is missing or zero. */
+  private static Optional<double[]> ratio(Optional<Figure> a, Optional<Figure> b) {
+    if (a.isEmpty() || b.isEmpty() || b.get().okPerSecond() <= 0) {
+      return Optional.empty();
+    }
+    double x = a.get().okPerSecond();
+    double y = b.get().okPerSecond();
+    double r = x / y;
+    double relative =
+        Math.sqrt(square(a.get().okError() / Math.max(x, 1e-9)) + square(b.get().okError() / y));
+    return Optional.of(new double[] {r, r * relative});
+  }
+
+  private static double square(double v) {
+    return v * v;
+  }
+
+  private static String ratioText(Optional<double[]> ratio) {
+    return ratio.map(r -> String.format(Locale.ROOT, "%.2f× ± %.2f", r[0], r[1])).orElse("—");
+  }
+
+  private String keysLabel(Entry entry, int keys) {
+    if (keys == 0) {
+      return "—";
+    }
+    if (entry.group().equals(Catalog.IDEMPOTENCY)) {
+      return keys == 1 ? "one key (replays)" : "a fresh key per call";
+    }
+    if (entry.group().equals(Catalog.QUEUE)) {
+      return "one queue";
+    }
+    return keys == 1 ? "hot key" : String.format(Locale.ROOT, "%,d keys", keys);
+  }
+
+  // ---------------------------------------------------------------- recommendations
+
+  private List<Recommendation> recommendations() {
+    List<Recommendation> rows = new ArrayList<>();
+    int threads =
+        run.profile.threads().stream().filter(t -> t <= 4).max(Integer::compare).orElse(1);
+    List<String> contest =
+        List.of(Catalog.CAS, Catalog.DYNAMO, Catalog.PG_LOCK, Catalog.ADVISORY, Catalog.REDIS_LOCK);
+    for (int keys : List.of(1, 10_000)) {
+      String where = (keys == 1 ? "Hot key" : "10,000 keys") + ", " + threads + " threads";
+      rows.add(
+          winner(
+              where + ", short critical section, correctness (a stale writer must be refused)",
+              f ->
+                  contest.contains(f.entry().group())
+                      && f.entry().role() == Role.DESIGN
+                      && f.entry().safety() == Safety.CORRECTNESS,
+              threads,
+              keys));
+      rows.add(
+          winner(
+              where + ", short critical section, efficiency (a rare duplicate is tolerable)",
+              f -> contest.contains(f.entry().group()) && f.entry().role() != Role.RAW,
+              threads,
+              keys));
+    }
+    long stallMs = run.profile.stall().toMillis();
+    run.convoy.stream()
+        .min(Comparator.comparingLong(r -> r.during().getValueAtPercentile(99)))
+        .ifPresent(
+            best -> {
+              Optional<ConvoyHarness.Result> second =
+                  run.convoy.stream()
+                      .filter(r -> r != best)
+                      .min(Comparator.comparingLong(r -> r.during().getValueAtPercentile(99)));
+              rows.add(
+                  new Recommendation(
+                      "One participant stalls "
+                          + stallMs
+                          + " ms inside its unit (a long critical"
+                          + " section), hot resource, correctness",
+                      best.design(),
+                      second
+                          .map(
+                              s ->
+                                  String.format(
+                                      Locale.ROOT,
+                                      "p99 %.1f ms vs %.1f ms (%s)",
+                                      ms(best.during().getValueAtPercentile(99)),
+                                      ms(s.during().getValueAtPercentile(99)),
+                                      s.design()))
+                          .orElse("only design measured"),
+                      "convoy scenario: the others' p99 while the stall lasts"));
+            });
+    int drainThreads = 4;
+    Optional<Figure> pool =
+        figures.stream().filter(f -> f.entry().id().equals("queueDrainWorkerPool")).findFirst();
+    Optional<Figure> dbScheduler =
+        figures.stream().filter(f -> f.entry().id().equals("queueDrainDbScheduler")).findFirst();
+    if (pool.isPresent() && dbScheduler.isPresent()) {
+      boolean ours = pool.get().okPerSecond() >= dbScheduler.get().okPerSecond();
+      rows.add(
+          new Recommendation(
+              "Background jobs, many workers ("
+                  + drainThreads
+                  + " threads), at-least-once with a"
+                  + " fenced completion",
+              ours ? "nolock SKIP LOCKED queue (WorkerPool)" : "db-scheduler",
+              String.format(
+                  Locale.ROOT,
+                  "%.2f× (%s vs %s jobs/s)",
+                  ours
+                      ? pool.get().okPerSecond() / dbScheduler.get().okPerSecond()
+                      : dbScheduler.get().okPerSecond() / pool.get().okPerSecond(),
+                  Svg.compact(pool.get().okPerSecond()),
+                  Svg.compact(dbScheduler.get().okPerSecond())),
+              "queue drain harness"));
+    }
+    return rows;
+  }
+
+  private Recommendation winner(String shape, Predicate<Figure> candidate, int threads, int keys) {
+    List<Figure> ranked =
+        figures.stream()
+            .filter(f -> f.threads() == threads && f.keys() == keys)
+            .filter(candidate)
+            .sorted(Comparator.comparingDouble(Figure::okPerSecond).reversed())
+            .toList();
+    if (ranked.isEmpty()) {
+      return new Recommendation(shape, "not measured", "—", "—");
+    }
+    Figure best = ranked.get(0);
+    String margin =
+        ranked.size() < 2
+            ? "only candidate measured"
+            : String.format(
+                Locale.ROOT,
+                "%.2f× the next, %s (%s vs %s units/s)",
+                best.okPerSecond() / Math.max(ranked.get(1).okPerSecond(), 1e-9),
+                ranked.get(1).entry().label(),
+                Svg.compact(best.okPerSecond()),
+                Svg.compact(ranked.get(1).okPerSecond()));
+    return new Recommendation(
+        shape,
+        best.entry().label() + " — " + best.entry().group(),
+        margin,
+        "JMH, successful units per second, " + ranked.size() + " candidates");
+  }
+
+  // ---------------------------------------------------------------- goals
+
+  private List<Goal> goals() {
+    List<Goal> goals = new ArrayList<>();
+    for (Entry design : Catalog.ENTRIES) {
+      if (design.role() != Role.DESIGN) {
+        continue;
+      }
+      Optional<Entry> raw = Catalog.rawOf(design);
+      List<String> parts = new ArrayList<>();
+      List<double[]> ratios = new ArrayList<>();
+      for (Figure f : figures) {
+        if (!f.entry().equals(design) || raw.isEmpty()) {
+          continue;
+        }
+        Optional<double[]> r = ratio(Optional.of(f), find(raw.get().id(), f.threads(), f.keys()));
+        if (r.isPresent()) {
+          ratios.add(r.get());
+          parts.add(f.threads() + "t/" + keysLabel(design, f.keys()) + ": " + ratioText(r));
+        }
+      }
+      String goal = design.label() + " ≥ 0.9× its raw floor (" + design.group() + ")";
+      if (parts.isEmpty()) {
+        goals.add(new Goal(goal, "not measured", skippedReason(design.id())));
+      } else {
+        goals.add(new Goal(goal, status(ratios, 0.9), String.join("; ", parts)));
+      }
+    }
+    figures.stream()
+        .filter(f -> f.entry().id().equals("queueDrainWorkerPool"))
+        .findFirst()
+        .ifPresentOrElse(
+            f -> {
+              double decay =
+                  Double.parseDouble(f.detail().getOrDefault("lastTenthOverSecond", "NaN"));
+              boolean full = run.profile.queueJobs() >= 2_000_000;
+              goals.add(
+                  new Goal(
+                      "The queue holds ≥ 0.9× its starting rate over 2,000,000 jobs",
+                      (decay >= 0.9 ? "met" : "not met")
+                          + (full
+                              ? ""
+                              : " (over "
+                                  + String.format(Locale.ROOT, "%,d", run.profile.queueJobs())
+                                  + " jobs only: the 2M check is --long)"),
+                      String.format(Locale.ROOT, "last tenth / second tenth = %.2f", decay)));
+            },
+            () ->
+                goals.add(
+                    new Goal(
+                        "The queue holds ≥ 0.9× its starting rate over 2,000,000 jobs",
+                        "not measured",
+                        skippedReason("queueDrainWorkerPool"))));
+    goals.add(
+        peerGoal(
+            "The queue beats db-scheduler ≥ 2×",
+            "queueDrainWorkerPool",
+            "queueDrainDbScheduler",
+            2.0));
+    goals.add(
+        peerGoal(
+            "Redis fenced lock ≥ Redisson RLock (lock cycles/s)",
+            "lockRedisFenced",
+            "lockRedissonRLock",
+            1.0));
+    goals.add(
+        peerGoal(
+            "PostgreSQL fenced lock ≥ ShedLock JDBC (lock cycles/s)",
+            "lockPostgresFenced",
+            "lockShedLockJdbc",
+            1.0));
+    goals.add(
+        peerGoal(
+            "CAS store ≥ jOOQ optimistic locking (successful updates/s)",
+            "casVersionColumnStore",
+            "casJooqOptimisticLocking",
+            1.0));
+    long stallNanos = run.profile.stall().toNanos();
+    for (ConvoyHarness.Result r : run.convoy) {
+      if (r.lockFree()) {
+        goals.add(
+            new Goal(
+                r.design()
+                    + ": others' p99 within 2× of the no-stall p99 through a "
+                    + run.profile.stall().toMillis()
+                    + " ms stall",
+                r.p99Ratio() <= 2 ? "met" : "not met",
+                String.format(
+                    Locale.ROOT,
+                    "p99 %.1f ms before, %.1f ms during (%.2f×)",
+                    ms(r.before().getValueAtPercentile(99)),
+                    ms(r.during().getValueAtPercentile(99)),
+                    r.p99Ratio())));
+      } else {
+        goals.add(
+            new Goal(
+                r.design() + ": the report shows the convoy (others' p99 ≥ the stall)",
+                r.during().getValueAtPercentile(99) >= stallNanos * 0.9 ? "shown" : "not shown",
+                String.format(
+                    Locale.ROOT,
+                    "p99 %.1f ms before, %.1f ms during",
+                    ms(r.before().getValueAtPercentile(99)),
+                    ms(r.during().getValueAtPercentile(99)))));
+      }
+    }
+    long growth = run.heapAtEnd - run.heapAtStart;
+    goals.add(
+        new Goal(
+            "Heap steady across the run's long-running components (WorkerPool, PartitionOwner,"
+                + " convoy)",
+            run.profile.queueJobs() >= 1_000_000
+                ? (growth < 64L << 20 ? "met" : "not met")
+                : "indicative only (fewer than 1M operations in this profile; --long runs 2M jobs)",
+            String.format(
+                Locale.ROOT,
+                "heap after a full GC: %.1f MiB at the start, %.1f MiB at the end",
+                run.heapAtStart / 1048576.0,
+                run.heapAtEnd / 1048576.0)));
+    return goals;
+  }
+
+  private Goal peerGoal(String goal, String ours, String peer, double needed) {
+    List<String> parts = new ArrayList<>();
+    List<double[]> ratios = new ArrayList<>();
+    for (Figure f : figures) {
+      if (!f.entry().id().equals(ours)) {
+        continue;
+      }
+      Optional<double[]> r = ratio(Optional.of(f), find(peer, f.threads(), f.keys()));
+      if (r.isPresent()) {
+        ratios.add(r.get());
+        parts.add(f.threads() + "t/" + keysLabel(f.entry(), f.keys()) + ": " + ratioText(r));
+      }
+    }
+    if (parts.isEmpty()) {
+      return new Goal(goal, "not measured", skippedReason(ours) + " " + skippedReason(peer));
+    }
+    return new Goal(goal, status(ratios, needed), String.join("; ", parts));
+  }
+
+  /**
+   * "met" when every ratio reaches {@code needed}; "not met" when one falls short by more than its
+   * error; otherwise the shortfall is inside JMH's error and the run cannot decide.
+   */
+  static String status(List<double[]> ratios, double needed) {
+    if (ratios.stream().allMatch(r -> r[0] >= needed)) {
+      return "met";
+    }
+    if (ratios.stream().anyMatch(r -> r[0] + r[1] < needed)) {
+      return "not met";
+    }
+    return "not met, within JMH's error (undecided)";
+  }
+
+  private String skippedReason(String id) {
+    return Optional.ofNullable(run.skipped.get(id)).map(r -> id + ": " + r).orElse("");
+  }
+
+  private static double ms(long nanos) {
+    return nanos / 1e6;
+  }
+
+  // ---------------------------------------------------------------- text
+
+  private String header(boolean html) {
+    Runtime runtime = Runtime.getRuntime();
+    long memory =
+        ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+            .getTotalMemorySize();
+    String command =
+        System.getProperty("nolock.bench.command", "java -jar benchmarks/target/benchmarks.jar");
+    List<String> lines = new ArrayList<>();
+    lines.add(
+        "Date: "
+            + DateTimeFormatter.ISO_LOCAL_DATE_TIME
+                .format(run.started.atOffset(ZoneOffset.UTC))
+                .substring(0, 19)
+            + " UTC; took "
+            + Duration.between(run.started, run.finished).toSeconds()
+            + " s");
+    lines.add(
+        String.format(
+            Locale.ROOT,
+            "Machine: %d cores, %.1f GiB memory, %s %s, Java %s",
+            runtime.availableProcessors(),
+            memory / 1073741824.0,
+            System.getProperty("os.name"),
+            System.getProperty("os.version"),
+            System.getProperty("java.version")));
+    lines.add("Command: `" + command + "`");
+    lines.add(
+        "Profile: "
+            + run.profile.name()
+            + " (JMH: 1 fork, "
+            + run.profile.warmups()
+            + " warm-up and "
+            + run.profile.iterations()
+            + " measured iterations of "
+            + run.profile.iteration().toMillis()
+            + " ms; threads "
+            + run.profile.threads()
+            + "; keys "
+            + run.profile.keys()
+            + "; peers at keys "
+            + run.profile.peerKeys()
+            + ")");
+    for (Servers.Use use : run.servers.values()) {
+      lines.add(
+          "Server " + use.server() + ": " + (use.available() ? "" : "UNAVAILABLE — ") + use.how());
+    }
+    return lines.stream()
+            .map(l -> (html ? "<li>" + inline(l) + "</li>" : "- " + l))
+            .collect(Collectors.joining("\n"))
+        + "\n";
+  }
+
+  private static final String READING =
+      "Each JMH invocation makes one attempt and never retries: a lost CAS, a lock held by another"
+          + " thread, a duplicate in progress or an empty queue counts as a conflict. The tables"
+          + " rank by successful units per second (`ok/s`); `attempts/s` is every try. A ratio"
+          + " divides two figures of the same run at the same threads and keys; ± is JMH's 99.9 %"
+          + " error of both. This machine has 2 cores: at 4 threads (16 in --long) the figures"
+          + " partly measure the scheduler, and the servers share the cores with the benchmark."
+          + " Shared machines drift by up to 2.6× between runs (PERFORMANCE.md), so compare ratios,"
+          + " not absolute rates across runs.";
+
+  private String markdown() {
+    StringBuilder md = new StringBuilder();
+    md.append("# nolock benchmark report\n\n").append(header(false)).append('\n');
+    md.append("How to read it: ").append(READING).append("\n\n");
+    md.append(
+        "## Recommendation\n\n"
+            + "| workload shape | winner | by how much | measured by |\n"
+            + "|---|---|---|---|\n");
+    for (Recommendation r : recommendations()) {
+      md.append("| ")
+          .append(r.shape())
+          .append(" | ")
+          .append(r.winner())
+          .append(" | ")
+          .append(r.margin())
+          .append(" | ")
+          .append(r.basis())
+          .append(" |\n");
+    }
+    md.append(
+        "\n## Goals (../shared/PERFORMANCE.md)\n\n| goal | status | evidence |\n|---|---|---|\n");
+    for (Goal g : goals()) {
+      md.append("| ")
+          .append(g.goal())
+          .append(" | **")
+          .append(g.status())
+          .append("** | ")
+          .append(g.evidence())
+          .append(" |\n");
+    }
+    md.append("\n## Throughput and ratios\n");
+    for (String group : Catalog.groups()) {
+      md.append("\n### ").append(group).append("\n\n");
+      md.append(
+          "| variant | role | threads | keys | ok/s | attempts/s | ratio to raw |\n"
+              + "|---|---|---|---|---|---|---|\n");
+      for (Figure f : groupFigures(group)) {
+        md.append(
+            String.format(
+                Locale.ROOT,
+                "| %s | %s | %d | %s | %s ± %s | %s | %s |%n",
+                f.entry().label(),
+                f.entry().role().name().toLowerCase(Locale.ROOT),
+                f.threads(),
+                keysLabel(f.entry(), f.keys()),
+                Svg.compact(f.okPerSecond()),
+                Svg.compact(f.okError()),
+                Svg.compact(f.attemptsPerSecond()),
+                ratioToRaw(f)));
+        if (!f.detail().isEmpty()) {
+          md.append("| ↳ ").append(detailText(f)).append(" | | | | | | |\n");
+        }
+      }
+      for (Entry e : Catalog.ENTRIES) {
+        if (e.group().equals(group) && run.skipped.containsKey(e.id())) {
+          md.append("| ")
+              .append(e.label())
+              .append(" | skipped | | | ")
+              .append(run.skipped.get(e.id()))
+              .append(" | | |\n");
+        }
+      }
+    }
+    md.append("\n## Convoy: one participant stalls ")
+        .append(run.profile.stall().toMillis())
+        .append(" ms\n\n")
+        .append(convoyIntro())
+        .append("\n\n");
+    md.append(
+        "| design | phase | units/s | p50 ms | p99 ms | p99.9 ms | max ms |\n"
+            + "|---|---|---|---|---|---|---|\n");
+    for (ConvoyHarness.Result r : run.convoy) {
+      row(md, r.design(), "before", r.beforePerSecond(), r.before());
+      row(md, r.design(), "during the stall", r.duringPerSecond(), r.during());
+      row(md, r.design(), "after", r.afterPerSecond(), r.after());
+    }
+    run.convoySkipped.forEach(
+        (design, why) ->
+            md.append("| ")
+                .append(design)
+                .append(" | skipped: ")
+                .append(why)
+                .append(" | | | | | |\n"));
+    return md.toString();
+  }
+
+  private String convoyIntro() {
+    return ConvoyHarness.WORKERS
+        + " workers share one hot resource; one more participant stops for "
+        + run.profile.stall().toMillis()
+        + " ms in the middle of its unit (a lock holder inside its"
+        + " critical section; a CAS writer between its read and its write; a queue worker between"
+        + " claim and complete). Latency is each unit from first attempt to done, by the phase it"
+        + " started in; phases of "
+        + run.profile.convoyPhase().toSeconds()
+        + " s before and after.";
+  }
+
+  private static void row(StringBuilder md, String design, String phase, double rate, Histogram h) {
+    md.append(
+        String.format(
+            Locale.ROOT,
+            "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f |%n",
+            design,
+            phase,
+            Svg.compact(rate),
+            ms(h.getValueAtPercentile(50)),
+            ms(h.getValueAtPercentile(99)),
+            ms(h.getValueAtPercentile(99.9)),
+            ms(h.getMaxValue())));
+  }
+
+  private List<Figure> groupFigures(String group) {
+    return figures.stream()
+        .filter(f -> f.entry().group().equals(group))
+        .sorted(
+            Comparator.<Figure>comparingInt(f -> f.keys())
+                .thenComparingInt(Figure::threads)
+                .thenComparingInt(f -> f.entry().role().ordinal()))
+        .toList();
+  }
+
+  private String ratioToRaw(Figure f) {
+    if (f.entry().role() == Role.RAW) {
+      return "1 (floor)";
+    }
+    return Catalog.rawOf(f.entry())
+        .map(raw -> ratioText(ratio(Optional.of(f), find(raw.id(), f.threads(), f.keys()))))
+        .orElse("—");
+  }
+
+  private static String detailText(Figure f) {
+    return f.detail().entrySet().stream()
+        .sorted(Map.Entry.comparingByKey())
+        .map(e -> e.getKey() + " " + e.getValue())
+        .collect(Collectors.joining(", "));
+  }
+
+  // ---------------------------------------------------------------- html
+
+  private String html() {
+    StringBuilder html = new StringBuilder();
+    html.append(
+            "<!doctype html><html><head><meta charset='utf-8'><title>nolock benchmark"
+                + " report</title>\n")
+        .append(
+            "<style>body{font-family:sans-serif;max-width:1100px;margin:2em"
+                + " auto;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px"
+                + " solid #ccc;padding:3px"
+                + " 7px;font-size:13px;text-align:left}th{background:#f0f0f0}.met,.shown{color:#1a7f37;font-weight:bold}.not{color:#c62828;font-weight:bold}</style></head><body>\n");
+    html.append("<h1>nolock benchmark report</h1><ul>").append(header(true)).append("</ul>\n");
+    html.append("<p>").append(inline(READING)).append("</p>\n");
+    html.append("<h2>Recommendation</h2>")
+        .append(
+            table(
+                List.of("workload shape", "winner", "by how much", "measured by"),
+                recommendations().stream()
+                    .map(r -> List.of(r.shape(), r.winner(), r.margin(), r.basis()))
+                    .toList()));
+    html.append(
+        "<h2>Goals"
+            + " (PERFORMANCE.md)</h2><table><tr><th>goal</th><th>status</th><th>evidence</th></tr>\n");
+    for (Goal g : goals()) {
+      String css =
+          g.status().startsWith("met")
+              ? "met"
+              : g.status().startsWith("shown")
+                  ? "shown"
+                  : g.status().startsWith("not") ? "not" : "";
+      html.append("<tr><td>")
+          .append(Svg.escape(g.goal()))
+          .append("</td><td class='")
+          .append(css)
+          .append("'>")
+          .append(Svg.escape(g.status()))
+          .append("</td><td>")
+          .append(Svg.escape(g.evidence()))
+          .append("</td></tr>\n");
+    }
+    html.append("</table>\n<h2>Throughput against threads and contention</h2>\n");
+    for (String group : Catalog.groups()) {
+      List<Figure> groupFigures = groupFigures(group);
+      html.append("<h3>").append(Svg.escape(group)).append("</h3>\n");
+      if (!groupFigures.isEmpty()) {
+        html.append(chart(group, groupFigures));
+      }
+      List<List<String>> rows = new ArrayList<>();
+      for (Figure f : groupFigures) {
+        rows.add(
+            List.of(
+                f.entry().label(),
+                f.entry().role().name().toLowerCase(Locale.ROOT),
+                Integer.toString(f.threads()),
+                keysLabel(f.entry(), f.keys()),
+                Svg.compact(f.okPerSecond()) + " ± " + Svg.compact(f.okError()),
+                Svg.compact(f.attemptsPerSecond()),
+                ratioToRaw(f),
+                f.detail().isEmpty() ? "" : detailText(f)));
+      }
+      for (Entry e : Catalog.ENTRIES) {
+        if (e.group().equals(group) && run.skipped.containsKey(e.id())) {
+          rows.add(List.of(e.label(), "skipped", "", "", run.skipped.get(e.id()), "", "", ""));
+        }
+      }
+      html.append(
+          table(
+              List.of(
+                  "variant",
+                  "role",
+                  "threads",
+                  "keys",
+                  "ok/s",
+                  "attempts/s",
+                  "ratio to raw",
+                  "detail"),
+              rows));
+    }
+    html.append("<h2>Convoy: latency over time through a ")
+        .append(run.profile.stall().toMillis())
+        .append(" ms stall</h2>\n<p>")
+        .append(Svg.escape(convoyIntro()))
+        .append("</p>\n");
+    if (!run.convoy.isEmpty()) {
+      // The stall began when the stalled participant got to it (on a contended lock, when it
+      // finally acquired), so each design has its own window; the chart shades the first one's.
+      double stallFrom = run.convoy.get(0).stallFromSecond();
+      double stallTo = run.convoy.get(0).stallToSecond();
+      List<Svg.Line> lines =
+          run.convoy.stream()
+              .map(
+                  r ->
+                      new Svg.Line(
+                          r.design(),
+                          r.slices().stream()
+                              .filter(s -> s[2] > 0)
+                              .map(s -> new double[] {s[0] / 1000.0, s[1] / 1e6})
+                              .toList()))
+              .toList();
+      html.append(
+          Svg.logLines(
+              "Worst latency of the units started in each 100 ms (log scale)",
+              "seconds since the start (shaded: the stall)",
+              "ms",
+              lines,
+              stallFrom,
+              stallTo));
+    }
+    List<List<String>> rows = new ArrayList<>();
+    for (ConvoyHarness.Result r : run.convoy) {
+      rows.add(convoyRow(r.design(), "before", r.beforePerSecond(), r.before()));
+      rows.add(convoyRow(r.design(), "during the stall", r.duringPerSecond(), r.during()));
+      rows.add(convoyRow(r.design(), "after", r.afterPerSecond(), r.after()));
+    }
+    run.convoySkipped.forEach(
+        (d, why) -> rows.add(List.of(d, "skipped: " + why, "", "", "", "", "")));
+    html.append(
+        table(
+            List.of("design", "phase", "units/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms"), rows));
+    html.append(
+        "<p>Raw JMH results: <a href='jmh-result.json'>jmh-result.json</a>; the same tables"
+            + " in <a href='summary.md'>summary.md</a>.</p></body></html>\n");
+    return html.toString();
+  }
+
+  private static List<String> convoyRow(String design, String phase, double rate, Histogram h) {
+    return List.of(
+        design,
+        phase,
+        Svg.compact(rate),
+        String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(50))),
+        String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(99))),
+        String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(99.9))),
+        String.format(Locale.ROOT, "%.2f", ms(h.getMaxValue())));
+  }
+
+  private String chart(String group, List<Figure> groupFigures) {
+    List<String> categories =
+        groupFigures.stream()
+            .map(f -> f.threads() + "t, " + keysLabel(f.entry(), f.keys()))
+            .distinct()
+            .toList();
+    List<Entry> variants = groupFigures.stream().map(Figure::entry).distinct().toList();
+    List<Svg.Series> series = new ArrayList<>();
+    for (Entry variant : variants) {
+      double[] values = new double[categories.size()];
+      for (int c = 0; c < categories.size(); c++) {
+        String category = categories.get(c);
+        values[c] =
+            groupFigures.stream()
+                .filter(
+                    f ->
+                        f.entry().equals(variant)
+                            && category.equals(
+                                f.threads() + "t, " + keysLabel(f.entry(), f.keys())))
+                .mapToDouble(Figure::okPerSecond)
+                .findFirst()
+                .orElse(Double.NaN);
+      }
+      series.add(new Svg.Series(variant.label(), values));
+    }
+    return Svg.bars(group, "ok/s", categories, series);
+  }
+
+  private static String table(List<String> head, List<List<String>> rows) {
+    StringBuilder html = new StringBuilder("<table><tr>");
+    head.forEach(h -> html.append("<th>").append(Svg.escape(h)).append("</th>"));
+    html.append("</tr>\n");
+    for (List<String> row : rows) {
+      html.append("<tr>");
+      row.forEach(cell -> html.append("<td>").append(Svg.escape(cell)).append("</td>"));
+      html.append("</tr>\n");
+    }
+    return html.append("</table>\n").toString();
+  }
+
+  private static String inline(String text) {
+    return Svg.escape(text).replaceAll("`([^`]+)`", "<code>$1</code>");
+  }
+}

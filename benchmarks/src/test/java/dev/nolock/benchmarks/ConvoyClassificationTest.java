@@ -1,0 +1,52 @@
+package dev.nolock.benchmarks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** How units are filed against the stall decides whether a convoy shows up at all. */
+class ConvoyClassificationTest {
+
+  private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);
+  private static final ConvoyHarness.Design DESIGN =
+      new ConvoyHarness.Design("test", false, "postgres", () -> null);
+
+  @Test
+  void aUnitThatStartedBeforeTheStallAndWaitedThroughItCountsAsDuring() {
+    // t0 = 0, stall 1000..3000 ms, end 4000 ms
+    List<long[]> units =
+        List.of(
+            new long[] {100 * MS, 5 * MS}, // before, 5 ms
+            new long[] {990 * MS, 2_020 * MS}, // queued behind the stalled holder
+            new long[] {3_500 * MS, 7 * MS}); // after
+
+    ConvoyHarness.Result result =
+        ConvoyHarness.classify(DESIGN, units, 0, 1_000 * MS, 3_000 * MS, 4_000 * MS);
+
+    assertThat(result.before().getTotalCount()).isEqualTo(1);
+    assertThat(result.during().getTotalCount()).isEqualTo(1);
+    assertThat(result.during().getMaxValue()).isGreaterThanOrEqualTo(2_000 * MS);
+    assertThat(result.after().getTotalCount()).isEqualTo(1);
+    assertThat(result.stallFromSecond()).isEqualTo(1.0);
+    assertThat(result.stallToSecond()).isEqualTo(3.0);
+  }
+
+  @Test
+  void throughputCountsUnitsByWhenTheyCompleted() {
+    List<long[]> units =
+        List.of(
+            new long[] {100 * MS, 5 * MS},
+            new long[] {200 * MS, 5 * MS},
+            new long[] {990 * MS, 2_020 * MS}, // completes after the stall
+            new long[] {3_500 * MS, 7 * MS});
+
+    ConvoyHarness.Result result =
+        ConvoyHarness.classify(DESIGN, units, 0, 1_000 * MS, 3_000 * MS, 4_000 * MS);
+
+    assertThat(result.beforePerSecond()).isEqualTo(2.0); // 2 units in 1 s
+    assertThat(result.duringPerSecond()).isZero(); // nothing finished while the holder stalled
+    assertThat(result.afterPerSecond()).isEqualTo(2.0); // 2 units in 1 s
+  }
+}
