@@ -544,8 +544,10 @@ final class Report {
         + run.profile.stall().toMillis()
         + " ms in the middle of its unit (a lock holder inside its"
         + " critical section; a CAS writer between its read and its write; a queue worker between"
-        + " claim and complete). Latency is each unit from first attempt to done, by the phase it"
-        + " started in; phases of "
+        + " claim and complete). Latency is each unit from its first attempt to done (waits and"
+        + " retries included): before = done before the stall began, during = in flight at any"
+        + " time during it, after = started after it ended; units/s counts units by when they"
+        + " completed. Phases of "
         + run.profile.convoyPhase().toSeconds()
         + " s before and after.";
   }
