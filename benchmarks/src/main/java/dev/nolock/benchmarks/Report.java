@@ -419,9 +419,16 @@ final class Report {
     lines.add(
         "Profile: "
             + run.profile.name()
-            + " (JMH: 1 fork, "
+            + " (JMH: "
+            + (run.profile.forks() == 0
+                ? "no fork, every benchmark in the runner's JVM after an unmeasured pass of "
+                    + run.profile.prewarm().toMillis()
+                    + " ms per variant; "
+                : run.profile.forks() + " fork(s) per benchmark; ")
             + run.profile.warmups()
-            + " warm-up and "
+            + " warm-up iterations of "
+            + run.profile.warmup().toMillis()
+            + " ms and "
             + run.profile.iterations()
             + " measured iterations of "
             + run.profile.iteration().toMillis()
