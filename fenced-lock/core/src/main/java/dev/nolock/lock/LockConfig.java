@@ -139,8 +139,7 @@ public final class LockConfig {
               + " or more: every write would fail its point-of-no-return check. Lengthen the TTL or"
               + " shorten the margin.");
     }
-    Duration interval =
-        renewalInterval != null ? renewalInterval : Duration.ofNanos(ttlNanos / 3);
+    Duration interval = renewalInterval != null ? renewalInterval : Duration.ofNanos(ttlNanos / 3);
     if (2 * interval.toNanos() > ttlNanos) {
       throw new IllegalArgumentException(
           "The renewal interval "
