@@ -46,7 +46,8 @@ import org.jooq.impl.DSL;
  * workers' latency (each unit from its first attempt to done, retries and waits included) is
  * recorded in HdrHistograms by phase: before (done before the stall began), during (in flight at
  * any time during the stall) and after (started after it ended); throughput counts units by when
- * they completed. Per 100 ms slice of start times, the worst latency feeds the chart.
+ * they completed. For the chart, each 100 ms slice records the age of the oldest unit in flight in
+ * it (a unit waiting through the stall shows as a ramp).
  *
  * <p>What "stall in the middle" means per design:
  *
@@ -87,7 +88,12 @@ public final class ConvoyHarness {
     void close() throws Exception;
   }
 
-  /** The figures of one design. */
+  /**
+   * The figures of one design.
+   *
+   * @param slices per 100 ms since the start: {ms since the start, age in ns of the oldest unit in
+   *     flight in it, units in flight in it, units completed in it}
+   */
   public record Result(
       String design,
       boolean lockFree,
@@ -101,7 +107,7 @@ public final class ConvoyHarness {
       double stallToSecond,
       List<long[]> slices) {
 
-    /** p99 of the units that started during the stall over p99 of those before it. */
+    /** p99 of the units in flight during the stall over p99 of those done before it. */
     public double p99Ratio() {
       return (double) during.getValueAtPercentile(99)
           / Math.max(1, before.getValueAtPercentile(99));
@@ -210,6 +216,7 @@ public final class ConvoyHarness {
     int sliceCount = (int) ((end - t0) / SLICE_NANOS) + 1;
     long[] sliceMax = new long[sliceCount];
     long[] sliceUnits = new long[sliceCount];
+    long[] sliceDone = new long[sliceCount];
     for (long[] unit : units) {
       long begin = unit[0];
       long done = begin + unit[1];
@@ -222,14 +229,22 @@ public final class ConvoyHarness {
       phases[done <= stallBegan ? 0 : begin < stallEnded ? 1 : 2].recordValue(latency);
       if (done < end) {
         counts[done < stallBegan ? 0 : done < stallEnded ? 1 : 2]++;
+        sliceDone[(int) ((done - t0) / SLICE_NANOS)]++;
       }
-      int slice = (int) ((begin - t0) / SLICE_NANOS);
-      sliceMax[slice] = Math.max(sliceMax[slice], latency);
-      sliceUnits[slice]++;
+      // The chart's value for a slice is the age of the oldest unit in flight in it, so a worker
+      // queued behind a stalled holder draws a ramp through the stall instead of one late point.
+      long last = Math.min(done, end) - 1;
+      for (int slice = (int) ((begin - t0) / SLICE_NANOS);
+          slice <= (int) ((last - t0) / SLICE_NANOS);
+          slice++) {
+        long sliceEnd = t0 + (slice + 1) * SLICE_NANOS;
+        sliceMax[slice] = Math.max(sliceMax[slice], Math.min(done, sliceEnd) - begin);
+        sliceUnits[slice]++;
+      }
     }
     List<long[]> slices = new ArrayList<>();
     for (int i = 0; i < sliceCount; i++) {
-      slices.add(new long[] {i * 100L, sliceMax[i], sliceUnits[i]});
+      slices.add(new long[] {i * 100L, sliceMax[i], sliceUnits[i], sliceDone[i]});
     }
     return new Result(
         design.name(),

@@ -688,25 +688,45 @@ final class Report {
       // finally acquired), so each design has its own window; the chart shades the first one's.
       double stallFrom = run.convoy.get(0).stallFromSecond();
       double stallTo = run.convoy.get(0).stallToSecond();
-      List<Svg.Line> lines =
+      List<Svg.Line> completed =
           run.convoy.stream()
               .map(
                   r ->
                       new Svg.Line(
                           r.design(),
                           r.slices().stream()
-                              .filter(s -> s[2] > 0)
-                              .map(s -> new double[] {s[0] / 1000.0, s[1] / 1e6})
+                              .map(slice -> new double[] {slice[0] / 1000.0, slice[3] * 10.0})
                               .toList()))
               .toList();
       html.append(
-          Svg.logLines(
-              "Worst latency of the units started in each 100 ms (log scale)",
+          Svg.lines(
+              "Units completed per second by the other workers, per 100 ms",
+              "seconds since the start (shaded: the stall)",
+              "units/s",
+              completed,
+              stallFrom,
+              stallTo,
+              false));
+      List<Svg.Line> oldest =
+          run.convoy.stream()
+              .map(
+                  r ->
+                      new Svg.Line(
+                          r.design(),
+                          r.slices().stream()
+                              .filter(slice -> slice[2] > 0)
+                              .map(slice -> new double[] {slice[0] / 1000.0, slice[1] / 1e6})
+                              .toList()))
+              .toList();
+      html.append(
+          Svg.lines(
+              "Age of the oldest unit in flight, per 100 ms (log scale): waits and starvation",
               "seconds since the start (shaded: the stall)",
               "ms",
-              lines,
+              oldest,
               stallFrom,
-              stallTo));
+              stallTo,
+              true));
     }
     List<List<String>> rows = new ArrayList<>();
     for (ConvoyHarness.Result r : run.convoy) {

@@ -83,14 +83,18 @@ final class Svg {
     return svg.append("</svg>\n").toString();
   }
 
-  /** Lines on a log10 y axis, with {@code [shadeFrom, shadeTo]} on x shaded (the stall). */
-  static String logLines(
+  /**
+   * Lines over time with {@code [shadeFrom, shadeTo]} on x shaded (the stall); the y axis is log10
+   * when {@code log} (points at or below zero are left out), linear from zero otherwise.
+   */
+  static String lines(
       String title,
       String xUnit,
       String yUnit,
       List<Line> lines,
       double shadeFrom,
-      double shadeTo) {
+      double shadeTo,
+      boolean log) {
     double maxX =
         lines.stream().flatMap(l -> l.points().stream()).mapToDouble(p -> p[0]).max().orElse(1);
     double maxY =
@@ -102,10 +106,11 @@ final class Svg {
             .filter(v -> v > 0)
             .min()
             .orElse(0.1);
-    double lowDecade = Math.floor(Math.log10(Math.max(minY, 1e-3)));
-    double highDecade = Math.ceil(Math.log10(Math.max(maxY, 1e-3)));
-    if (highDecade <= lowDecade) {
-      highDecade = lowDecade + 1;
+    // In log mode the axis runs over decades; in linear mode from 0 to a round ceiling.
+    double low = log ? Math.floor(Math.log10(Math.max(minY, 1e-3))) : 0;
+    double high = log ? Math.ceil(Math.log10(Math.max(maxY, 1e-3))) : niceCeiling(maxY);
+    if (high <= low) {
+      high = low + 1;
     }
     StringBuilder svg = open(title);
     int plotWidth = WIDTH - LEFT - RIGHT;
@@ -121,10 +126,12 @@ final class Svg {
             TOP,
             x1 - x0,
             plotHeight));
-    for (double decade = lowDecade; decade <= highDecade; decade++) {
-      double y = TOP + plotHeight - plotHeight * (decade - lowDecade) / (highDecade - lowDecade);
+    int ticks = log ? (int) (high - low) : 5;
+    for (int tick = 0; tick <= ticks; tick++) {
+      double value = low + (high - low) * tick / ticks;
+      double y = TOP + plotHeight - plotHeight * (value - low) / (high - low);
       svg.append(line(LEFT, y, LEFT + plotWidth, y, "#e0e0e0"));
-      svg.append(text(LEFT - 6, y + 4, "end", compact(Math.pow(10, decade))));
+      svg.append(text(LEFT - 6, y + 4, "end", compact(log ? Math.pow(10, value) : value)));
     }
     for (int second = 0; second <= (int) maxX; second++) {
       double x = LEFT + plotWidth * second / maxX;
@@ -141,12 +148,12 @@ final class Svg {
     for (int i = 0; i < lines.size(); i++) {
       StringBuilder path = new StringBuilder();
       for (double[] point : lines.get(i).points()) {
-        if (point[1] <= 0) {
+        if (log && point[1] <= 0) {
           continue;
         }
         double x = LEFT + plotWidth * point[0] / maxX;
-        double logY = Math.max(Math.log10(point[1]), lowDecade);
-        double y = TOP + plotHeight - plotHeight * (logY - lowDecade) / (highDecade - lowDecade);
+        double value = log ? Math.max(Math.log10(point[1]), low) : point[1];
+        double y = TOP + plotHeight - plotHeight * (value - low) / (high - low);
         path.append(path.length() == 0 ? "M" : " L")
             .append(String.format(Locale.ROOT, "%.1f %.1f", x, y));
       }

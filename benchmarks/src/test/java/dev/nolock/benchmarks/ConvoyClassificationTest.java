@@ -49,4 +49,18 @@ class ConvoyClassificationTest {
     assertThat(result.duringPerSecond()).isZero(); // nothing finished while the holder stalled
     assertThat(result.afterPerSecond()).isEqualTo(2.0); // 2 units in 1 s
   }
+
+  @Test
+  void theChartShowsAUnitWaitingThroughTheStallAsARamp() {
+    List<long[]> units = List.of(new long[] {100 * MS, 5 * MS}, new long[] {990 * MS, 2_020 * MS});
+
+    ConvoyHarness.Result result =
+        ConvoyHarness.classify(DESIGN, units, 0, 1_000 * MS, 3_000 * MS, 4_000 * MS);
+
+    // slice 20 is 2000..2100 ms: the queued unit is 1110 ms old at its end
+    assertThat(result.slices().get(20)[1]).isEqualTo(1_110 * MS);
+    assertThat(result.slices().get(29)[1]).isEqualTo(2_010 * MS);
+    assertThat(result.slices().get(1)[1]).isEqualTo(5 * MS);
+    assertThat(result.slices().get(5)[2]).isZero(); // nothing in flight at 500 ms
+  }
 }
