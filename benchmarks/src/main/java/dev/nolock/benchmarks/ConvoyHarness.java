@@ -272,6 +272,7 @@ public final class ConvoyHarness {
     }
   }
 
+  /** The stall itself: a participant that stops for a set time is the scenario, not a wait. */
   private static void stall(Duration stall, Consumer<long[]> window) throws InterruptedException {
     long began = System.nanoTime();
     TimeUnit.NANOSECONDS.sleep(stall.toNanos());

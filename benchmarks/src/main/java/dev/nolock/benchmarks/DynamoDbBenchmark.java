@@ -12,6 +12,7 @@ import dev.nolock.dynamodb.DynamoDbVersionedStoreConfig;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.Versioned;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -27,6 +28,7 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
+import software.amazon.awssdk.core.retry.backoff.FixedDelayBackoffStrategy;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.BatchWriteItemResponse;
@@ -34,9 +36,8 @@ import software.amazon.awssdk.services.dynamodb.model.ConditionalCheckFailedExce
 import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
 import software.amazon.awssdk.services.dynamodb.model.ProvisionedThroughput;
 import software.amazon.awssdk.services.dynamodb.model.PutRequest;
-import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
-import software.amazon.awssdk.services.dynamodb.model.TableStatus;
 import software.amazon.awssdk.services.dynamodb.model.WriteRequest;
+import software.amazon.awssdk.services.dynamodb.waiters.DynamoDbWaiter;
 
 /**
  * Increment a counter for a key on DynamoDB: read the item, write {@code value + 1} only if nobody
@@ -282,26 +283,19 @@ public class DynamoDbBenchmark {
     }
   }
 
+  /**
+   * The SDK's own waiter, polling every 50 ms (its default first delay is 20 s) for up to 1 min.
+   */
   private void awaitActive(String name) {
-    long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
-    while (true) {
-      try {
-        if (dynamo.describeTable(describe -> describe.tableName(name)).table().tableStatus()
-            == TableStatus.ACTIVE) {
-          return;
-        }
-      } catch (ResourceNotFoundException notYet) {
-        // createTable returned before the table became visible: poll again.
-      }
-      if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("table " + name + " did not become ACTIVE within 1 min");
-      }
-      try {
-        Thread.sleep(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException(e);
-      }
+    try (DynamoDbWaiter waiter =
+        DynamoDbWaiter.builder()
+            .client(dynamo)
+            .overrideConfiguration(
+                wait ->
+                    wait.backoffStrategy(FixedDelayBackoffStrategy.create(Duration.ofMillis(50)))
+                        .waitTimeout(Duration.ofMinutes(1)))
+            .build()) {
+      waiter.waitUntilTableExists(describe -> describe.tableName(name));
     }
   }
 }
