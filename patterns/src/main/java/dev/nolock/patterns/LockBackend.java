@@ -19,6 +19,8 @@ import java.time.Duration;
  *       that another holder now owns. It is never a blind TTL bump.
  *   <li>{@link #release} frees the lease only while it is still {@code (owner, token)}; it is
  *       idempotent, and a stale release never frees the next holder's lease.
+ *   <li>{@link #holder} reports the unexpired lease's owner and token, read-only; it changes
+ *       nothing and grants nothing.
  * </ol>
  *
  * Inputs reach a backend already validated by the facade. Losing a race is a return value; a
@@ -47,4 +49,13 @@ public interface LockBackend {
    *     (nothing changed)
    */
   boolean release(String name, String owner, FencingToken token);
+
+  /**
+   * Who holds an unexpired lease on {@code name} now, as this backend judges expiry (the server's
+   * clock, or for a backend without one the contender's observation rule). For observers only: the
+   * answer may be stale when it arrives, so it must never decide whether a write goes out.
+   *
+   * @return the holder and its token, or empty when nobody holds an unexpired lease
+   */
+  Option<LeaseHolder> holder(String name);
 }

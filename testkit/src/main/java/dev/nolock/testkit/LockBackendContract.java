@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -173,6 +174,22 @@ public abstract class LockBackendContract {
         .atMost(shortTtl().multipliedBy(4))
         .until(() -> peek(name).map(p -> !p.expired()).orElse(false));
     assertThat(backend().tryAcquire(name, "B", ttl()).isEmpty()).isTrue();
+  }
+
+  @Test
+  void holderNamesTheOwnerAndTokenOfTheUnexpiredLeaseOnly() {
+    String name = name("holder");
+    assertThat(backend().holder(name).toJavaOptional()).as("never taken").isEmpty();
+
+    FencingToken a = backend().tryAcquire(name, "A", ttl()).get();
+    assertThat(backend().holder(name).toJavaOptional()).contains(new LeaseHolder("A", a));
+    assertThat(backend().release(name, "A", a)).isTrue();
+    assertThat(backend().holder(name).toJavaOptional()).as("released").isEmpty();
+
+    FencingToken b = backend().tryAcquire(name, "B", shortTtl()).get();
+    assertThat(backend().holder(name).toJavaOptional()).contains(new LeaseHolder("B", b));
+    awaitExpiry(name);
+    assertThat(backend().holder(name).toJavaOptional()).as("expired").isEmpty();
   }
 
   @Test

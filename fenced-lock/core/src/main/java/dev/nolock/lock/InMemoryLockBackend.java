@@ -2,6 +2,7 @@ package dev.nolock.lock;
 
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -64,6 +65,13 @@ public final class InMemoryLockBackend implements LockBackend {
     }
     leases.remove(name);
     return !expired(current);
+  }
+
+  @Override
+  public synchronized Option<LeaseHolder> holder(String name) {
+    return Option.of(leases.get(name))
+        .filter(e -> !expired(e))
+        .map(e -> new LeaseHolder(e.owner(), e.token()));
   }
 
   /** The stored lease of {@code name}, if any: the peek the contract suite uses. */

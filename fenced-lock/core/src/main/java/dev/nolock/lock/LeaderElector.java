@@ -23,7 +23,9 @@ import org.slf4j.LoggerFactory;
  * <p>Algorithm (the Kubernetes arithmetic, validated by {@link ElectorConfig}):
  *
  * <ol>
- *   <li>A candidate tries to take the lease every {@code retryPeriod} (jittered up to x1.2).
+ *   <li>A candidate tries to take the lease every {@code retryPeriod} (jittered up to x1.2); when
+ *       it does not get it, it reads who holds it ({@link LockBackend#holder}) and calls {@link
+ *       Leadership#onNewLeader} if that holder differs from the last one it saw.
  *   <li>The leader's lease is renewed by compare-and-swap on its token (the {@link FencedLock}
  *       watchdog); {@link Leadership#onStartedLeading} runs on its own thread.
  *   <li>The leader steps down as soon as a renewal is refused, or when it has not renewed for
@@ -44,6 +46,7 @@ public final class LeaderElector implements AutoCloseable {
 
   private final ElectorConfig config;
   private final Leadership leadership;
+  private final LockBackend backend;
   private final FencedLock lock;
   private final Thread loop;
   private final ReentrantLock mutex = new ReentrantLock();
@@ -55,15 +58,17 @@ public final class LeaderElector implements AutoCloseable {
   private volatile boolean running = true;
   private volatile HeldLock held;
   private volatile long leaderSinceNanos;
+  private String observedLeader; // only the loop thread touches it
   private Thread work;
 
   private LeaderElector(LockBackend backend, ElectorConfig config, Leadership leadership) {
     this.config = Objects.requireNonNull(config, "config");
     this.leadership = Objects.requireNonNull(leadership, "leadership");
+    this.backend = Objects.requireNonNull(backend, "backend");
     Duration interval = min(config.retryPeriod(), config.leaseDuration().dividedBy(3));
     this.lock =
         FencedLock.create(
-            Objects.requireNonNull(backend, "backend"),
+            backend,
             LockConfig.custom(LockPurpose.CORRECTNESS)
                 .owner(config.identity())
                 .renewalInterval(interval)
@@ -127,6 +132,7 @@ public final class LeaderElector implements AutoCloseable {
           if (got.isDefined()) {
             lead(got.get());
           } else {
+            backend.holder(config.name()).forEach(h -> observe(h.owner()));
             pause(jittered(config.retryPeriod()));
           }
         } else {
@@ -151,6 +157,18 @@ public final class LeaderElector implements AutoCloseable {
     }
   }
 
+  private void observe(String leader) {
+    if (leader.equals(observedLeader)) {
+      return;
+    }
+    observedLeader = leader;
+    try {
+      leadership.onNewLeader(leader);
+    } catch (RuntimeException e) {
+      LOG.error("Election {}: onNewLeader threw", config.name(), e);
+    }
+  }
+
   private void lead(HeldLock got) {
     held = got;
     leaderSinceNanos = config.clock().nanoTime();
@@ -160,6 +178,7 @@ public final class LeaderElector implements AutoCloseable {
         config.name(),
         config.identity(),
         got.lease().token().value());
+    observe(config.identity());
     Thread thread =
         new Thread(
             () -> {

@@ -13,4 +13,12 @@ public interface Leadership {
 
   /** Leadership ended (lost, or released on close). Stop the leader's work at once. */
   void onStoppedLeading();
+
+  /**
+   * The leader this candidate sees changed to {@code identity}: another candidate's, read from the
+   * backend while campaigning, or this candidate's own when it wins. Called on the elector's thread
+   * once per change (not for every poll), as client-go's {@code OnNewLeader}. For routing and
+   * dashboards only: it lags by up to a retry period and never makes a write safe; the fence does.
+   */
+  default void onNewLeader(String identity) {}
 }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
@@ -162,6 +163,11 @@ class FencedLockTest {
           @Override
           public boolean release(String name, String owner, FencingToken token) {
             return backend.release(name, owner, token);
+          }
+
+          @Override
+          public Option<LeaseHolder> holder(String name) {
+            return backend.holder(name);
           }
         };
     try (FencedLock a = correctness(flaky)) {

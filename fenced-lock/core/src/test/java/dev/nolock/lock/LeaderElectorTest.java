@@ -10,6 +10,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -33,6 +34,7 @@ class LeaderElectorTest {
     final CountDownLatch started = new CountDownLatch(1);
     final CountDownLatch stopped = new CountDownLatch(1);
     final CountDownLatch workInterrupted = new CountDownLatch(1);
+    final List<String> leadersSeen = new CopyOnWriteArrayList<>();
 
     @Override
     public void onStartedLeading(HeldLock leadership) throws InterruptedException {
@@ -48,6 +50,11 @@ class LeaderElectorTest {
     @Override
     public void onStoppedLeading() {
       stopped.countDown();
+    }
+
+    @Override
+    public void onNewLeader(String identity) {
+      leadersSeen.add(identity);
     }
   }
 
@@ -94,6 +101,33 @@ class LeaderElectorTest {
     await().until(() -> recorders.get(second).token.get() != null);
     assertThat(recorders.get(second).token.get().isNewerThan(firstToken)).isTrue();
     assertThat(halts).as("a graceful close does not halt").hasValue(0);
+  }
+
+  @Test
+  void everyCandidateHearsOfEachNewLeaderOnceIncludingItselfWhenItWins() throws Exception {
+    InMemoryLockBackend backend = new InMemoryLockBackend();
+    Recorder a = new Recorder();
+    Recorder b = new Recorder();
+    Recorder c = new Recorder();
+    LeaderElector first = start(backend, fast("leader", "a").build(), a);
+    a.started.await();
+    start(backend, fast("leader", "b").build(), b);
+    start(backend, fast("leader", "c").build(), c);
+
+    // Several retry periods pass: a follower is told once, not on every poll.
+    await()
+        .during(Duration.ofMillis(1000))
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> b.leadersSeen.equals(List.of("a")) && c.leadersSeen.equals(List.of("a")));
+    assertThat(a.leadersSeen).containsExactly("a");
+
+    first.close();
+    await().until(() -> b.started.getCount() == 0 || c.started.getCount() == 0);
+    String winner = b.started.getCount() == 0 ? "b" : "c";
+    Recorder loser = winner.equals("b") ? c : b;
+    Recorder won = winner.equals("b") ? b : c;
+    await().until(() -> loser.leadersSeen.equals(List.of("a", winner)));
+    assertThat(won.leadersSeen).containsExactly("a", winner);
   }
 
   @Test

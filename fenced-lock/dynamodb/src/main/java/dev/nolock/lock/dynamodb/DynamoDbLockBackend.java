@@ -6,6 +6,7 @@ import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import io.vavr.control.Option;
@@ -280,6 +281,17 @@ public final class DynamoDbLockBackend implements LockBackend {
       observations.remove(name);
     }
     return released;
+  }
+
+  /**
+   * The holder as {@link #inspect} sees it: a lease counts as held until this instance has seen its
+   * rvn unchanged for the stored lease duration (DynamoDB has no server-side expiry to ask).
+   */
+  @Override
+  public Option<LeaseHolder> holder(String name) {
+    return inspect(name)
+        .filter(seen -> !seen.isExpired())
+        .map(seen -> new LeaseHolder(seen.owner(), seen.token()));
   }
 
   /**

@@ -2,9 +2,11 @@ package dev.nolock.lock.etcd;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
@@ -174,6 +176,18 @@ public final class EtcdLockBackend implements LockBackend {
       forget(grant, held);
     }
     return txn.isSucceeded();
+  }
+
+  /** A GET of the key: etcd deletes it when its lease expires, so present = held. */
+  @Override
+  public Option<LeaseHolder> holder(String name) {
+    GetResponse got = await(name, "read the holder", client.getKVClient().get(key(name)));
+    return Option.ofOptional(got.getKvs().stream().findFirst())
+        .map(
+            kv ->
+                new LeaseHolder(
+                    kv.getValue().toString(StandardCharsets.UTF_8),
+                    FencingToken.of(kv.getCreateRevision())));
   }
 
   private boolean stillOurs(String name, String owner, FencingToken token) {

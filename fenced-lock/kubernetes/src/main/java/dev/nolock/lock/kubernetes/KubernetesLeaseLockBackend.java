@@ -4,6 +4,7 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
@@ -239,6 +240,18 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
       }
     }
     throw conflicted("release", name);
+  }
+
+  /**
+   * The holder as {@link #inspect} sees it: the Lease counts as held until this instance has seen
+   * it unchanged for its {@code leaseDurationSeconds} (client-go's rule; {@code renewTime} is never
+   * compared with the local clock).
+   */
+  @Override
+  public Option<LeaseHolder> holder(String name) {
+    return inspect(name)
+        .filter(seen -> !seen.isExpired())
+        .map(seen -> new LeaseHolder(seen.holder(), FencingToken.of(seen.leaseTransitions())));
   }
 
   /**

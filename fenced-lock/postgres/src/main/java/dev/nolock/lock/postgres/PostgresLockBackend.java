@@ -3,6 +3,7 @@ package dev.nolock.lock.postgres;
 import dev.nolock.lock.postgres.internal.LockTable;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.OwnTransaction;
@@ -177,6 +178,19 @@ public final class PostgresLockBackend implements LockBackend {
                             .queryTimeout(queryTimeoutSeconds)
                             .execute()));
     return oneRowAtMost(rows, name);
+  }
+
+  @Override
+  public Option<LeaseHolder> holder(String name) {
+    return translate(
+        () -> "reading who holds lock \"" + name + "\"",
+        () ->
+            Option.ofOptional(
+                table
+                    .holder(dsl, name)
+                    .queryTimeout(queryTimeoutSeconds)
+                    .fetchOptional()
+                    .map(r -> new LeaseHolder(r.value1(), FencingToken.of(r.value2())))));
   }
 
   private boolean oneRowAtMost(int rows, String name) {

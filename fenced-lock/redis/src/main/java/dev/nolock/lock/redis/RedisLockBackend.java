@@ -5,6 +5,7 @@ import dev.nolock.lock.redis.internal.RedisFailures;
 import dev.nolock.lock.redis.internal.Scripts;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import io.lettuce.core.RedisClient;
@@ -157,6 +158,24 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
             new String[] {config.leaseKey(name)},
             leaseValue(owner, token));
     return released != null && released == 1L;
+  }
+
+  /** A GET of the lease key: Redis drops the key when its PX expiry passes, so present = held. */
+  @Override
+  public Option<LeaseHolder> holder(String name) {
+    String value;
+    try {
+      value = redis.get(config.leaseKey(name));
+    } catch (RedisException e) {
+      throw RedisFailures.translate(e, "read who holds lock \"" + name + "\"");
+    }
+    if (value == null) {
+      return Option.none();
+    }
+    int bar = value.lastIndexOf('|');
+    return Option.some(
+        new LeaseHolder(
+            value.substring(0, bar), FencingToken.of(Long.parseLong(value.substring(bar + 1)))));
   }
 
   /**

@@ -18,6 +18,7 @@ import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.Query;
 import org.jooq.Record1;
+import org.jooq.Record2;
 import org.jooq.ResultQuery;
 import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
@@ -102,6 +103,16 @@ public final class LockTable {
     return dsl.update(table)
         .set(expiresAt, clockTimestamp())
         .where(held(lockName, lockOwner, lockToken));
+  }
+
+  /**
+   * {@code SELECT owner, token FROM t WHERE name = :name AND expires_at > clock_timestamp()}: the
+   * unexpired lease, if any.
+   */
+  public ResultQuery<Record2<String, Long>> holder(DSLContext dsl, String lockName) {
+    return dsl.select(owner, token)
+        .from(table)
+        .where(name.eq(lockName).and(expiresAt.gt(clockTimestamp())));
   }
 
   private Condition held(String lockName, String lockOwner, long lockToken) {
