@@ -1,0 +1,221 @@
+package dev.nolock.testkit;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import org.awaitility.Awaitility;
+
+/**
+ * A child JVM running a test's {@code main}: the process the kill and pause tests freeze with
+ * {@code SIGSTOP}, resume with {@code SIGCONT} and kill with {@code SIGKILL}. {@code java} from
+ * {@code java.home}, this JVM's class path, a small heap and the C1 compiler only (several of them
+ * start at once on two cores); the child prints one line per event on stdout, reads commands from
+ * stdin (a gate that pins where a signal lands), and its stderr goes to this JVM's. The kernel's
+ * view of the process comes from {@code /proc}, so it needs Linux. Close it to kill what is left.
+ *
+ * <p>Written by hand: {@link ProcessBuilder} starts the process, but no well-kept library waits on
+ * a child's output lines with a timeout or reads its scheduler state.
+ */
+public final class ChildJvm implements AutoCloseable {
+
+  private final String name;
+  private final Process process;
+  private final List<String> lines = new ArrayList<>();
+  private int consumed;
+
+  private ChildJvm(String name, Process process) {
+    this.name = name;
+    this.process = process;
+    Thread reader =
+        new Thread(
+            () -> {
+              try (BufferedReader out =
+                  new BufferedReader(
+                      new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = out.readLine()) != null; ) {
+                  add(line);
+                }
+              } catch (IOException e) {
+                add("ERROR reading the child's output: " + e);
+              }
+            },
+            "child-" + name);
+    reader.setDaemon(true);
+    reader.start();
+  }
+
+  /** Starts {@code main} with {@code args}, called {@code name} in messages. */
+  public static ChildJvm start(String name, Class<?> main, String... args) throws IOException {
+    return start(name, Map.of(), main, args);
+  }
+
+  /** Starts {@code main} with {@code -Dkey=value} for each of {@code properties}, and {@code args}. */
+  public static ChildJvm start(
+      String name, Map<String, String> properties, Class<?> main, String... args)
+      throws IOException {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.add("-Xmx128m");
+    command.add("-XX:+UseSerialGC");
+    command.add("-XX:TieredStopAtLevel=1");
+    command.add("-Dorg.jooq.no-logo=true");
+    command.add("-Dorg.jooq.no-tips=true");
+    command.add("-Dorg.slf4j.simpleLogger.logFile=System.err");
+    properties.forEach((k, v) -> command.add("-D" + k + "=" + v));
+    command.add("-cp");
+    command.add(System.getProperty("java.class.path"));
+    command.add(main.getName());
+    command.addAll(List.of(args));
+    ProcessBuilder builder = new ProcessBuilder(command);
+    builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+    return new ChildJvm(name, builder.start());
+  }
+
+  public String name() {
+    return name;
+  }
+
+  public long pid() {
+    return process.pid();
+  }
+
+  /**
+   * Waits for the next line, from where the last wait stopped, that starts with {@code prefix};
+   * lines in between stay in {@link #lines()}. A line starting with {@code FAILED} or {@code ERROR}
+   * fails the wait.
+   *
+   * @return the line's words
+   */
+  public String[] awaitLine(String prefix, Duration timeout) throws InterruptedException {
+    return awaitLine(line -> line.startsWith(prefix), prefix, timeout);
+  }
+
+  /** As {@link #awaitLine(String, Duration)}, for the next line that {@code match}es. */
+  public String[] awaitLine(Predicate<String> match, String what, Duration timeout)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    synchronized (lines) {
+      while (true) {
+        while (consumed < lines.size()) {
+          String line = lines.get(consumed++);
+          if (line.startsWith("FAILED") || line.startsWith("ERROR")) {
+            throw new AssertionError(name + " (pid " + pid() + ") printed: " + line);
+          }
+          if (match.test(line)) {
+            return line.split(" ");
+          }
+        }
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          throw new AssertionError(
+              name
+                  + " (pid "
+                  + pid()
+                  + ") printed no "
+                  + what
+                  + " line within "
+                  + timeout
+                  + "; its last lines: "
+                  + lines.subList(Math.max(0, lines.size() - 10), lines.size()));
+        }
+        TimeUnit.NANOSECONDS.timedWait(lines, left);
+      }
+    }
+  }
+
+  /**
+   * The words of the first line so far that starts with {@code prefix}, without consuming
+   * anything: for waiting on whichever of several children prints it first.
+   */
+  public Optional<String[]> printed(String prefix) {
+    synchronized (lines) {
+      return lines.stream().filter(l -> l.startsWith(prefix)).findFirst().map(l -> l.split(" "));
+    }
+  }
+
+  /** Every line printed so far. */
+  public List<String> lines() {
+    synchronized (lines) {
+      return List.copyOf(lines);
+    }
+  }
+
+  /** Writes one line to the child's stdin. */
+  public void send(String line) throws IOException {
+    OutputStream in = process.getOutputStream();
+    in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+    in.flush();
+  }
+
+  /** Sends {@code kill -<signal>}, e.g. {@code STOP}, {@code CONT}, {@code 9}. */
+  public void signal(String signal) throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).start();
+    if (kill.waitFor() != 0) {
+      throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
+    }
+  }
+
+  /** Waits until the kernel reports the process in {@code state} ('T' = stopped by a signal). */
+  public void awaitState(char state) {
+    Path stat = Path.of("/proc", Long.toString(pid()), "stat");
+    // Field 3, after the parenthesised command name, is the state.
+    Awaitility.await(name + " (pid " + pid() + ") in state " + state)
+        .atMost(Duration.ofSeconds(10))
+        .pollInterval(Duration.ofMillis(5))
+        .until(
+            () -> {
+              String content = Files.readString(stat);
+              return content.charAt(content.lastIndexOf(')') + 2) == state;
+            });
+  }
+
+  /** Waits for the process to end and returns its exit code (137 after {@code kill -9}). */
+  public int awaitExit(Duration timeout) throws InterruptedException {
+    if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+      throw new AssertionError(name + " (pid " + pid() + ") did not exit within " + timeout);
+    }
+    return process.exitValue();
+  }
+
+  public boolean isAlive() {
+    return process.isAlive();
+  }
+
+  /** True while {@code /proc/<pid>} exists (a killed child stays there until it is reaped). */
+  public boolean visibleInProc() {
+    try {
+      Files.readString(Path.of("/proc", Long.toString(pid()), "stat"));
+      return true;
+    } catch (NoSuchFileException e) {
+      return false;
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  @Override
+  public void close() {
+    if (process.isAlive()) {
+      process.destroyForcibly();
+    }
+  }
+
+  private void add(String line) {
+    synchronized (lines) {
+      lines.add(line);
+      lines.notifyAll();
+    }
+  }
+}
