@@ -2,6 +2,7 @@ package dev.nolock.idempotency;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.testkit.ChildJvm;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
@@ -38,6 +39,7 @@ class CrashResumeIT {
     long crashedToken;
     try (ChildJvm child =
         ChildJvm.start(
+            "crashing-attempt",
             IdempotencyChildMain.class,
             "PHASES",
             schema.jdbcUrl(),
@@ -46,7 +48,7 @@ class CrashResumeIT {
             Long.toString(LEASE.toMillis()),
             "ALL")) {
       // Phase 1 has committed and phase 2 has written its (uncommitted) ledger row.
-      crashedToken = Long.parseLong(child.expect("IN_PHASE_2", Duration.ofSeconds(60))[1]);
+      crashedToken = Long.parseLong(child.awaitLine("IN_PHASE_2", Duration.ofSeconds(60))[1]);
       child.signal("KILL");
       assertThat(child.awaitExit(Duration.ofSeconds(30))).isEqualTo(137);
     }

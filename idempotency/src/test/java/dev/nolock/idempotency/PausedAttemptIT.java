@@ -2,6 +2,7 @@ package dev.nolock.idempotency;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.testkit.ChildJvm;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
@@ -59,6 +60,7 @@ class PausedAttemptIT {
     String scope = IdempotencyChildMain.SCOPE;
     try (ChildJvm child =
         ChildJvm.start(
+            "paused-attempt",
             IdempotencyChildMain.class,
             "ACTION",
             schema.jdbcUrl(),
@@ -66,7 +68,7 @@ class PausedAttemptIT {
             key,
             Long.toString(LEASE.toMillis()),
             safeguards)) {
-      long frozenToken = Long.parseLong(child.expect("IN_ACTION", Duration.ofSeconds(60))[1]);
+      long frozenToken = Long.parseLong(child.awaitLine("IN_ACTION", Duration.ofSeconds(60))[1]);
       child.signal("STOP");
       child.awaitState('T');
 
@@ -94,9 +96,10 @@ class PausedAttemptIT {
 
       child.send("GO"); // the gate: its action returns as soon as it runs again
       child.signal("CONT");
-      String storing = String.join(" ", child.expect("STORING", Duration.ofSeconds(30)));
-      String[] outcome = child.expect("OUTCOME", Duration.ofSeconds(30));
-      long staleCount = Long.parseLong(child.expect("STALE_ATTEMPTS", Duration.ofSeconds(10))[1]);
+      String storing = String.join(" ", child.awaitLine("STORING", Duration.ofSeconds(30)));
+      String[] outcome = child.awaitLine("OUTCOME", Duration.ofSeconds(30));
+      long staleCount =
+          Long.parseLong(child.awaitLine("STALE_ATTEMPTS", Duration.ofSeconds(10))[1]);
       assertThat(child.awaitExit(Duration.ofSeconds(30))).isZero();
       return new Run(
           frozenToken,

@@ -2,6 +2,7 @@ package dev.nolock.ownership;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.testkit.ChildJvm;
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;

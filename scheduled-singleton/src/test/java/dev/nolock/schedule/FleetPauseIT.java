@@ -3,24 +3,16 @@ package dev.nolock.schedule;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.nolock.testkit.ChildJvm;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
 import org.jooq.DSLContext;
 import org.jooq.Record;
 import org.junit.jupiter.api.BeforeAll;
@@ -147,14 +139,16 @@ class FleetPauseIT {
             + " clock_timestamp())"); // no unique key on scheduled_at
     long started = System.nanoTime();
     Timeline timeline = new Timeline(started);
-    List<Instance> fleet = new ArrayList<>();
+    List<ChildJvm> fleet = new ArrayList<>();
     try {
-      Instance a = Instance.start(job, ledger, "a", mode, 0);
-      Instance b = Instance.start(job, ledger, "b", mode, 0);
-      Instance c = Instance.start(job, ledger, "c", mode, 300);
-      fleet.addAll(List.of(a, b, c));
-      for (Instance instance : fleet) {
-        instance.expect("READY", STARTUP);
+      ChildJvm a = startInstance(job, ledger, "a", mode, 0);
+      fleet.add(a);
+      ChildJvm b = startInstance(job, ledger, "b", mode, 0);
+      fleet.add(b);
+      ChildJvm c = startInstance(job, ledger, "c", mode, 300);
+      fleet.add(c);
+      for (ChildJvm instance : fleet) {
+        instance.awaitLine("READY", STARTUP);
       }
       timeline.add("three instances ready");
       await("the fleet runs")
@@ -164,7 +158,7 @@ class FleetPauseIT {
 
       c.send("ARM");
       timeline.add("c armed: the next run it claims stops before its finish");
-      String[] worked = c.expect("WORKED", Duration.ofSeconds(30));
+      String[] worked = c.awaitLine("WORKED", Duration.ofSeconds(30));
       long frozenSecond = Long.parseLong(worked[1]);
       long frozenAttempt = Long.parseLong(worked[2]);
       c.signal("STOP");
@@ -194,12 +188,15 @@ class FleetPauseIT {
       long runsWhileFrozen = laterTimes(ledger, frozenSecond);
       timeline.add("%d later times ran while c was frozen", runsWhileFrozen);
 
-      c.release();
-      String[] late = c.expect("LATE", Duration.ofSeconds(30));
+      c.send("GO"); // opens the gate: the finish goes out once it resumes
+      c.signal("CONT");
+      String[] late = c.awaitLine("LATE", Duration.ofSeconds(30));
       boolean lateFinishAttempted = Long.parseLong(late[1]) == frozenSecond;
       String[] outcome =
-          c.expect(
-              "OUTCOME", line -> line.contains(" " + frozenSecond + " "), Duration.ofSeconds(30));
+          c.awaitLine(
+              line -> line.startsWith("OUTCOME ") && line.contains(" " + frozenSecond + " "),
+              "OUTCOME " + frozenSecond,
+              Duration.ofSeconds(30));
       timeline.add(
           "c resumed with SIGCONT; its late finish of attempt %d: %s", frozenAttempt, outcome[1]);
       long lastBefore = maxSecond(ledger);
@@ -209,19 +206,19 @@ class FleetPauseIT {
           .until(() -> maxSecond(ledger) >= lastBefore + 3);
 
       Map<String, Map<String, Long>> stats = new HashMap<>();
-      for (Instance instance : fleet) {
+      for (ChildJvm instance : fleet) {
         instance.send("STOP");
       }
-      for (Instance instance : fleet) {
-        String[] line = instance.expect("STATS", Duration.ofSeconds(60));
+      for (ChildJvm instance : fleet) {
+        String[] line = instance.awaitLine("STATS", Duration.ofSeconds(60));
         Map<String, Long> values = new HashMap<>();
         for (int i = 1; i < line.length; i++) {
           String[] kv = line[i].split("=");
           values.put(kv[0], Long.parseLong(kv[1]));
         }
-        stats.put(instance.name, values);
-        assertThat(instance.process.waitFor(30, TimeUnit.SECONDS)).isTrue();
-        timeline.add("%s stopped: %s", instance.name, values);
+        stats.put(instance.name(), values);
+        instance.awaitExit(Duration.ofSeconds(30));
+        timeline.add("%s stopped: %s", instance.name(), values);
       }
 
       Record span =
@@ -286,7 +283,7 @@ class FleetPauseIT {
               + result.elapsed());
       return result;
     } finally {
-      fleet.forEach(Instance::kill);
+      fleet.forEach(ChildJvm::close);
     }
   }
 
@@ -307,122 +304,20 @@ class FleetPauseIT {
     return ((Number) db.fetchValue(sql, bindings)).longValue();
   }
 
-  /** One instance JVM and the lines it prints. */
-  private static final class Instance {
-    private final String name;
-    private final Process process;
-    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
-
-    private Instance(String name, Process process) {
-      this.name = name;
-      this.process = process;
-      Thread reader =
-          new Thread(
-              () -> {
-                try (BufferedReader out =
-                    new BufferedReader(
-                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                  for (String line; (line = out.readLine()) != null; ) {
-                    lines.add(line);
-                  }
-                } catch (IOException e) {
-                  lines.add("ERROR reading the instance's output: " + e);
-                }
-              },
-              "instance-" + name + "-stdout");
-      reader.setDaemon(true);
-      reader.start();
-    }
-
-    static Instance start(String job, String ledger, String name, String mode, long offsetMillis)
-        throws IOException {
-      List<String> command = new ArrayList<>();
-      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-      command.add("-Xmx128m");
-      command.add("-XX:+UseSerialGC");
-      command.add("-XX:TieredStopAtLevel=1");
-      command.add("-Dorg.jooq.no-logo=true");
-      command.add("-Dorg.jooq.no-tips=true");
-      command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
-      command.add("-cp");
-      command.add(System.getProperty("java.class.path"));
-      command.add(ScheduledInstanceMain.class.getName());
-      command.add(schema.jdbcUrl());
-      command.add(job);
-      command.add(ledger);
-      command.add(name);
-      command.add(mode);
-      command.add(Long.toString(LEASE.toMillis()));
-      command.add(Long.toString(offsetMillis));
-      ProcessBuilder builder = new ProcessBuilder(command);
-      builder.redirectError(ProcessBuilder.Redirect.INHERIT);
-      return new Instance(name, builder.start());
-    }
-
-    String[] expect(String prefix, Duration timeout) throws InterruptedException {
-      return expect(prefix, line -> true, timeout);
-    }
-
-    /**
-     * The next line that starts with {@code prefix} and matches {@code filter}; other lines (run
-     * outcomes, mostly) are passed over. An {@code ERROR} line fails at once.
-     */
-    String[] expect(String prefix, java.util.function.Predicate<String> filter, Duration timeout)
-        throws InterruptedException {
-      long deadline = System.nanoTime() + timeout.toNanos();
-      while (true) {
-        long left = deadline - System.nanoTime();
-        String line = left > 0 ? lines.poll(left, TimeUnit.NANOSECONDS) : null;
-        if (line == null) {
-          throw new AssertionError(
-              "Instance " + name + " printed no " + prefix + " line within " + timeout);
-        }
-        if (line.startsWith("ERROR")) {
-          throw new AssertionError("Instance " + name + " printed \"" + line + "\"");
-        }
-        if (line.startsWith(prefix) && filter.test(line)) {
-          return line.split(" ");
-        }
-      }
-    }
-
-    void signal(String signal) throws IOException, InterruptedException {
-      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).start();
-      if (kill.waitFor() != 0) {
-        throw new IllegalStateException("kill -" + signal + " " + process.pid() + " failed");
-      }
-    }
-
-    /** Waits until the kernel reports the process in {@code state} ('T' = stopped). */
-    void awaitState(char state) {
-      Path stat = Path.of("/proc", Long.toString(process.pid()), "stat");
-      await("instance " + name + " in state " + state)
-          .atMost(Duration.ofSeconds(10))
-          .pollInterval(Duration.ofMillis(5))
-          .until(
-              () -> {
-                String content = Files.readString(stat);
-                return content.charAt(content.lastIndexOf(')') + 2) == state;
-              });
-    }
-
-    /** Opens the gate and resumes the process: the finish goes out. */
-    void release() throws IOException, InterruptedException {
-      send("GO");
-      signal("CONT");
-    }
-
-    void send(String line) throws IOException {
-      OutputStream in = process.getOutputStream();
-      in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
-      in.flush();
-    }
-
-    void kill() {
-      if (process.isAlive()) {
-        process.destroyForcibly();
-      }
-    }
+  /** Starts one instance JVM ({@link ScheduledInstanceMain}) called {@code name}. */
+  private static ChildJvm startInstance(
+      String job, String ledger, String name, String mode, long offsetMillis) throws IOException {
+    return ChildJvm.start(
+        name,
+        Map.of("org.slf4j.simpleLogger.defaultLogLevel", "warn"),
+        ScheduledInstanceMain.class,
+        schema.jdbcUrl(),
+        job,
+        ledger,
+        name,
+        mode,
+        Long.toString(LEASE.toMillis()),
+        Long.toString(offsetMillis));
   }
 
   /** Events with the seconds since the scenario started. */

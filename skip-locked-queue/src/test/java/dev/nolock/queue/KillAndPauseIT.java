@@ -3,21 +3,14 @@ package dev.nolock.queue;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.nolock.testkit.ChildJvm;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
+import java.util.Map;
 import org.awaitility.core.ConditionTimeoutException;
 import org.jooq.DSLContext;
 import org.junit.jupiter.api.BeforeAll;
@@ -141,20 +134,20 @@ class KillAndPauseIT {
     queue.enqueueAll(jobs);
 
     long started = System.nanoTime();
-    List<Worker> workers = new ArrayList<>();
+    List<ChildJvm> workers = new ArrayList<>();
     try {
       for (int i = 1; i <= workerCount; i++) {
-        workers.add(Worker.start(queueName, ledger, "w" + i, mode, i == 2 ? gateAfter : -1));
+        workers.add(startWorker(queueName, ledger, "w" + i, mode, i == 2 ? gateAfter : -1));
       }
-      for (Worker w : workers) {
-        w.expect("READY", Duration.ofSeconds(90));
+      for (ChildJvm w : workers) {
+        w.awaitLine("READY", Duration.ofSeconds(90));
       }
-      Worker victim = workers.get(0);
-      Worker frozen = workers.get(1);
+      ChildJvm victim = workers.get(0);
+      ChildJvm frozen = workers.get(1);
       Timeline timeline = new Timeline(started);
       timeline.add("%d workers ready, %d jobs queued", workerCount, jobCount);
 
-      String[] handled = frozen.expect("HANDLED", Duration.ofSeconds(90));
+      String[] handled = frozen.awaitLine("HANDLED", Duration.ofSeconds(90));
       long frozenJob = Long.parseLong(handled[1]);
       long frozenAttempt = Long.parseLong(handled[2]);
       frozen.signal("STOP");
@@ -171,7 +164,7 @@ class KillAndPauseIT {
             .pollInterval(Duration.ofMillis(20))
             .until(() -> db.fetchCount(db.selectFrom(ledger).where("worker = 'w1'")) >= 200);
         victim.signal("KILL");
-        assertThat(victim.process.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        victim.awaitExit(Duration.ofSeconds(30));
         remainingWhenKilled = jobCount - rows.count(queueName, JobState.DONE);
         timeline.add("w1 killed with SIGKILL, %d jobs not done yet", remainingWhenKilled);
       }
@@ -192,8 +185,9 @@ class KillAndPauseIT {
           "job %d completed by attempt %d while w2 was frozen",
           frozenJob, rows.get(frozenJob).attempt());
 
-      frozen.release();
-      String[] late = frozen.expect("LATE", Duration.ofSeconds(60));
+      frozen.send("GO"); // opens the gate: the completion goes out once it resumes
+      frozen.signal("CONT");
+      String[] late = frozen.awaitLine("LATE", Duration.ofSeconds(60));
       assertThat(Long.parseLong(late[1])).isEqualTo(frozenJob);
       timeline.add("w2 resumed with SIGCONT; its completion of attempt %s goes out late", late[2]);
 
@@ -211,17 +205,17 @@ class KillAndPauseIT {
       timeline.add("all %d jobs finished", jobCount);
 
       long frozenStale = -1;
-      for (Worker w : workers) {
+      for (ChildJvm w : workers) {
         if (w == victim && killOne) {
           continue;
         }
-        w.stop();
-        String[] stats = w.expect("STATS", Duration.ofSeconds(60));
+        w.send("STOP");
+        String[] stats = w.awaitLine("STATS", Duration.ofSeconds(60));
         if (w == frozen) {
           frozenStale = Long.parseLong(stats[2].substring("stale=".length()));
         }
-        timeline.add("%s stopped: %s %s", w.name, stats[1], stats[2]);
-        assertThat(w.process.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        timeline.add("%s stopped: %s %s", w.name(), stats[1], stats[2]);
+        w.awaitExit(Duration.ofSeconds(30));
       }
       Duration elapsed = Duration.ofNanos(System.nanoTime() - started);
 
@@ -258,13 +252,13 @@ class KillAndPauseIT {
           "Kill/pause run \"" + queueName + "\" (" + mode + "):\n" + timeline + "  " + outcome);
       return outcome;
     } finally {
-      workers.forEach(Worker::kill);
+      workers.forEach(ChildJvm::close);
     }
   }
 
   /** What the database and the workers look like, for a failure message. */
   private static String diagnosis(
-      String queue, String ledger, long frozenJob, List<Worker> workers, Timeline timeline) {
+      String queue, String ledger, long frozenJob, List<ChildJvm> workers, Timeline timeline) {
     StringBuilder out = new StringBuilder("Timeline:\n").append(timeline);
     out.append("frozen job: ").append(rows.find(frozenJob)).append('\n');
     out.append("db now: ").append(rows.dbNow()).append('\n');
@@ -289,12 +283,13 @@ class KillAndPauseIT {
                         + " AND l.granted AND a.state LIKE 'idle in transaction%'")
                 .formatCSV())
         .append('\n');
-    for (Worker w : workers) {
-      out.append(w.name)
+    for (ChildJvm w : workers) {
+      List<String> lines = w.lines();
+      out.append(w.name())
           .append(" alive=")
-          .append(w.process.isAlive())
-          .append(" unread lines=")
-          .append(w.lines)
+          .append(w.isAlive())
+          .append(" last lines=")
+          .append(lines.subList(Math.max(0, lines.size() - 10), lines.size()))
           .append('\n');
     }
     return out.toString();
@@ -304,115 +299,22 @@ class KillAndPauseIT {
     return ((Number) db.fetchValue(sql, bindings)).longValue();
   }
 
-  /** One worker JVM and the lines it prints. */
-  private static final class Worker {
-    private final String name;
-    private final Process process;
-    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
-
-    private Worker(String name, Process process) {
-      this.name = name;
-      this.process = process;
-      Thread reader =
-          new Thread(
-              () -> {
-                try (BufferedReader out =
-                    new BufferedReader(
-                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                  for (String line; (line = out.readLine()) != null; ) {
-                    lines.add(line);
-                  }
-                } catch (IOException e) {
-                  lines.add("ERROR reading the worker's output: " + e);
-                }
-              },
-              "worker-" + name + "-stdout");
-      reader.setDaemon(true);
-      reader.start();
-    }
-
-    static Worker start(String queue, String ledger, String name, String mode, int gateAfter)
-        throws IOException {
-      List<String> command = new ArrayList<>();
-      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-      command.add("-Xmx128m");
-      command.add("-XX:+UseSerialGC");
-      command.add("-XX:TieredStopAtLevel=1");
-      command.add("-Dorg.jooq.no-logo=true");
-      command.add("-Dorg.jooq.no-tips=true");
-      command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
-      command.add("-cp");
-      command.add(System.getProperty("java.class.path"));
-      command.add(QueueWorkerMain.class.getName());
-      command.add(schema.jdbcUrl());
-      command.add(queue);
-      command.add(ledger);
-      command.add(name);
-      command.add(mode);
-      command.add(Integer.toString(gateAfter));
-      command.add(Long.toString(LEASE.toMillis()));
-      command.add(Integer.toString(CONCURRENCY));
-      command.add(Integer.toString(BATCH));
-      ProcessBuilder builder = new ProcessBuilder(command);
-      builder.redirectError(ProcessBuilder.Redirect.INHERIT);
-      return new Worker(name, builder.start());
-    }
-
-    /** The next line; it must start with {@code prefix}. */
-    String[] expect(String prefix, Duration timeout) throws InterruptedException {
-      String line = lines.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
-      if (line == null) {
-        throw new AssertionError(
-            "Worker " + name + " printed nothing within " + timeout + "; expected " + prefix);
-      }
-      if (!line.startsWith(prefix)) {
-        throw new AssertionError(
-            "Worker " + name + " printed \"" + line + "\" where " + prefix + " was expected");
-      }
-      return line.split(" ");
-    }
-
-    void signal(String signal) throws IOException, InterruptedException {
-      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).start();
-      if (kill.waitFor() != 0) {
-        throw new IllegalStateException("kill -" + signal + " " + process.pid() + " failed");
-      }
-    }
-
-    /** Waits until the kernel reports the process in {@code state} ('T' = stopped). */
-    void awaitState(char state) {
-      Path stat = Path.of("/proc", Long.toString(process.pid()), "stat");
-      await("worker " + name + " in state " + state)
-          .atMost(Duration.ofSeconds(10))
-          .pollInterval(Duration.ofMillis(5))
-          .until(
-              () -> {
-                String content = Files.readString(stat);
-                return content.charAt(content.lastIndexOf(')') + 2) == state;
-              });
-    }
-
-    /** Opens the gate and resumes the process: the completion goes out. */
-    void release() throws IOException, InterruptedException {
-      send("GO");
-      signal("CONT");
-    }
-
-    void stop() throws IOException {
-      send("STOP");
-    }
-
-    private void send(String line) throws IOException {
-      OutputStream in = process.getOutputStream();
-      in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
-      in.flush();
-    }
-
-    void kill() {
-      if (process.isAlive()) {
-        process.destroyForcibly();
-      }
-    }
+  /** Starts one worker JVM ({@link QueueWorkerMain}) called {@code name}. */
+  private static ChildJvm startWorker(
+      String queue, String ledger, String name, String mode, int gateAfter) throws IOException {
+    return ChildJvm.start(
+        name,
+        Map.of("org.slf4j.simpleLogger.defaultLogLevel", "warn"),
+        QueueWorkerMain.class,
+        schema.jdbcUrl(),
+        queue,
+        ledger,
+        name,
+        mode,
+        Integer.toString(gateAfter),
+        Long.toString(LEASE.toMillis()),
+        Integer.toString(CONCURRENCY),
+        Integer.toString(BATCH));
   }
 
   /** Events with the seconds since the run started. */

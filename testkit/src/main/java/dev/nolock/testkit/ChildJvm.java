@@ -61,7 +61,9 @@ public final class ChildJvm implements AutoCloseable {
     return start(name, Map.of(), main, args);
   }
 
-  /** Starts {@code main} with {@code -Dkey=value} for each of {@code properties}, and {@code args}. */
+  /**
+   * Starts {@code main} with {@code -Dkey=value} for each of {@code properties}, and {@code args}.
+   */
   public static ChildJvm start(
       String name, Map<String, String> properties, Class<?> main, String... args)
       throws IOException {
@@ -136,8 +138,8 @@ public final class ChildJvm implements AutoCloseable {
   }
 
   /**
-   * The words of the first line so far that starts with {@code prefix}, without consuming
-   * anything: for waiting on whichever of several children prints it first.
+   * The words of the first line so far that starts with {@code prefix}, without consuming anything:
+   * for waiting on whichever of several children prints it first.
    */
   public Optional<String[]> printed(String prefix) {
     synchronized (lines) {

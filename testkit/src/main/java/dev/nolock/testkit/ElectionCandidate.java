@@ -31,8 +31,8 @@ public interface ElectionCandidate extends AutoCloseable {
 
   /**
    * Starts campaigning for {@code election} with the elector's three durations and returns at once.
-   * The candidate must not halt its JVM when it loses leadership: the scenario needs the resumed old
-   * leader's write to go out, to show the fence refusing it.
+   * The candidate must not halt its JVM when it loses leadership: the scenario needs the resumed
+   * old leader's write to go out, to show the fence refusing it.
    */
   void campaign(
       String election,

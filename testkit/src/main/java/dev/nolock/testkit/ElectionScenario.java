@@ -1,7 +1,6 @@
 package dev.nolock.testkit;
 
 import dev.nolock.patterns.FencingToken;
-import dev.nolock.patterns.Lease;
 import dev.nolock.testkit.internal.CandidateMain;
 import java.io.IOException;
 import java.time.Duration;
@@ -98,8 +97,7 @@ public final class ElectionScenario {
     FenceAuditor auditor = new FenceAuditor();
     // Liveness limits only: how long a step may take before the run is declared stuck.
     Duration stuck = leaseDuration.multipliedBy(5).plusSeconds(60);
-    Duration bound =
-        leaseDuration.plus(Duration.ofNanos((long) (retryPeriod.toNanos() * 1.2)));
+    Duration bound = leaseDuration.plus(Duration.ofNanos((long) (retryPeriod.toNanos() * 1.2)));
     List<ChildJvm> candidates = new ArrayList<>();
     try {
       for (int i = 1; i <= 3; i++) {
@@ -134,7 +132,8 @@ public final class ElectionScenario {
       first.child.awaitState('T');
       long frozenAt = System.nanoTime();
       timeline.add(
-          first.child.name() + " frozen with SIGSTOP between its check and its write;"
+          first.child.name()
+              + " frozen with SIGSTOP between its check and its write;"
               + " its renewals are frozen with it");
 
       Elected second = awaitElected(followers, stuck);
@@ -237,7 +236,9 @@ public final class ElectionScenario {
                 child
                     .printed("ABOUT_TO_WRITE")
                     .ifPresent(
-                        w -> now.add(new Elected(child, FencingToken.of(Long.parseLong(w[1])), w[2])));
+                        w ->
+                            now.add(
+                                new Elected(child, FencingToken.of(Long.parseLong(w[1])), w[2])));
               }
               if (now.size() > 1) {
                 throw new AssertionError("Two leaders at once: " + now);
@@ -333,7 +334,9 @@ public final class ElectionScenario {
       return this;
     }
 
-    /** A {@code -Dkey=value} for the child JVMs, read by the candidate's no-argument constructor. */
+    /**
+     * A {@code -Dkey=value} for the child JVMs, read by the candidate's no-argument constructor.
+     */
     public Builder childSystemProperty(String key, String value) {
       childProperties.put(
           Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));

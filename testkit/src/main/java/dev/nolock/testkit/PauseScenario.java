@@ -3,13 +3,7 @@ package dev.nolock.testkit;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.testkit.internal.PausedHolderMain;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -17,10 +11,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.TimeUnit;
-import org.awaitility.Awaitility;
 
 /**
  * The first of the three tests that prove a lock broken: holders paused with SIGSTOP between their
@@ -95,19 +85,19 @@ public final class PauseScenario {
             Child.start(
                 holderType, childProperties, lockName, ttl, maxWait, "stale-" + i, protection);
         children.add(child);
-        String[] about = child.expect("ABOUT_TO_WRITE", maxWait.plusSeconds(60));
+        String[] about = child.jvm.awaitLine("ABOUT_TO_WRITE", maxWait.plusSeconds(60));
         child.token = FencingToken.of(Long.parseLong(about[1]));
         child.owner = about[2];
         timeline.add(
             "holder "
                 + i
                 + " (pid "
-                + child.pid()
+                + child.jvm.pid()
                 + ") acquired token "
                 + child.token.value()
                 + ", passed its point-of-no-return check, is about to write");
-        child.signal("STOP");
-        child.awaitState('T');
+        child.jvm.signal("STOP");
+        child.jvm.awaitState('T');
         timeline.add(
             "holder "
                 + i
@@ -132,16 +122,21 @@ public final class PauseScenario {
       List<PausedWrite> writes = new ArrayList<>();
       for (int i = 0; i < children.size(); i++) {
         Child child = children.get(i);
-        child.release();
+        child.jvm.send("WRITE"); // opens the gate: the write goes out once it resumes
+        child.jvm.signal("CONT");
         timeline.add(
             "holder "
                 + (i + 1)
                 + " resumed with SIGCONT; its write with token "
                 + child.token.value()
                 + " goes out");
-        String[] attempting = child.expect("ATTEMPTING", Duration.ofSeconds(60));
+        String[] attempting = child.jvm.awaitLine("ATTEMPTING", Duration.ofSeconds(60));
         auditor.attempted(lockName, FencingToken.of(Long.parseLong(attempting[1])), child.owner);
-        String[] outcome = child.expect(null, Duration.ofSeconds(60));
+        String[] outcome =
+            child.jvm.awaitLine(
+                l -> l.equals("ACCEPTED") || l.equals("REFUSED"),
+                "ACCEPTED or REFUSED",
+                Duration.ofSeconds(60));
         boolean accepted = outcome[0].equals("ACCEPTED");
         record(auditor, lockName, child.token, child.owner, accepted);
         timeline.add(
@@ -151,14 +146,14 @@ public final class PauseScenario {
                 + child.token.value()
                 + ": "
                 + (accepted ? "ACCEPTED (lost update)" : "refused by the fence"));
-        child.awaitExit();
+        child.jvm.awaitExit(Duration.ofSeconds(30));
         writes.add(new PausedWrite(child.owner, child.token, true, accepted));
       }
       Optional<String> value = newHolder.read(lockName);
       timeline.add("the resource holds " + value.map(v -> "\"" + v + "\"").orElse("nothing"));
       return new Result(writes, lease, newAccepted, value, auditor, timeline.toString());
     } finally {
-      children.forEach(Child::kill);
+      children.forEach(child -> child.jvm.close());
     }
   }
 
@@ -215,31 +210,14 @@ public final class PauseScenario {
     }
   }
 
-  /** A paused holder's JVM and the lines it prints. */
+  /** A paused holder's JVM ({@link PausedHolderMain}) and the lease it reported. */
   private static final class Child {
-    private final Process process;
-    private final BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+    private final ChildJvm jvm;
     private FencingToken token;
     private String owner;
 
-    private Child(Process process) {
-      this.process = process;
-      Thread reader =
-          new Thread(
-              () -> {
-                try (BufferedReader out =
-                    new BufferedReader(
-                        new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                  for (String line; (line = out.readLine()) != null; ) {
-                    lines.add(line);
-                  }
-                } catch (IOException e) {
-                  lines.add("ERROR reading the child's output: " + e);
-                }
-              },
-              "paused-holder-" + process.pid());
-      reader.setDaemon(true);
-      reader.start();
+    private Child(ChildJvm jvm) {
+      this.jvm = jvm;
     }
 
     static Child start(
@@ -251,97 +229,17 @@ public final class PauseScenario {
         String value,
         Protection protection)
         throws IOException {
-      List<String> command = new ArrayList<>();
-      command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-      command.add("-Xmx128m");
-      command.add("-XX:+UseSerialGC");
-      command.add("-XX:TieredStopAtLevel=1");
-      command.add("-Dorg.jooq.no-logo=true");
-      command.add("-Dorg.jooq.no-tips=true");
-      properties.forEach((k, v) -> command.add("-D" + k + "=" + v));
-      command.add("-cp");
-      command.add(System.getProperty("java.class.path"));
-      command.add(PausedHolderMain.class.getName());
-      command.add(holderType.getName());
-      command.add(lockName);
-      command.add(Long.toString(ttl.toMillis()));
-      command.add(Long.toString(maxWait.toMillis()));
-      command.add(value);
-      command.add(protection.name());
-      ProcessBuilder builder = new ProcessBuilder(command);
-      builder.redirectError(ProcessBuilder.Redirect.INHERIT);
-      return new Child(builder.start());
-    }
-
-    long pid() {
-      return process.pid();
-    }
-
-    /** Waits for the next line; it must start with {@code prefix} (any line when null). */
-    String[] expect(String prefix, Duration timeout) throws InterruptedException {
-      String line = lines.poll(timeout.toMillis(), TimeUnit.MILLISECONDS);
-      if (line == null) {
-        throw new AssertionError(
-            "The paused holder (pid "
-                + pid()
-                + ") printed nothing within "
-                + timeout
-                + " while "
-                + (prefix == null ? "its outcome" : prefix)
-                + " was expected");
-      }
-      if (line.startsWith("ERROR") || (prefix != null && !line.startsWith(prefix))) {
-        throw new AssertionError(
-            "The paused holder (pid "
-                + pid()
-                + ") printed \""
-                + line
-                + "\" where "
-                + (prefix == null ? "its outcome" : prefix)
-                + " was expected");
-      }
-      return line.split(" ");
-    }
-
-    void signal(String signal) throws IOException, InterruptedException {
-      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).start();
-      if (kill.waitFor() != 0) {
-        throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
-      }
-    }
-
-    /** Waits until the kernel reports the process in {@code state} ('T' = stopped). */
-    void awaitState(char state) {
-      Path stat = Path.of("/proc", Long.toString(pid()), "stat");
-      // Field 3, after the parenthesised command name, is the state.
-      Awaitility.await("pid " + pid() + " in state " + state)
-          .atMost(Duration.ofSeconds(10))
-          .pollInterval(Duration.ofMillis(5))
-          .until(
-              () -> {
-                String content = Files.readString(stat);
-                return content.charAt(content.lastIndexOf(')') + 2) == state;
-              });
-    }
-
-    /** Opens the gate and resumes the process: its write goes out. */
-    void release() throws IOException, InterruptedException {
-      OutputStream in = process.getOutputStream();
-      in.write("WRITE\n".getBytes(StandardCharsets.UTF_8));
-      in.flush();
-      signal("CONT");
-    }
-
-    void awaitExit() throws InterruptedException {
-      if (!process.waitFor(30, TimeUnit.SECONDS)) {
-        throw new AssertionError("The paused holder (pid " + pid() + ") did not exit");
-      }
-    }
-
-    void kill() {
-      if (process.isAlive()) {
-        process.destroyForcibly();
-      }
+      return new Child(
+          ChildJvm.start(
+              "paused holder " + value,
+              properties,
+              PausedHolderMain.class,
+              holderType.getName(),
+              lockName,
+              Long.toString(ttl.toMillis()),
+              Long.toString(maxWait.toMillis()),
+              value,
+              protection.name()));
     }
   }
 }

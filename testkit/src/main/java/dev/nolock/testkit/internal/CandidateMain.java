@@ -21,9 +21,9 @@ import java.util.concurrent.LinkedBlockingQueue;
  *   <li>{@code ABOUT_TO_WRITE <token> <owner>}: elected and past the point-of-no-return check. The
  *       write waits for a line on stdin, so that a SIGSTOP sent now lands between the check and the
  *       write (the gate only pins where the pause lands; the pause is the SIGSTOP);
- *   <li>on {@code WRITE <value>}: {@code ATTEMPTING <token> <owner>}, then {@code ACCEPTED} or {@code
- *       REFUSED}. The write runs on the main thread with the term it was handed, as a write already
- *       in flight when a GC pause struck would: stepping down cannot call it back;
+ *   <li>on {@code WRITE <value>}: {@code ATTEMPTING <token> <owner>}, then {@code ACCEPTED} or
+ *       {@code REFUSED}. The write runs on the main thread with the term it was handed, as a write
+ *       already in flight when a GC pause struck would: stepping down cannot call it back;
  *   <li>on {@code EXIT}: closes the candidate (stepping down gracefully) and exits 0.
  * </ul>
  *
