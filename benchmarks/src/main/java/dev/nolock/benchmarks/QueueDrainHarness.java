@@ -50,8 +50,8 @@ import java.util.function.Consumer;
  *       comes back empty.
  *   <li>{@code queueDrainWorkerPool}: nolock's {@code WorkerPool} with concurrency {@value
  *       #WORKERS} and batch size {@value #BATCH}, the handler returning {@code
- *       Completion.complete()}; the pool claims in batches and completes each job in its own
- *       autocommit statement (its per-job attempt token and lease are the price of that).
+ *       Completion.complete()}; one dispatcher claims in batches, and the completions that are
+ *       waiting go out together in one conditional statement ({@code JobQueue.completeAll}).
  *   <li>{@code queueDrainDbScheduler}, the peer: db-scheduler's {@code OneTimeTask} that does
  *       nothing, its executions inserted up front into its {@code scheduled_tasks} table (the
  *       PostgreSQL DDL of its documentation), a {@code Scheduler} with {@value #WORKERS} threads,

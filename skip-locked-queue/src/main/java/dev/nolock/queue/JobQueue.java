@@ -479,14 +479,79 @@ public final class JobQueue<T> {
     return result;
   }
 
+  /**
+   * Completes every job of {@code jobs} whose attempt is still the running one, in one transaction
+   * and one statement: the batch form of {@link #complete(Job)}, with the same answer for each job
+   * (an attempt that completed before gets its {@link Finished} again; a stale one its {@link
+   * StaleAttempt}, and its row is left alone). {@link WorkerPool} sends the completions of jobs
+   * that finish together this way.
+   *
+   * @param jobs claimed jobs of this queue, each id at most once
+   * @return one answer per job, in the order of {@code jobs}
+   */
+  public List<Either<StaleAttempt, Finished>> completeAll(List<? extends Job<?>> jobs) {
+    Objects.requireNonNull(jobs, "jobs");
+    Set<Long> ids = new HashSet<>();
+    List<long[]> pairs = new ArrayList<>(jobs.size());
+    for (Job<?> job : jobs) {
+      Objects.requireNonNull(job, "a job in jobs");
+      requireOwn(job);
+      if (!ids.add(job.id())) {
+        throw new IllegalArgumentException(
+            "Job "
+                + job.id()
+                + " appears twice in the batch; complete each attempt once (the latest"
+                + " claim's Job holds the running attempt).");
+      }
+      pairs.add(new long[] {job.id(), job.attempt()});
+    }
+    if (jobs.isEmpty()) {
+      return List.of();
+    }
+    return translate(
+        () ->
+            "completing "
+                + jobs.size()
+                + " job(s); whether they completed is unknown, so they may"
+                + " run again (at-least-once)",
+        () ->
+            OwnTransaction.run(
+                dsl,
+                on -> {
+                  Map<Long, OffsetDateTime> done = new HashMap<>();
+                  this.jobs
+                      .completeAll(on, queue, pairs)
+                      .forEach(row -> done.put(row.value1(), row.value2()));
+                  List<Either<StaleAttempt, Finished>> answers = new ArrayList<>(jobs.size());
+                  for (Job<?> job : jobs) {
+                    OffsetDateTime runAt = done.get(job.id());
+                    if (runAt != null) {
+                      metrics.completed();
+                      answers.add(Either.right(finishedNow(job, runAt)));
+                    } else {
+                      answers.add(notCompletedNow(on, job));
+                    }
+                  }
+                  return answers;
+                }));
+  }
+
   private Either<StaleAttempt, Finished> completeOn(DSLContext on, Job<?> job) {
     Optional<OffsetDateTime> runAt =
         jobs.complete(on, queue, job.id(), job.attempt()).fetchOptional(jobs.runAt);
     if (runAt.isPresent()) {
       metrics.completed();
-      return Either.right(
-          new Finished(job.id(), job.attempt(), JobState.DONE, runAt.get().toInstant()));
+      return Either.right(finishedNow(job, runAt.get()));
     }
+    return notCompletedNow(on, job);
+  }
+
+  private static Finished finishedNow(Job<?> job, OffsetDateTime runAt) {
+    return new Finished(job.id(), job.attempt(), JobState.DONE, runAt.toInstant());
+  }
+
+  /** The answer for an attempt whose completion changed no row: done before, or stale. */
+  private Either<StaleAttempt, Finished> notCompletedNow(DSLContext on, Job<?> job) {
     Optional<Record3<String, Long, OffsetDateTime>> now =
         jobs.current(on, queue, job.id()).fetchOptional();
     if (now.isPresent()

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -32,30 +33,38 @@ import org.slf4j.LoggerFactory;
  * Runs a {@link JobHandler} on the jobs of one {@link JobQueue} with bounded concurrency.
  *
  * <p>Guarantees: at most {@link WorkerConfig#concurrency()} handlers run at once; the pool holds at
- * most {@code max(concurrency, batchSize)} claimed jobs and extends their leases every heartbeat
- * interval (a compare-and-swap on each attempt token); a job whose local deadline is nearly over
- * when its turn comes is handed back unrun; {@link #close()} returns within {@link
+ * most {@code max(concurrency, batchSize)} claimed jobs that are waiting or running, and extends
+ * their leases every heartbeat interval (a compare-and-swap on each attempt token), plus at most as
+ * many jobs that ran and whose completion waits to be sent; a job whose local deadline is nearly
+ * over when its turn comes is handed back unrun; {@link #close()} returns within {@link
  * WorkerConfig#shutdownTimeout()} plus a few statements, having let running handlers finish or
  * handed their jobs back.
  *
  * <p>Algorithm:
  *
  * <ol>
- *   <li>A dispatcher thread waits until fewer than {@code concurrency} jobs are held, then claims
- *       up to {@code min(batchSize, max(concurrency, batchSize) - held)} jobs in one statement and
- *       hands them to the handler threads.
+ *   <li>A dispatcher thread waits until fewer than {@code concurrency} jobs are held (and fewer
+ *       than {@code max(concurrency, batchSize)} completions wait), then claims up to {@code
+ *       min(batchSize, max(concurrency, batchSize) - held)} jobs in one statement and hands them to
+ *       the handler threads.
  *   <li>When a claim comes back short, the queue is drained: the dispatcher blocks until a
  *       notification for its queue arrives (LISTEN on a held connection, see {@link WakeUp}) or the
  *       poll interval passes. No busy loop: every wait blocks on a condition.
  *   <li>Each handler thread checks the job's deadline, runs the handler, and finishes the attempt
  *       as the returned {@link Completion} says, or fails it with the stack trace when the handler
- *       threw.
+ *       threw. A plain {@link Completion#complete()} is handed to the completer thread, and the
+ *       handler thread takes the next job at once; the job stays held until its completion commits.
+ *   <li>The completer sends the completions that are waiting in one statement ({@link
+ *       JobQueue#completeAll}: conditional on each attempt, like a single completion), so jobs that
+ *       finish while a completion is in flight share the next one. A stale attempt in the batch is
+ *       refused alone.
  *   <li>Two scheduled tasks: the heartbeat (every third of the lease by default) and the reaper
  *       ({@link JobQueue#reapExpired()}, every {@link WorkerConfig#reapInterval()}), which wakes
  *       the dispatcher when it re-queued anything.
  *   <li>{@link #close()}: stop claiming, stop listening, hand back the claimed jobs that have not
  *       started ({@link JobQueue#release}), wait up to the shutdown timeout for running handlers,
- *       then interrupt the rest and hand their jobs back too.
+ *       then interrupt the rest and hand their jobs back too; then send the completions still
+ *       waiting.
  * </ol>
  *
  * Threads are daemons, so a forgotten pool does not keep the JVM alive; call {@link #close()} (for
@@ -66,6 +75,15 @@ import org.slf4j.LoggerFactory;
 public final class WorkerPool<T> implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(WorkerPool.class);
+
+  /** Completions per statement at most; a pool holds few jobs, so this bounds only odd configs. */
+  private static final int MAX_COMPLETION_BATCH = 500;
+
+  /**
+   * Added by {@link #close()} after the handlers stopped: the completer sends the rest and ends.
+   */
+  @SuppressWarnings("rawtypes")
+  private static final Held END = new Held<>(null);
 
   private final JobQueue<T> queue;
   private final WorkerConfig config;
@@ -79,6 +97,9 @@ public final class WorkerPool<T> implements AutoCloseable {
   private final ThreadPoolExecutor handlers;
   private final ScheduledExecutorService scheduler;
   private final Thread dispatcher;
+  private final Thread completer;
+  private final BlockingQueue<Held<T>> toComplete = new LinkedBlockingQueue<>();
+  private final AtomicInteger completing = new AtomicInteger();
   private final NotificationListener listener;
 
   private final ReentrantLock lock = new ReentrantLock();
@@ -108,6 +129,7 @@ public final class WorkerPool<T> implements AutoCloseable {
             daemons("worker"));
     this.scheduler = Executors.newScheduledThreadPool(2, daemons("maintenance"));
     this.dispatcher = daemons("dispatcher").newThread(this::dispatch);
+    this.completer = daemons("completer").newThread(this::completeInBatches);
     if (config.listen()) {
       this.listener =
           new NotificationListener(
@@ -142,6 +164,7 @@ public final class WorkerPool<T> implements AutoCloseable {
         this::heartbeat, heartbeat.toNanos(), heartbeat.toNanos(), TimeUnit.NANOSECONDS);
     scheduler.scheduleWithFixedDelay(
         this::reap, 0, config.reapInterval().toNanos(), TimeUnit.NANOSECONDS);
+    completer.start();
     dispatcher.start();
     LOG.info("Queue \"{}\": worker pool started with {}", name, config);
   }
@@ -151,7 +174,10 @@ public final class WorkerPool<T> implements AutoCloseable {
     return wakeUp;
   }
 
-  /** Jobs the pool holds now: claimed and not yet finished, running or waiting for a thread. */
+  /**
+   * Jobs the pool holds now: claimed and waiting for a thread, or running. Jobs that ran and whose
+   * completion waits for the completer are not counted.
+   */
   public int held() {
     return held.size();
   }
@@ -173,7 +199,8 @@ public final class WorkerPool<T> implements AutoCloseable {
     while (!closing.get()) {
       lock.lock();
       try {
-        while (!closing.get() && held.size() >= config.concurrency()) {
+        while (!closing.get()
+            && (held.size() >= config.concurrency() || completing.get() >= maxHeld)) {
           capacity.await();
         }
         workPending = false;
@@ -246,6 +273,10 @@ public final class WorkerPool<T> implements AutoCloseable {
 
   private void freed(Held<T> h) {
     held.remove(h);
+    signalCapacity();
+  }
+
+  private void signalCapacity() {
     lock.lock();
     try {
       capacity.signalAll();
@@ -266,8 +297,9 @@ public final class WorkerPool<T> implements AutoCloseable {
 
     @Override
     public void run() {
+      boolean handedToCompleter = false;
       try {
-        runJob();
+        handedToCompleter = runJob();
       } catch (BackendUnavailableException e) {
         LOG.warn(
             "Queue \"{}\": finishing job {} attempt {} failed; it runs again after its lease"
@@ -284,12 +316,16 @@ public final class WorkerPool<T> implements AutoCloseable {
             h.job.attempt(),
             e);
       } finally {
-        metrics.coordination().held(Duration.ofNanos(System.nanoTime() - h.claimedAt));
-        freed(h);
+        if (handedToCompleter) {
+          freed(h); // the thread and the slot are free; the completer finishes the job
+        } else {
+          done(h);
+        }
       }
     }
 
-    private void runJob() {
+    /** Runs the job and finishes it; true when its completion was handed to the completer. */
+    private boolean runJob() {
       Job<T> job = h.job;
       if (closing.get() || job.deadline().remaining().compareTo(startMargin) <= 0) {
         if (!closing.get()) {
@@ -305,7 +341,7 @@ public final class WorkerPool<T> implements AutoCloseable {
         if (h.finishing.compareAndSet(false, true)) {
           queue.release(job);
         }
-        return;
+        return false;
       }
       long started = System.nanoTime();
       Completion completion = null;
@@ -323,27 +359,28 @@ public final class WorkerPool<T> implements AutoCloseable {
       }
       metrics.jobRan(Duration.ofNanos(System.nanoTime() - started));
       if (!h.finishing.compareAndSet(false, true)) {
-        return; // close() handed the job back already; this attempt's finish would be refused
+        return false; // close() handed the job back already; this attempt's finish would be refused
       }
       if (failure != null
           && closing.get()
           && (abandoning || failure instanceof InterruptedException)) {
         queue.release(job); // interrupted by close() past its timeout: hand the job back
-        return;
+        return false;
       }
       if (failure != null) {
         LOG.debug("Queue \"{}\": job {} attempt {} failed", name, job.id(), job.attempt(), failure);
         queue
             .fail(job, render(failure))
             .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
-        return;
+        return false;
       }
       Completion done = completion;
       switch (done.kind()) {
-        case COMPLETE ->
-            queue
-                .complete(job)
-                .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        case COMPLETE -> {
+          completing.incrementAndGet();
+          toComplete.add(h);
+          return true;
+        }
         case COMPLETE_WITH ->
             queue
                 .completeWith(
@@ -356,6 +393,67 @@ public final class WorkerPool<T> implements AutoCloseable {
         case FINISHED_BY_HANDLER -> {}
         default -> throw new IllegalStateException("Unknown completion " + done);
       }
+      return false;
+    }
+  }
+
+  /** A held job is finished: it no longer counts against the pool's capacity. */
+  private void done(Held<T> h) {
+    metrics.coordination().held(Duration.ofNanos(System.nanoTime() - h.claimedAt));
+    freed(h);
+  }
+
+  // -----------------------------------------------------------------------------------------------
+  // Completer
+
+  /**
+   * Sends the waiting completions, all of them in one statement, until {@link #close()} adds the
+   * end marker. Batching is a by-product of the round trip: while one statement is in flight the
+   * next completions queue up, so a busy pool sends fewer, larger statements and an idle one sends
+   * each completion at once.
+   */
+  private void completeInBatches() {
+    List<Held<T>> batch = new ArrayList<>();
+    while (true) {
+      try {
+        batch.add(toComplete.take());
+      } catch (InterruptedException e) {
+        return; // close() gave up waiting; the jobs left run again after their leases
+      }
+      toComplete.drainTo(batch, MAX_COMPLETION_BATCH - 1);
+      boolean end = batch.remove(END);
+      if (!batch.isEmpty()) {
+        completeAll(batch);
+      }
+      batch.clear();
+      if (end) {
+        return;
+      }
+    }
+  }
+
+  private void completeAll(List<Held<T>> batch) {
+    List<Job<T>> jobs = new ArrayList<>(batch.size());
+    batch.forEach(h -> jobs.add(h.job));
+    try {
+      queue
+          .completeAll(jobs)
+          .forEach(
+              answer ->
+                  answer.peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe())));
+    } catch (BackendUnavailableException e) {
+      LOG.warn(
+          "Queue \"{}\": completing {} job(s) failed; they run again after their leases expire",
+          name,
+          batch.size(),
+          e);
+    } catch (RuntimeException e) {
+      LOG.error("Queue \"{}\": {} job(s) could not be completed", name, batch.size(), e);
+    } finally {
+      long now = System.nanoTime();
+      batch.forEach(h -> metrics.coordination().held(Duration.ofNanos(now - h.claimedAt)));
+      completing.addAndGet(-batch.size());
+      signalCapacity();
     }
   }
 
@@ -421,7 +519,8 @@ public final class WorkerPool<T> implements AutoCloseable {
    * Stops the pool: no new claims; claimed jobs that have not started are handed back; running
    * handlers get up to {@link WorkerConfig#shutdownTimeout()} to finish, then are interrupted and
    * their jobs handed back (a handler that ignores the interrupt keeps running, but its finish is
-   * not sent, and the job may run elsewhere). Idempotent.
+   * not sent, and the job may run elsewhere); last, the completions still waiting are sent.
+   * Idempotent.
    */
   @Override
   public void close() {
@@ -460,11 +559,26 @@ public final class WorkerPool<T> implements AutoCloseable {
         }
         handlers.awaitTermination(1, TimeUnit.SECONDS);
       }
+      endCompleter();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      completer.interrupt();
     } finally {
       scheduler.shutdownNow();
       LOG.info("Queue \"{}\": worker pool stopped", name);
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private void endCompleter() throws InterruptedException {
+    toComplete.add(END);
+    completer.join(queue.config().queryTimeout().plusSeconds(1).toMillis());
+    if (completer.isAlive()) {
+      LOG.warn(
+          "Queue \"{}\": the last completions did not commit in time; those jobs run again after"
+              + " their leases expire",
+          name);
+      completer.interrupt();
     }
   }
 

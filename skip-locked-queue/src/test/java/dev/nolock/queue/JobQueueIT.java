@@ -403,6 +403,55 @@ class JobQueueIT {
   }
 
   @Test
+  void completeAllCompletesTheCurrentAttemptsAndRefusesOnlyTheStaleOneInTheBatch() {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    long a = id(q.enqueue(NewJob.of("a")));
+    long b = id(q.enqueue(NewJob.of("b")));
+    long c = id(q.enqueue(NewJob.of("c")));
+    List<Job<String>> claimed = q.claim(3);
+    Job<String> jobA = claimed.get(0);
+    Job<String> staleB = claimed.get(1);
+    Job<String> jobC = claimed.get(2);
+    assertThat(List.of(jobA.id(), staleB.id(), jobC.id())).containsExactly(a, b, c);
+    Finished aBefore = q.complete(jobA).get(); // completed before: the batch answers the same
+    rows.expireLease(b); // b's worker paused past its lease; b is re-claimed
+    assertThat(q.reapExpired()).isEqualTo(new ReapResult(1, 0));
+    Job<String> currentB = q.claim(1).get(0);
+    assertThat(currentB.attempt()).isEqualTo(2);
+
+    List<Either<StaleAttempt, Finished>> answers = q.completeAll(List.of(jobA, staleB, jobC));
+
+    assertThat(answers.get(0)).isEqualTo(Either.right(aBefore));
+    assertThat(answers.get(1).getLeft().currentAttempt()).contains(2L);
+    assertThat(answers.get(2).get().state()).isEqualTo(JobState.DONE);
+    assertThat(rows.get(a).state()).isEqualTo(JobState.DONE);
+    assertThat(rows.get(b).state())
+        .as("the re-claimed attempt's row is untouched")
+        .isEqualTo(JobState.RUNNING);
+    assertThat(rows.get(b).attempt()).isEqualTo(2);
+    assertThat(rows.get(c).state()).isEqualTo(JobState.DONE);
+    assertThat(counter(registry, "nolock.queue.completions")).isEqualTo(2);
+    assertThat(counter(registry, "nolock.queue.stale.finishes", "operation", "complete"))
+        .isEqualTo(1);
+    assertThat(q.completeAll(List.of(currentB)).get(0).get().attempt()).isEqualTo(2);
+    assertThat(rows.get(b).state()).isEqualTo(JobState.DONE);
+  }
+
+  @Test
+  void completeAllRefusesAJobTwiceInOneBatchAndAnswersAnEmptyOne() {
+    JobQueue<String> q = queue();
+    q.enqueue(NewJob.of("twice"));
+    Job<String> job = q.claim(1).get(0);
+
+    assertThatThrownBy(() -> q.completeAll(List.of(job, job)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("appears twice");
+    assertThat(q.completeAll(List.of())).isEmpty();
+    assertThat(rows.get(job.id()).state()).isEqualTo(JobState.RUNNING);
+  }
+
+  @Test
   void completeWithWritesNothingForAStaleAttemptAndCommitsTheWritesOfTheCurrentOne() {
     schema.dsl().execute("CREATE TABLE IF NOT EXISTS effects (job_id bigint, attempt bigint)");
     JobQueue<String> q = queue();

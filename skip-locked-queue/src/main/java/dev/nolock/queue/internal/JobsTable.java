@@ -95,6 +95,8 @@ public final class JobsTable {
   private final Field<String> jState = field(name(J, "state"), SQLDataType.VARCHAR);
   private final Field<OffsetDateTime> jLockedUntil =
       field(name(J, "locked_until"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+  private final Field<OffsetDateTime> jRunAt =
+      field(name(J, "run_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
   private final Field<Long> cId = field(name(C, "id"), SQLDataType.BIGINT);
 
   /** The columns a claim returns, qualified with the alias. */
@@ -104,7 +106,7 @@ public final class JobsTable {
           jAttempt,
           field(name(J, "payload"), SQLDataType.BLOB),
           field(name(J, "unique_key"), SQLDataType.VARCHAR),
-          field(name(J, "run_at"), SQLDataType.TIMESTAMPWITHTIMEZONE),
+          jRunAt,
           field(name(J, "enqueued_at"), SQLDataType.TIMESTAMPWITHTIMEZONE),
           jLockedUntil,
           jFailures,
@@ -314,6 +316,47 @@ public final class JobsTable {
         .set(finishedAt, clockTimestamp())
         .where(heldBy(queueName, jobId, jobAttempt))
         .returningResult(runAt);
+  }
+
+  /**
+   * The batch form of {@link #complete}:
+   *
+   * <pre>
+   * WITH c AS MATERIALIZED (
+   *   SELECT id FROM t WHERE queue = :q AND (id, attempt) IN ((:id, :attempt), ...)
+   *   AND state = 'running' ORDER BY id FOR UPDATE)
+   * UPDATE t AS j SET state = 'done', locked_until = NULL, finished_at = clock_timestamp()
+   * FROM c WHERE j.id = c.id RETURNING j.id, j.run_at
+   * </pre>
+   *
+   * <p>The rows are locked in id order, so two batches that share jobs (a stale attempt's and the
+   * re-claim's) wait for each other instead of deadlocking; after a wait, PostgreSQL re-checks the
+   * attempt and state on the newest row version.
+   */
+  public ResultQuery<Record2<Long, OffsetDateTime>> completeAll(
+      DSLContext dsl, String queueName, Collection<long[]> idAndAttempt) {
+    List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
+    for (long[] pair : idAndAttempt) {
+      rows.add(row(val(pair[0], id), val(pair[1], attempt)));
+    }
+    CommonTableExpression<Record1<Long>> c =
+        name(C)
+            .asMaterialized(
+                select(id)
+                    .from(table)
+                    .where(queue.eq(queueName))
+                    .and(row(id, attempt).in(rows))
+                    .and(isState(state, JobState.RUNNING))
+                    .orderBy(id)
+                    .forUpdate());
+    return dsl.with(c)
+        .update(j)
+        .set(state, literal(JobState.DONE))
+        .setNull(lockedUntil)
+        .set(finishedAt, clockTimestamp())
+        .from(c)
+        .where(jId.eq(cId))
+        .returningResult(jId, jRunAt);
   }
 
   /**
