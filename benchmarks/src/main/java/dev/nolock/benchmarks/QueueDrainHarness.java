@@ -27,6 +27,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -65,11 +66,19 @@ import java.util.function.Consumer;
  * hook after its completion commits, so its handler counts, at most {@value #WORKERS} jobs (one
  * statement each) ahead of the commits; the pool is then closed and the done rows counted, which
  * must equal the jobs. All variants use the same pool size; no variant sleeps to synchronise.
+ *
+ * <p>Every variant's table is vacuumed ({@code VACUUM (SKIP_LOCKED)}) every {@value
+ * #VACUUM_SECONDS} s during its drain: the worker pool through {@code WorkerConfig.vacuumInterval},
+ * the raw floor through {@code JobQueue.vacuum()} and db-scheduler's table with the same statement,
+ * both from a side thread. The PostgreSQL here runs with autovacuum off (as CI's does), and without
+ * any vacuum a claim walks past the dead index entry of every job claimed before it: over 2,000,000
+ * jobs the raw floor fell to 0.31 of its early rate, the worker pool to 0.34.
  */
 public final class QueueDrainHarness implements Harness {
 
   static final int WORKERS = 4;
   static final int BATCH = 10;
+  static final int VACUUM_SECONDS = 10;
   static final int POLL_MILLIS = 20;
 
   /** Pool connections: the workers plus the worker pool's dispatcher, heartbeat, reaper, LISTEN. */
@@ -115,15 +124,16 @@ public final class QueueDrainHarness implements Harness {
 
   private static Drain rawJdbc(int jobs) throws Exception {
     try (Bench.PgSchema schema = Bench.freshSchema(POOL_THREADS)) {
-      JobQueue.create(
+      JobQueue<byte[]> queue =
+          JobQueue.create(
               schema.dataSource(),
               QueueConfig.custom(QueueBenchmark.QUEUE).build(),
-              PayloadCodec.bytes())
-          .createSchemaIfMissing();
+              PayloadCodec.bytes());
+      queue.createSchemaIfMissing();
       QueueBenchmark.fill(schema, jobs);
       Drain drain = new Drain(jobs);
       ExecutorService threads = Executors.newFixedThreadPool(WORKERS);
-      try {
+      try (Vacuum vacuum = new Vacuum(queue::vacuum)) {
         drain.start();
         List<Future<?>> workers = new ArrayList<>();
         for (int i = 0; i < WORKERS; i++) {
@@ -201,7 +211,12 @@ public final class QueueDrainHarness implements Harness {
       queue.createSchemaIfMissing();
       QueueBenchmark.fill(schema, jobs);
       Drain drain = new Drain(jobs);
-      WorkerConfig config = WorkerConfig.custom().concurrency(WORKERS).batchSize(BATCH).build();
+      WorkerConfig config =
+          WorkerConfig.custom()
+              .concurrency(WORKERS)
+              .batchSize(BATCH)
+              .vacuumInterval(Duration.ofSeconds(VACUUM_SECONDS))
+              .build();
       drain.start();
       try (WorkerPool<byte[]> pool =
           WorkerPool.start(
@@ -266,7 +281,8 @@ public final class QueueDrainHarness implements Harness {
               .build();
       drain.start();
       scheduler.start();
-      try {
+      try (Vacuum vacuum =
+          new Vacuum(() -> schema.execute("VACUUM (SKIP_LOCKED) scheduled_tasks"))) {
         drain.awaitAll();
       } finally {
         scheduler.stop();
@@ -286,6 +302,31 @@ public final class QueueDrainHarness implements Harness {
   }
 
   // ---------------------------------------------------------------------------------------------
+
+  /** Runs a vacuum every {@value #VACUUM_SECONDS} s on a side thread until closed. */
+  private static final class Vacuum implements AutoCloseable {
+    private final ScheduledExecutorService thread = Executors.newSingleThreadScheduledExecutor();
+
+    Vacuum(Runnable vacuum) {
+      thread.scheduleWithFixedDelay(
+          () -> {
+            try {
+              vacuum.run();
+            } catch (RuntimeException e) {
+              // A failed vacuum must not end the schedule (a throwing task is never run again).
+              System.err.println("vacuum failed, trying again in " + VACUUM_SECONDS + " s: " + e);
+            }
+          },
+          VACUUM_SECONDS,
+          VACUUM_SECONDS,
+          TimeUnit.SECONDS);
+    }
+
+    @Override
+    public void close() {
+      thread.shutdownNow();
+    }
+  }
 
   /** Counts completions and stamps the moment each tenth of the drain is reached. */
   static final class Drain {

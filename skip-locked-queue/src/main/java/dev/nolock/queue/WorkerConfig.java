@@ -12,8 +12,8 @@ import javax.sql.DataSource;
  * <p>Defaults: {@value #DEFAULT_CONCURRENCY} handler threads, claim batches as large as the
  * concurrency, poll every {@link #DEFAULT_POLL_INTERVAL} (1 s), LISTEN on a connection from the
  * queue's own pool with a {@link #DEFAULT_SELF_TEST_TIMEOUT} (2 s) self-test, heartbeat every third
- * of the lease, reap every {@link #DEFAULT_REAP_INTERVAL} (5 s), and wait up to {@link
- * #DEFAULT_SHUTDOWN_TIMEOUT} (30 s) for running handlers on close.
+ * of the lease, reap every {@link #DEFAULT_REAP_INTERVAL} (5 s), no vacuum of its own (autovacuum's
+ * job), and wait up to {@link #DEFAULT_SHUTDOWN_TIMEOUT} (30 s) for running handlers on close.
  */
 public final class WorkerConfig {
 
@@ -31,6 +31,7 @@ public final class WorkerConfig {
   private final Duration selfTestTimeout;
   private final Duration heartbeatInterval;
   private final Duration reapInterval;
+  private final Duration vacuumInterval;
   private final Duration shutdownTimeout;
 
   private WorkerConfig(Builder b) {
@@ -42,6 +43,7 @@ public final class WorkerConfig {
     this.selfTestTimeout = b.selfTestTimeout;
     this.heartbeatInterval = b.heartbeatInterval;
     this.reapInterval = b.reapInterval;
+    this.vacuumInterval = b.vacuumInterval;
     this.shutdownTimeout = b.shutdownTimeout;
   }
 
@@ -96,6 +98,11 @@ public final class WorkerConfig {
     return reapInterval;
   }
 
+  /** How often the pool runs {@link JobQueue#vacuum()}; empty (the default) when it does not. */
+  public Optional<Duration> vacuumInterval() {
+    return Optional.ofNullable(vacuumInterval);
+  }
+
   /** How long {@link WorkerPool#close()} waits for running handlers before interrupting them. */
   public Duration shutdownTimeout() {
     return shutdownTimeout;
@@ -113,6 +120,7 @@ public final class WorkerConfig {
         + listen
         + ", reapInterval="
         + reapInterval
+        + (vacuumInterval == null ? "" : ", vacuumInterval=" + vacuumInterval)
         + ", shutdownTimeout="
         + shutdownTimeout
         + "]";
@@ -128,6 +136,7 @@ public final class WorkerConfig {
     private Duration selfTestTimeout = DEFAULT_SELF_TEST_TIMEOUT;
     private Duration heartbeatInterval;
     private Duration reapInterval = DEFAULT_REAP_INTERVAL;
+    private Duration vacuumInterval;
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
 
     private Builder() {}
@@ -203,6 +212,18 @@ public final class WorkerConfig {
     public Builder reapInterval(Duration interval) {
       this.reapInterval =
           within("reapInterval", interval, Duration.ofMillis(100), Duration.ofHours(1));
+      return this;
+    }
+
+    /**
+     * Makes the pool run {@link JobQueue#vacuum()} this often (1 s to 24 h), for servers where
+     * autovacuum is off or cannot keep up with the queue: without a vacuum, claims slow down as
+     * jobs go through (see there). Several pools on one table are fine: a VACUUM that finds another
+     * running skips. Default: none.
+     */
+    public Builder vacuumInterval(Duration interval) {
+      this.vacuumInterval =
+          within("vacuumInterval", interval, Duration.ofSeconds(1), Duration.ofHours(24));
       return this;
     }
 

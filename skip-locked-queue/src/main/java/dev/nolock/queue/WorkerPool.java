@@ -58,9 +58,9 @@ import org.slf4j.LoggerFactory;
  *       JobQueue#completeAll}: conditional on each attempt, like a single completion), so jobs that
  *       finish while a completion is in flight share the next one. A stale attempt in the batch is
  *       refused alone.
- *   <li>Two scheduled tasks: the heartbeat (every third of the lease by default) and the reaper
- *       ({@link JobQueue#reapExpired()}, every {@link WorkerConfig#reapInterval()}), which wakes
- *       the dispatcher when it re-queued anything.
+ *   <li>Scheduled tasks: the heartbeat (every third of the lease by default), the reaper ({@link
+ *       JobQueue#reapExpired()}, every {@link WorkerConfig#reapInterval()}), which wakes the
+ *       dispatcher when it re-queued anything, and, when configured, {@link JobQueue#vacuum()}.
  *   <li>{@link #close()}: stop claiming, stop listening, hand back the claimed jobs that have not
  *       started ({@link JobQueue#release}), wait up to the shutdown timeout for running handlers,
  *       then interrupt the rest and hand their jobs back too; then send the completions still
@@ -127,7 +127,10 @@ public final class WorkerPool<T> implements AutoCloseable {
             TimeUnit.MILLISECONDS,
             new LinkedBlockingQueue<>(),
             daemons("worker"));
-    this.scheduler = Executors.newScheduledThreadPool(2, daemons("maintenance"));
+    // A VACUUM can take seconds: give it a thread of its own so heartbeats are not held up.
+    this.scheduler =
+        Executors.newScheduledThreadPool(
+            config.vacuumInterval().isPresent() ? 3 : 2, daemons("maintenance"));
     this.dispatcher = daemons("dispatcher").newThread(this::dispatch);
     this.completer = daemons("completer").newThread(this::completeInBatches);
     if (config.listen()) {
@@ -164,6 +167,12 @@ public final class WorkerPool<T> implements AutoCloseable {
         this::heartbeat, heartbeat.toNanos(), heartbeat.toNanos(), TimeUnit.NANOSECONDS);
     scheduler.scheduleWithFixedDelay(
         this::reap, 0, config.reapInterval().toNanos(), TimeUnit.NANOSECONDS);
+    config
+        .vacuumInterval()
+        .ifPresent(
+            every ->
+                scheduler.scheduleWithFixedDelay(
+                    this::vacuum, every.toNanos(), every.toNanos(), TimeUnit.NANOSECONDS));
     completer.start();
     dispatcher.start();
     LOG.info("Queue \"{}\": worker pool started with {}", name, config);
@@ -509,6 +518,18 @@ public final class WorkerPool<T> implements AutoCloseable {
       }
     } catch (RuntimeException e) {
       LOG.warn("Queue \"{}\": reaper failed; trying again in {}", name, config.reapInterval(), e);
+    }
+  }
+
+  private void vacuum() {
+    try {
+      queue.vacuum();
+    } catch (RuntimeException e) {
+      LOG.warn(
+          "Queue \"{}\": vacuum failed; trying again in {}",
+          name,
+          config.vacuumInterval().orElseThrow(),
+          e);
     }
   }
 

@@ -2,7 +2,10 @@ package dev.nolock.queue;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -567,6 +570,30 @@ class JobQueueIT {
 
   // ---------------------------------------------------------------------------------------------
   // Retention
+
+  @Test
+  void vacuumRunsOnTheJobsTableAlsoThroughAPoolOfTransactionalConnections() {
+    JobQueue<String> q = queue();
+    for (int i = 0; i < 50; i++) {
+      q.enqueue(NewJob.of("v" + i));
+    }
+    q.claim(50).forEach(job -> q.complete(job).get());
+    long before = rows.vacuumCount();
+
+    HikariConfig transactional = new HikariConfig();
+    transactional.setJdbcUrl(schema.jdbcUrl());
+    transactional.setAutoCommit(false); // VACUUM in a transaction block would fail
+    transactional.setMaximumPoolSize(1);
+    try (HikariDataSource pool = new HikariDataSource(transactional)) {
+      JobQueue.create(pool, QueueConfig.custom(newQueueName()).build(), PayloadCodec.utf8())
+          .vacuum();
+    }
+    q.vacuum();
+
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(() -> assertThat(rows.vacuumCount()).isEqualTo(before + 2));
+  }
 
   @Test
   void purgeDeletesOldFinishedJobsInBatchesAndKeepsEverythingElse() {

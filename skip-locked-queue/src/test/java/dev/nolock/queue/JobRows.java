@@ -32,10 +32,22 @@ final class JobRows {
 
   private final DSLContext dsl;
   private final Table<Record> table;
+  private final String tableName;
 
   JobRows(DSLContext dsl, String table) {
     this.dsl = dsl;
     this.table = table(name(table.split("\\.")));
+    this.tableName = table;
+  }
+
+  /** VACUUMs of the table so far (not autovacuum's), as PostgreSQL's statistics count them. */
+  long vacuumCount() {
+    Object count =
+        dsl.fetchValue(
+            "SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = current_schema() AND"
+                + " relname = ?",
+            tableName);
+    return ((Number) count).longValue();
   }
 
   /** The database's clock now. */

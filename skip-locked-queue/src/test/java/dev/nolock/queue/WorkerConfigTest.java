@@ -18,6 +18,7 @@ class WorkerConfigTest {
     assertThat(config.listenDataSource()).isEmpty();
     assertThat(config.heartbeatInterval()).isEmpty();
     assertThat(config.reapInterval()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(config.vacuumInterval()).isEmpty();
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(WorkerConfig.custom().concurrency(8).build().batchSize()).isEqualTo(8);
     assertThat(WorkerConfig.custom().concurrency(8).batchSize(50).build().batchSize())
@@ -34,6 +35,8 @@ class WorkerConfigTest {
         .hasMessageContaining("selfTestTimeout");
     assertThatThrownBy(() -> b.reapInterval(Duration.ofMillis(1)))
         .hasMessageContaining("reapInterval");
+    assertThatThrownBy(() -> b.vacuumInterval(Duration.ofMillis(500)))
+        .hasMessageContaining("vacuumInterval must be between PT1S and PT24H");
     assertThatThrownBy(() -> b.shutdownTimeout(Duration.ofSeconds(-1)))
         .hasMessageContaining("shutdownTimeout");
     assertThatThrownBy(() -> b.listenDataSource(null)).isInstanceOf(NullPointerException.class);

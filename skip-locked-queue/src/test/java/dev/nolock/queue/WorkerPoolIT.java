@@ -219,6 +219,27 @@ class WorkerPoolIT {
   }
 
   @Test
+  void aPoolWithAVacuumIntervalVacuumsItsTableAndOneWithoutDoesNot() {
+    JobQueue<String> q = queue(newQueue());
+    long before = rows.vacuumCount();
+    try (WorkerPool<String> plain =
+        WorkerPool.start(q, WorkerConfig.ofDefaults(), job -> Completion.complete())) {
+      // Holding a condition for a while is an assertion, not a synchronisation.
+      await()
+          .during(Duration.ofSeconds(2))
+          .atMost(Duration.ofSeconds(3))
+          .until(() -> rows.vacuumCount() == before);
+    }
+    try (WorkerPool<String> vacuuming =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().vacuumInterval(Duration.ofSeconds(1)).build(),
+            job -> Completion.complete())) {
+      await().atMost(Duration.ofSeconds(15)).until(() -> rows.vacuumCount() >= before + 2);
+    }
+  }
+
+  @Test
   void closeLetsARunningHandlerFinishWithinTheShutdownTimeout() throws Exception {
     JobQueue<String> q = queue(newQueue());
     long id = id(q.enqueue(NewJob.of("in flight")));

@@ -454,6 +454,14 @@ public final class JobsTable {
         .returningResult(jId, jLockedUntil);
   }
 
+  /**
+   * {@code VACUUM (SKIP_LOCKED) t}: must run outside a transaction block. SKIP_LOCKED returns at
+   * once when another VACUUM (another pool's, or autovacuum) holds the table.
+   */
+  public Query vacuum(DSLContext dsl) {
+    return dsl.query("VACUUM (SKIP_LOCKED) {0}", table);
+  }
+
   /** {@code SELECT state, attempt, run_at FROM t WHERE queue = :q AND id = :id}. */
   public ResultQuery<Record3<String, Long, OffsetDateTime>> current(
       DSLContext dsl, String queueName, long jobId) {
