@@ -75,18 +75,26 @@ public final class DynamoDbExtension implements BeforeAllCallback, ParameterReso
     Reachability.requireReachable(
         Server.DYNAMODB,
         HostPort.ofHttpEndpoints(endpoint, Server.DYNAMODB, Endpoints.DEFAULT_DYNAMODB_ENDPOINT));
-    DynamoDbClient client =
-        DynamoDbClient.builder()
-            .endpointOverride(URI.create(endpoint))
-            .region(Region.US_EAST_1)
-            .credentialsProvider(
-                StaticCredentialsProvider.create(AwsBasicCredentials.create("nolock", "nolock")))
-            .httpClientBuilder(
-                Apache5HttpClient.builder()
-                    .connectionTimeout(Duration.ofSeconds(2))
-                    .socketTimeout(Duration.ofSeconds(10)))
-            .overrideConfiguration(override -> override.apiCallTimeout(Duration.ofSeconds(30)))
-            .build();
+    DynamoDbClient client = newClient(endpoint);
     return new Closing<>(client, client::close);
+  }
+
+  /**
+   * A client for the DynamoDB-compatible server at {@code endpoint}, configured as the extension's
+   * (us-east-1, dummy static credentials, 2 s connect / 10 s socket / 30 s call timeouts), for code
+   * that cannot be handed the extension's, such as a child JVM. The caller closes it.
+   */
+  public static DynamoDbClient newClient(String endpoint) {
+    return DynamoDbClient.builder()
+        .endpointOverride(URI.create(endpoint))
+        .region(Region.US_EAST_1)
+        .credentialsProvider(
+            StaticCredentialsProvider.create(AwsBasicCredentials.create("nolock", "nolock")))
+        .httpClientBuilder(
+            Apache5HttpClient.builder()
+                .connectionTimeout(Duration.ofSeconds(2))
+                .socketTimeout(Duration.ofSeconds(10)))
+        .overrideConfiguration(override -> override.apiCallTimeout(Duration.ofSeconds(30)))
+        .build();
   }
 }

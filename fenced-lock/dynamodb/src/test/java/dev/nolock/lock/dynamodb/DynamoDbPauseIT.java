@@ -15,7 +15,6 @@ import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.PausableHolder;
 import dev.nolock.testkit.PauseScenario;
 import dev.nolock.testkit.Protection;
-import java.net.URI;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -23,10 +22,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.http.apache5.Apache5HttpClient;
-import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 
@@ -80,17 +75,7 @@ class DynamoDbPauseIT {
 
     Holder(String endpoint, String lockTable, String dataTable) {
       this.dataTable = dataTable;
-      this.client =
-          DynamoDbClient.builder()
-              .endpointOverride(URI.create(endpoint))
-              .region(Region.US_EAST_1)
-              .credentialsProvider(
-                  StaticCredentialsProvider.create(AwsBasicCredentials.create("nolock", "nolock")))
-              .httpClientBuilder(
-                  Apache5HttpClient.builder()
-                      .connectionTimeout(Duration.ofSeconds(2))
-                      .socketTimeout(Duration.ofSeconds(2)))
-              .build();
+      this.client = DynamoDbExtension.newClient(endpoint);
       this.locks =
           FencedLock.create(
               DynamoDbLockBackend.create(

@@ -9,17 +9,13 @@ import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.EtcdExtension;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
-import dev.nolock.testkit.SqlResource;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.UUID;
-import org.jooq.SQLDialect;
-import org.jooq.impl.DSL;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * Three {@link LeaderElector} candidates in child JVMs on the etcd backend (the term's token is the
@@ -38,14 +34,13 @@ class EtcdElectionIT extends ElectionContract {
   @BeforeAll
   static void tables(PostgresSchema schema) {
     jdbcUrl = schema.jdbcUrl();
-    SqlResource.on(schema.dsl(), "election_resource").createTablesIfMissing();
+    ElectorCandidate.createResourceTables(schema);
   }
 
   /** A candidate campaigning on etcd; the child JVM's constructor reads its settings. */
   public static final class Candidate extends ElectorCandidate {
     private final Client client;
     private final EtcdLockBackend backend;
-    private final SqlResource resource;
 
     public Candidate() {
       this(
@@ -55,10 +50,7 @@ class EtcdElectionIT extends ElectionContract {
     }
 
     Candidate(String url, String etcd, String prefix) {
-      PGSimpleDataSource dataSource = new PGSimpleDataSource();
-      dataSource.setURL(url);
-      this.resource =
-          SqlResource.on(DSL.using(dataSource, SQLDialect.POSTGRES), "election_resource");
+      super(url);
       this.client = Client.builder().endpoints(etcd).build();
       // A cold JVM's first gRPC call can take seconds (class loading, channel set-up); warm the
       // channel up before campaigning, so that it does not eat the first leader's lease.
@@ -70,11 +62,6 @@ class EtcdElectionIT extends ElectionContract {
     @Override
     protected LockBackend backend() {
       return backend;
-    }
-
-    @Override
-    protected SqlResource resource() {
-      return resource;
     }
 
     @Override

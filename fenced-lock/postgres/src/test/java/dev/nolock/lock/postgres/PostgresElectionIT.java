@@ -7,10 +7,7 @@ import dev.nolock.testkit.ElectionCandidate;
 import dev.nolock.testkit.ElectionContract;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
-import dev.nolock.testkit.SqlResource;
 import java.util.Map;
-import org.jooq.SQLDialect;
-import org.jooq.impl.DSL;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -30,34 +27,27 @@ class PostgresElectionIT extends ElectionContract {
   static void tables(PostgresSchema schema) {
     jdbcUrl = schema.jdbcUrl();
     PostgresLockBackend.create(schema.dataSource()).createTableIfMissing();
-    SqlResource.on(schema.dsl(), "election_resource").createTablesIfMissing();
+    ElectorCandidate.createResourceTables(schema);
   }
 
   /** A candidate campaigning on PostgreSQL; the child JVM's constructor reads the JDBC URL. */
   public static final class Candidate extends ElectorCandidate {
     private final PostgresLockBackend backend;
-    private final SqlResource resource;
 
     public Candidate() {
       this(System.getProperty(URL_PROPERTY));
     }
 
     Candidate(String url) {
+      super(url);
       PGSimpleDataSource dataSource = new PGSimpleDataSource();
       dataSource.setURL(url);
       this.backend = PostgresLockBackend.create(dataSource);
-      this.resource =
-          SqlResource.on(DSL.using(dataSource, SQLDialect.POSTGRES), "election_resource");
     }
 
     @Override
     protected LockBackend backend() {
       return backend;
-    }
-
-    @Override
-    protected SqlResource resource() {
-      return resource;
     }
   }
 

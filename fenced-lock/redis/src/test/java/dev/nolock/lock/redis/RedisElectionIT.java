@@ -9,16 +9,12 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
-import dev.nolock.testkit.SqlResource;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.util.Map;
-import org.jooq.SQLDialect;
-import org.jooq.impl.DSL;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * Three {@link LeaderElector} candidates in child JVMs on the Redis backend; the leader's writes go
@@ -39,7 +35,7 @@ class RedisElectionIT extends ElectionContract {
     jdbcUrl = schema.jdbcUrl();
     uri = redisUri.toURI().toString();
     prefix = keys.prefix();
-    SqlResource.on(schema.dsl(), "election_resource").createTablesIfMissing();
+    ElectorCandidate.createResourceTables(schema);
   }
 
   /** A candidate campaigning on Redis; the child JVM's constructor reads its settings. */
@@ -47,7 +43,6 @@ class RedisElectionIT extends ElectionContract {
     private final RedisClient client;
     private final StatefulRedisConnection<String, String> connection;
     private final RedisLockBackend backend;
-    private final SqlResource resource;
 
     public Candidate() {
       this(
@@ -57,10 +52,7 @@ class RedisElectionIT extends ElectionContract {
     }
 
     Candidate(String url, String redisUri, String keyPrefix) {
-      PGSimpleDataSource dataSource = new PGSimpleDataSource();
-      dataSource.setURL(url);
-      this.resource =
-          SqlResource.on(DSL.using(dataSource, SQLDialect.POSTGRES), "election_resource");
+      super(url);
       this.client = RedisClient.create(redisUri);
       this.connection = client.connect();
       this.backend =
@@ -71,11 +63,6 @@ class RedisElectionIT extends ElectionContract {
     @Override
     protected LockBackend backend() {
       return backend;
-    }
-
-    @Override
-    protected SqlResource resource() {
-      return resource;
     }
 
     @Override
