@@ -282,8 +282,38 @@ public final class ConvoyHarness {
   private static final Duration TTL = Duration.ofSeconds(10);
   private static final Duration MAX_WAIT = Duration.ofSeconds(30);
 
+  /** A fenced lock on one hot name; a unit is one fenced counter increment under it. */
+  abstract static class FencedLockSubject implements Subject {
+
+    abstract FencedLock lock();
+
+    /** The unit's fenced write. */
+    abstract void increment(HeldLock held);
+
+    @Override
+    public void work() {
+      try (HeldLock held = acquire()) {
+        increment(held);
+      }
+    }
+
+    @Override
+    public void stalledWork(Duration stall, Consumer<long[]> window) throws InterruptedException {
+      try (HeldLock held = acquire()) {
+        stall(stall, window);
+        increment(held);
+      }
+    }
+
+    private HeldLock acquire() {
+      return lock()
+          .acquire("hot", TTL, MAX_WAIT)
+          .getOrElseThrow(notAcquired -> new IllegalStateException(notAcquired.toString()));
+    }
+  }
+
   /** The fenced lock on PostgreSQL, its unit a fenced counter increment. */
-  static final class PostgresFencedLock implements Subject {
+  static final class PostgresFencedLock extends FencedLockSubject {
     private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
     private final FencedLock lock;
     private final Fence fence = Fence.onTable(Fence.DEFAULT_TABLE);
@@ -298,7 +328,8 @@ public final class ConvoyHarness {
       lock = FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
     }
 
-    private void increment(HeldLock held) {
+    @Override
+    void increment(HeldLock held) {
       fence
           .write(
               dsl,
@@ -308,23 +339,8 @@ public final class ConvoyHarness {
     }
 
     @Override
-    public void work() {
-      try (HeldLock held = acquire()) {
-        increment(held);
-      }
-    }
-
-    @Override
-    public void stalledWork(Duration stall, Consumer<long[]> window) throws InterruptedException {
-      try (HeldLock held = acquire()) {
-        stall(stall, window);
-        increment(held);
-      }
-    }
-
-    private HeldLock acquire() {
-      return lock.acquire("hot", TTL, MAX_WAIT)
-          .getOrElseThrow(notAcquired -> new IllegalStateException(notAcquired.toString()));
+    FencedLock lock() {
+      return lock;
     }
 
     @Override
@@ -335,7 +351,7 @@ public final class ConvoyHarness {
   }
 
   /** The fenced lock on Redis, its unit a fenced counter write. */
-  static final class RedisFencedLock implements Subject {
+  static final class RedisFencedLock extends FencedLockSubject {
     private final RedisClient client = RedisClient.create(Bench.redisUri());
     private final StatefulRedisConnection<String, String> connection = client.connect();
     private final String prefix = Bench.unique("convoy") + ":";
@@ -349,7 +365,8 @@ public final class ConvoyHarness {
             connection, RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build());
     private final String counter = prefix + "counter";
 
-    private void increment(HeldLock held) {
+    @Override
+    void increment(HeldLock held) {
       String value = connection.sync().get(counter);
       long next = value == null ? 1 : Long.parseLong(value) + 1;
       fence
@@ -358,23 +375,8 @@ public final class ConvoyHarness {
     }
 
     @Override
-    public void work() {
-      try (HeldLock held = acquire()) {
-        increment(held);
-      }
-    }
-
-    @Override
-    public void stalledWork(Duration stall, Consumer<long[]> window) throws InterruptedException {
-      try (HeldLock held = acquire()) {
-        stall(stall, window);
-        increment(held);
-      }
-    }
-
-    private HeldLock acquire() {
-      return lock.acquire("hot", TTL, MAX_WAIT)
-          .getOrElseThrow(notAcquired -> new IllegalStateException(notAcquired.toString()));
+    FencedLock lock() {
+      return lock;
     }
 
     @Override

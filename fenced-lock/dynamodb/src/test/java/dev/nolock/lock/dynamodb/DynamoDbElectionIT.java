@@ -17,8 +17,8 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 
 /**
  * Three {@link LeaderElector} candidates in child JVMs on the DynamoDB backend, where no server
- * clock judges expiry: each candidate process waits the stored lease duration from when it last
- * saw the record version change. The leader's writes go to a PostgreSQL row through the SQL fence.
+ * clock judges expiry: each candidate process waits the stored lease duration from when it last saw
+ * the record version change. The leader's writes go to a PostgreSQL row through the SQL fence.
  */
 @ExtendWith({PostgresExtension.class, DynamoDbExtension.class})
 class DynamoDbElectionIT extends ElectionContract {
