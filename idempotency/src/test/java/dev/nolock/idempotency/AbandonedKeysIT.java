@@ -37,8 +37,8 @@ class AbandonedKeysIT {
   static final Duration RETENTION = IdempotencyConfig.DEFAULT_RETENTION;
   static final Duration LEASE = IdempotencyConfig.DEFAULT_LEASE;
   static final String SCOPE = "payments.create";
-  static final String CHARGED = "charged";
-  static final String RECEIPT_SENT = "receipt_sent";
+  static final String CHARGED = PaymentPhases.CHARGED;
+  static final String RECEIPT_SENT = PaymentPhases.RECEIPT_SENT;
   static final String GAUGE = "nolock.idempotency.abandoned.keys";
 
   private static final AtomicInteger TABLES = new AtomicInteger();
@@ -79,42 +79,16 @@ class AbandonedKeysIT {
     keys.createTableIfMissing();
   }
 
-  /**
-   * Charge (a ledger row "charge", committed with the recovery point {@value #CHARGED}), send the
-   * receipt (a ledger row "receipt"), answer "paid". The phase named {@code failIn} throws after
-   * its ledger write (so the write rolls back), as a provider or mail server that is down would;
-   * {@code failIn} null: nothing fails.
-   */
-  static Phases<String> payment(String failIn) {
-    return payment(failIn, null, () -> {});
+  private static Phases<String> payment(String failIn) {
+    return PaymentPhases.of(failIn);
   }
 
-  /** The same, and the phase named {@code holdIn} runs {@code hold} after its ledger write. */
-  static Phases<String> payment(String failIn, String holdIn, Runnable hold) {
-    return Phases.<String>builder()
-        .phase(CHARGED, attempt -> step(attempt, CHARGED, "charge", failIn, holdIn, hold))
-        .phase(
-            RECEIPT_SENT, attempt -> step(attempt, RECEIPT_SENT, "receipt", failIn, holdIn, hold))
-        .finish(
-            attempt -> {
-              step(attempt, Phases.FINISHED, "paid", failIn, holdIn, hold);
-              return "paid by attempt " + attempt.number();
-            });
+  private static Phases<String> payment(String failIn, String holdIn, Runnable hold) {
+    return PaymentPhases.of(failIn, holdIn, hold);
   }
 
-  private static void step(
-      Attempt attempt, String phase, String effect, String failIn, String holdIn, Runnable hold) {
-    Ledger.write(attempt, effect);
-    if (phase.equals(holdIn)) {
-      hold.run();
-    }
-    if (phase.equals(failIn)) {
-      throw new IllegalStateException(phase + " failed: its service is down");
-    }
-  }
-
-  static long effects(String key, String effect) {
-    return Ledger.rows(dsl, SCOPE, key).stream().filter(r -> r.step().equals(effect)).count();
+  private static long effects(String key, String effect) {
+    return PaymentPhases.effects(dsl, SCOPE, key, effect);
   }
 
   private static String newKey() {
