@@ -244,4 +244,83 @@ class LostAnswerIT {
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertOneOfEach(abandoned);
   }
+
+  @Test
+  void aReleaseWhoseAnswerIsLostStillFreesTheKeyAndTheCallerSeesTheActionsOwnFailure() {
+    String key = newKey();
+    // The receipt phase fails; the fault is armed inside it, so it lands on the release's commit.
+    Phases<String> failing =
+        PaymentPhases.of(
+            RECEIPT_SENT,
+            RECEIPT_SENT,
+            () -> arm(() -> faults.onNextCommit(FaultKind.ANSWER_LOST)));
+
+    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, failing))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining(RECEIPT_SENT + " failed");
+
+    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    assertThat(retry).as("released: taken over at once").isInstanceOf(Outcome.Completed.class);
+    assertOneOfEach(key);
+  }
+
+  @Test
+  void aReleaseThatNeverReachedTheServerLeavesTheKeyBlockedForAtMostOneLease() {
+    String key = newKey();
+    Phases<String> failing =
+        PaymentPhases.of(
+            RECEIPT_SENT,
+            RECEIPT_SENT,
+            () -> arm(() -> faults.onNextCommit(FaultKind.REQUEST_LOST)));
+
+    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, failing))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining(RECEIPT_SENT + " failed");
+    assertThat(keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+        .isInstanceOf(Outcome.RequestInProgress.class);
+
+    databaseClock.advance(IdempotencyConfig.DEFAULT_LEASE);
+    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    assertThat(retry).isInstanceOf(Outcome.Completed.class);
+    assertOneOfEach(key);
+  }
+
+  @Test
+  void aReadWhoseAnswerIsLostIsReportedUnknownAndChangesNothing() {
+    String key = newKey();
+    keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    arm(() -> faults.onNextStatement(FaultKind.ANSWER_LOST, JdbcFaults.sqlContaining("select")));
+
+    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+        .isInstanceOf(BackendUnavailableException.class)
+        .hasMessageContaining("reading key");
+
+    assertThat(keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+        .isEqualTo(new Outcome.Replayed<>("paid by attempt 1"));
+    assertOneOfEach(key);
+  }
+
+  @Test
+  void aFinalFailureWhoseStoreAnswerIsLostIsReportedUnknownAndTheRetryReplaysIt() {
+    String key = newKey();
+    IdempotencyKeys<String> declining =
+        IdempotencyKeys.create(
+            faults.dataSource(),
+            IdempotencyConfig.ofDefaults(),
+            ResultCodec.utf8(),
+            FailurePolicy.finalFor(IllegalStateException.class, e -> "declined"));
+    Phases<String> failing =
+        PaymentPhases.of(
+            RECEIPT_SENT,
+            RECEIPT_SENT,
+            () -> arm(() -> faults.onNextCommit(FaultKind.ANSWER_LOST)));
+
+    assertThatThrownBy(() -> declining.execute(SCOPE, key, REQUEST, failing))
+        .isInstanceOf(BackendUnavailableException.class)
+        .hasMessageContaining("storing the final failure");
+
+    assertThat(declining.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+        .isEqualTo(new Outcome.Replayed<>("declined"));
+    assertThat(Ledger.rows(dsl, SCOPE, key)).extracting(Ledger.Row::step).containsExactly("charge");
+  }
 }
