@@ -128,8 +128,9 @@ public final class IdempotencyKeys<R> {
   }
 
   /**
-   * Creates the attempt-token sequence, the keys table and its expiry index if they are missing
-   * (the DDL is in the README). A schema-qualified table needs its schema to exist.
+   * Creates the attempt-token sequence, the keys table, its expiry index and its partial index of
+   * in-progress keys if they are missing (the DDL is in the README); on a table made by an earlier
+   * version it adds the partial index. A schema-qualified table needs its schema to exist.
    *
    * @throws BackendUnavailableException when the DDL fails, e.g. for lack of the CREATE privilege
    */

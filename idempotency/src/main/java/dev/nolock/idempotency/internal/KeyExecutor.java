@@ -77,7 +77,7 @@ public final class KeyExecutor<R> {
 
   public void createTableIfMissing() {
     translate(
-        () -> "creating " + table + " and its sequence and index (the user needs CREATE)",
+        () -> "creating " + table + " and its sequence and indexes (the user needs CREATE)",
         () -> {
           dsl.transaction(tx -> table.createIfMissing(tx.dsl()).forEach(q -> q.execute()));
           return null;

@@ -124,7 +124,7 @@ public final class KeyTable {
   private final Field<String> aliasedScope;
   private final Field<String> aliasedKey;
 
-  /** The table {@code tableName} (validated); the sequence and index are named after it. */
+  /** The table {@code tableName} (validated); the sequence and indexes are named after it. */
   public KeyTable(Name tableName) {
     this.tableName = tableName;
     this.table = table(tableName);
