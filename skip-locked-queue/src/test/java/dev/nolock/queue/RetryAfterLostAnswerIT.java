@@ -1,20 +1,30 @@
 package dev.nolock.queue;
 
+import static dev.nolock.testkit.JdbcFaults.sqlContaining;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.testkit.FaultKind;
+import dev.nolock.testkit.InjectedFault;
+import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.vavr.control.Either;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * A finish whose answer was lost, retried by the caller: the retry is answered with the true
- * outcome, and the effect exists once.
+ * A finish whose answer was lost ({@link JdbcFaults}: the server applied the statement or the
+ * COMMIT, the connection dropped before the answer arrived), retried by the caller: the retry is
+ * answered with the true outcome, and the effect exists once.
  */
 @ExtendWith(PostgresExtension.class)
 class RetryAfterLostAnswerIT {
@@ -23,6 +33,7 @@ class RetryAfterLostAnswerIT {
 
   private static PostgresSchema schema;
   private static JobRows rows;
+  private static JdbcFaults faults;
 
   @BeforeAll
   static void createSchema(PostgresSchema s) {
@@ -33,11 +44,23 @@ class RetryAfterLostAnswerIT {
     // The business ledger has no unique key on the job: a second commit of the same effect stays
     // visible as a second row instead of being refused by a constraint.
     s.dsl().execute("CREATE TABLE payments (job_id bigint, attempt bigint)");
+    faults = JdbcFaults.pool(s.jdbcUrl());
   }
 
+  @AfterEach
+  void disarm() {
+    faults.disarmAll();
+  }
+
+  @AfterAll
+  static void closeFaults() {
+    faults.close();
+  }
+
+  /** A queue whose own statements go through the injector. */
   private static JobQueue<String> queue() {
     return JobQueue.create(
-        schema.dataSource(),
+        faults.dataSource(),
         QueueConfig.ofDefaults("r" + QUEUES.incrementAndGet()),
         PayloadCodec.utf8());
   }
@@ -77,18 +100,23 @@ class RetryAfterLostAnswerIT {
     }
   }
 
+  // ---------------------------------------------------------------------------------------------
+  // Completions in the caller's transaction
+
   @Test
   void aCallersTransactionRetriedAfterItsCommitAnswerWasLostCommitsItsEffectOnce() {
     JobQueue<String> q = queue();
     long id = id(q.enqueue(NewJob.of("charge 10")));
     Job<String> job = q.claim(1).get(0);
+    InjectedFault lost = faults.onNextCommit(FaultKind.ANSWER_LOST);
 
     // The first try commits on the server; its COMMIT answer is lost, so the caller cannot tell
     // and runs the whole transaction again.
-    Either<StaleAttempt, Finished> first = payAndComplete(schema.dsl(), q, job);
-    Either<StaleAttempt, Finished> retry = payAndComplete(schema.dsl(), q, job);
+    assertThatThrownBy(() -> payAndComplete(faults.dsl(), q, job))
+        .isInstanceOf(DataAccessException.class);
+    lost.assertFired();
+    Either<StaleAttempt, Finished> retry = payAndComplete(faults.dsl(), q, job);
 
-    assertThat(first.isRight()).isTrue();
     assertThat(payments(id))
         .as("payments for the job after its transaction was retried")
         .isEqualTo(1);
@@ -97,6 +125,23 @@ class RetryAfterLostAnswerIT {
         .as("refused because this attempt completed the job already")
         .isTrue();
     assertThat(retry.getLeft().describe()).contains("completed the job already");
+    assertThat(rows.get(id).state()).isEqualTo(JobState.DONE);
+  }
+
+  @Test
+  void aCallersTransactionRetriedAfterItsCommitWasLostBeforeTheServerCommitsItOnce() {
+    JobQueue<String> q = queue();
+    long id = id(q.enqueue(NewJob.of("charge 15")));
+    Job<String> job = q.claim(1).get(0);
+    InjectedFault lost = faults.onNextCommit(FaultKind.REQUEST_LOST);
+
+    assertThatThrownBy(() -> payAndComplete(faults.dsl(), q, job))
+        .isInstanceOf(DataAccessException.class);
+    lost.assertFired();
+    Either<StaleAttempt, Finished> retry = payAndComplete(faults.dsl(), q, job);
+
+    assertThat(retry.isRight()).as("the retry completes the job").isTrue();
+    assertThat(payments(id)).isEqualTo(1);
     assertThat(rows.get(id).state()).isEqualTo(JobState.DONE);
   }
 
@@ -123,12 +168,14 @@ class RetryAfterLostAnswerIT {
     long id = id(q.enqueue(NewJob.of("charge 30")));
     Job<String> job = q.claim(1).get(0);
     AtomicInteger writesRun = new AtomicInteger();
+    InjectedFault lost = faults.onNextCommit(FaultKind.ANSWER_LOST);
 
-    Either<StaleAttempt, Integer> first =
-        q.completeWith(job, tx -> pay(tx, job, writesRun)); // its COMMIT answer is lost
+    assertThatThrownBy(() -> q.completeWith(job, tx -> pay(tx, job, writesRun)))
+        .isInstanceOf(BackendUnavailableException.class)
+        .hasMessageContaining("unknown");
+    lost.assertFired();
     Either<StaleAttempt, Integer> retry = q.completeWith(job, tx -> pay(tx, job, writesRun));
 
-    assertThat(first.isRight()).isTrue();
     assertThat(payments(id)).as("payments for the job after completeWith was retried").isOne();
     assertThat(writesRun.get()).as("times the writes ran").isOne();
     assertThat(retry.getLeft().completedByThisAttempt()).isTrue();
@@ -139,46 +186,79 @@ class RetryAfterLostAnswerIT {
     return tx.execute("INSERT INTO payments VALUES (?, ?)", job.id(), job.attempt());
   }
 
-  @Test
-  void completeInItsOwnTransactionRetriedAfterALostAnswerIsAnsweredAsTheFirstCallWas() {
-    JobQueue<String> q = queue();
-    q.enqueue(NewJob.of("done"));
-    Job<String> job = q.claim(1).get(0);
+  // ---------------------------------------------------------------------------------------------
+  // Finishes in their own transaction
 
-    Either<StaleAttempt, Finished> first = q.complete(job); // its answer is lost
+  @Test
+  void completeRetriedAfterALostAnswerIsAnsweredWithTheCompletionItMade() {
+    JobQueue<String> q = queue();
+    long id = id(q.enqueue(NewJob.of("done")));
+    Job<String> job = q.claim(1).get(0);
+    InjectedFault lost =
+        faults.onNextStatement(FaultKind.ANSWER_LOST, sqlContaining("set \"state\" = 'done'"));
+
+    assertThatThrownBy(() -> q.complete(job)).isInstanceOf(BackendUnavailableException.class);
+    lost.assertFired();
     Either<StaleAttempt, Finished> retry = q.complete(job);
     List<Either<StaleAttempt, Finished>> batchRetry = q.completeAll(List.of(job));
 
-    assertThat(first.isRight()).isTrue();
-    assertThat(retry).isEqualTo(first);
-    assertThat(batchRetry).containsExactly(first);
+    Finished expected = new Finished(id, 1, JobState.DONE, rows.get(id).runAt());
+    assertThat(retry).as("the retried complete of this attempt").isEqualTo(Either.right(expected));
+    assertThat(batchRetry).containsExactly(Either.right(expected));
   }
 
   @Test
-  void failRetriedAfterALostAnswerIsAnsweredAsTheFirstCallWasAndCountsOneFailure() {
+  void completeAllRetriedAfterALostAnswerIsAnsweredWithTheCompletionsItMade() {
+    JobQueue<String> q = queue();
+    q.enqueueAll(List.of(NewJob.of("a"), NewJob.of("b")));
+    List<Job<String>> jobs = q.claim(2);
+    InjectedFault lost =
+        faults.onNextStatement(FaultKind.ANSWER_LOST, sqlContaining("set \"state\" = 'done'"));
+
+    assertThatThrownBy(() -> q.completeAll(jobs)).isInstanceOf(BackendUnavailableException.class);
+    lost.assertFired();
+    List<Either<StaleAttempt, Finished>> retry = q.completeAll(jobs);
+
+    assertThat(retry)
+        .allSatisfy(answer -> assertThat(answer.get().state()).isEqualTo(JobState.DONE));
+  }
+
+  @Test
+  void failRetriedAfterALostAnswerIsAnsweredAsTheFirstCallWouldHaveBeenAndCountsOneFailure() {
     JobQueue<String> q = queue();
     long id = id(q.enqueue(NewJob.of("flaky")));
     Job<String> job = q.claim(1).get(0);
+    InjectedFault lost =
+        faults.onNextStatement(
+            FaultKind.ANSWER_LOST, sqlContaining("set \"failures\" = (\"failures\" + 1)"));
 
-    Either<StaleAttempt, Finished> first = q.fail(job, "boom"); // its answer is lost
+    assertThatThrownBy(() -> q.fail(job, "boom")).isInstanceOf(BackendUnavailableException.class);
+    lost.assertFired();
     Either<StaleAttempt, Finished> retry = q.fail(job, "boom");
 
-    assertThat(first.isRight()).isTrue();
-    assertThat(retry).as("the retried fail of this attempt").isEqualTo(first);
-    assertThat(rows.get(id).failures()).isOne();
+    JobRows.Row row = rows.get(id);
+    assertThat(retry)
+        .as("the retried fail of this attempt")
+        .isEqualTo(Either.right(new Finished(id, 1, JobState.READY, row.runAt())));
+    assertThat(row.failures()).as("failures counted").isOne();
   }
 
   @Test
-  void aFailRetriedAfterALostAnswerThatDeadLetteredTheJobIsAnsweredAsTheFirstCallWas() {
+  void aFailThatDeadLetteredTheJobIsAnsweredSoOnRetryUntilTheJobIsRevived() {
     JobQueue<String> q = queue();
     long id = id(q.enqueue(NewJob.of("poison").maxAttempts(1)));
     Job<String> job = q.claim(1).get(0);
+    InjectedFault lost =
+        faults.onNextStatement(
+            FaultKind.ANSWER_LOST, sqlContaining("set \"failures\" = (\"failures\" + 1)"));
 
-    Either<StaleAttempt, Finished> first = q.fail(job, null); // its answer is lost
+    assertThatThrownBy(() -> q.fail(job, null)).isInstanceOf(BackendUnavailableException.class);
+    lost.assertFired();
     Either<StaleAttempt, Finished> retry = q.fail(job, null);
 
-    assertThat(first.get().isDeadLettered()).isTrue();
-    assertThat(retry).isEqualTo(first);
+    assertThat(retry)
+        .as("the retried fail that dead-lettered the job")
+        .isEqualTo(Either.right(new Finished(id, 1, JobState.DEAD, rows.get(id).runAt())));
     assertThat(q.retryDead(id)).isEqualTo(RetryDeadOutcome.REQUEUED);
     assertThat(q.fail(job, null).isLeft())
         .as("a fail retried after the job was revived: the row no longer shows it")
@@ -186,16 +266,20 @@ class RetryAfterLostAnswerIT {
   }
 
   @Test
-  void releaseRetriedAfterALostAnswerIsAnsweredAsTheFirstCallWas() {
+  void releaseRetriedAfterALostAnswerIsAnsweredAsTheFirstCallWouldHaveBeen() {
     JobQueue<String> q = queue();
     long id = id(q.enqueue(NewJob.of("later")));
     Job<String> job = q.claim(1).get(0);
+    InjectedFault lost =
+        faults.onNextStatement(FaultKind.ANSWER_LOST, sqlContaining("set \"state\" = 'ready'"));
 
-    Either<StaleAttempt, Finished> first = q.release(job); // its answer is lost
+    assertThatThrownBy(() -> q.release(job)).isInstanceOf(BackendUnavailableException.class);
+    lost.assertFired();
     Either<StaleAttempt, Finished> retry = q.release(job);
 
-    assertThat(first.isRight()).isTrue();
-    assertThat(retry).as("the retried release of this attempt").isEqualTo(first);
+    assertThat(retry)
+        .as("the retried release of this attempt")
+        .isEqualTo(Either.right(new Finished(id, 1, JobState.READY, job.runAt())));
     assertThat(rows.get(id).failures()).isZero();
     assertThat(rows.get(id).state()).isEqualTo(JobState.READY);
   }
@@ -233,5 +317,40 @@ class RetryAfterLostAnswerIT {
     q.complete(claimed.get(2));
     assertThat(q.fail(claimed.get(2), "boom").isLeft()).as("fail after complete").isTrue();
     assertThat(q.release(claimed.get(2)).isLeft()).as("release after complete").isTrue();
+  }
+
+  @Test
+  void aHeartbeatRetriedAfterALostAnswerExtendsTheLeaseAgain() {
+    JobQueue<String> q = queue();
+    long id = id(q.enqueue(NewJob.of("long")));
+    Job<String> job = q.claim(1).get(0);
+    InjectedFault lost =
+        faults.onNextStatement(
+            FaultKind.ANSWER_LOST,
+            sqlContaining("update").and(sqlContaining("\"locked_until\" > clock_timestamp()")));
+
+    assertThatThrownBy(() -> q.heartbeat(job)).isInstanceOf(BackendUnavailableException.class);
+    lost.assertFired();
+    Job<String> extended = q.heartbeat(job).get();
+
+    assertThat(extended.lockedUntil()).isEqualTo(rows.get(id).lockedUntil());
+    assertThat(extended.attempt()).isEqualTo(1);
+  }
+
+  @Test
+  void aClaimWhoseAnswerWasLostLeavesItsJobToTheReaperWhichCountsTheLostAttempt() {
+    JobQueue<String> q = queue();
+    long id = id(q.enqueue(NewJob.of("claimed by nobody")));
+    InjectedFault lost =
+        faults.onNextStatement(FaultKind.ANSWER_LOST, sqlContaining("set \"state\" = 'running'"));
+
+    assertThatThrownBy(() -> q.claim(1)).isInstanceOf(BackendUnavailableException.class);
+    lost.assertFired();
+    assertThat(q.claim(1)).as("the job is running under the lost claim").isEmpty();
+    rows.expireLease(id); // its lease runs out
+    assertThat(q.reapExpired()).isEqualTo(new ReapResult(1, 0));
+
+    assertThat(q.claim(1)).extracting(Job::attempt).containsExactly(2L);
+    assertThat(rows.get(id).failures()).as("the lost claim's attempt, counted").isOne();
   }
 }

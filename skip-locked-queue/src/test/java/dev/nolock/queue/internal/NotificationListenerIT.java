@@ -25,9 +25,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.postgresql.PGConnection;
 
 /**
- * The listen connection goes back to its pool without a LISTEN on it, whichever way listening
- * ends: otherwise the next borrower's session keeps receiving (and pgjdbc keeps queueing) the
- * queue's notifications.
+ * The listen connection goes back to its pool without a LISTEN on it, whichever way listening ends:
+ * otherwise the next borrower's session keeps receiving (and pgjdbc keeps queueing) the queue's
+ * notifications.
  */
 @ExtendWith(PostgresExtension.class)
 class NotificationListenerIT {
@@ -107,7 +107,8 @@ class NotificationListenerIT {
   }
 
   private static String newChannel() {
-    return "nolock_listen_" + UUID.randomUUID().toString().replace("-", "").toLowerCase(Locale.ROOT);
+    return "nolock_listen_"
+        + UUID.randomUUID().toString().replace("-", "").toLowerCase(Locale.ROOT);
   }
 
   private static HikariDataSource onePool(PostgresSchema schema) {
