@@ -3,6 +3,9 @@ package dev.nolock.queue;
 import static dev.nolock.testkit.JdbcFaults.sqlContaining;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.name;
+import static org.jooq.impl.DSL.table;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.testkit.FaultKind;
@@ -43,7 +46,7 @@ class RetryAfterLostAnswerIT {
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
     // The business ledger has no unique key on the job: a second commit of the same effect stays
     // visible as a second row instead of being refused by a constraint.
-    s.dsl().execute("CREATE TABLE payments (job_id bigint, attempt bigint)");
+    s.dsl().execute("CREATE TABLE payments (job_id bigint)");
     faults = JdbcFaults.pool(s.jdbcUrl());
   }
 
@@ -73,30 +76,41 @@ class RetryAfterLostAnswerIT {
     return schema.dsl().fetchCount(schema.dsl().selectFrom("payments").where("job_id = ?", jobId));
   }
 
-  /** The README's recipe: the effect and the completion commit together, or roll back together. */
+  /**
+   * The README's recipe (Usage): the effect and the completion commit together, or roll back
+   * together; the answer, or the refusal that rolled the transaction back.
+   */
   private static Either<StaleAttempt, Finished> payAndComplete(
-      DSLContext app, JobQueue<String> q, Job<String> job) {
+      DSLContext dsl, JobQueue<String> receipts, Job<String> job) {
     try {
       Finished done =
-          app.transactionResult(
+          dsl.transactionResult(
               cfg -> {
                 DSLContext tx = cfg.dsl();
-                tx.execute("INSERT INTO payments VALUES (?, ?)", job.id(), job.attempt());
-                return q.complete(tx, job).getOrElseThrow(RolledBack::new);
+                tx.insertInto(table(name("payments")))
+                    .set(field(name("job_id")), job.id())
+                    .execute();
+                // Roll back on every refusal: throwing from the transaction does.
+                return receipts.complete(tx, job).getOrElseThrow(JobRefused::new);
               });
       return Either.right(done);
-    } catch (RolledBack e) {
-      return Either.left(e.refusal);
+    } catch (JobRefused e) {
+      return Either.left(e.refusal());
     }
   }
 
-  private static final class RolledBack extends RuntimeException {
+  /** The caller's exception that carries the refusal out of its transaction. */
+  private static final class JobRefused extends RuntimeException {
     private static final long serialVersionUID = 1L;
-    final transient StaleAttempt refusal;
+    private final transient StaleAttempt refusal;
 
-    RolledBack(StaleAttempt refusal) {
+    JobRefused(StaleAttempt refusal) {
       super(refusal.describe(), null, false, false);
       this.refusal = refusal;
+    }
+
+    StaleAttempt refusal() {
+      return refusal;
     }
   }
 
@@ -183,7 +197,7 @@ class RetryAfterLostAnswerIT {
 
   private static int pay(DSLContext tx, Job<String> job, AtomicInteger writesRun) {
     writesRun.incrementAndGet();
-    return tx.execute("INSERT INTO payments VALUES (?, ?)", job.id(), job.attempt());
+    return tx.insertInto(table(name("payments"))).set(field(name("job_id")), job.id()).execute();
   }
 
   // ---------------------------------------------------------------------------------------------
