@@ -44,7 +44,9 @@ import org.slf4j.LoggerFactory;
  *       claimed again with the next attempt ({@link RunTable#takeOver}) and run; those out of
  *       attempts are recorded as failed.
  *   <li><b>The due time.</b> {@code due} is the latest scheduled time at or before the wall clock's
- *       now. Nothing happens when this instance already handled it.
+ *       now. Nothing happens when this instance already handled it: claimed it, or lost its claim
+ *       to another instance. A claim that failed (the database unreachable for a moment) handles
+ *       nothing, so the next pass, which the loop retries with backoff, plans the time again.
  *   <li><b>The plan.</b> The floor is the latest run of the job claimed before {@code due} in the
  *       table (the instance's start when there is none); {@link CatchUp} turns floor, due and the
  *       missed-schedules policy into the times to claim.
@@ -94,7 +96,10 @@ public final class Engine implements AutoCloseable {
   private volatile boolean closing;
   private int failedPasses;
 
-  /** The latest due time this instance planned; guarded by this. */
+  /**
+   * The latest scheduled time this instance handled: claimed here or lost to another instance, or
+   * due before the instance started with no run in the table. Guarded by this.
+   */
   private Instant lastPlanned;
 
   /** Everything the engine needs; exactly one of the two jobs is non-null. */
@@ -181,8 +186,8 @@ public final class Engine implements AutoCloseable {
     Optional<Instant> previous =
         backend("read the latest claimed run", () -> table.latestClaimedBefore(dsl, job, due));
     Instant floor = previous.orElse(startedAt);
-    lastPlanned = due;
     if (!due.isAfter(floor)) {
+      lastPlanned = due;
       return outcomes; // no run in the table and due before this instance started
     }
     CatchUp.Plan plan = CatchUp.plan(schedule, policy, floor, due, countCap);
@@ -205,6 +210,9 @@ public final class Engine implements AutoCloseable {
                               lease,
                               slot.coversFrom(),
                               slot.missedBefore())));
+      // Only now is the time handled: claimed here or lost to another instance. A claim that threw
+      // above leaves it (and due) unplanned, so the next pass plans again from the table.
+      lastPlanned = slot.scheduledAt();
       if (claim.isEmpty()) {
         metrics.skipped();
         outcomes.add(new RunOutcome.LostClaim(slot.scheduledAt()));
