@@ -51,8 +51,11 @@ import org.slf4j.LoggerFactory;
  *       table (the instance's start when there is none); {@link CatchUp} turns floor, due and the
  *       missed-schedules policy into the times to claim.
  *   <li><b>Claim and run</b>, oldest first, one at a time: {@code INSERT ... ON CONFLICT DO
- *       NOTHING}; a lost claim is counted and skipped; a won one runs the job while a second thread
- *       renews the lease every third of it, then finishes the run conditionally on the attempt.
+ *       NOTHING}; on a conflict, a running first attempt of this instance's own (its claim landed
+ *       while the answer was lost) is resumed with its lease extended ({@link
+ *       RunTable#resumeOwnClaim}); any other conflict is a lost claim, counted and skipped; a won
+ *       one runs the job while a second thread renews the lease every third of it, then finishes
+ *       the run conditionally on the attempt.
  * </ol>
  *
  * <p>The loop is a single-threaded {@link ScheduledExecutorService}: it wakes at the next scheduled
@@ -202,14 +205,19 @@ public final class Engine implements AutoCloseable {
                   OwnTransaction.run(
                       dsl,
                       d ->
-                          table.claim(
-                              d,
-                              job,
-                              slot.scheduledAt(),
-                              owner,
-                              lease,
-                              slot.coversFrom(),
-                              slot.missedBefore())));
+                          table
+                              .claim(
+                                  d,
+                                  job,
+                                  slot.scheduledAt(),
+                                  owner,
+                                  lease,
+                                  slot.coversFrom(),
+                                  slot.missedBefore())
+                              .or(
+                                  () ->
+                                      table.resumeOwnClaim(
+                                          d, job, slot.scheduledAt(), owner, lease))));
       // Only now is the time handled: claimed here or lost to another instance. A claim that threw
       // above leaves it (and due) unplanned, so the next pass plans again from the table.
       lastPlanned = slot.scheduledAt();
