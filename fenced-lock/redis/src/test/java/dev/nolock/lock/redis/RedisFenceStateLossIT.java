@@ -173,10 +173,10 @@ class RedisFenceStateLossIT {
     assertThat(backend.ensureTokensAbove(LOCK, belowTheFloor.getLeft().currentToken().value()))
         .isEqualTo(5);
     assertThat(backend.release(LOCK, "B", reissued)).isTrue();
-    FencingToken b = backend.tryAcquire(LOCK, "B", TTL).get();
+    FencingToken b = backend.tryAcquire(LOCK, "B, again", TTL).get();
 
     assertThat(b).isEqualTo(FencingToken.of(6));
-    assertThat(recorded(fence, lease("B", b), "B").isRight()).isTrue();
+    assertThat(recorded(fence, lease("B, again", b), "B").isRight()).isTrue();
     Either<FenceRejection, Void> stale = recorded(fence, lease("A", a), "A, late");
     assertThat(auditor.attempts("A")).as("A's late write was attempted").isEqualTo(1);
     assertThat(stale.getLeft().currentToken()).isEqualTo(b);
@@ -489,11 +489,16 @@ class RedisFenceStateLossIT {
     return result;
   }
 
-  /** Acquires and releases {@code count - 1} times as "warm-up", then acquires as "A" and holds. */
+  /**
+   * Acquires and releases {@code count - 1} times, then acquires as "A" (or "warm-up" when {@code
+   * count} is 1) and holds.
+   */
   private static FencingToken takeTokensUpTo(RedisLockBackend backend, int count, Duration ttl) {
     for (int i = 1; i < count; i++) {
-      FencingToken token = backend.tryAcquire(LOCK, "earlier", ttl).get();
-      assertThat(backend.release(LOCK, "earlier", token)).isTrue();
+      // One owner string per grant, as FencedLock makes them.
+      String earlier = "earlier-" + i;
+      FencingToken token = backend.tryAcquire(LOCK, earlier, ttl).get();
+      assertThat(backend.release(LOCK, earlier, token)).isTrue();
     }
     return backend.tryAcquire(LOCK, count == 1 ? "warm-up" : "A", ttl).get();
   }
