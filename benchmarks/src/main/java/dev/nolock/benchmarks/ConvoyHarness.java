@@ -363,6 +363,12 @@ public final class ConvoyHarness {
     private final RedisFence fence =
         RedisFence.create(
             connection, RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build());
+
+    {
+      // The operator's one-time step; the prefix is new, so nothing was ever issued.
+      fence.seed(0);
+    }
+
     private final String counter = prefix + "counter";
 
     @Override
