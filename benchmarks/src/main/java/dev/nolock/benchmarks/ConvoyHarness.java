@@ -401,7 +401,7 @@ public final class ConvoyHarness {
 
   /**
    * The blocking transaction-scoped advisory lock in raw SQL: the classic convoy, as measured in
-   * PERFORMANCE.md. nolock's {@code PostgresAdvisoryLock} only offers the non-blocking try.
+   * benchmarks/GOALS.md. nolock's {@code PostgresAdvisoryLock} only offers the non-blocking try.
    */
   static final class BlockingAdvisory implements Subject {
     private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
