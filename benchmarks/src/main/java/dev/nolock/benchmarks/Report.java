@@ -456,8 +456,8 @@ final class Report {
           + " divides two figures of the same run at the same threads and keys; ± is JMH's 99.9 %"
           + " error of both. This machine has 2 cores: at 4 threads (16 in --long) the figures"
           + " partly measure the scheduler, and the servers share the cores with the benchmark."
-          + " Shared machines drift by up to 2.6× between runs (benchmarks/GOALS.md), so compare ratios,"
-          + " not absolute rates across runs.";
+          + " Shared machines drift by up to 2.6× between runs (benchmarks/GOALS.md), so compare"
+          + " ratios, not absolute rates across runs.";
 
   private String markdown() {
     StringBuilder md = new StringBuilder();
@@ -478,8 +478,7 @@ final class Report {
           .append(r.basis())
           .append(" |\n");
     }
-    md.append(
-        "\n## Goals (benchmarks/GOALS.md)\n\n| goal | status | evidence |\n|---|---|---|\n");
+    md.append("\n## Goals (benchmarks/GOALS.md)\n\n| goal | status | evidence |\n|---|---|---|\n");
     for (Goal g : goals()) {
       md.append("| ")
           .append(g.goal())

@@ -18,8 +18,8 @@ import org.junit.platform.testkit.engine.EngineTestKit;
  * first; a finish whose {@code COMMIT} answer or request is lost, and the caller's repeat, end as
  * one effect; two attempts of one key in one process are each answered as themselves.
  *
- * <p>Negative control: the same suite with the attempt-token check switched off catches every
- * stale finish, so neither the suite nor the mapping passes by construction.
+ * <p>Negative control: the same suite with the attempt-token check switched off catches every stale
+ * finish, so neither the suite nor the mapping passes by construction.
  */
 class IdempotencyAttemptTokenContractIT extends KeyAttemptsContract {
 

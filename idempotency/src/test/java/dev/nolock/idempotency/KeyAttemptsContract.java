@@ -42,20 +42,21 @@ import org.junit.jupiter.api.extension.ExtendWith;
  *       committed: an attempt with its token and lease) and is held at the start of its one phase,
  *       before it has sent anything of it, until the test finishes it. A request told {@link
  *       Outcome.RequestInProgress} is a refused claim.
- *   <li><b>lapse</b>: the database's clock moves one lease on ({@link ShiftedDatabaseClock}), so the
- *       next request takes the key over with a higher token; the held request still runs.
- *   <li><b>finish</b>, the first time: the held request goes on; its phase writes one {@link Ledger}
- *       row and commits with the stored result, conditional on its attempt token. {@link
+ *   <li><b>lapse</b>: the database's clock moves one lease on ({@link ShiftedDatabaseClock}), so
+ *       the next request takes the key over with a higher token; the held request still runs.
+ *   <li><b>finish</b>, the first time: the held request goes on; its phase writes one {@link
+ *       Ledger} row and commits with the stored result, conditional on its attempt token. {@link
  *       Outcome.Completed} by this attempt is {@link Finish#FINISHED}; {@link Outcome.StaleAttempt}
  *       of this attempt is {@link Finish#STALE}.
- *   <li><b>finish</b> again: the caller sends the same request again, as a client does after "unknown"
- *       or to read the result. There is no other way to repeat a finish: the library never re-sends
- *       an attempt's commit, and every repeat of a request is a new call. See {@link #retry} for how
- *       its outcome maps.
+ *   <li><b>finish</b> again: the caller sends the same request again, as a client does after
+ *       "unknown" or to read the result. There is no other way to repeat a finish: the library
+ *       never re-sends an attempt's commit, and every repeat of a request is a new call. See {@link
+ *       #retry} for how its outcome maps.
  *   <li><b>finishWithFault</b>: the same first finish, with {@link JdbcFaults} losing the request
- *       that ends the phase's transaction (armed from inside the phase, once it goes on): its {@code
- *       COMMIT} for a current attempt; for a stale one, whose conditional update matched no row, the
- *       {@code ROLLBACK} the library sends instead, since it has no {@code COMMIT} to lose.
+ *       that ends the phase's transaction (armed from inside the phase, once it goes on): its
+ *       {@code COMMIT} for a current attempt; for a stale one, whose conditional update matched no
+ *       row, the {@code ROLLBACK} the library sends instead, since it has no {@code COMMIT} to
+ *       lose.
  *   <li><b>effects</b>: the key's ledger rows (the ledger has no unique key).
  * </ul>
  *
@@ -116,7 +117,9 @@ abstract class KeyAttemptsContract extends AttemptTokenContract<KeyAttemptsContr
     Ledger.create(schema.dsl());
   }
 
-  /** A test that failed half-way leaves requests held: let them end, so their connections return. */
+  /**
+   * A test that failed half-way leaves requests held: let them end, so their connections return.
+   */
   @AfterEach
   void endHeldRequests() {
     faults.disarmAll();

@@ -10,8 +10,9 @@ import dev.nolock.testkit.PostgresSchema;
  * transaction holding the completion and the caller's writes (the worker pool's {@code
  * Completion.completeWith} goes through it): the writes ran and committed is {@code FINISHED}, a
  * refusal with {@link StaleAttempt#completedByThisAttempt()} is {@code ALREADY_FINISHED}, any other
- * refusal {@code STALE}. Every run of it ends in a COMMIT (a refusal commits the empty transaction),
- * so the fault goes there, on a second {@link JobQueue} of the same queue over the faulty pool.
+ * refusal {@code STALE}. Every run of it ends in a COMMIT (a refusal commits the empty
+ * transaction), so the fault goes there, on a second {@link JobQueue} of the same queue over the
+ * faulty pool.
  */
 class CompleteWithAttemptTokenContractIT extends QueueAttemptContract {
 
@@ -38,8 +39,7 @@ class CompleteWithAttemptTokenContractIT extends QueueAttemptContract {
     return queue
         .completeWith(job, tx -> record(tx, job))
         .fold(
-            refused ->
-                refused.completedByThisAttempt() ? Finish.ALREADY_FINISHED : Finish.STALE,
+            refused -> refused.completedByThisAttempt() ? Finish.ALREADY_FINISHED : Finish.STALE,
             written -> Finish.FINISHED);
   }
 }

@@ -118,6 +118,8 @@ abstract class QueueAttemptContract extends AttemptTokenContract<Job<String>> {
 
   @Override
   protected int effects(String item) {
-    return schema.dsl().fetchCount(table(name("ledger")), field(name("job_id")).eq(jobIds.get(item)));
+    return schema
+        .dsl()
+        .fetchCount(table(name("ledger")), field(name("job_id")).eq(jobIds.get(item)));
   }
 }

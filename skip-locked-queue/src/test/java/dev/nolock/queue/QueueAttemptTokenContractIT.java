@@ -15,13 +15,13 @@ import org.jooq.exception.DataAccessException;
 /**
  * testkit's {@link AttemptTokenContract} for the README's exactly-once recipe (Usage): the caller's
  * transaction writes its effect and completes the job with {@link JobQueue#complete(DSLContext,
- * Job)}, and rolls back on every refusal. Its answers: committed is {@code FINISHED}, a refusal with
- * {@link StaleAttempt#completedByThisAttempt()} is {@code ALREADY_FINISHED}, any other refusal
+ * Job)}, and rolls back on every refusal. Its answers: committed is {@code FINISHED}, a refusal
+ * with {@link StaleAttempt#completedByThisAttempt()} is {@code ALREADY_FINISHED}, any other refusal
  * {@code STALE}; a failed COMMIT (or any other failure of the connection) is "outcome unknown".
  *
  * <p>The fault is injected into the finish's last round trip, where its answer arrives: the COMMIT
- * when the completion was accepted, and, when it was refused, the read of the job's current row that
- * the refusal is built from (a refused transaction rolls back and sends no COMMIT to lose).
+ * when the completion was accepted, and, when it was refused, the read of the job's current row
+ * that the refusal is built from (a refused transaction rolls back and sends no COMMIT to lose).
  */
 class QueueAttemptTokenContractIT extends QueueAttemptContract {
 
