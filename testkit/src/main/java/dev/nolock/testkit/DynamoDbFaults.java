@@ -62,6 +62,8 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
  * <p>Thread-safe. Close it after the test: it closes the client and its transport. Needs {@code
  * software.amazon.awssdk:dynamodb} and {@code software.amazon.awssdk:apache5-client}.
  */
+// Written by hand: an SDK ExecutionInterceptor can fail a call after the server answered, but not
+// with the IOException of a dropped connection that the SDK's retry treats as such.
 public final class DynamoDbFaults implements AutoCloseable {
 
   private static final String TARGET_HEADER = "X-Amz-Target";
