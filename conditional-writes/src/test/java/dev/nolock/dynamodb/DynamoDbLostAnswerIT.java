@@ -209,6 +209,24 @@ class DynamoDbLostAnswerIT {
   }
 
   @Test
+  void aWriteWhoseEveryAttemptLostItsAnswerIsSentThreeTimesThenUnknown() {
+    Version v1 = checker.insert(id, 1L).get().version();
+    DynamoDbFaults.Fault first = faults.onNext("UpdateItem", FaultKind.ANSWER_LOST);
+    faults.onNext("UpdateItem", FaultKind.ANSWER_LOST);
+    faults.onNext("UpdateItem", FaultKind.ANSWER_LOST);
+    DynamoDbFaults.Fault fourth = faults.onNext("UpdateItem", FaultKind.ANSWER_LOST);
+
+    String outcome = outcome(() -> store.compareAndSet(id, v1, 2L));
+
+    assertThat(outcome).isEqualTo("unknown");
+    assertThat(first.attempts())
+        .as("three attempts, each sent once: the SDK's own retries are off for them")
+        .isEqualTo(3);
+    assertThat(fourth.fired()).isFalse();
+    assertThat(checker.read(id).get().value()).as("the first attempt landed").isEqualTo(2L);
+  }
+
+  @Test
   void lostRequestsAreResentByTheLibraryAndLandOnce() {
     DynamoDbFaults.Fault insertLost = faults.onNext("PutItem", FaultKind.REQUEST_LOST);
     Versioned<Long> inserted = store.insert(id, 1L).get();

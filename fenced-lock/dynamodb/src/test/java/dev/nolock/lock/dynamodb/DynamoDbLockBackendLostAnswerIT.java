@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.testkit.DynamoDbExtension;
 import dev.nolock.testkit.DynamoDbFaults;
 import dev.nolock.testkit.FaultKind;
@@ -88,6 +89,42 @@ class DynamoDbLockBackendLostAnswerIT {
     }
     assertThat(acquired).as("the stored grant's token").contains(stored.token());
     assertThat(backend.renew(name, "A", acquired.get(), TTL)).as("and it can renew it").isTrue();
+  }
+
+  @Test
+  void anAcquireWhoseGrantLandedAndWasTakenOverBeforeTheResendIsUnknown() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    DynamoDbLockBackend slow =
+        DynamoDbLockBackend.create(
+            faults.client(),
+            DynamoDbLockBackendConfig.custom().tableName(config.tableName()).clock(clock).build());
+    ManualLeaseClock contenderClock = new ManualLeaseClock();
+    DynamoDbLockBackend contender =
+        DynamoDbLockBackend.create(
+            plain,
+            DynamoDbLockBackendConfig.custom()
+                .tableName(config.tableName())
+                .clock(contenderClock)
+                .build());
+    // A's grant lands; before its resend, a full TTL passes and B, having watched it, takes over.
+    DynamoDbFaults.Fault lost =
+        faults.onNext(
+            "UpdateItem",
+            FaultKind.ANSWER_LOST,
+            () -> {
+              assertThat(contender.tryAcquire(name, "B", TTL)).isEmpty();
+              contenderClock.advance(TTL);
+              clock.advance(TTL);
+              contender.tryAcquire(name, "B", TTL).get();
+            });
+
+    Option<FencingToken> acquired = unknownAsNull(() -> slow.tryAcquire(name, "A", TTL));
+
+    lost.assertRetried();
+    assertThat(acquired == null ? "unknown" : acquired.isDefined() ? "granted" : "refused")
+        .as("A's grant may have landed before B's takeover: unknown, not refused")
+        .isEqualTo("unknown");
+    assertThat(other.inspect(name).get().owner()).isEqualTo("B");
   }
 
   @Test
