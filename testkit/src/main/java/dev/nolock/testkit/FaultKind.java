@@ -7,8 +7,8 @@ package dev.nolock.testkit;
  */
 public enum FaultKind {
   /**
-   * The server received and applied the request; its answer was lost with the connection. A
-   * driver or SDK that retries on a dropped connection sends the request again.
+   * The server received and applied the request; its answer was lost with the connection. A driver
+   * or SDK that retries on a dropped connection sends the request again.
    */
   ANSWER_LOST,
 

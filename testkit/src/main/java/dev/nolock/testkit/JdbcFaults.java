@@ -47,8 +47,8 @@ import org.jooq.impl.DSL;
  * </ul>
  *
  * Each armed fault fires once, on the first request it matches; assert {@link
- * InjectedFault#assertFired()}. Needs {@code org.postgresql:postgresql}, {@code com.zaxxer:HikariCP}
- * (and {@code org.jooq:jooq} for {@link #dsl()}) on the test classpath.
+ * InjectedFault#assertFired()}. Needs {@code org.postgresql:postgresql}, {@code
+ * com.zaxxer:HikariCP} (and {@code org.jooq:jooq} for {@link #dsl()}) on the test classpath.
  *
  * <pre>{@code
  * try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
@@ -193,7 +193,8 @@ public final class JdbcFaults implements AutoCloseable {
     @Override
     public Connection getConnection() throws SQLException {
       Properties properties = PostgresExtension.timeouts();
-      ConnectionHandler handler = new ConnectionHandler(DriverManager.getConnection(url, properties));
+      ConnectionHandler handler =
+          new ConnectionHandler(DriverManager.getConnection(url, properties));
       handler.self = proxy(Connection.class, handler);
       return handler.self;
     }
@@ -267,7 +268,9 @@ public final class JdbcFaults implements AutoCloseable {
         Class<? extends Statement> type =
             statement instanceof CallableStatement
                 ? CallableStatement.class
-                : statement instanceof PreparedStatement ? PreparedStatement.class : Statement.class;
+                : statement instanceof PreparedStatement
+                    ? PreparedStatement.class
+                    : Statement.class;
         return proxy(type, new StatementHandler(real, self, statement, sql));
       }
       return result;

@@ -3,18 +3,13 @@ package dev.nolock.testkit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
-import io.lettuce.core.api.StatefulRedisConnection;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.time.Duration;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -111,7 +106,8 @@ class JdbcFaultsIT {
   }
 
   private void insert(DSLContext dsl, String note) {
-    dsl.insertInto(DSL.table(DSL.name("ledger")), DSL.field(DSL.name("note"))).values(note)
+    dsl.insertInto(DSL.table(DSL.name("ledger")), DSL.field(DSL.name("note")))
+        .values(note)
         .execute();
   }
 
