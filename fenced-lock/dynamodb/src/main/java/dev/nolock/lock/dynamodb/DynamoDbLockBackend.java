@@ -281,7 +281,7 @@ public final class DynamoDbLockBackend implements LockBackend {
         result = grant(name, owner, ttl, ttlMillis, item.get().rvn(), mine);
       } else if (!observe(name, item.get(), returned).takeoverAt().hasExpired()) {
         if (!item.get().owner().equals(owner)) {
-          return refusedBy(item.get(), ttl, mine);
+          return refusedBy(name, item.get(), ttl, mine);
         }
         // The grant that holds the lease asks again (a caller's retry after "unknown"): the
         // same token, with a new rvn so that a contender's watch starts again.
@@ -625,11 +625,11 @@ public final class DynamoDbLockBackend implements LockBackend {
    * it and that grant may since have been taken over, which needs a full stored duration ({@code
    * ttl}) of watching it.
    */
-  private Option<FencingToken> refusedBy(Stored stored, Duration ttl, Writes mine) {
+  private Option<FencingToken> refusedBy(String name, Stored stored, Duration ttl, Writes mine) {
     if (mine.ambiguous()
         && Duration.ofNanos(clock.nanoTime() - mine.firstSentNanos()).compareTo(ttl) >= 0) {
       throw unknown(
-          "acquire lock",
+          "acquire lock \"" + name + "\"",
           "an attempt whose answer was lost may have taken the lease before "
               + stored.owner()
               + " took it over");
