@@ -363,6 +363,12 @@ public final class ConvoyHarness {
     private final RedisFence fence =
         RedisFence.create(
             connection, RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build());
+
+    {
+      // The operator's one-time step; the prefix is new, so nothing was ever issued.
+      fence.seed(0);
+    }
+
     private final String counter = prefix + "counter";
 
     @Override
@@ -395,7 +401,7 @@ public final class ConvoyHarness {
 
   /**
    * The blocking transaction-scoped advisory lock in raw SQL: the classic convoy, as measured in
-   * PERFORMANCE.md. nolock's {@code PostgresAdvisoryLock} only offers the non-blocking try.
+   * benchmarks/GOALS.md. nolock's {@code PostgresAdvisoryLock} only offers the non-blocking try.
    */
   static final class BlockingAdvisory implements Subject {
     private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);

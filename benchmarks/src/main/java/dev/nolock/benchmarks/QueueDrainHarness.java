@@ -38,7 +38,7 @@ import java.util.function.Consumer;
  * Drains {@link Profile#queueJobs()} ready jobs with {@value #WORKERS} worker threads, once per
  * variant, each on a fresh schema filled up front (the fill is not measured), and reports jobs per
  * second over the whole drain and in each tenth of it ({@code decile1}..{@code decile10}), plus
- * {@code lastTenthOverSecond}: the decay check of PERFORMANCE.md, against the second tenth because
+ * {@code lastTenthOverSecond}: the decay check of benchmarks/GOALS.md, against the second tenth because
  * the first includes the workers' start (at least 0.9 over 2 million jobs). The handler does
  * nothing, so the figures are the queues' own cost.
  *

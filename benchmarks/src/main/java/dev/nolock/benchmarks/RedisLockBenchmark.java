@@ -20,6 +20,7 @@ import io.lettuce.core.api.sync.RedisCommands;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -51,8 +52,9 @@ import org.redisson.config.Config;
  *         <li>{@code tryAcquire(name, 10 s)}: {@code EVALSHA} acquire ({@code EXISTS}, {@code INCR}
  *             the token counter, {@code SET lease owner|token PX}).
  *         <li>{@code checkPointOfNoReturn} (local), {@code GET} the counter.
- *         <li>{@link RedisFence#write}: {@code EVALSHA} fenced write ({@code HMGET} the fence,
- *             refuse a stale token, else {@code HSET} the fence and {@code SET} the counter).
+ *         <li>{@link RedisFence#write}: {@code EVALSHA} fenced write ({@code INFO server} for the
+ *             run id, {@code HGET}s of the fence's seed and the lock's entry, refuse a stale token,
+ *             else {@code HSET} the entry and the write id, {@code SET} the counter).
  *         <li>Close the {@link HeldLock}: {@code EVALSHA} compare-and-delete release.
  *       </ol>
  *   <li>{@code lockRedisRaw}: the floor, the same four round trips with the same Lua scripts (the
@@ -84,6 +86,10 @@ public class RedisLockBenchmark {
   private static final Duration TTL = Duration.ofSeconds(10);
   private static final long TTL_SECONDS = TTL.toSeconds();
   private static final String TTL_MILLIS = Long.toString(TTL.toMillis());
+
+  /** What {@link RedisFence} sends for the 2 s command timeout: 2 x 2 s + 1 s. */
+  private static final String RESEND_WINDOW_MILLIS = "5000";
+
   private static final Duration EXPECTED_WRITE = Duration.ofMillis(50);
 
   /** 1 is the hot key; 10000 spreads the locks. */
@@ -122,6 +128,8 @@ public class RedisLockBenchmark {
     LockConfig lockConfig = LockConfig.custom(LockPurpose.CORRECTNESS).build();
     locks = FencedLock.create(RedisLockBackend.create(connection, backendConfig), lockConfig);
     fence = RedisFence.create(connection, fenceConfig);
+    // The operator's one-time step; the trial's prefix is new, so nothing was ever issued.
+    fence.seed(0);
 
     // The floor sends the same owner (same length in every lease value) and byte-identical
     // scripts: taking the library's source text rather than a copy keeps them from drifting.
@@ -212,9 +220,12 @@ public class RedisLockBenchmark {
           redis.evalsha(
               fencedWriteSha,
               ScriptOutputType.MULTI,
-              new String[] {prefix + "fence:" + tag, key},
+              new String[] {fenceConfig.stateKey(), key},
               token,
               owner,
+              name,
+              UUID.randomUUID().toString(),
+              RESEND_WINDOW_MILLIS,
               Long.toString(next));
       outcomes.of(Long.valueOf(1L).equals(reply.get(0)));
     } finally {

@@ -46,7 +46,7 @@ final class Report {
       double attemptsPerSecond,
       Map<String, String> detail) {}
 
-  /** A goal of PERFORMANCE.md and what this run says about it. */
+  /** A goal of benchmarks/GOALS.md and what this run says about it. */
   record Goal(String goal, String status, String evidence) {}
 
   /** A workload shape and the design that won it. */
@@ -456,7 +456,7 @@ final class Report {
           + " divides two figures of the same run at the same threads and keys; ± is JMH's 99.9 %"
           + " error of both. This machine has 2 cores: at 4 threads (16 in --long) the figures"
           + " partly measure the scheduler, and the servers share the cores with the benchmark."
-          + " Shared machines drift by up to 2.6× between runs (PERFORMANCE.md), so compare ratios,"
+          + " Shared machines drift by up to 2.6× between runs (benchmarks/GOALS.md), so compare ratios,"
           + " not absolute rates across runs.";
 
   private String markdown() {
@@ -479,7 +479,7 @@ final class Report {
           .append(" |\n");
     }
     md.append(
-        "\n## Goals (../shared/PERFORMANCE.md)\n\n| goal | status | evidence |\n|---|---|---|\n");
+        "\n## Goals (benchmarks/GOALS.md)\n\n| goal | status | evidence |\n|---|---|---|\n");
     for (Goal g : goals()) {
       md.append("| ")
           .append(g.goal())
@@ -622,7 +622,7 @@ final class Report {
                     .toList()));
     html.append(
         "<h2>Goals"
-            + " (PERFORMANCE.md)</h2><table><tr><th>goal</th><th>status</th><th>evidence</th></tr>\n");
+            + " (benchmarks/GOALS.md)</h2><table><tr><th>goal</th><th>status</th><th>evidence</th></tr>\n");
     for (Goal g : goals()) {
       String css =
           g.status().startsWith("met")

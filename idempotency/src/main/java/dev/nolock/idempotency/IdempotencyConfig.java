@@ -26,7 +26,7 @@ public final class IdempotencyConfig {
   /** How long an attempt holds a key before a retry may take it over. */
   public static final Duration DEFAULT_LEASE = Duration.ofSeconds(30);
 
-  /** How long a key is kept after it completed (or was created). */
+  /** How long a key is kept after it completed (in progress: after its last claim or phase). */
   public static final Duration DEFAULT_RETENTION = Duration.ofHours(24);
 
   public static final int DEFAULT_PURGE_BATCH_SIZE = 1000;
@@ -183,10 +183,12 @@ public final class IdempotencyConfig {
     }
 
     /**
-     * How long a key is kept after it completed (an abandoned in-progress key: after it was
-     * created) before {@link IdempotencyKeys#purgeExpired()} may delete it. After that the same key
-     * is a new request. Longer than the lease, at most {@link IdempotencyConfig#MAX_RETENTION},
-     * whole milliseconds. Default 24 h (Stripe's).
+     * How long a key is kept before {@link IdempotencyKeys#purgeExpired()} may delete it: after it
+     * completed; while in progress, after its last activity (the claim, a takeover, a committed
+     * phase). After that the same key is a new request. An in-progress key past {@value
+     * Phases#STARTED} is never purged, whatever its age: it is counted as abandoned and kept until
+     * it completes or is {@linkplain IdempotencyKeys#forget forgotten}. Longer than the lease, at
+     * most {@link IdempotencyConfig#MAX_RETENTION}, whole milliseconds. Default 24 h (Stripe's).
      */
     public Builder retention(Duration retention) {
       Objects.requireNonNull(retention, "retention");
@@ -251,8 +253,8 @@ public final class IdempotencyConfig {
     }
 
     /**
-     * Where the counters go (tagged {@code component="idempotency"} and {@code name=<scope>}).
-     * Default: nowhere.
+     * Where the counters go (tagged {@code component="idempotency"} and {@code name=<scope>}), and
+     * the abandoned-keys gauge (tagged {@code name=<table>}). Default: nowhere.
      */
     public Builder meterRegistry(MeterRegistry registry) {
       this.meterRegistry = Objects.requireNonNull(registry, "registry");

@@ -6,6 +6,7 @@ import dev.nolock.idempotency.internal.Safeguards;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Names;
+import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
 import org.jooq.SQLDialect;
@@ -47,6 +48,12 @@ import org.jooq.impl.DSL;
  *       like a result) or releases the key ({@code locked_until = clock_timestamp()}) and rethrows.
  * </ol>
  *
+ * <p>Retention ({@link #purgeExpired()}): a completed key is kept for the retention after it
+ * completed; an in-progress key still at {@value Phases#STARTED} for the retention after its last
+ * claim or takeover; an in-progress key past {@value Phases#STARTED} until it completes or an
+ * operator {@linkplain #forget forgets} it, because a phase of it committed and a later request
+ * must resume after that phase. Each takeover and each committed phase pushes the key's expiry out.
+ *
  * <p>Keys: {@link #requireValidKey}. Scopes: at most {@value #MAX_SCOPE_LENGTH} characters, no
  * control characters; the scope is a metrics tag, so name the operation ({@code
  * "payments.create"}), never a per-request value. Immutable and thread-safe; give it a pool.
@@ -60,6 +67,9 @@ public final class IdempotencyKeys<R> {
 
   /** Longest scope; the scope is a metrics tag (see {@link CoordinationMetrics}). */
   public static final int MAX_SCOPE_LENGTH = CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH;
+
+  /** Most keys {@link #abandonedKeys(int)} returns per page. */
+  public static final int MAX_PAGE_SIZE = 1000;
 
   private final IdempotencyConfig config;
   private final KeyExecutor<R> executor;
@@ -82,6 +92,7 @@ public final class IdempotencyKeys<R> {
             failurePolicy,
             safeguards,
             table);
+    executor.registerGauge();
   }
 
   /**
@@ -117,8 +128,9 @@ public final class IdempotencyKeys<R> {
   }
 
   /**
-   * Creates the attempt-token sequence, the keys table and its expiry index if they are missing
-   * (the DDL is in the README). A schema-qualified table needs its schema to exist.
+   * Creates the attempt-token sequence, the keys table, its expiry index and its partial index of
+   * in-progress keys if they are missing (the DDL is in the README); on a table made by an earlier
+   * version it adds the partial index. A schema-qualified table needs its schema to exist.
    *
    * @throws BackendUnavailableException when the DDL fails, e.g. for lack of the CREATE privilege
    */
@@ -165,14 +177,104 @@ public final class IdempotencyKeys<R> {
   /**
    * Deletes the keys whose retention has passed, in transactions of {@link
    * IdempotencyConfig#purgeBatchSize()} rows, until a batch finds fewer; rows locked by another
-   * transaction are skipped. Keys whose lease still runs are never deleted. Run it from a
-   * scheduler; several processes may run it at once.
+   * transaction are skipped. Run it from a scheduler; several processes may run it at once.
+   *
+   * <p>What it deletes: completed keys whose retention (counted from completion) has passed, and
+   * in-progress keys still at {@value Phases#STARTED} (nothing of theirs committed) whose lease has
+   * ended and whose retention (counted from their last claim or takeover) has passed. It never
+   * deletes a key whose lease still runs, nor an in-progress key past {@value Phases#STARTED}: a
+   * phase of it committed (a card was charged), and a later request with the key must resume after
+   * that phase, not start over. Such a key stays until it completes or an operator {@linkplain
+   * #forget forgets} it; the gauge {@code nolock.idempotency.abandoned.keys} counts those whose
+   * retention has passed, and {@link #abandonedKeys(int)} lists them.
    *
    * @return how many keys were deleted
    * @throws BackendUnavailableException when PostgreSQL fails; the batches before stay deleted
    */
   public int purgeExpired() {
     return executor.purgeExpired();
+  }
+
+  /**
+   * The first page of the {@link AbandonedKey abandoned keys}: at most {@code limit}, in {@code
+   * (scope, key)} order. Pass the last one to {@link #abandonedKeys(AbandonedKey, int)} for the
+   * next page; a page shorter than {@code limit} is the last.
+   *
+   * @param limit 1 to {@value #MAX_PAGE_SIZE}
+   * @throws IllegalArgumentException for a limit out of range
+   * @throws BackendUnavailableException when PostgreSQL fails; nothing changed, retry
+   */
+  public List<AbandonedKey> abandonedKeys(int limit) {
+    return page(null, null, limit);
+  }
+
+  /**
+   * The page of abandoned keys that follows {@code after} (the last key of the previous page), at
+   * most {@code limit}, in {@code (scope, key)} order. Keys that stop being abandoned between pages
+   * (completed, forgotten, taken over) drop out; none is returned twice.
+   *
+   * @param limit 1 to {@value #MAX_PAGE_SIZE}
+   * @throws IllegalArgumentException for a limit out of range
+   * @throws BackendUnavailableException when PostgreSQL fails; nothing changed, retry
+   */
+  public List<AbandonedKey> abandonedKeys(AbandonedKey after, int limit) {
+    Objects.requireNonNull(after, "after: use abandonedKeys(limit) for the first page");
+    return page(after.scope(), after.key(), limit);
+  }
+
+  private List<AbandonedKey> page(String afterScope, String afterKey, int limit) {
+    if (limit < 1 || limit > MAX_PAGE_SIZE) {
+      throw new IllegalArgumentException(
+          "A page of abandoned keys holds 1 to "
+              + MAX_PAGE_SIZE
+              + " keys, got "
+              + limit
+              + ": page through them with abandonedKeys(lastKeyOfThePage, limit).");
+    }
+    return executor.listAbandoned(afterScope, afterKey, limit).stream()
+        .map(
+            r ->
+                new AbandonedKey(
+                    r.scope(),
+                    r.key(),
+                    r.recoveryPoint(),
+                    r.attempts(),
+                    r.createdAt(),
+                    r.retentionEndedAt()))
+        .toList();
+  }
+
+  /**
+   * Forgets an unfinished key: an operator's call for a key nobody will come back for (usually an
+   * {@link AbandonedKey}), once its committed phases have been reconciled.
+   *
+   * <p>What forgetting means: the key's row is deleted, with its fingerprint and recovery point.
+   * Nothing is undone: the phases that committed stay committed (the local rows they wrote, the
+   * charge they made). The key becomes unknown, so the next request with it is a <b>new request</b>
+   * that runs every phase from the first: its committed phases run again (a second charge, unless
+   * the provider still deduplicates {@link Attempt#idempotencyKeyForDownstream()}). Forget a key
+   * only when you have reconciled what its phases did (refunded the charge, or completed the
+   * operation by hand) and accept that a retry starts over. An attempt of the key that was paused
+   * past its lease and commits a phase afterwards gets {@link Outcome.StaleAttempt}, its phase
+   * rolled back.
+   *
+   * <p>Only an in-progress key whose lease has ended is forgotten; a completed key is left to
+   * {@link #purgeExpired()}, a held key to the attempt holding it. One statement: {@code DELETE ...
+   * WHERE scope = :scope AND idempotency_key = :key AND state = 'in_progress' AND locked_until <=
+   * clock_timestamp()}.
+   *
+   * @return true when this call deleted the key; false when there is no such unfinished, unheld
+   *     key: it does not exist (never used, purged, or already forgotten, also by an earlier send
+   *     of this call whose answer was lost), it completed, or an attempt holds its lease
+   * @throws InvalidIdempotencyKeyException when the key is malformed
+   * @throws IllegalArgumentException for a malformed scope
+   * @throws BackendUnavailableException when PostgreSQL fails: whether the key was forgotten is
+   *     unknown; call again (false then says it is gone, completed or held) or list to see
+   */
+  public boolean forget(String scope, String key) {
+    Names.requireName("scope", scope, MAX_SCOPE_LENGTH);
+    requireValidKey(key);
+    return executor.forget(scope, key);
   }
 
   /**

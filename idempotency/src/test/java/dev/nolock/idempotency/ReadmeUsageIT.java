@@ -19,6 +19,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -222,7 +223,36 @@ class ReadmeUsageIT {
     } finally {
       server.stop(0);
     }
-    assertThat(keys.purgeExpired()).isZero();
+    String reconciledKey = UUID.randomUUID().toString();
+
+    // --- README: Operator calls ---
+    // From a scheduler, e.g. hourly: deletes completed keys, and keys that committed nothing,
+    // whose retention has passed.
+    int purged = keys.purgeExpired();
+
+    // The keys nobody came back for after a phase committed (the gauge
+    // nolock_idempotency_abandoned_keys counts them), 100 per page:
+    List<AbandonedKey> page = keys.abandonedKeys(100);
+    while (!page.isEmpty()) {
+      for (AbandonedKey abandoned : page) {
+        System.out.println(
+            abandoned.scope()
+                + " "
+                + abandoned.key()
+                + " stopped after "
+                + abandoned.recoveryPoint()
+                + " ("
+                + abandoned.attempts()
+                + " attempts)");
+      }
+      page = page.size() < 100 ? List.of() : keys.abandonedKeys(page.get(page.size() - 1), 100);
+    }
+
+    // Once what its phases did is reconciled (the charge refunded or settled by hand):
+    boolean forgotten = keys.forget("transfers.create", reconciledKey);
+    // --- end ---
+    assertThat(purged).isZero();
+    assertThat(forgotten).as("no such key here").isFalse();
   }
 
   private static FencingToken outcomeToken(Outcome<String> outcome) {

@@ -254,7 +254,9 @@ public final class ScheduleConfig {
 
     /**
      * This instance's identity, unique across the fleet and across restarts (never just a host
-     * name). Default: {@code $HOSTNAME/pid/random}.
+     * name). Default: {@code $HOSTNAME/pid/random}. It marks the runs this instance claimed: a
+     * claim that landed while its answer was lost is recognised by it at the next pass, so two live
+     * instances sharing an owner could both run such a time.
      */
     public Builder owner(String owner) {
       this.owner = Names.requireName("owner", owner, Lease.MAX_OWNER_LENGTH);

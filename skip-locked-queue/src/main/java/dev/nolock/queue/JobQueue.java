@@ -16,7 +16,6 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -63,6 +62,13 @@ import org.slf4j.LoggerFactory;
  *       idempotency key to an external system.
  *   <li><b>Bounded claims.</b> {@link #claim(int) claim(n)} returns at most {@code n} jobs, from
  *       one statement with a MATERIALIZED CTE, skipping jobs other workers have locked.
+ *   <li><b>The true outcome after a lost answer.</b> A call whose outcome is unknown throws {@link
+ *       BackendUnavailableException}; calling it again with the same {@link Job} tells what
+ *       happened. {@link #complete(Job)}, {@link #completeAll}, {@link #fail} and {@link #release}
+ *       recognise their own earlier finish and answer as the first call did. A completion in the
+ *       caller's transaction ({@link #complete(DSLContext, Job)}, {@link #completeWith}) refuses
+ *       instead, with {@link StaleAttempt#completedByThisAttempt()}, so that a retried transaction
+ *       rolls back rather than commit its writes twice. Every answer is per {@code (id, attempt)}.
  * </ul>
  *
  * <p>Algorithm of a job's life:
@@ -388,10 +394,13 @@ public final class JobQueue<T> {
   /**
    * Completes {@code job} in a transaction of its own, if its attempt is still the running one.
    * Idempotent for one attempt: completing an attempt that already completed returns the same
-   * {@link Finished} again.
+   * {@link Finished} again, so a call retried after its answer was lost reports the completion it
+   * made.
    *
    * @return the finished job ({@link JobState#DONE}), or the {@link StaleAttempt} when the job was
    *     taken back or re-claimed meanwhile
+   * @throws BackendUnavailableException when the outcome is unknown; calling again with the same
+   *     {@code job} answers it
    */
   public Either<StaleAttempt, Finished> complete(Job<?> job) {
     Objects.requireNonNull(job, "job");
@@ -402,15 +411,19 @@ public final class JobQueue<T> {
                 + job.id()
                 + " attempt "
                 + job.attempt()
-                + "; whether it"
-                + " completed is unknown, so the job may run again (at-least-once)",
-        () -> OwnTransaction.run(dsl, on -> completeOn(on, job)));
+                + "; whether it completed is unknown: complete it again to learn the outcome, or"
+                + " let it run again (at-least-once)",
+        () -> OwnTransaction.run(dsl, on -> completeOn(on, job, EarlierCompletion.REPLAY)));
   }
 
   /**
    * Completes {@code job} on {@code tx}, typically the caller's transaction that also holds the
-   * job's effects. On a {@link StaleAttempt} the caller must roll its transaction back: its effects
-   * belong to an attempt that lost the job.
+   * job's effects. Roll that transaction back on every {@link StaleAttempt}: either its attempt
+   * lost the job, or ({@link StaleAttempt#completedByThisAttempt()}) this attempt completed the job
+   * already, in an earlier transaction whose writes committed, typically the first try of this same
+   * transaction whose COMMIT answer was lost; committing again would write the effects twice.
+   * Unlike {@link #complete(Job)}, an earlier completion by the same attempt is therefore a refusal
+   * here, not a {@link Finished}.
    */
   public Either<StaleAttempt, Finished> complete(DSLContext tx, Job<?> job) {
     Objects.requireNonNull(tx, "tx");
@@ -423,7 +436,9 @@ public final class JobQueue<T> {
                 + " attempt "
                 + job.attempt()
                 + " in the caller's transaction",
-        () -> OwnTransaction.onCallerConnection(tx, dsl, on -> completeOn(on, job)));
+        () ->
+            OwnTransaction.onCallerConnection(
+                tx, dsl, on -> completeOn(on, job, EarlierCompletion.REFUSAL)));
   }
 
   /**
@@ -433,9 +448,13 @@ public final class JobQueue<T> {
    * the completion takes orders this attempt against anything else touching the job. This is how a
    * handler gets an exactly-once effect in the same database.
    *
-   * <p>An attempt that already completed is refused here too (its writes committed then). An
-   * exception from {@code writes} rolls everything back and propagates unchanged; the job stays
-   * running under this attempt, to be failed, retried or reaped.
+   * <p>An attempt that already completed is refused ({@link StaleAttempt#completedByThisAttempt()}
+   * is true): its writes committed then, so a call retried after a lost COMMIT answer writes
+   * nothing again. An exception from {@code writes} rolls everything back and propagates unchanged;
+   * the job stays running under this attempt, to be failed, retried or reaped.
+   *
+   * @throws BackendUnavailableException when the outcome is unknown; calling again with the same
+   *     {@code job} either commits or answers the earlier commit as above
    */
   public <R> Either<StaleAttempt, R> completeWith(
       Job<?> job, Function<DSLContext, ? extends R> writes) {
@@ -481,28 +500,24 @@ public final class JobQueue<T> {
 
   /**
    * Completes every job of {@code jobs} whose attempt is still the running one, in one transaction
-   * and one statement: the batch form of {@link #complete(Job)}, with the same answer for each job
-   * (an attempt that completed before gets its {@link Finished} again; a stale one its {@link
-   * StaleAttempt}, and its row is left alone). {@link WorkerPool} sends the completions of jobs
-   * that finish together this way.
+   * and one statement: the batch form of {@link #complete(Job)}, with the same answer for each
+   * attempt (an attempt that completed before gets its {@link Finished} again; a stale one its
+   * {@link StaleAttempt}, and its row is left alone). Answers are per {@code (id, attempt)}: two
+   * attempts of one job may share a batch (a process that lost the job to its own reaper and
+   * claimed it again), and only the running one completes. {@link WorkerPool} sends the completions
+   * of jobs that finish together this way.
    *
-   * @param jobs claimed jobs of this queue, each id at most once
+   * @param jobs claimed jobs of this queue
    * @return one answer per job, in the order of {@code jobs}
+   * @throws BackendUnavailableException when the outcome is unknown; calling again with the same
+   *     jobs answers it
    */
   public List<Either<StaleAttempt, Finished>> completeAll(List<? extends Job<?>> jobs) {
     Objects.requireNonNull(jobs, "jobs");
-    Set<Long> ids = new HashSet<>();
     List<long[]> pairs = new ArrayList<>(jobs.size());
     for (Job<?> job : jobs) {
       Objects.requireNonNull(job, "a job in jobs");
       requireOwn(job);
-      if (!ids.add(job.id())) {
-        throw new IllegalArgumentException(
-            "Job "
-                + job.id()
-                + " appears twice in the batch; complete each attempt once (the latest"
-                + " claim's Job holds the running attempt).");
-      }
       pairs.add(new long[] {job.id(), job.attempt()});
     }
     if (jobs.isEmpty()) {
@@ -512,38 +527,60 @@ public final class JobQueue<T> {
         () ->
             "completing "
                 + jobs.size()
-                + " job(s); whether they completed is unknown, so they may"
-                + " run again (at-least-once)",
+                + " job(s); whether they completed is unknown: complete them again to learn the"
+                + " outcome, or let them run again (at-least-once)",
         () ->
             OwnTransaction.run(
                 dsl,
                 on -> {
-                  Map<Long, OffsetDateTime> done = new HashMap<>();
+                  Map<Attempt, OffsetDateTime> done = new HashMap<>();
                   this.jobs
                       .completeAll(on, queue, pairs)
-                      .forEach(row -> done.put(row.value1(), row.value2()));
+                      .forEach(
+                          row -> done.put(new Attempt(row.value1(), row.value2()), row.value3()));
                   List<Either<StaleAttempt, Finished>> answers = new ArrayList<>(jobs.size());
                   for (Job<?> job : jobs) {
-                    OffsetDateTime runAt = done.get(job.id());
+                    // remove: the same attempt listed twice completes once; the second answer is
+                    // the replay of the first
+                    OffsetDateTime runAt = done.remove(Attempt.of(job));
                     if (runAt != null) {
                       metrics.completed();
                       answers.add(Either.right(finishedNow(job, runAt)));
                     } else {
-                      answers.add(notCompletedNow(on, job));
+                      answers.add(notCompletedNow(on, job, EarlierCompletion.REPLAY));
                     }
                   }
                   return answers;
                 }));
   }
 
-  private Either<StaleAttempt, Finished> completeOn(DSLContext on, Job<?> job) {
+  /** One attempt of one job: what every answer of the queue is keyed by. */
+  private record Attempt(long id, long attempt) {
+    static Attempt of(Job<?> job) {
+      return new Attempt(job.id(), job.attempt());
+    }
+  }
+
+  /** How a completion answers when the same attempt completed the job before. */
+  private enum EarlierCompletion {
+    /** The same {@link Finished} again: the caller's retry of its own committed completion. */
+    REPLAY,
+    /**
+     * A {@link StaleAttempt}: the completion joins the caller's transaction, whose other writes
+     * must not commit a second time.
+     */
+    REFUSAL
+  }
+
+  private Either<StaleAttempt, Finished> completeOn(
+      DSLContext on, Job<?> job, EarlierCompletion earlier) {
     Optional<OffsetDateTime> runAt =
         jobs.complete(on, queue, job.id(), job.attempt()).fetchOptional(jobs.runAt);
     if (runAt.isPresent()) {
       metrics.completed();
       return Either.right(finishedNow(job, runAt.get()));
     }
-    return notCompletedNow(on, job);
+    return notCompletedNow(on, job, earlier);
   }
 
   private static Finished finishedNow(Job<?> job, OffsetDateTime runAt) {
@@ -551,19 +588,18 @@ public final class JobQueue<T> {
   }
 
   /** The answer for an attempt whose completion changed no row: done before, or stale. */
-  private Either<StaleAttempt, Finished> notCompletedNow(DSLContext on, Job<?> job) {
+  private Either<StaleAttempt, Finished> notCompletedNow(
+      DSLContext on, Job<?> job, EarlierCompletion earlier) {
     Optional<Record3<String, Long, OffsetDateTime>> now =
         jobs.current(on, queue, job.id()).fetchOptional();
-    if (now.isPresent()
-        && JobState.fromSql(now.get().value1()) == JobState.DONE
-        && now.get().value2() == job.attempt()) {
-      // This attempt completed before (a retried call, or the handler completed in its own
-      // transaction): the same answer again, not a rejection.
+    StaleAttempt stale = toStale(job.id(), job.attempt(), now);
+    if (stale.completedByThisAttempt() && earlier == EarlierCompletion.REPLAY) {
+      // A retried call, or the handler completed in its own transaction: the same answer again.
       return Either.right(
           new Finished(job.id(), job.attempt(), JobState.DONE, now.get().value3().toInstant()));
     }
     metrics.stale(Operation.COMPLETE);
-    return Either.left(toStale(job.id(), job.attempt(), now));
+    return Either.left(stale);
   }
 
   /**
@@ -572,7 +608,12 @@ public final class JobQueue<T> {
    * from {@code [0, min(backoffMax, backoffBase * 2^(failures-1))]}; after the last allowed attempt
    * it is dead-lettered ({@link JobState#DEAD}) and keeps the error until {@link #retryDead}.
    *
+   * <p>A call retried with the same {@code job} and {@code error} after its answer was lost gets
+   * the {@link Finished} the first call made (one failure counted), as long as the job still shows
+   * that fail: not re-claimed, and not revived by {@link #retryDead} meanwhile.
+   *
    * @param error what went wrong, e.g. an exception's stack trace; cut at 8000 characters
+   * @throws BackendUnavailableException when the outcome is unknown; calling again answers it
    */
   public Either<StaleAttempt, Finished> fail(Job<?> job, String error) {
     Objects.requireNonNull(job, "job");
@@ -583,8 +624,8 @@ public final class JobQueue<T> {
                 + job.id()
                 + " attempt "
                 + job.attempt()
-                + "; if it did not"
-                + " happen, the lease expires and the reaper counts the failure",
+                + "; whether it failed is unknown: fail it again to learn the outcome, or let the"
+                + " lease expire and the reaper count the failure",
         () -> failAttempt(job.id(), job.attempt(), job.failures(), error));
   }
 
@@ -596,13 +637,25 @@ public final class JobQueue<T> {
         on -> {
           Optional<Record2<String, OffsetDateTime>> row =
               jobs.fail(on, queue, id, attempt, error, backoff).fetchOptional();
-          if (row.isEmpty()) {
-            metrics.stale(Operation.FAIL);
-            return Either.left(toStale(id, attempt, jobs.current(on, queue, id).fetchOptional()));
+          if (row.isPresent()) {
+            JobState state = JobState.fromSql(row.get().value1());
+            metrics.failed(state == JobState.DEAD);
+            return Either.right(new Finished(id, attempt, state, row.get().value2().toInstant()));
           }
-          JobState state = JobState.fromSql(row.get().value1());
-          metrics.failed(state == JobState.DEAD);
-          return Either.right(new Finished(id, attempt, state, row.get().value2().toInstant()));
+          // Not running at this attempt: this very fail may have ended it already (a retry
+          // after a lost answer), which is answered as the first call was.
+          Optional<Record2<String, OffsetDateTime>> failedBefore =
+              jobs.failedBy(on, queue, id, attempt, failuresBefore, error).fetchOptional();
+          if (failedBefore.isPresent()) {
+            return Either.right(
+                new Finished(
+                    id,
+                    attempt,
+                    JobState.fromSql(failedBefore.get().value1()),
+                    failedBefore.get().value2().toInstant()));
+          }
+          metrics.stale(Operation.FAIL);
+          return Either.left(toStale(id, attempt, jobs.current(on, queue, id).fetchOptional()));
         });
   }
 
@@ -653,18 +706,20 @@ public final class JobQueue<T> {
 
   /**
    * Extends the leases of many held jobs in one statement that never waits for a row lock (see
-   * {@link JobsTable#heartbeatWithoutWaiting}); the jobs whose lease was extended, by id. A job
-   * missing from the answer is stale, expired, or was locked by someone at that instant (most often
-   * this worker finishing it). Counts nothing: the caller knows which misses matter.
+   * {@link JobsTable#heartbeatWithoutWaiting}); one answer per job of {@code held}, in its order:
+   * the job with its extended lease, or empty when it is stale, expired, or was locked by someone
+   * at that instant (most often this worker finishing it). Answers are per {@code (id, attempt)}: a
+   * pool may hold two attempts of one job, and only the running one is extended. Counts nothing:
+   * the caller knows which misses matter.
    */
-  Map<Long, Job<T>> heartbeatAll(Collection<Job<T>> held) {
+  List<Option<Job<T>>> heartbeatAll(List<Job<T>> held) {
     if (held.isEmpty()) {
-      return Map.of();
+      return List.of();
     }
     List<long[]> pairs = new ArrayList<>(held.size());
     held.forEach(job -> pairs.add(new long[] {job.id(), job.attempt()}));
     long[] sentAt = new long[1];
-    List<Record2<Long, OffsetDateTime>> rows =
+    List<Record3<Long, Long, OffsetDateTime>> rows =
         translate(
             () ->
                 "extending the lease of "
@@ -679,22 +734,26 @@ public final class JobQueue<T> {
                       return jobs.heartbeatWithoutWaiting(on, queue, pairs, config.lease()).fetch();
                     }));
     Deadline deadline = Deadline.forHolder(config.clock(), sentAt[0], config.lease());
-    Map<Long, OffsetDateTime> until = new HashMap<>();
-    rows.forEach(row -> until.put(row.value1(), row.value2()));
-    Map<Long, Job<T>> extended = new HashMap<>();
+    Map<Attempt, OffsetDateTime> until = new HashMap<>();
+    rows.forEach(row -> until.put(new Attempt(row.value1(), row.value2()), row.value3()));
+    List<Option<Job<T>>> answers = new ArrayList<>(held.size());
     for (Job<T> job : held) {
-      OffsetDateTime lockedUntil = until.get(job.id());
-      if (lockedUntil != null) {
-        extended.put(job.id(), job.withLease(lockedUntil.toInstant(), deadline));
-      }
+      answers.add(
+          Option.of(until.get(Attempt.of(job)))
+              .map(lockedUntil -> job.withLease(lockedUntil.toInstant(), deadline)));
     }
-    return extended;
+    return answers;
   }
 
   /**
    * Hands {@code job} back unrun: {@code ready} again at its old place in the queue, without
    * counting a failure (graceful shutdown uses this). The attempt token is spent; the next claim
    * gets a higher one.
+   *
+   * <p>A call retried with the same {@code job} after its answer was lost gets the {@link Finished}
+   * the first call made, as long as the job still shows that release (not re-claimed meanwhile).
+   *
+   * @throws BackendUnavailableException when the outcome is unknown; calling again answers it
    */
   public Either<StaleAttempt, Finished> release(Job<?> job) {
     Objects.requireNonNull(job, "job");
@@ -705,19 +764,33 @@ public final class JobQueue<T> {
                 + job.id()
                 + " attempt "
                 + job.attempt()
-                + "; if it did not"
-                + " happen, the reaper takes it back when the lease expires",
+                + "; whether it was handed back is unknown: release it again to learn the"
+                + " outcome, or let the reaper take it back when the lease expires",
         () ->
             OwnTransaction.run(
                 dsl,
                 on -> {
                   Optional<OffsetDateTime> runAt =
                       jobs.release(on, queue, job.id(), job.attempt()).fetchOptional(jobs.runAt);
+                  if (runAt.isPresent()) {
+                    metrics.released();
+                  } else {
+                    // Not running at this attempt: this very release may have ended it already
+                    // (a retry after a lost answer), which is answered as the first call was.
+                    runAt =
+                        jobs.releasedBy(
+                                on,
+                                queue,
+                                job.id(),
+                                job.attempt(),
+                                job.failures(),
+                                job.runAt().atOffset(ZoneOffset.UTC))
+                            .fetchOptional(jobs.runAt);
+                  }
                   if (runAt.isEmpty()) {
                     metrics.stale(Operation.RELEASE);
                     return Either.left(staleAttempt(on, job));
                   }
-                  metrics.released();
                   return Either.right(
                       new Finished(
                           job.id(), job.attempt(), JobState.READY, runAt.get().toInstant()));

@@ -3,12 +3,12 @@ package dev.nolock.queue;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.queue.internal.NotificationListener;
 import dev.nolock.queue.internal.QueueMetrics;
+import io.vavr.control.Option;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
@@ -57,7 +57,7 @@ import org.slf4j.LoggerFactory;
  *   <li>The completer sends the completions that are waiting in one statement ({@link
  *       JobQueue#completeAll}: conditional on each attempt, like a single completion), so jobs that
  *       finish while a completion is in flight share the next one. A stale attempt in the batch is
- *       refused alone.
+ *       refused alone, also when the running attempt of the same job is in the batch too.
  *   <li>Scheduled tasks: the heartbeat (every third of the lease by default), the reaper ({@link
  *       JobQueue#reapExpired()}, every {@link WorkerConfig#reapInterval()}), which wakes the
  *       dispatcher when it re-queued anything, and, when configured, {@link JobQueue#vacuum()}.
@@ -488,11 +488,14 @@ public final class WorkerPool<T> implements AutoCloseable {
       if (jobs.isEmpty()) {
         return;
       }
-      Map<Long, Job<T>> extended = queue.heartbeatAll(jobs);
-      for (Held<T> h : beating) {
-        Job<T> renewed = extended.get(h.job.id());
-        if (renewed != null) {
-          h.job = renewed;
+      // One answer per attempt: the pool may hold two attempts of one job (it was paused past a
+      // lease, its own reaper re-queued the job and its dispatcher claimed it again).
+      List<Option<Job<T>>> extended = queue.heartbeatAll(jobs);
+      for (int i = 0; i < beating.size(); i++) {
+        Held<T> h = beating.get(i);
+        Option<Job<T>> renewed = extended.get(i);
+        if (renewed.isDefined()) {
+          h.job = renewed.get();
           metrics.coordination().renewed();
         } else if (held.contains(h) && !h.finishing.get()) {
           // Stale, expired, or locked at that instant. The job's deadline decides from here:

@@ -1,6 +1,7 @@
 package dev.nolock.queue;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
@@ -442,16 +443,62 @@ class JobQueueIT {
   }
 
   @Test
-  void completeAllRefusesAJobTwiceInOneBatchAndAnswersAnEmptyOne() {
-    JobQueue<String> q = queue();
+  void completeAllAnswersTheSameAttemptTwiceInOneBatchAlikeAndAnEmptyBatchWithNothing() {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
     q.enqueue(NewJob.of("twice"));
     Job<String> job = q.claim(1).get(0);
 
-    assertThatThrownBy(() -> q.completeAll(List.of(job, job)))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("appears twice");
+    List<Either<StaleAttempt, Finished>> answers = q.completeAll(List.of(job, job));
+
+    assertThat(answers.get(0).get().state()).isEqualTo(JobState.DONE);
+    assertThat(answers.get(1)).isEqualTo(answers.get(0));
+    assertThat(counter(registry, "nolock.queue.completions")).isEqualTo(1);
     assertThat(q.completeAll(List.of())).isEmpty();
-    assertThat(rows.get(job.id()).state()).isEqualTo(JobState.RUNNING);
+  }
+
+  @Test
+  void heartbeatAllAnswersEachAttemptOfAJobApart() {
+    JobQueue<String> q = queue();
+    long id = id(q.enqueue(NewJob.of("twice held")));
+    Job<String> stale = q.claim(1).get(0);
+    rows.expireLease(id); // the process paused past the lease; its own reaper and claim follow
+    assertThat(q.reapExpired()).isEqualTo(new ReapResult(1, 0));
+    Job<String> current = q.claim(1).get(0);
+
+    List<io.vavr.control.Option<Job<String>>> extended = q.heartbeatAll(List.of(current, stale));
+
+    assertThat(extended.get(0).map(Job::attempt)).as("attempt 2, extended").contains(2L);
+    assertThat(extended.get(1)).as("attempt 1, whose lease expired").isEmpty();
+    assertThat(extended.get(0).get().lockedUntil()).isEqualTo(rows.get(id).lockedUntil());
+    assertThat(rows.get(id).attempt()).isEqualTo(2);
+  }
+
+  @Test
+  void completeAllAnswersTwoAttemptsOfOneJobApartAndCompletesTheRestOfTheBatch() {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    long id = id(q.enqueue(NewJob.of("twice held")));
+    Job<String> stale = q.claim(1).get(0);
+    rows.expireLease(id);
+    assertThat(q.reapExpired()).isEqualTo(new ReapResult(1, 0));
+    Job<String> current = q.claim(1).get(0);
+    long other = id(q.enqueue(NewJob.of("other")));
+    Job<String> otherJob = q.claim(1).get(0);
+
+    List<List<Either<StaleAttempt, Finished>>> answers = new ArrayList<>();
+    assertThatCode(() -> answers.add(q.completeAll(List.of(stale, otherJob, current))))
+        .as("one batch holding two attempts of one job")
+        .doesNotThrowAnyException();
+
+    assertThat(answers.get(0).get(0).getLeft().currentAttempt()).contains(2L);
+    assertThat(answers.get(0).get(1).get().state()).isEqualTo(JobState.DONE);
+    assertThat(answers.get(0).get(2).get().attempt()).isEqualTo(2);
+    assertThat(rows.get(id).state()).isEqualTo(JobState.DONE);
+    assertThat(rows.get(other).state()).isEqualTo(JobState.DONE);
+    assertThat(counter(registry, "nolock.queue.completions")).isEqualTo(2);
+    assertThat(counter(registry, "nolock.queue.stale.finishes", "operation", "complete"))
+        .isEqualTo(1);
   }
 
   @Test
@@ -525,9 +572,10 @@ class JobQueueIT {
       DSL.using(finishing, SQLDialect.POSTGRES)
           .execute("SELECT id FROM nolock_jobs WHERE id = ? FOR UPDATE", locked.id());
 
-      java.util.Map<Long, Job<String>> extended =
+      List<io.vavr.control.Option<Job<String>>> extended =
           CompletableFuture.supplyAsync(() -> q.heartbeatAll(held)).get(5, TimeUnit.SECONDS);
-      assertThat(extended).containsOnlyKeys(free.id());
+      assertThat(extended.get(0).map(Job::id)).contains(free.id());
+      assertThat(extended.get(1)).as("the locked job, skipped").isEmpty();
 
       // The extended job's row is not left locked: the reaper (SKIP LOCKED) could take it.
       rows.expireLease(free.id());

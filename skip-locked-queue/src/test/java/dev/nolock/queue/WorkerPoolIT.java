@@ -7,18 +7,24 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.postgresql.PGConnection;
 
 /** The worker pool against the real PostgreSQL: wake-up, concurrency, failures, shutdown. */
 @ExtendWith(PostgresExtension.class)
@@ -216,6 +222,167 @@ class WorkerPoolIT {
     }
     assertThat(attempts).containsExactly(orphan.attempt() + 1);
     assertThat(q.complete(orphan).isLeft()).as("the vanished worker's late finish").isTrue();
+  }
+
+  /**
+   * The process paused longer than the lease: its own reaper re-queued the job and its own
+   * dispatcher claimed it again, so one pool holds attempts 1 and 2 of one job. Its heartbeats
+   * answer each attempt apart: attempt 2's lease is extended, attempt 1's expired one is not.
+   */
+  @Test
+  void aPoolHoldingTwoAttemptsOfOneJobExtendsOnlyTheCurrentAttemptsLease() throws Exception {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q = queue(newQueue().metrics(registry));
+    Gates gates = new Gates("J#1", "J#2");
+    long j = id(q.enqueue(NewJob.of("J")));
+    WorkerPool<String> pool = WorkerPool.start(q, holdingTwoAttempts(), gates::handle);
+    try {
+      holdTwoAttempts(q, gates, j);
+
+      // A renewal counted after attempt 2 was claimed came from a heartbeat that held both
+      // attempts; three more mean at least two whole heartbeats ran after that reading.
+      double refusedBefore = counter(registry, "nolock.renewal.failures");
+      double renewed = counter(registry, "nolock.renewals");
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> counter(registry, "nolock.renewals") >= renewed + 3);
+      assertThat(counter(registry, "nolock.renewal.failures"))
+          .as("heartbeats that refused attempt 1's expired lease while attempt 2 was held")
+          .isGreaterThan(refusedBefore);
+      assertThat(rows.get(j).attempt()).isEqualTo(2);
+    } finally {
+      gates.openAll();
+      pool.close();
+    }
+  }
+
+  /**
+   * The same two attempts finish together: both completions go out in one completer batch, with
+   * another job's. Attempt 1 is refused alone; attempt 2 and the other job complete.
+   */
+  @Test
+  void aPoolHoldingTwoAttemptsOfOneJobCompletesTheirBatchAndRefusesOnlyTheStaleAttempt()
+      throws Exception {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q = queue(newQueue().metrics(registry));
+    Gates gates = new Gates("J#1", "J#2", "K#1", "L#1");
+    long j = id(q.enqueue(NewJob.of("J")));
+    WorkerPool<String> pool = WorkerPool.start(q, holdingTwoAttempts(), gates::handle);
+    try {
+      holdTwoAttempts(q, gates, j);
+      long k = id(q.enqueue(NewJob.of("K")));
+      long l = id(q.enqueue(NewJob.of("L")));
+      gates.awaitEntered("K#1");
+      gates.awaitEntered("L#1");
+
+      // Hold the completer in a statement on K's row, so that the completions of both attempts
+      // of J and of L queue up behind it and go out together in its next batch.
+      try (Connection locking = schema.dataSource().getConnection()) {
+        locking.setAutoCommit(false);
+        DSLContext tx = DSL.using(locking, SQLDialect.POSTGRES);
+        int lockPid = locking.unwrap(PGConnection.class).getBackendPID();
+        tx.execute("SELECT id FROM nolock_jobs WHERE id = ? FOR UPDATE", k);
+        gates.open("K#1");
+        await()
+            .atMost(Duration.ofSeconds(10))
+            .until(() -> backendsBlockedBy(lockPid) == 1); // the completer, on K's row
+        gates.open("J#1");
+        gates.open("J#2");
+        gates.open("L#1");
+        await().atMost(Duration.ofSeconds(10)).until(() -> pool.held() == 0);
+        locking.rollback();
+      }
+      pool.close(); // sends the waiting batch and returns once the completer has ended
+
+      assertThat(rows.get(l).state())
+          .as("L, completed in the batch that held both attempts of J")
+          .isEqualTo(JobState.DONE);
+      assertThat(rows.get(j).state()).isEqualTo(JobState.DONE);
+      assertThat(rows.get(j).attempt()).isEqualTo(2);
+      assertThat(rows.get(k).state()).isEqualTo(JobState.DONE);
+      assertThat(counter(registry, "nolock.queue.completions")).isEqualTo(3);
+      assertThat(
+              registry
+                  .get("nolock.queue.stale.finishes")
+                  .tags("operation", "complete")
+                  .counter()
+                  .count())
+          .as("attempt 1's completion, refused")
+          .isEqualTo(1);
+    } finally {
+      gates.openAll();
+      pool.close();
+    }
+  }
+
+  /** Polls fast (the test reaps by hand) and heartbeats often, so both happen within the test. */
+  private static WorkerConfig holdingTwoAttempts() {
+    return WorkerConfig.custom()
+        .concurrency(4)
+        .listen(false)
+        .pollInterval(Duration.ofMillis(50))
+        .heartbeatInterval(Duration.ofMillis(100))
+        .reapInterval(Duration.ofHours(1))
+        .build();
+  }
+
+  /**
+   * Attempt 1 of job {@code j} runs on, paused past its lease as far as the database can tell; the
+   * reaper (called here, as the pool's own would) re-queues the job and the same pool claims it.
+   */
+  private static void holdTwoAttempts(JobQueue<String> q, Gates gates, long j)
+      throws InterruptedException {
+    gates.awaitEntered("J#1");
+    rows.expireLease(j);
+    assertThat(q.reapExpired()).isEqualTo(new ReapResult(1, 0));
+    gates.awaitEntered("J#2");
+  }
+
+  private static long backendsBlockedBy(int pid) {
+    Object blocked =
+        schema
+            .dsl()
+            .fetchValue(
+                "SELECT count(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))", pid);
+    return ((Number) blocked).longValue();
+  }
+
+  private static double counter(MeterRegistry registry, String name) {
+    return registry.get(name).counter().count();
+  }
+
+  /** A handler per {@code payload#attempt} that the test sees start and lets return. */
+  private static final class Gates {
+    private final Map<String, CountDownLatch> entered = new ConcurrentHashMap<>();
+    private final Map<String, CountDownLatch> go = new ConcurrentHashMap<>();
+
+    Gates(String... keys) {
+      for (String key : keys) {
+        entered.put(key, new CountDownLatch(1));
+        go.put(key, new CountDownLatch(1));
+      }
+    }
+
+    Completion handle(Job<String> job) throws InterruptedException {
+      String key = job.payload() + "#" + job.attempt();
+      entered.get(key).countDown();
+      if (!go.get(key).await(30, TimeUnit.SECONDS)) {
+        throw new IllegalStateException("the test never let " + key + " return");
+      }
+      return Completion.complete();
+    }
+
+    void awaitEntered(String key) throws InterruptedException {
+      assertThat(entered.get(key).await(10, TimeUnit.SECONDS)).as("%s started", key).isTrue();
+    }
+
+    void open(String key) {
+      go.get(key).countDown();
+    }
+
+    void openAll() {
+      go.values().forEach(CountDownLatch::countDown);
+    }
   }
 
   @Test

@@ -44,6 +44,9 @@ import org.jooq.impl.DSL;
  *       which is the lost answer of a single-statement write; inside a transaction the closed
  *       connection rolls the transaction back, so lose the {@code COMMIT} instead.
  *   <li>{@link #onNextCommit}: the transaction committed on the server; the caller cannot tell.
+ *   <li>{@link #onNextTransactionEnd}: the same for whichever of {@code COMMIT} and {@code
+ *       ROLLBACK} comes first, for code that decides by what it found (a conditional update that
+ *       matched no row rolls back) and whose last request is to be lost either way.
  * </ul>
  *
  * Each armed fault fires once, on the first request it matches; assert {@link
@@ -64,6 +67,9 @@ public final class JdbcFaults implements AutoCloseable {
 
   /** The SQLState pgjdbc gives a connection that failed mid-request. */
   public static final String CONNECTION_FAILURE = "08006";
+
+  private static final String COMMIT = "COMMIT";
+  private static final String ROLLBACK = "ROLLBACK";
 
   private static final AtomicInteger POOLS = new AtomicInteger();
 
@@ -125,12 +131,22 @@ public final class JdbcFaults implements AutoCloseable {
    *     before the statement is sent
    */
   public InjectedFault onNextStatement(FaultKind kind, Predicate<String> sql) {
-    return arm(new Armed(false, kind, Objects.requireNonNull(sql, "sql")));
+    return arm(new Armed(false, kind, Objects.requireNonNull(sql, "sql"), "statement: " + sql));
   }
 
   /** Arms a fault on the next {@code COMMIT} ({@link Connection#commit()}) of the pool. */
   public InjectedFault onNextCommit(FaultKind kind) {
-    return arm(new Armed(true, kind, sql -> true));
+    return arm(new Armed(true, kind, COMMIT::equals, COMMIT));
+  }
+
+  /**
+   * Arms a fault on the request that ends the next transaction of the pool: its {@code COMMIT}
+   * ({@link Connection#commit()}) or its {@code ROLLBACK} ({@link Connection#rollback()}),
+   * whichever comes first. {@link FaultKind#ANSWER_LOST} on a {@code ROLLBACK}: the server rolled
+   * back, the call fails as a dropped connection would.
+   */
+  public InjectedFault onNextTransactionEnd(FaultKind kind) {
+    return arm(new Armed(true, kind, end -> true, COMMIT + " or " + ROLLBACK));
   }
 
   /** Disarms every fault that has not fired yet. */
@@ -148,10 +164,13 @@ public final class JdbcFaults implements AutoCloseable {
     return fault;
   }
 
-  /** The first armed fault that matches, removed and marked fired; null when none matches. */
-  private Armed fire(boolean commit, String sql) {
+  /**
+   * The first armed fault that matches, removed and marked fired; null when none matches. {@code
+   * end}: {@code sql} names the request that ends a transaction ("COMMIT" or "ROLLBACK").
+   */
+  private Armed fire(boolean end, String sql) {
     for (Armed fault : armed) {
-      if (fault.commit == commit && fault.sql.test(sql) && fault.fired.compareAndSet(false, true)) {
+      if (fault.end == end && fault.sql.test(sql) && fault.fired.compareAndSet(false, true)) {
         armed.remove(fault);
         return fault;
       }
@@ -160,15 +179,17 @@ public final class JdbcFaults implements AutoCloseable {
   }
 
   private static final class Armed implements InjectedFault {
-    final boolean commit;
+    final boolean end;
     final FaultKind kind;
     final Predicate<String> sql;
+    final String target;
     final AtomicBoolean fired = new AtomicBoolean();
 
-    Armed(boolean commit, FaultKind kind, Predicate<String> sql) {
-      this.commit = commit;
+    Armed(boolean end, FaultKind kind, Predicate<String> sql, String target) {
+      this.end = end;
       this.kind = Objects.requireNonNull(kind, "kind");
       this.sql = sql;
+      this.target = target;
     }
 
     @Override
@@ -178,7 +199,7 @@ public final class JdbcFaults implements AutoCloseable {
 
     @Override
     public String toString() {
-      return "JdbcFaults " + kind + " on the next " + (commit ? "COMMIT" : "statement: " + sql);
+      return "JdbcFaults " + kind + " on the next " + target;
     }
   }
 
@@ -247,16 +268,11 @@ public final class JdbcFaults implements AutoCloseable {
     @Override
     public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
       String name = method.getName();
-      if (name.equals("commit")) {
-        Armed fault = fire(true, "COMMIT");
+      boolean rollback = name.equals("rollback") && (args == null || args.length == 0);
+      if (name.equals("commit") || rollback) {
+        Armed fault = fire(true, rollback ? ROLLBACK : COMMIT);
         if (fault != null) {
-          return breakConnection(
-              real,
-              fault,
-              () -> {
-                real.commit();
-                return null;
-              });
+          return breakConnection(real, fault, () -> call(real, method, args));
         }
       }
       Object result = call(real, method, args);

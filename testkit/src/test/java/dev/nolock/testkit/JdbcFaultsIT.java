@@ -93,6 +93,42 @@ class JdbcFaultsIT {
   }
 
   @Test
+  void aTransactionEndFaultLandsOnTheRollbackOfATransactionThatRollsBack() {
+    try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
+      InjectedFault fault = faults.onNextTransactionEnd(FaultKind.ANSWER_LOST);
+
+      assertThatThrownBy(
+              () ->
+                  faults
+                      .dsl()
+                      .transaction(
+                          tx -> {
+                            insert(tx.dsl(), "rolled-back");
+                            throw new IllegalStateException("found nothing to update");
+                          }))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessage("found nothing to update");
+
+      fault.assertFired();
+      assertThat(fault.toString()).contains("COMMIT or ROLLBACK");
+      assertThat(count("rolled-back")).isZero();
+    }
+  }
+
+  @Test
+  void aTransactionEndFaultLandsOnTheCommitOfATransactionThatCommits() {
+    try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
+      InjectedFault fault = faults.onNextTransactionEnd(FaultKind.ANSWER_LOST);
+
+      assertThatThrownBy(() -> faults.dsl().transaction(tx -> insert(tx.dsl(), "end-committed")))
+          .isInstanceOf(DataAccessException.class);
+
+      fault.assertFired();
+      assertThat(count("end-committed")).isEqualTo(1);
+    }
+  }
+
+  @Test
   void aFaultThatNeverFiredFailsItsAssertion() {
     try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
       InjectedFault fault =

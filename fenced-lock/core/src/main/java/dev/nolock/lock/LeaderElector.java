@@ -36,6 +36,11 @@ import org.slf4j.LoggerFactory;
  *       OnStoppedLeading} exists for that reason.
  *   <li>{@link #close()} steps down gracefully: releases the lease (a successor need not wait for
  *       it to expire) and does not halt.
+ *   <li>A backend that is down ({@link BackendUnavailableException}) is retried every {@code
+ *       retryPeriod}. Any other exception in the campaign (a missing table, a malformed lease item,
+ *       Redis {@code WRONGTYPE}) is counted ({@code nolock.leadership.errors}), logged at error
+ *       level, ends the term if this candidate leads, and the campaign goes on after a {@code
+ *       retryPeriod}: it leads again once the backend answers properly.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
@@ -53,6 +58,7 @@ public final class LeaderElector implements AutoCloseable {
   private final Condition wake = mutex.newCondition();
   private final Counter changes;
   private final Counter losses;
+  private final Counter errors;
   private final Timer leading;
 
   private volatile boolean running = true;
@@ -84,6 +90,13 @@ public final class LeaderElector implements AutoCloseable {
     this.losses =
         Counter.builder("nolock.leadership.losses")
             .description("Leaderships lost (not released)")
+            .tags(tags)
+            .register(config.registry());
+    this.errors =
+        Counter.builder("nolock.leadership.errors")
+            .description(
+                "Campaign failures other than BackendUnavailableException (a missing table, a"
+                    + " malformed lease): logged at error level, and the campaign goes on")
             .tags(tags)
             .register(config.registry());
     this.leading =
@@ -153,6 +166,32 @@ public final class LeaderElector implements AutoCloseable {
       } catch (BackendUnavailableException e) {
         LOG.warn("Election {}: backend unavailable, retrying", config.name(), e);
         pause(jittered(config.retryPeriod()));
+      } catch (RuntimeException e) {
+        survive(e);
+        pause(jittered(config.retryPeriod()));
+      }
+    }
+  }
+
+  /**
+   * A backend that answers wrongly rather than not at all (a missing table, a malformed lease item,
+   * a key of another type): the campaign must outlive it, or a follower never campaigns again and a
+   * leader's work runs on with no one watching its lease. A leader steps down, since what it knows
+   * of its term can no longer be trusted.
+   */
+  private void survive(RuntimeException e) {
+    errors.increment();
+    boolean leading = held != null;
+    LOG.error(
+        "Election {}: the campaign failed on an unexpected exception; {}campaigning on",
+        config.name(),
+        leading ? "stepping down and " : "",
+        e);
+    if (leading) {
+      try {
+        stepDown("the campaign failed: " + e);
+      } catch (RuntimeException stepDownFailed) {
+        LOG.error("Election {}: stepping down threw", config.name(), stepDownFailed);
       }
     }
   }

@@ -5,8 +5,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
+import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,9 +38,11 @@ class LeaderElectorTest {
     final CountDownLatch stopped = new CountDownLatch(1);
     final CountDownLatch workInterrupted = new CountDownLatch(1);
     final List<String> leadersSeen = new CopyOnWriteArrayList<>();
+    final AtomicInteger starts = new AtomicInteger();
 
     @Override
     public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+      starts.incrementAndGet();
       token.set(leadership.lease().token());
       started.countDown();
       try {
@@ -162,6 +167,91 @@ class LeaderElectorTest {
 
     a.stopped.await();
     assertThat(halts).hasValue(0);
+  }
+
+  /**
+   * The in-memory backend behind a switch: while broken every call throws what a damaged backend
+   * throws that is not {@link dev.nolock.patterns.BackendUnavailableException} (a malformed lease
+   * item, a missing table, Redis {@code WRONGTYPE}).
+   */
+  private static final class BreakableBackend implements LockBackend {
+    final InMemoryLockBackend delegate = new InMemoryLockBackend();
+    final AtomicInteger campaignFailures = new AtomicInteger();
+    volatile boolean broken;
+
+    private void check(boolean campaign) {
+      if (broken) {
+        if (campaign) {
+          campaignFailures.incrementAndGet();
+        }
+        throw new IllegalStateException("malformed lease item: the token attribute is missing");
+      }
+    }
+
+    @Override
+    public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+      check(true);
+      return delegate.tryAcquire(name, owner, ttl);
+    }
+
+    @Override
+    public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+      check(false);
+      return delegate.renew(name, owner, token, ttl);
+    }
+
+    @Override
+    public boolean release(String name, String owner, FencingToken token) {
+      check(false);
+      return delegate.release(name, owner, token);
+    }
+
+    @Override
+    public Option<LeaseHolder> holder(String name) {
+      check(true);
+      return delegate.holder(name);
+    }
+  }
+
+  @Test
+  void aFailureThatIsNotBackendUnavailableStepsTheLeaderDownAndTheCampaignGoesOn()
+      throws Exception {
+    BreakableBackend backend = new BreakableBackend();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    Recorder a = new Recorder();
+    LeaderElector elector =
+        LeaderElector.start(backend, fast("broken-backend", "a").metrics(registry).build(), a);
+    electors.add(elector);
+    a.started.await();
+
+    backend.broken = true;
+
+    assertThat(a.stopped.await(10, TimeUnit.SECONDS))
+        .as("the leader whose renewals throw steps down")
+        .isTrue();
+    assertThat(a.workInterrupted.await(10, TimeUnit.SECONDS)).isTrue();
+    await("the campaign met the failure, or its thread ended")
+        .until(() -> backend.campaignFailures.get() >= 2 || !campaigning("broken-backend"));
+
+    backend.broken = false;
+
+    await("leading again, or the campaign thread ended")
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> elector.isLeader() || !campaigning("broken-backend"));
+    assertThat(elector.isLeader())
+        .as(
+            "after an exception that is not BackendUnavailableException the campaign goes on and"
+                + " leads again once the backend recovers")
+        .isTrue();
+    assertThat(a.starts).hasValue(2);
+    assertThat(registry.get("nolock.leadership.errors").counter().count())
+        .isGreaterThanOrEqualTo(2);
+  }
+
+  /** Whether the campaign thread of {@code election} is alive. */
+  private static boolean campaigning(String election) {
+    return Thread.getAllStackTraces().keySet().stream()
+        .anyMatch(t -> t.getName().equals("nolock-elector-" + election) && t.isAlive());
   }
 
   @Test

@@ -2,12 +2,15 @@ package dev.nolock.idempotency.internal;
 
 import dev.nolock.patterns.CoordinationMetrics;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
+import java.util.function.ToDoubleFunction;
 
 /**
  * The counters of one scope, tagged {@code component="idempotency"} and {@code name=<scope>}, never
- * with a key. Registered when the scope is first used, so a dashboard sees zeros from then on.
+ * with a key. Registered when the scope is first used, so a dashboard sees zeros from then on. The
+ * abandoned-keys gauge belongs to the table, not a scope: see {@link #registerAbandonedKeys}.
  */
 public final class IdempotencyMetrics {
 
@@ -45,6 +48,24 @@ public final class IdempotencyMetrics {
             "Attempts whose phase was rolled back because a newer attempt held the key");
     this.releases =
         counter(registry, tags, "releases", "Keys released for a retry after a retryable failure");
+  }
+
+  /**
+   * Registers {@code nolock.idempotency.abandoned.keys}, tagged {@code component="idempotency"} and
+   * {@code name=<table>}: the table's abandoned keys, counted by {@code count} on every read of the
+   * gauge. One gauge per table and registry: a second registration keeps the first one's sampler,
+   * which the registry holds strongly, so the gauge does not turn to NaN when a short-lived
+   * instance is collected.
+   */
+  public static <S> void registerAbandonedKeys(
+      MeterRegistry registry, String table, S sampler, ToDoubleFunction<S> count) {
+    Gauge.builder("nolock.idempotency.abandoned.keys", sampler, count)
+        .description(
+            "In-progress keys past their first phase, no longer leased, whose retention has run"
+                + " out: kept (never purged) until completed or forgotten")
+        .tags(CoordinationMetrics.COMPONENT_TAG, COMPONENT, CoordinationMetrics.NAME_TAG, table)
+        .strongReference(true)
+        .register(registry);
   }
 
   private static Counter counter(MeterRegistry registry, Tags tags, String name, String help) {

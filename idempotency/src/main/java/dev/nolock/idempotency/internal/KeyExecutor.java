@@ -9,6 +9,7 @@ import dev.nolock.idempotency.Outcome;
 import dev.nolock.idempotency.Phases;
 import dev.nolock.idempotency.ResultCodec;
 import dev.nolock.idempotency.StoredResult;
+import dev.nolock.idempotency.internal.KeyTable.AbandonedRow;
 import dev.nolock.idempotency.internal.KeyTable.Claim;
 import dev.nolock.idempotency.internal.KeyTable.KeyRow;
 import dev.nolock.patterns.BackendUnavailableException;
@@ -18,6 +19,7 @@ import dev.nolock.patterns.LeaseClock;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -26,12 +28,16 @@ import java.util.function.Function;
 import java.util.function.Supplier;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The algorithm behind {@link dev.nolock.idempotency.IdempotencyKeys}; see its Javadoc for the
  * steps. Thread-safe.
  */
 public final class KeyExecutor<R> {
+
+  private static final Logger LOG = LoggerFactory.getLogger(KeyExecutor.class);
 
   /** A claim that found the row gone (purged between two statements) is repeated this often. */
   private static final int MAX_CLAIMS_PER_CALL = 3;
@@ -63,9 +69,15 @@ public final class KeyExecutor<R> {
     this.timeout = Math.toIntExact(config.queryTimeout().toSeconds());
   }
 
+  /** Registers the abandoned-keys gauge; call once the executor is constructed. */
+  public void registerGauge() {
+    IdempotencyMetrics.registerAbandonedKeys(
+        config.meterRegistry(), config.table(), this, KeyExecutor::sampleAbandoned);
+  }
+
   public void createTableIfMissing() {
     translate(
-        () -> "creating " + table + " and its sequence and index (the user needs CREATE)",
+        () -> "creating " + table + " and its sequence and indexes (the user needs CREATE)",
         () -> {
           dsl.transaction(tx -> table.createIfMissing(tx.dsl()).forEach(q -> q.execute()));
           return null;
@@ -91,6 +103,45 @@ public final class KeyExecutor<R> {
       if (deleted < config.purgeBatchSize()) {
         return total;
       }
+    }
+  }
+
+  public int countAbandoned() {
+    return translate(
+        () -> "counting the abandoned keys of " + table + ". Retry later",
+        () -> dsl.transactionResult(tx -> table.countAbandoned(tx.dsl(), timeout)));
+  }
+
+  public List<AbandonedRow> listAbandoned(String afterScope, String afterKey, int limit) {
+    return translate(
+        () -> "listing the abandoned keys of " + table + ". Retry later",
+        () ->
+            dsl.transactionResult(
+                tx -> table.listAbandoned(tx.dsl(), afterScope, afterKey, limit, timeout)));
+  }
+
+  public boolean forget(String scope, String key) {
+    int rows =
+        translate(
+            () ->
+                "forgetting a key in scope \""
+                    + scope
+                    + "\"; whether it was forgotten is unknown. List the abandoned keys to see,"
+                    + " or call forget again (false then means it is gone, completed or held)",
+            () -> dsl.transactionResult(tx -> table.forget(tx.dsl(), scope, key, timeout)));
+    if (rows > 1) {
+      checkRows(rows);
+    }
+    return rows == 1;
+  }
+
+  /** The gauge's reading: NaN when PostgreSQL cannot be asked, never a stale number. */
+  private static double sampleAbandoned(KeyExecutor<?> executor) {
+    try {
+      return executor.countAbandoned();
+    } catch (BackendUnavailableException e) {
+      LOG.debug("The abandoned-keys gauge of {} could not be read", executor.table, e);
+      return Double.NaN;
     }
   }
 
@@ -226,6 +277,7 @@ public final class KeyExecutor<R> {
                       token.value(),
                       phaseName,
                       config.lease(),
+                      config.retention(),
                       safeguards.attemptCheck(),
                       timeout);
               checkRows(rows);

@@ -4,9 +4,11 @@ import static dev.nolock.idempotency.internal.PgFunctions.clockTimestamp;
 import static dev.nolock.idempotency.internal.PgFunctions.clockTimestampPlus;
 import static org.jooq.impl.DSL.excluded;
 import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.greatest;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.noCondition;
+import static org.jooq.impl.DSL.row;
 import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.sequence;
 import static org.jooq.impl.DSL.table;
@@ -17,6 +19,7 @@ import dev.nolock.idempotency.IdempotencyKeys;
 import dev.nolock.idempotency.Phases;
 import dev.nolock.idempotency.StoredResult;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.Optional;
@@ -44,6 +47,15 @@ public final class KeyTable {
 
   /** What a successful claim returns. */
   public record Claim(long token, int number, String recoveryPoint) {}
+
+  /** An abandoned key as {@link #listAbandoned} returns it. */
+  public record AbandonedRow(
+      String scope,
+      String key,
+      String recoveryPoint,
+      int attempts,
+      Instant createdAt,
+      Instant retentionEndedAt) {}
 
   /** A key's row as another request sees it. */
   public record KeyRow(
@@ -74,6 +86,7 @@ public final class KeyTable {
   private final Table<?> aliased;
   private final Sequence<Long> attemptSequence;
   private final Name expiresIndex;
+  private final Name inProgressIndex;
 
   private final Field<String> scope =
       field(name("scope"), SQLDataType.VARCHAR(IdempotencyKeys.MAX_SCOPE_LENGTH).nullable(false));
@@ -107,10 +120,11 @@ public final class KeyTable {
   private final Field<String> aliasedState;
   private final Field<Integer> aliasedAttemptCount;
   private final Field<OffsetDateTime> aliasedLockedUntil;
+  private final Field<OffsetDateTime> aliasedExpiresAt;
   private final Field<String> aliasedScope;
   private final Field<String> aliasedKey;
 
-  /** The table {@code tableName} (validated); the sequence and index are named after it. */
+  /** The table {@code tableName} (validated); the sequence and indexes are named after it. */
   public KeyTable(Name tableName) {
     this.tableName = tableName;
     this.table = table(tableName);
@@ -123,15 +137,20 @@ public final class KeyTable {
     this.attemptSequence = sequence(sequenceName, SQLDataType.BIGINT);
     // CREATE INDEX takes no schema: the index lives in its table's schema.
     this.expiresIndex = name(last + "_expires_idx");
+    this.inProgressIndex = name(last + "_pending_idx");
     this.aliasedFingerprint = field(name(ALIAS, "fingerprint"), SQLDataType.VARCHAR);
     this.aliasedState = field(name(ALIAS, "state"), SQLDataType.VARCHAR);
     this.aliasedAttemptCount = field(name(ALIAS, "attempt_count"), SQLDataType.INTEGER);
     this.aliasedLockedUntil = field(name(ALIAS, "locked_until"), SQLDataType.TIMESTAMPWITHTIMEZONE);
+    this.aliasedExpiresAt = field(name(ALIAS, "expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
     this.aliasedScope = field(name(ALIAS, "scope"), SQLDataType.VARCHAR);
     this.aliasedKey = field(name(ALIAS, "idempotency_key"), SQLDataType.VARCHAR);
   }
 
-  /** The sequence, the table and the expiry index, each {@code IF NOT EXISTS}, in that order. */
+  /**
+   * The sequence, the table, the expiry index and the partial index of in-progress keys (which the
+   * abandoned-keys gauge and listing read), each {@code IF NOT EXISTS}, in that order.
+   */
   public List<Query> createIfMissing(DSLContext dsl) {
     return List.of(
         dsl.createSequenceIfNotExists(attemptSequence).startWith(1L),
@@ -153,7 +172,10 @@ public final class KeyTable {
             .check(state.in(inline(IN_PROGRESS), inline(COMPLETED)))
             .check(attemptToken.gt(inline(0L)))
             .check(attemptCount.gt(inline(0))),
-        dsl.createIndexIfNotExists(expiresIndex).on(table, expiresAt));
+        dsl.createIndexIfNotExists(expiresIndex).on(table, expiresAt),
+        dsl.createIndexIfNotExists(inProgressIndex)
+            .on(table, scope, key)
+            .where(state.eq(inline(IN_PROGRESS))));
   }
 
   /**
@@ -167,13 +189,15 @@ public final class KeyTable {
    *     clock_timestamp() + :lease, clock_timestamp(), clock_timestamp() + :retention)
    * ON CONFLICT (scope, idempotency_key) DO UPDATE
    *   SET attempt_token = excluded.attempt_token, attempt_count = k.attempt_count + 1,
-   *       locked_until = excluded.locked_until
+   *       locked_until = excluded.locked_until,
+   *       expires_at = greatest(k.expires_at, excluded.expires_at)
    *   WHERE k.state = 'in_progress' AND k.locked_until <= clock_timestamp()
    *     AND k.fingerprint = excluded.fingerprint
    * RETURNING attempt_token, attempt_count, recovery_point
    * }</pre>
    *
-   * Empty: the key exists and is completed, leased, or was first used with another fingerprint.
+   * A takeover pushes the retention out: it counts from the key's last activity. Empty: the key
+   * exists and is completed, leased, or was first used with another fingerprint.
    */
   public Optional<Claim> claim(
       DSLContext dsl,
@@ -214,6 +238,7 @@ public final class KeyTable {
         .set(attemptToken, excluded(attemptToken))
         .set(attemptCount, aliasedAttemptCount.plus(inline(1)))
         .set(lockedUntil, excluded(lockedUntil))
+        .set(expiresAt, greatest(aliasedExpiresAt, excluded(expiresAt)))
         .where(
             aliasedState
                 .eq(inline(IN_PROGRESS))
@@ -240,9 +265,10 @@ public final class KeyTable {
   }
 
   /**
-   * {@code UPDATE t SET recovery_point = :phase, locked_until = clock_timestamp() + :lease WHERE
-   * scope = :scope AND idempotency_key = :key AND attempt_token = :token AND state =
-   * 'in_progress'}: one row while the attempt still holds the key, none after a takeover.
+   * {@code UPDATE t SET recovery_point = :phase, locked_until = clock_timestamp() + :lease,
+   * expires_at = greatest(expires_at, clock_timestamp() + :retention) WHERE scope = :scope AND
+   * idempotency_key = :key AND attempt_token = :token AND state = 'in_progress'}: one row while the
+   * attempt still holds the key, none after a takeover.
    */
   public int advance(
       DSLContext dsl,
@@ -251,11 +277,13 @@ public final class KeyTable {
       long token,
       String phase,
       Duration lease,
+      Duration retention,
       boolean attemptCheck,
       int timeoutSeconds) {
     return dsl.update(table)
         .set(recoveryPoint, phase)
         .set(lockedUntil, clockTimestampPlus(lease))
+        .set(expiresAt, greatest(expiresAt, clockTimestampPlus(retention)))
         .where(heldBy(scopeValue, keyValue, token, attemptCheck))
         .queryTimeout(timeoutSeconds)
         .execute();
@@ -310,14 +338,20 @@ public final class KeyTable {
    * WITH expired (scope, idempotency_key) AS MATERIALIZED (
    *   SELECT scope, idempotency_key FROM t
    *   WHERE expires_at <= clock_timestamp()
-   *     AND (state = 'completed' OR locked_until <= clock_timestamp())
+   *     AND (state = 'completed'
+   *          OR (recovery_point = 'started' AND locked_until <= clock_timestamp()))
    *   LIMIT :n FOR UPDATE SKIP LOCKED)
    * DELETE FROM t AS k USING expired
    * WHERE k.scope = expired.scope AND k.idempotency_key = expired.idempotency_key
    * }</pre>
    *
-   * A key whose lease still runs is never deleted, however old. {@code MATERIALIZED} makes the CTE
-   * run once, so no more than {@code n} rows go.
+   * An in-progress key is deleted only while it is still at {@code 'started'}: it has committed
+   * nothing, so a later request with it that starts over repeats nothing local. A key past {@code
+   * 'started'} has committed a phase and is kept until it completes or is {@linkplain #forget
+   * forgotten}; a key whose lease still runs is never deleted. The row lock taken here, re-checked
+   * by PostgreSQL on the row's newest version, orders the purge against a takeover or a phase
+   * committing on the same key. {@code MATERIALIZED} makes the CTE run once, so no more than {@code
+   * n} rows go.
    */
   public int purgeBatch(DSLContext dsl, int batchSize, int timeoutSeconds) {
     CommonTableExpression<Record2<String, String>> expired =
@@ -329,7 +363,13 @@ public final class KeyTable {
                     .where(
                         expiresAt
                             .le(clockTimestamp())
-                            .and(state.eq(inline(COMPLETED)).or(lockedUntil.le(clockTimestamp()))))
+                            .and(
+                                state
+                                    .eq(inline(COMPLETED))
+                                    .or(
+                                        recoveryPoint
+                                            .eq(inline(Phases.STARTED))
+                                            .and(lockedUntil.le(clockTimestamp())))))
                     .limit(val(batchSize))
                     .forUpdate()
                     .skipLocked());
@@ -342,6 +382,73 @@ public final class KeyTable {
                 .and(aliasedKey.eq(expired.field("idempotency_key", String.class))))
         .queryTimeout(timeoutSeconds)
         .execute();
+  }
+
+  /**
+   * How many keys are abandoned: {@code SELECT count(*) FROM t WHERE} {@link #abandoned()}. Served
+   * by the partial index of in-progress keys.
+   */
+  public int countAbandoned(DSLContext dsl, int timeoutSeconds) {
+    return dsl.selectCount()
+        .from(table)
+        .where(abandoned())
+        .queryTimeout(timeoutSeconds)
+        .fetchOne(0, int.class);
+  }
+
+  /**
+   * Up to {@code limit} abandoned keys after {@code (afterScope, afterKey)} (both null: from the
+   * first), in {@code (scope, idempotency_key)} order: keyset paging, so a page costs the same
+   * however deep it is.
+   */
+  public List<AbandonedRow> listAbandoned(
+      DSLContext dsl, String afterScope, String afterKey, int limit, int timeoutSeconds) {
+    Condition after =
+        afterScope == null
+            ? noCondition()
+            : row(scope, key).gt(row(val(afterScope), val(afterKey)));
+    return dsl.select(scope, key, recoveryPoint, attemptCount, createdAt, expiresAt)
+        .from(table)
+        .where(abandoned().and(after))
+        .orderBy(scope, key)
+        .limit(val(limit))
+        .queryTimeout(timeoutSeconds)
+        .fetch(
+            r ->
+                new AbandonedRow(
+                    r.value1(),
+                    r.value2(),
+                    r.value3(),
+                    r.value4(),
+                    r.value5().toInstant(),
+                    r.value6().toInstant()));
+  }
+
+  /**
+   * {@code DELETE FROM t WHERE scope = :scope AND idempotency_key = :key AND state = 'in_progress'
+   * AND locked_until <= clock_timestamp()}: removes an unfinished key no attempt holds.
+   */
+  public int forget(DSLContext dsl, String scopeValue, String keyValue, int timeoutSeconds) {
+    return dsl.deleteFrom(table)
+        .where(scope.eq(scopeValue).and(key.eq(keyValue)))
+        .and(state.eq(inline(IN_PROGRESS)))
+        .and(lockedUntil.le(clockTimestamp()))
+        .queryTimeout(timeoutSeconds)
+        .execute();
+  }
+
+  /**
+   * {@code state = 'in_progress' AND recovery_point <> 'started' AND expires_at <=
+   * clock_timestamp() AND locked_until <= clock_timestamp()}: a key that committed a phase, that no
+   * attempt holds, and whose retention has run out since its last activity. The purge would have
+   * deleted it, were it not for the phase it committed.
+   */
+  private Condition abandoned() {
+    return state
+        .eq(inline(IN_PROGRESS))
+        .and(recoveryPoint.ne(inline(Phases.STARTED)))
+        .and(expiresAt.le(clockTimestamp()))
+        .and(lockedUntil.le(clockTimestamp()));
   }
 
   private Condition heldBy(String scopeValue, String keyValue, long token, boolean attemptCheck) {

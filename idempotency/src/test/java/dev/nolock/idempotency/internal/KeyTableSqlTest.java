@@ -60,6 +60,7 @@ class KeyTableSqlTest {
         .contains("on conflict (\"scope\", \"idempotency_key\") do update")
         .contains("\"k\".\"locked_until\" <= clock_timestamp()")
         .contains("\"k\".\"fingerprint\" = excluded.\"fingerprint\"")
+        .contains("\"expires_at\" = greatest(\"k\".\"expires_at\", excluded.\"expires_at\")")
         .contains("returning")
         .doesNotContain(SECRET_KEY)
         .doesNotContain("now()");
@@ -92,7 +93,8 @@ class KeyTableSqlTest {
         Duration.ofHours(1),
         true,
         5);
-    table.advance(dsl, "s", SECRET_KEY, 42L, "phase1", Duration.ofSeconds(3), true, 5);
+    table.advance(
+        dsl, "s", SECRET_KEY, 42L, "phase1", Duration.ofSeconds(3), Duration.ofHours(1), true, 5);
     table.release(dsl, "s", SECRET_KEY, 42L, 5);
 
     for (int i = 0; i < 3; i++) {
@@ -102,6 +104,16 @@ class KeyTableSqlTest {
           .doesNotContain(SECRET_KEY);
       assertThat(bindings.get(i)).contains(SECRET_KEY, 42L);
     }
+  }
+
+  @Test
+  void aCommittedPhasePushesTheRetentionOutButNeverPullsItIn() {
+    table.advance(
+        dsl, "s", SECRET_KEY, 42L, "phase1", Duration.ofSeconds(3), Duration.ofHours(1), true, 5);
+
+    assertThat(statements.get(0))
+        .contains("\"expires_at\" = greatest(\"expires_at\", (clock_timestamp() + (? *");
+    assertThat(bindings.get(0)).contains(3000L, 3_600_000L);
   }
 
   @Test
@@ -128,12 +140,15 @@ class KeyTableSqlTest {
         .contains("as materialized")
         .contains("for update skip locked")
         .contains("fetch next ? rows only")
-        .contains("\"expires_at\" <= clock_timestamp()");
+        .contains("\"expires_at\" <= clock_timestamp()")
+        .contains(
+            "(\"state\" = 'completed' or (\"recovery_point\" = 'started' and \"locked_until\" <="
+                + " clock_timestamp()))");
     assertThat(bindings.get(0)).contains(500);
   }
 
   @Test
-  void theDdlCreatesTheSequenceTheTableAndTheExpiryIndex() {
+  void theDdlCreatesTheSequenceTheTableTheExpiryIndexAndThePartialIndexOfInProgressKeys() {
     assertThat(table.createIfMissing(dsl))
         .extracting(q -> q.getSQL())
         .satisfiesExactly(
@@ -142,7 +157,11 @@ class KeyTableSqlTest {
                 assertThat(tbl)
                     .contains("create table if not exists \"app\".\"idem_keys\"")
                     .contains("primary key (\"scope\", \"idempotency_key\")"),
-            idx ->
-                assertThat(idx).contains("create index if not exists \"idem_keys_expires_idx\""));
+            idx -> assertThat(idx).contains("create index if not exists \"idem_keys_expires_idx\""),
+            pending ->
+                assertThat(pending)
+                    .contains("create index if not exists \"idem_keys_pending_idx\"")
+                    .contains("(\"scope\", \"idempotency_key\")")
+                    .contains("where \"state\" = 'in_progress'"));
   }
 }

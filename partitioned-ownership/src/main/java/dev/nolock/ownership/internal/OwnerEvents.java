@@ -1,7 +1,9 @@
 package dev.nolock.ownership.internal;
 
+import java.time.Duration;
+
 /**
- * What the runner tells an observer, and the two places a test may steer it. Production code uses
+ * What the runner tells an observer, and the places a test may steer it. Production code uses
  * {@link #NONE}; the public API does not expose this.
  */
 public interface OwnerEvents {
@@ -21,6 +23,12 @@ public interface OwnerEvents {
    * blocks here to pin where a pause lands.
    */
   default void beforeApply(int partition, long offset, long epoch) {}
+
+  /**
+   * PostgreSQL failed {@code failuresInARow} times in a row; the runner polls without applying for
+   * {@code delay}. A test on a manual clock advances it here instead of waiting.
+   */
+  default void backingOff(int failuresInARow, Duration delay) {}
 
   /** The apply transaction ended with {@code outcome}. */
   default void outcome(int partition, long offset, long epoch, ApplyOutcome outcome) {}

@@ -8,6 +8,7 @@ import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseLostException;
+import dev.nolock.patterns.RetryPolicy;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
@@ -63,6 +64,13 @@ public final class OwnerLoop<K, V> {
   private final OwnerEvents events;
   private final OwnershipMetricsFactory metricsFactory;
   private final LeaseClock clock;
+
+  /**
+   * The backoff after PostgreSQL failures; only its delay is used: the runner retries for as long
+   * as it owns the partition, so attempts and elapsed time are not bounded here.
+   */
+  private final RetryPolicy backoff;
+
   private final AtomicBoolean closing = new AtomicBoolean();
   private final String topic;
   private final String group;
@@ -122,6 +130,11 @@ public final class OwnerLoop<K, V> {
     this.events = events;
     this.metricsFactory = metricsFactory;
     this.clock = config.clock();
+    this.backoff =
+        RetryPolicy.custom()
+            .baseDelay(config.retryBaseDelay())
+            .maxDelay(config.retryMaxDelay())
+            .build();
     this.topic = config.topic();
     this.group = config.groupId();
     this.owner = config.ownerId();
@@ -484,21 +497,26 @@ public final class OwnerLoop<K, V> {
   // ---------------------------------------------------------------------------------------------
   // Backend failures: pause everything, keep polling (membership stays alive), retry later.
 
+  /**
+   * Pauses applying for a backoff drawn by {@link RetryPolicy#backoff}, whose ceiling stays at the
+   * max delay however many failures came before; the count saturates rather than wraps, so an
+   * outage of any length only keeps the runner waiting.
+   */
   private void startBackoff(Throwable cause, String during) {
-    backendFailures++;
-    long ceiling =
-        Math.min(
-            config.retryMaxDelay().toNanos(),
-            config.retryBaseDelay().toNanos() << Math.min(backendFailures - 1, 30));
-    long delay = ThreadLocalRandom.current().nextLong(ceiling + 1);
-    backoffUntilNanos = clock.nanoTime() + delay;
+    if (backendFailures < Integer.MAX_VALUE) {
+      backendFailures++;
+    }
+    Duration delay = backoff.backoff(backendFailures, ThreadLocalRandom.current());
+    backoffUntilNanos = clock.nanoTime() + delay.toNanos();
     backingOff = true;
+    metrics.backendFailure();
+    events.backingOff(backendFailures, delay);
     consumer.pause(consumer.assignment());
     log.warn(
         "PostgreSQL failed while {} (failure {} in a row); retrying in {} ms: {}",
         during,
         backendFailures,
-        delay / 1_000_000,
+        delay.toMillis(),
         cause.toString());
   }
 

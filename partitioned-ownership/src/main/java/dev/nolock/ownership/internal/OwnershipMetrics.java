@@ -29,6 +29,7 @@ public final class OwnershipMetrics {
   private final Counter[] fenced;
   private final Counter[] claims;
   private final Map<String, Counter> rebalances = new HashMap<>();
+  private final Counter backendFailures;
   private final AtomicLong[] lag;
   private final Gauge[] lagGauges;
 
@@ -61,6 +62,12 @@ public final class OwnershipMetrics {
       claims[p] = counter("claims", "Claims of the partition by this instance (epoch bumps)", tags);
       lag[p] = new AtomicLong();
     }
+    this.backendFailures =
+        counter(
+            "backend.failures",
+            "PostgreSQL failures (unreachable, timed out, serialization failure) the runner backed"
+                + " off after",
+            base);
     for (String event : new String[] {"assigned", "revoked", "lost"}) {
       rebalances.put(
           event,
@@ -92,6 +99,10 @@ public final class OwnershipMetrics {
 
   public void claimed(int partition) {
     claims[partition].increment();
+  }
+
+  public void backendFailure() {
+    backendFailures.increment();
   }
 
   public void rebalance(String event) {

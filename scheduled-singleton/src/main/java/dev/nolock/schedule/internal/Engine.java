@@ -44,13 +44,18 @@ import org.slf4j.LoggerFactory;
  *       claimed again with the next attempt ({@link RunTable#takeOver}) and run; those out of
  *       attempts are recorded as failed.
  *   <li><b>The due time.</b> {@code due} is the latest scheduled time at or before the wall clock's
- *       now. Nothing happens when this instance already handled it.
+ *       now. Nothing happens when this instance already handled it: claimed it, or lost its claim
+ *       to another instance. A claim that failed (the database unreachable for a moment) handles
+ *       nothing, so the next pass, which the loop retries with backoff, plans the time again.
  *   <li><b>The plan.</b> The floor is the latest run of the job claimed before {@code due} in the
  *       table (the instance's start when there is none); {@link CatchUp} turns floor, due and the
  *       missed-schedules policy into the times to claim.
  *   <li><b>Claim and run</b>, oldest first, one at a time: {@code INSERT ... ON CONFLICT DO
- *       NOTHING}; a lost claim is counted and skipped; a won one runs the job while a second thread
- *       renews the lease every third of it, then finishes the run conditionally on the attempt.
+ *       NOTHING}; on a conflict, a running first attempt of this instance's own (its claim landed
+ *       while the answer was lost) is resumed with its lease extended ({@link
+ *       RunTable#resumeOwnClaim}); any other conflict is a lost claim, counted and skipped; a won
+ *       one runs the job while a second thread renews the lease every third of it, then finishes
+ *       the run conditionally on the attempt.
  * </ol>
  *
  * <p>The loop is a single-threaded {@link ScheduledExecutorService}: it wakes at the next scheduled
@@ -94,7 +99,10 @@ public final class Engine implements AutoCloseable {
   private volatile boolean closing;
   private int failedPasses;
 
-  /** The latest due time this instance planned; guarded by this. */
+  /**
+   * The latest scheduled time this instance handled: claimed here or lost to another instance, or
+   * due before the instance started with no run in the table. Guarded by this.
+   */
   private Instant lastPlanned;
 
   /** Everything the engine needs; exactly one of the two jobs is non-null. */
@@ -181,8 +189,8 @@ public final class Engine implements AutoCloseable {
     Optional<Instant> previous =
         backend("read the latest claimed run", () -> table.latestClaimedBefore(dsl, job, due));
     Instant floor = previous.orElse(startedAt);
-    lastPlanned = due;
     if (!due.isAfter(floor)) {
+      lastPlanned = due;
       return outcomes; // no run in the table and due before this instance started
     }
     CatchUp.Plan plan = CatchUp.plan(schedule, policy, floor, due, countCap);
@@ -197,14 +205,22 @@ public final class Engine implements AutoCloseable {
                   OwnTransaction.run(
                       dsl,
                       d ->
-                          table.claim(
-                              d,
-                              job,
-                              slot.scheduledAt(),
-                              owner,
-                              lease,
-                              slot.coversFrom(),
-                              slot.missedBefore())));
+                          table
+                              .claim(
+                                  d,
+                                  job,
+                                  slot.scheduledAt(),
+                                  owner,
+                                  lease,
+                                  slot.coversFrom(),
+                                  slot.missedBefore())
+                              .or(
+                                  () ->
+                                      table.resumeOwnClaim(
+                                          d, job, slot.scheduledAt(), owner, lease))));
+      // Only now is the time handled: claimed here or lost to another instance. A claim that threw
+      // above leaves it (and due) unplanned, so the next pass plans again from the table.
+      lastPlanned = slot.scheduledAt();
       if (claim.isEmpty()) {
         metrics.skipped();
         outcomes.add(new RunOutcome.LostClaim(slot.scheduledAt()));

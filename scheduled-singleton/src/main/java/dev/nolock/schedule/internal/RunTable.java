@@ -33,10 +33,11 @@ import org.jooq.types.DayToSecond;
  * table name is validated configuration. Each method is one statement.
  *
  * <p>The row's life: {@link #claim} inserts it as {@code running} with attempt 1, or finds the time
- * already claimed ({@code ON CONFLICT DO NOTHING}); {@link #renew} extends the lease of the current
- * attempt; {@link #finish} marks it {@code done} if the attempt is still current; {@link #release}
- * gives it back for a retry; {@link #takeOver} claims an expired run again with the next attempt;
- * {@link #giveUp} and {@link #fail} record it as {@code failed}.
+ * already claimed ({@code ON CONFLICT DO NOTHING}), which {@link #resumeOwnClaim} recognises when
+ * the claim was this instance's own with its answer lost; {@link #renew} extends the lease of the
+ * current attempt; {@link #finish} marks it {@code done} if the attempt is still current; {@link
+ * #release} gives it back for a retry; {@link #takeOver} claims an expired run again with the next
+ * attempt; {@link #giveUp} and {@link #fail} record it as {@code failed}.
  */
 public final class RunTable {
 
@@ -177,6 +178,28 @@ public final class RunTable {
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
         .map(r -> new Claim(time, r.get(attempt), covers, missedBefore));
+  }
+
+  /**
+   * This instance's own first attempt at {@code time}, met when its {@link #claim} conflicted: a
+   * claim that committed while its answer was lost (the connection dropped), so the caller never
+   * learnt it had won. {@code UPDATE ... SET locked_until = clock_timestamp() + :lease WHERE job =
+   * :job AND scheduled_at = :t AND attempt = 1 AND state = 'running' AND owner = :owner AND
+   * locked_until > clock_timestamp() RETURNING ...}: the lease is extended as by {@link #renew}.
+   * Empty: another instance's claim, or one taken over or ended since (the owner is unique per
+   * instance, so no other instance matches).
+   */
+  public Optional<Claim> resumeOwnClaim(
+      DSLContext dsl, String jobName, Instant time, String ownerName, Duration lease) {
+    return dsl.update(table)
+        .set(lockedUntil, clockTimestampPlus(lease))
+        .where(currentRun(jobName, time, 1L))
+        .and(owner.eq(ownerName))
+        .and(lockedUntil.gt(clockTimestamp()))
+        .returning(attempt, coversFrom, missed)
+        .queryTimeout(timeoutSeconds)
+        .fetchOptional()
+        .map(r -> claimOf(time, r.get(attempt), r.get(coversFrom), r.get(missed)));
   }
 
   /** Running runs of {@code jobName} whose lease has expired, oldest first. */

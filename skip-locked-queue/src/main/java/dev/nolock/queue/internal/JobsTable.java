@@ -326,14 +326,16 @@ public final class JobsTable {
    *   SELECT id FROM t WHERE queue = :q AND (id, attempt) IN ((:id, :attempt), ...)
    *   AND state = 'running' ORDER BY id FOR UPDATE)
    * UPDATE t AS j SET state = 'done', locked_until = NULL, finished_at = clock_timestamp()
-   * FROM c WHERE j.id = c.id RETURNING j.id, j.run_at
+   * FROM c WHERE j.id = c.id RETURNING j.id, j.attempt, j.run_at
    * </pre>
    *
    * <p>The rows are locked in id order, so two batches that share jobs (a stale attempt's and the
    * re-claim's) wait for each other instead of deadlocking; after a wait, PostgreSQL re-checks the
-   * attempt and state on the newest row version.
+   * attempt and state on the newest row version. Two attempts of one job may both be in the batch
+   * (a process that lost a job to its own reaper and claimed it again); at most one matches the
+   * row, and the returned attempt says which.
    */
-  public ResultQuery<Record2<Long, OffsetDateTime>> completeAll(
+  public ResultQuery<Record3<Long, Long, OffsetDateTime>> completeAll(
       DSLContext dsl, String queueName, Collection<long[]> idAndAttempt) {
     List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
     for (long[] pair : idAndAttempt) {
@@ -356,7 +358,7 @@ public final class JobsTable {
         .set(finishedAt, clockTimestamp())
         .from(c)
         .where(jId.eq(cId))
-        .returningResult(jId, jRunAt);
+        .returningResult(jId, jAttempt, jRunAt);
   }
 
   /**
@@ -420,7 +422,7 @@ public final class JobsTable {
    *   SELECT id FROM t WHERE queue = :q AND (id, attempt) IN ((:id, :attempt), ...)
    *   AND state = 'running' AND locked_until &gt; clock_timestamp() FOR UPDATE SKIP LOCKED)
    * UPDATE t AS j SET locked_until = clock_timestamp() + :lease FROM c WHERE j.id = c.id
-   * RETURNING j.id, j.locked_until
+   * RETURNING j.id, j.attempt, j.locked_until
    * </pre>
    *
    * <p>A plain multi-row {@code UPDATE} would wait for a row another transaction holds (typically
@@ -429,7 +431,7 @@ public final class JobsTable {
    * finishes, and the reaper and claims skip the jobs it locked for as long as the pause lasts:
    * their leases would not expire. Skipping locked rows leaves them to the next heartbeat.
    */
-  public ResultQuery<Record2<Long, OffsetDateTime>> heartbeatWithoutWaiting(
+  public ResultQuery<Record3<Long, Long, OffsetDateTime>> heartbeatWithoutWaiting(
       DSLContext dsl, String queueName, Collection<long[]> idAndAttempt, Duration lease) {
     List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
     for (long[] pair : idAndAttempt) {
@@ -451,7 +453,7 @@ public final class JobsTable {
         .set(lockedUntil, clockTimestampPlus(lease))
         .from(c)
         .where(jId.eq(cId))
-        .returningResult(jId, jLockedUntil);
+        .returningResult(jId, jAttempt, jLockedUntil);
   }
 
   /**
@@ -469,6 +471,54 @@ public final class JobsTable {
         .from(table)
         .where(queue.eq(queueName))
         .and(id.eq(jobId));
+  }
+
+  /**
+   * The row a fail of this attempt left, if that is what the job shows now: {@code SELECT state,
+   * run_at FROM t WHERE queue = :q AND id = :id AND attempt = :attempt AND state IN ('ready',
+   * 'dead') AND failures = :failuresBefore + 1 AND last_error IS NOT DISTINCT FROM :error}. The
+   * attempt changes only with a claim, so only this attempt's fail or the reaper can have left it
+   * ready or dead at this attempt with one more failure, and the reaper's error names the expired
+   * lease; {@link #retryDead} resets the failures.
+   */
+  public ResultQuery<Record2<String, OffsetDateTime>> failedBy(
+      DSLContext dsl,
+      String queueName,
+      long jobId,
+      long jobAttempt,
+      int failuresBefore,
+      String error) {
+    return dsl.select(state, runAt)
+        .from(table)
+        .where(queue.eq(queueName))
+        .and(id.eq(jobId))
+        .and(attempt.eq(jobAttempt))
+        .and(state.in(literal(JobState.READY), literal(JobState.DEAD)))
+        .and(failures.eq(failuresBefore + 1))
+        .and(lastError.isNotDistinctFrom(val(truncate(error), lastError)));
+  }
+
+  /**
+   * The row a release of this attempt left, if that is what the job shows now: {@code SELECT run_at
+   * FROM t WHERE queue = :q AND id = :id AND attempt = :attempt AND state = 'ready' AND failures =
+   * :failuresBefore AND run_at = :runAt}. A release keeps the failures and {@code run_at}; the
+   * reaper and a fail count a failure, {@link #retryDead} moves {@code run_at} to now.
+   */
+  public ResultQuery<Record1<OffsetDateTime>> releasedBy(
+      DSLContext dsl,
+      String queueName,
+      long jobId,
+      long jobAttempt,
+      int failuresBefore,
+      OffsetDateTime claimedRunAt) {
+    return dsl.select(runAt)
+        .from(table)
+        .where(queue.eq(queueName))
+        .and(id.eq(jobId))
+        .and(attempt.eq(jobAttempt))
+        .and(isState(state, JobState.READY))
+        .and(failures.eq(failuresBefore))
+        .and(runAt.eq(claimedRunAt));
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -30,13 +30,17 @@ import org.slf4j.LoggerFactory;
  *   <li>Self-test: send {@code pg_notify(channel, <random token>)} through the queue's pool and
  *       wait up to the self-test timeout for it on this connection. Behind PgBouncer in transaction
  *       pooling the LISTEN ran on a server connection that went back to PgBouncer's pool, and the
- *       notification never reaches this client: then log a warning, try {@code UNLISTEN *}, report
- *       polling, and stop for good (a configuration problem, not a transient one).
+ *       notification never reaches this client: then log a warning, report polling, and stop for
+ *       good (a configuration problem, not a transient one).
  *   <li>Report listening, wake the pool once (jobs may have arrived before the LISTEN), then block
  *       in {@code PGConnection.getNotifications(pollInterval)}: no busy loop, and an idle queue
  *       costs one wake-up per poll interval at most.
  *   <li>If the connection fails, report polling, wait one poll interval and start again at 1.
  * </ol>
+ *
+ * However listening ends (closed, a failed self-test, an error), the connection runs {@code
+ * UNLISTEN *} before it goes back to its pool, or is aborted if that fails: the pool never hands
+ * out a connection that still listens.
  */
 public final class NotificationListener implements AutoCloseable {
 
@@ -96,30 +100,12 @@ public final class NotificationListener implements AutoCloseable {
     while (!isClosed()) {
       try (Connection connection = listenOn.getConnection()) {
         current = connection;
-        connection.setAutoCommit(true);
-        // jOOQ has no LISTEN statement: a plain SQL template with the channel as a validated
-        // identifier (Names.requireSqlIdentifier), which jOOQ quotes. Nothing else goes in.
-        DSL.using(connection, SQLDialect.POSTGRES).query("LISTEN {0}", DSL.name(channel)).execute();
-        PGConnection pg = connection.unwrap(PGConnection.class);
-        if (!selfTest(pg)) {
-          LOG.warn(
-              "Queue \"{}\": LISTEN {} received no self-test notification within {}. The listen"
-                  + " connection most likely goes through PgBouncer in transaction or statement"
-                  + " pooling, where LISTEN is silently lost. Falling back to polling every {}."
-                  + " Give WorkerConfig.listenDataSource a direct connection to PostgreSQL to"
-                  + " get wake-ups within milliseconds.",
-              queue,
-              channel,
-              selfTestTimeout,
-              pollInterval);
-          unlistenQuietly(connection);
-          report.accept(State.POLLING);
-          return;
-        }
-        report.accept(State.LISTENING);
-        wake.run();
-        while (!isClosed()) {
-          handle(pg.getNotifications(Math.toIntExact(pollInterval.toMillis())), null);
+        try {
+          if (!listen(connection)) {
+            return;
+          }
+        } finally {
+          unlisten(connection);
         }
       } catch (SQLException | RuntimeException e) {
         if (isClosed()) {
@@ -136,6 +122,38 @@ public final class NotificationListener implements AutoCloseable {
         current = null;
       }
     }
+  }
+
+  /**
+   * Listens on {@code connection} until closed; false when the self-test failed and the pool must
+   * poll for good.
+   */
+  private boolean listen(Connection connection) throws SQLException {
+    connection.setAutoCommit(true);
+    // jOOQ has no LISTEN statement: a plain SQL template with the channel as a validated
+    // identifier (Names.requireSqlIdentifier), which jOOQ quotes. Nothing else goes in.
+    DSL.using(connection, SQLDialect.POSTGRES).query("LISTEN {0}", DSL.name(channel)).execute();
+    PGConnection pg = connection.unwrap(PGConnection.class);
+    if (!selfTest(pg)) {
+      LOG.warn(
+          "Queue \"{}\": LISTEN {} received no self-test notification within {}. The listen"
+              + " connection most likely goes through PgBouncer in transaction or statement"
+              + " pooling, where LISTEN is silently lost. Falling back to polling every {}."
+              + " Give WorkerConfig.listenDataSource a direct connection to PostgreSQL to"
+              + " get wake-ups within milliseconds.",
+          queue,
+          channel,
+          selfTestTimeout,
+          pollInterval);
+      report.accept(State.POLLING);
+      return false;
+    }
+    report.accept(State.LISTENING);
+    wake.run();
+    while (!isClosed()) {
+      handle(pg.getNotifications(Math.toIntExact(pollInterval.toMillis())), null);
+    }
+    return true;
   }
 
   private boolean selfTest(PGConnection pg) throws SQLException {
@@ -173,11 +191,25 @@ public final class NotificationListener implements AutoCloseable {
     return sawToken;
   }
 
-  private void unlistenQuietly(Connection connection) {
+  /**
+   * {@code UNLISTEN *} before the connection goes back to its pool, on every path: a session that
+   * still listens would hand the queue's notifications to the pool's next borrower, whose pgjdbc
+   * queues them unread. When the UNLISTEN cannot run, the connection is aborted, so the pool drops
+   * it instead of handing it out again.
+   */
+  private void unlisten(Connection connection) {
     try {
+      if (connection.isClosed()) {
+        return; // aborted by close(): the pool drops it
+      }
       DSL.using(connection, SQLDialect.POSTGRES).query("UNLISTEN *").execute();
-    } catch (RuntimeException e) {
-      LOG.debug("Queue \"{}\": UNLISTEN failed", queue, e);
+    } catch (SQLException | RuntimeException e) {
+      LOG.debug("Queue \"{}\": UNLISTEN failed; dropping the connection", queue, e);
+      try {
+        connection.abort(Runnable::run);
+      } catch (SQLException | RuntimeException aborting) {
+        LOG.debug("Queue \"{}\": aborting the LISTEN connection failed", queue, aborting);
+      }
     }
   }
 

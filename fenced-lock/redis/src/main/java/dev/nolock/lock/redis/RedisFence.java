@@ -1,85 +1,112 @@
 package dev.nolock.lock.redis;
 
+import dev.nolock.lock.redis.internal.BoundedScriptCall;
+import dev.nolock.lock.redis.internal.LuaScript;
 import dev.nolock.lock.redis.internal.RedisFailures;
-import dev.nolock.lock.redis.internal.RedisKeyNames;
 import dev.nolock.lock.redis.internal.Scripts;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
+import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.vavr.control.Either;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.UUID;
 
 /**
  * The resource-side check for data in Redis, beside the SQL {@link dev.nolock.patterns.Fence}: a
  * write that carries a stale {@link FencingToken} is refused by Redis itself, whatever the writer
- * believes about its lease.
+ * believes about its lease — also when that Redis loses state.
  *
  * <p>Guarantee: for each lock name, once a write with token {@code t} from owner {@code o} went
  * through this fence, no write with a token lower than {@code t}, and none with {@code t} from
  * another owner, goes through it. A refused write changes nothing, including keys the newer holder
- * has not written yet, because the fence guards what the <em>lock</em> guards: there is one fence
- * per lock name, not one per data key.
+ * has not written yet, because the fence guards what the <em>lock</em> guards: there is one entry
+ * per lock name, not one per data key. The guarantee holds across a Redis restart without
+ * persistence, {@code FLUSHALL}/{@code FLUSHDB}, an eviction and a failover: the fence detects each
+ * and refuses every write ({@link FenceNotSeededException}) until an operator {@linkplain
+ * #seed(long) seeds} it again with a floor at or above every token issued before; the guarantee
+ * after that rests on the floor being right.
+ *
+ * <p>Why the fence cannot simply start again: the lock's token counter lives in the same Redis and
+ * is lost with it, so after a loss the next holder gets a low token (1 after a flush), writes, and
+ * the stale holder's higher token would then pass too. The fence therefore keeps its whole state in
+ * one hash ({@link RedisFenceConfig#stateKey()}), seeded once by an operator; that hash is lost
+ * whole or not at all, and the {@code run_id} recorded in it tells a restarted or promoted server
+ * (whose copy may be behind) from the one it was seeded on.
  *
  * <p>Algorithm of {@link #write} / {@link #writeAll}, one Lua script, atomic on the server:
  *
  * <ol>
- *   <li>Read the lock's fence hash ({@code token}, {@code owner}).
- *   <li>If it exists and holds a higher token, or the same token from another owner, return that
- *       token and owner; nothing is written, and the Java side counts the rejection and returns it
- *       as a {@link FenceRejection}.
- *   <li>Otherwise (no fence yet, a lower token, or the same token from the same owner) record
- *       {@code (token, owner)} in the fence hash and {@code SET} every data key, in the same
- *       script.
+ *   <li>Read the server's {@code run_id} ({@code INFO server}) and the state's seed. No seed:
+ *       refuse, {@link FenceNotSeededException.Reason#NO_STATE}.
+ *   <li>If the state remembers this call's write id, an earlier send of this same call was applied
+ *       (Lettuce resends a command whose answer was lost): report it written and do nothing.
+ *   <li>Seeded on another {@code run_id}: refuse, {@link
+ *       FenceNotSeededException.Reason#SEEDED_ON_ANOTHER_SERVER}.
+ *   <li>Read the lock's entry ({@code token|owner}). If it holds a higher token, or the same token
+ *       from another owner, refuse with a {@link FenceRejection} naming it; nothing is written.
+ *   <li>A token at or below the seed's floor: refuse with a {@link FenceRejection} whose current
+ *       token is the floor and current owner {@value #FLOOR_OWNER}.
+ *   <li>Otherwise record {@code (token, owner)} as the lock's entry, remember the write id for the
+ *       resend window (twice the connection's command timeout plus a second), forget up to two
+ *       expired write ids, and {@code SET} every data key — all in the same script.
  * </ol>
  *
- * Equal tokens pass only for the same owner: a backend that loses its counter (a Redis restart
- * without persistence) hands the same token out again, and the fence must not take the second
- * holder for the first.
+ * Equal tokens pass only for the same owner: a backend that loses its counter hands the same token
+ * out again, and the fence must not take the second holder for the first.
  *
- * <p><b>The fence must live on the same Redis as the data</b>: a script is atomic on one instance
- * only. On Redis Cluster every key of one call must also hash to the same slot; put {@link
- * #hashTag(String)} of the lock name into each data key (e.g. {@code "orders:" +
- * RedisFence.hashTag("orders") + ":total"}), or the server refuses the call with {@code CROSSSLOT}.
- * Values are written with a plain {@code SET}, which clears a TTL the key had.
+ * <p><b>The fence must live on the same Redis as the data</b>, a standalone server (or the primary
+ * Sentinel points to): a script is atomic on one instance only, and every key of one call must be
+ * there. Values are written with a plain {@code SET}, which clears a TTL the key had.
  *
- * <p>Thread-safe. Failures of the connection or the server are {@link
- * dev.nolock.patterns.BackendUnavailableException}s: whether the write took effect is then unknown.
+ * <p>Thread-safe. Each call waits for Redis at most the connection's command timeout and then
+ * cancels its command (so Lettuce does not send it again later). Failures of the connection or the
+ * server are {@link dev.nolock.patterns.BackendUnavailableException}s: whether the write took
+ * effect is then unknown.
  */
 public final class RedisFence {
 
-  private final RedisCommands<String, String> redis;
+  /** The current owner of a {@link FenceRejection} that refused a token at or below the floor. */
+  public static final String FLOOR_OWNER = "(seed floor)";
+
+  private static final Duration RESEND_MARGIN = Duration.ofSeconds(1);
+
+  private final StatefulRedisConnection<String, String> connection;
+  private final RedisScriptingAsyncCommands<String, String> redis;
   private final RedisFenceConfig config;
 
   private RedisFence(StatefulRedisConnection<String, String> connection, RedisFenceConfig config) {
-    this.redis = Objects.requireNonNull(connection, "connection").sync();
+    this.connection = Objects.requireNonNull(connection, "connection");
+    this.redis = connection.async();
     this.config = Objects.requireNonNull(config, "config");
+    commandTimeout();
   }
 
-  /** A fence with the default key prefix and no metrics; the caller keeps owning the connection. */
+  /**
+   * A fence with the default key prefix and no metrics; the caller keeps owning the connection.
+   *
+   * @throws IllegalArgumentException when the connection has no positive command timeout
+   */
   public static RedisFence create(StatefulRedisConnection<String, String> connection) {
     return create(connection, RedisFenceConfig.ofDefaults());
   }
 
-  /** A fence with {@code config}; the caller keeps owning the connection. */
+  /**
+   * A fence with {@code config}; the caller keeps owning the connection.
+   *
+   * @throws IllegalArgumentException when the connection has no positive command timeout
+   */
   public static RedisFence create(
       StatefulRedisConnection<String, String> connection, RedisFenceConfig config) {
     return new RedisFence(connection, config);
-  }
-
-  /**
-   * The Redis Cluster hash tag of a lock name, e.g. <code>{orders}</code>: the part of the fence
-   * key that decides its slot. Put it into the data keys the lock guards to keep them in the
-   * fence's slot.
-   */
-  public static String hashTag(String lockName) {
-    return RedisKeyNames.hashTag(lockName);
   }
 
   public RedisFenceConfig config() {
@@ -89,10 +116,15 @@ public final class RedisFence {
   /**
    * Stores {@code value} at {@code key} if {@code lease}'s token is not stale for its lock.
    *
-   * @return right (null) when written; the rejection when a newer token, or the same token from
-   *     another owner, has written through this lock's fence. On a rejection nothing was written.
+   * @return right (null) when written (by this send or by an earlier send of this same call); the
+   *     rejection when a newer token, or the same token from another owner, has written through
+   *     this lock's fence, or the token is at or below the seed's floor. On a rejection nothing was
+   *     written.
    * @throws IllegalArgumentException when {@code key} starts with the fence key prefix
-   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed
+   * @throws FenceNotSeededException when the fence's state is not seeded on this server: nothing is
+   *     written until an operator seeds it
+   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: unknown whether
+   *     written
    */
   public Either<FenceRejection, Void> write(Lease lease, String key, String value) {
     Objects.requireNonNull(value, "value");
@@ -105,7 +137,9 @@ public final class RedisFence {
    *
    * @return right (null) when written; the rejection otherwise, with nothing written
    * @throws IllegalArgumentException for no values, or a key that starts with the fence key prefix
-   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed
+   * @throws FenceNotSeededException when the fence's state is not seeded on this server
+   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: unknown whether
+   *     written
    */
   public Either<FenceRejection, Void> writeAll(Lease lease, Map<String, String> values) {
     Objects.requireNonNull(lease, "lease");
@@ -114,38 +148,171 @@ public final class RedisFence {
       throw new IllegalArgumentException(
           "Nothing to write under lock \"" + lease.name() + "\": pass at least one key and value.");
     }
+    Duration timeout = commandTimeout();
     List<String> keys = new ArrayList<>(values.size() + 1);
-    List<String> args = new ArrayList<>(values.size() + 2);
-    keys.add(config.fenceKey(lease.name()));
+    List<String> args = new ArrayList<>(values.size() + 5);
+    keys.add(config.stateKey());
     args.add(Long.toString(lease.token().value()));
     args.add(lease.owner());
+    args.add(lease.name());
+    // One id per call: a resend by Lettuce repeats it, a new call never does.
+    args.add(UUID.randomUUID().toString());
+    args.add(Long.toString(timeout.multipliedBy(2).plus(RESEND_MARGIN).toMillis()));
     values.forEach(
         (key, value) -> {
           keys.add(requireDataKey(key));
           args.add(Objects.requireNonNull(value, () -> "the value of key " + key));
         });
-    List<Object> reply;
-    try {
-      reply =
-          Scripts.FENCED_WRITE.run(
-              redis,
-              ScriptOutputType.MULTI,
-              keys.toArray(String[]::new),
-              args.toArray(String[]::new));
-    } catch (RedisException e) {
-      throw RedisFailures.translate(e, "write through the fence of lock \"" + lease.name() + "\"");
-    }
-    if (Long.valueOf(1L).equals(reply.get(0))) {
+    List<Object> reply =
+        run(
+            Scripts.FENCED_WRITE,
+            "write through the fence of lock \"" + lease.name() + "\"",
+            timeout,
+            keys.toArray(String[]::new),
+            args.toArray(String[]::new));
+    long outcome = (Long) reply.get(0);
+    if (outcome == 1L || outcome == 2L) {
       return Either.right(null);
     }
     config.metrics().fenceRejected();
-    return Either.left(
-        new FenceRejection(
-            lease.name(),
-            lease.token(),
-            lease.owner(),
-            FencingToken.of(Long.parseLong((String) reply.get(1))),
-            reply.size() > 2 && reply.get(2) != null ? (String) reply.get(2) : "(unknown)"));
+    if (outcome == 0L || outcome == 3L) {
+      boolean floor = outcome == 3L;
+      return Either.left(
+          new FenceRejection(
+              lease.name(),
+              lease.token(),
+              lease.owner(),
+              FencingToken.of(Long.parseLong((String) reply.get(1))),
+              floor ? FLOOR_OWNER : (String) reply.get(2)));
+    }
+    if (outcome == 4L) {
+      throw new FenceNotSeededException(
+          FenceNotSeededException.Reason.NO_STATE, lease.name(), config.stateKey(), null, null);
+    }
+    if (outcome == 5L) {
+      throw new FenceNotSeededException(
+          FenceNotSeededException.Reason.SEEDED_ON_ANOTHER_SERVER,
+          lease.name(),
+          config.stateKey(),
+          (String) reply.get(1),
+          (String) reply.get(2));
+    }
+    throw new IllegalStateException("The fenced-write script answered " + reply + ": a bug.");
+  }
+
+  /**
+   * Seeds the fence on the Redis server it is connected to: from now on its state counts as
+   * complete on this server process, and every token at or below {@code floor} is refused for every
+   * lock. Entries of locks that survived are kept; the floor only ever rises.
+   *
+   * <p>An operator step, never an automatic one: once before the fence is first used ({@code
+   * seed(0)} on a Redis that never had this fence), and after {@link FenceNotSeededException} with
+   * a floor at or above the highest token any holder may still write with (see the README,
+   * "Re-seeding the fence"). A floor that is too low lets a stale holder whose token is above it
+   * write again. Then raise each lock's token counter above the floor ({@link
+   * RedisLockBackend#ensureTokensAbove}), or every new grant is refused at the floor.
+   *
+   * <p>Idempotent: seeding again with the same floor changes nothing.
+   *
+   * @param floor 0 for a fence that never had state, else the highest token that may still be in
+   *     use; at most {@code Long.MAX_VALUE - 1}
+   * @throws IllegalArgumentException when {@code floor} is negative or {@code Long.MAX_VALUE}, or
+   *     below the floor the fence already has
+   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: retry (seeding again
+   *     is harmless)
+   */
+  public void seed(long floor) {
+    if (floor < 0 || floor == Long.MAX_VALUE) {
+      throw new IllegalArgumentException(
+          "The seed floor must be between 0 and "
+              + (Long.MAX_VALUE - 1)
+              + ", got "
+              + floor
+              + ": pass 0 for a fence that never had state, else the highest token any holder may"
+              + " still write with.");
+    }
+    List<Object> reply =
+        run(
+            Scripts.FENCE_SEED,
+            "seed the fence at \"" + config.stateKey() + "\"",
+            commandTimeout(),
+            new String[] {config.stateKey()},
+            Long.toString(floor));
+    if ((Long) reply.get(0) == 0L) {
+      throw new IllegalArgumentException(
+          "The fence at \""
+              + config.stateKey()
+              + "\" already has the floor "
+              + reply.get(1)
+              + ", above "
+              + floor
+              + ": a lower floor would accept tokens it refuses now. Pass "
+              + reply.get(1)
+              + " or more.");
+    }
+  }
+
+  /**
+   * Declares that the state that survived a Redis restart or failover is complete, and trusts it on
+   * the server process running now; the floor and every lock's entry stay as they are.
+   *
+   * <p>Only for an operator who knows that Redis lost nothing the fence wrote: it persisted every
+   * write ({@code appendonly yes}, {@code appendfsync always}) and restarted from that file, or a
+   * {@code FAILOVER} waited for the replica to have everything. After a restart without
+   * persistence, a failover to a replica that may have lagged, or an {@code appendfsync everysec}
+   * crash, call {@link #seed(long)} with a floor instead: the surviving copy may be behind what was
+   * accepted.
+   *
+   * @throws IllegalStateException when there is no seeded state to trust: it was lost, call {@link
+   *     #seed(long)}
+   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: retry
+   */
+  public void resumeWithSurvivingState() {
+    List<Object> reply =
+        run(
+            Scripts.FENCE_RESUME,
+            "resume the fence at \"" + config.stateKey() + "\"",
+            commandTimeout(),
+            new String[] {config.stateKey()});
+    if ((Long) reply.get(0) == 0L) {
+      throw new IllegalStateException(
+          "Redis has no seeded fence state at \""
+              + config.stateKey()
+              + "\" to resume with: it was never seeded or it was lost. Call seed(floor) with a"
+              + " floor at or above the highest token any holder may still write with.");
+    }
+  }
+
+  private List<Object> run(
+      LuaScript script, String what, Duration timeout, String[] keys, String... args) {
+    try {
+      return BoundedScriptCall.run(redis, script, ScriptOutputType.MULTI, timeout, keys, args);
+    } catch (RedisCommandExecutionException e) {
+      if (String.valueOf(e.getMessage()).startsWith("NOLOCK_NO_RUN_ID")) {
+        throw new IllegalStateException(
+            "Redis refused to "
+                + what
+                + ": its INFO server shows no run_id. RedisFence needs it to tell a restarted or"
+                + " promoted server from the one it was seeded on; use a Redis that shows it.",
+            e);
+      }
+      throw RedisFailures.translate(e, what);
+    } catch (RedisException e) {
+      throw RedisFailures.translate(e, what);
+    }
+  }
+
+  /** How long one call waits for Redis: the connection's command timeout, read at each call. */
+  private Duration commandTimeout() {
+    Duration timeout = connection.getTimeout();
+    if (timeout == null || timeout.isZero() || timeout.isNegative()) {
+      throw new IllegalArgumentException(
+          "The connection has no command timeout ("
+              + timeout
+              + "): RedisFence must bound how long a lost answer can be resent. Set one well below"
+              + " your lease TTL, e.g. RedisURI.setTimeout(Duration.ofSeconds(2)).");
+    }
+    return timeout;
   }
 
   private String requireDataKey(String key) {
@@ -159,13 +326,13 @@ public final class RedisFence {
               + key
               + "\" starts with the fence key prefix \""
               + config.keyPrefix()
-              + "\": writing it could overwrite a fence. Keep data keys outside that prefix.");
+              + "\": writing it could overwrite the fence. Keep data keys outside that prefix.");
     }
     return key;
   }
 
   @Override
   public String toString() {
-    return "RedisFence[" + config.keyPrefix() + "]";
+    return "RedisFence[" + config.stateKey() + "]";
   }
 }

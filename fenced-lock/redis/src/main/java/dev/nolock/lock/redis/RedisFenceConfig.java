@@ -8,9 +8,11 @@ import java.util.Objects;
  * Immutable settings of a {@link RedisFence}, built with {@link #custom()}; each setter validates
  * at once.
  *
- * <p>The fence of a lock named {@code orders} with the default prefix is the hash {@code
- * nolock:fence:{orders}} with the fields {@code token} (the highest token accepted, decimal) and
- * {@code owner} (who wrote with it). It has no TTL and is never deleted by nolock.
+ * <p>The fence keeps its whole state in one hash, {@link #stateKey()} ({@code nolock:fence:state}
+ * with the default prefix): the seed ({@code seed:run_id}, {@code seed:floor}), one field per lock
+ * ({@code lock:<name>} = {@code <token>|<owner>}, the newest write accepted) and the ids of
+ * recently applied writes. One key, so that Redis can only lose all of it at once, which the fence
+ * detects. It has no TTL and is never deleted by nolock.
  */
 public final class RedisFenceConfig {
 
@@ -37,7 +39,7 @@ public final class RedisFenceConfig {
     return new Builder();
   }
 
-  /** The prefix of every fence key; data keys may not start with it. */
+  /** The prefix of the fence's key; data keys may not start with it. */
   public String keyPrefix() {
     return keyPrefix;
   }
@@ -47,12 +49,9 @@ public final class RedisFenceConfig {
     return metrics;
   }
 
-  /**
-   * The fence key of {@code lockName}: the prefix, then the escaped name as a hash tag, e.g. {@code
-   * nolock:fence:{orders}}.
-   */
-  public String fenceKey(String lockName) {
-    return keyPrefix + RedisKeyNames.hashTag(lockName);
+  /** The hash that holds the fence's state: the prefix, then {@code state}. */
+  public String stateKey() {
+    return keyPrefix + "state";
   }
 
   @Override
@@ -68,8 +67,9 @@ public final class RedisFenceConfig {
     private Builder() {}
 
     /**
-     * The prefix of every fence key (default {@value RedisFenceConfig#DEFAULT_KEY_PREFIX}): 1 to
-     * 128 printable characters without whitespace, <code>{</code> or <code>}</code>.
+     * The prefix of the fence's key (default {@value RedisFenceConfig#DEFAULT_KEY_PREFIX}): 1 to
+     * 128 printable characters without whitespace, <code>{</code> or <code>}</code>. Fences with
+     * different prefixes are independent: each is seeded on its own.
      */
     public Builder keyPrefix(String keyPrefix) {
       this.keyPrefix = RedisKeyNames.requirePrefix("fence key prefix", keyPrefix);

@@ -17,7 +17,7 @@ class RedisConfigTest {
   void defaultKeysPutTheLockNameInAHashTag() {
     assertThat(lock.leaseKey("orders")).isEqualTo("nolock:lock:{orders}");
     assertThat(lock.counterKey("orders")).isEqualTo("nolock:lock:{orders}:token");
-    assertThat(fence.fenceKey("orders")).isEqualTo("nolock:fence:{orders}");
+    assertThat(fence.stateKey()).isEqualTo("nolock:fence:state");
   }
 
   @Test

@@ -2,6 +2,7 @@ package dev.nolock.lock.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
@@ -71,6 +72,7 @@ class RedisFenceIT {
                 .keyPrefix(keys.key("fence:"))
                 .metrics(CoordinationMetrics.of(registry, "fence", "accounts"))
                 .build());
+    fence.seed(0);
   }
 
   @AfterAll
@@ -157,14 +159,123 @@ class RedisFenceIT {
   }
 
   @Test
-  void aHigherTokenPassesAndAdvancesTheFenceHash() {
-    assertThat(write(fenced, lease("A", 1), balance).isRight()).as("no fence yet").isTrue();
+  void aHigherTokenPassesAndAdvancesTheLocksEntry() {
+    assertThat(write(fenced, lease("A", 1), balance).isRight()).as("no entry yet").isTrue();
     assertThat(write(fenced, lease("B", 2), balance).isRight()).isTrue();
 
-    assertThat(redis.hgetall(fence.config().fenceKey(lock)))
-        .containsExactlyInAnyOrderEntriesOf(Map.of("token", "2", "owner", "B"));
+    String stateKey = fence.config().stateKey();
+    assertThat(redis.hget(stateKey, "lock:" + lock)).isEqualTo("2|B");
     assertThat(redis.get(balance)).isEqualTo("written by B");
-    assertThat(redis.pttl(fence.config().fenceKey(lock))).as("the fence has no TTL").isEqualTo(-1L);
+    assertThat(redis.pttl(stateKey)).as("the fence has no TTL").isEqualTo(-1L);
+  }
+
+  @Test
+  void anOwnerWithABarIsReadBackWhole() {
+    assertThat(write(fenced, lease("host|4242", 3), balance).isRight()).isTrue();
+
+    Either<FenceRejection, Void> other = write(fenced, lease("host|4243", 3), balance);
+
+    assertThat(other.getLeft().currentOwner()).isEqualTo("host|4242");
+    assertThat(write(fenced, lease("host|4242", 3), balance).isRight()).isTrue();
+  }
+
+  @Test
+  void aFenceThatWasNeverSeededRefusesEveryWriteAndWritesNothing() {
+    RedisFence unseeded =
+        RedisFence.create(
+            connection,
+            RedisFenceConfig.custom()
+                .keyPrefix(keys.key("unseeded-fence:"))
+                .metrics(CoordinationMetrics.of(registry, "fence", "accounts"))
+                .build());
+    double before = rejections();
+    auditor.attempted(lock, FencingToken.of(1), "A");
+
+    assertThatThrownBy(() -> unseeded.write(lease("A", 1), balance, "written by A"))
+        .isInstanceOfSatisfying(
+            FenceNotSeededException.class,
+            e -> {
+              assertThat(e.reason()).isEqualTo(FenceNotSeededException.Reason.NO_STATE);
+              assertThat(e.lockName()).isEqualTo(lock);
+              assertThat(e.seededRunId()).isEmpty();
+            })
+        .hasMessageContaining("was never seeded, or Redis lost it")
+        .hasMessageContaining("RedisFence.seed(floor)");
+    assertThat(auditor.attempts("A")).isEqualTo(1);
+    assertThat(redis.exists(balance)).isZero();
+    assertThat(rejections() - before).as("counted as a refused write").isEqualTo(1);
+  }
+
+  @Test
+  void aTokenAtOrBelowTheFloorIsRefusedNamingTheFloor() {
+    RedisFence floored =
+        RedisFence.create(
+            connection, RedisFenceConfig.custom().keyPrefix(keys.key("floored-fence:")).build());
+    floored.seed(40);
+
+    Either<FenceRejection, Void> atTheFloor = floored.write(lease("A", 40), balance, "A");
+
+    assertThat(atTheFloor.getLeft())
+        .isEqualTo(
+            new FenceRejection(
+                lock, FencingToken.of(40), "A", FencingToken.of(40), RedisFence.FLOOR_OWNER));
+    assertThat(floored.write(lease("A", 41), balance, "A").isRight()).isTrue();
+    assertThat(redis.get(balance)).isEqualTo("A");
+  }
+
+  @Test
+  void aNegativeOrMaximalFloorIsRefusedAtTheApiEdge() {
+    assertThatThrownBy(() -> fence.seed(-1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("pass 0 for a fence that never had state");
+    assertThatThrownBy(() -> fence.seed(Long.MAX_VALUE))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void aConnectionWithoutACommandTimeoutIsRefused(RedisClient client) {
+    try (StatefulRedisConnection<String, String> unbounded = client.connect()) {
+      unbounded.setTimeout(Duration.ZERO);
+
+      assertThatThrownBy(() -> RedisFence.create(unbounded))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("RedisURI.setTimeout");
+    }
+  }
+
+  @Test
+  void rememberedWriteIdsAreForgottenOnceTheirResendWindowHasPassed(RedisClient client) {
+    try (StatefulRedisConnection<String, String> quick = client.connect()) {
+      // A 100 ms command timeout: each write id is remembered for 2 x 100 ms + 1 s.
+      quick.setTimeout(Duration.ofMillis(100));
+      RedisFence shortWindow =
+          RedisFence.create(
+              quick, RedisFenceConfig.custom().keyPrefix(keys.key("window-fence:")).build());
+      shortWindow.seed(0);
+      String stateKey = shortWindow.config().stateKey();
+      for (int i = 0; i < 5; i++) {
+        assertThat(shortWindow.write(lease("A", 1), balance, "early " + i).isRight()).isTrue();
+      }
+      assertThat(rememberedWriteIds(stateKey)).hasSize(5);
+      long lastExpiry =
+          rememberedWriteIds(stateKey).values().stream()
+              .mapToLong(Long::parseLong)
+              .max()
+              .orElseThrow();
+      await("the server's clock passes the last window")
+          .atMost(Duration.ofSeconds(10))
+          .pollInterval(Duration.ofMillis(50))
+          .until(() -> serverMillis() > lastExpiry);
+
+      for (int i = 0; i < 3; i++) {
+        assertThat(shortWindow.write(lease("A", 1), balance, "late " + i).isRight()).isTrue();
+      }
+
+      assertThat(rememberedWriteIds(stateKey))
+          .as("each write forgets up to two expired ids: the five early ones are gone")
+          .hasSize(3);
+      assertThat(redis.get(balance)).isEqualTo("late 2");
+    }
   }
 
   @Test
@@ -192,19 +303,13 @@ class RedisFenceIT {
 
   @Test
   void aDataKeyUnderTheFencePrefixIsRefused() {
-    String fenceKey = fence.config().fenceKey(lock);
+    String stateKey = fence.config().stateKey();
+    Map<String, String> before = redis.hgetall(stateKey);
 
-    assertThatThrownBy(() -> fence.write(lease("A", 1), fenceKey, "overwrite"))
+    assertThatThrownBy(() -> fence.write(lease("A", 1), stateKey, "overwrite"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("fence key prefix");
-    assertThat(redis.exists(fenceKey)).isZero();
-  }
-
-  @Test
-  void theHashTagOfTheLockPutsDataKeysInTheFencesSlot() {
-    assertThat(RedisFence.hashTag("orders")).isEqualTo("{orders}");
-    assertThat(fence.config().fenceKey("orders")).endsWith(RedisFence.hashTag("orders"));
-    assertThat(RedisFence.hashTag("a{b}")).isEqualTo("{a%7Bb%7D}");
+    assertThat(redis.hgetall(stateKey)).isEqualTo(before);
   }
 
   /**
@@ -225,6 +330,25 @@ class RedisFenceIT {
       auditor.refused(lease.name(), lease.token(), lease.owner());
     }
     return result;
+  }
+
+  /** The remembered write ids of the fence at {@code stateKey}: id → expiry (server ms). */
+  private static Map<String, String> rememberedWriteIds(String stateKey) {
+    Map<String, String> ids = new java.util.HashMap<>();
+    redis
+        .hgetall(stateKey)
+        .forEach(
+            (field, value) -> {
+              if (field.startsWith("applied:")) {
+                ids.put(field.substring("applied:".length()), value);
+              }
+            });
+    return ids;
+  }
+
+  private static long serverMillis() {
+    java.util.List<String> time = redis.time();
+    return Long.parseLong(time.get(0)) * 1000 + Long.parseLong(time.get(1)) / 1000;
   }
 
   private double rejections() {

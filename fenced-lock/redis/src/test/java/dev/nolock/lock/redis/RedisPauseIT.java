@@ -34,9 +34,17 @@ class RedisPauseIT extends PauseContract {
   private static String prefix;
 
   @BeforeAll
-  static void endpoints(RedisURI redisUri, RedisKeys keys) {
+  static void endpoints(RedisClient client, RedisURI redisUri, RedisKeys keys) {
     uri = redisUri.toURI().toString();
     prefix = keys.prefix();
+    // The operator's step, once before the holders use the fence.
+    try (StatefulRedisConnection<String, String> connection = client.connect()) {
+      RedisFence.create(connection, fenceConfig(prefix)).seed(0);
+    }
+  }
+
+  private static RedisFenceConfig fenceConfig(String prefix) {
+    return RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build();
   }
 
   /** A correctness holder on the Redis backend that writes one Redis key per lock. */
@@ -61,9 +69,7 @@ class RedisPauseIT extends PauseContract {
               RedisLockBackend.create(
                   connection, RedisLockBackendConfig.custom().keyPrefix(prefix + "lock:").build()),
               LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
-      this.fence =
-          RedisFence.create(
-              connection, RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build());
+      this.fence = RedisFence.create(connection, fenceConfig(prefix));
     }
 
     @Override

@@ -29,7 +29,13 @@ class UsageExampleIT {
     MeterRegistry registry = new SimpleMeterRegistry();
     String lockPrefix = keys.key("lock:");
     String fencePrefix = keys.key("fence:");
-    String key = keys.key("invoice:" + RedisFence.hashTag("invoice-42") + ":status");
+    String key = keys.key("invoice:42:status");
+
+    try (StatefulRedisConnection<String, String> operator = client.connect()) {
+      // --- README: Usage, seeding ---
+      RedisFence.create(operator, RedisFenceConfig.custom().keyPrefix(fencePrefix).build()).seed(0);
+      // --- end of seeding ---
+    }
 
     // --- README: Usage ---
     try (StatefulRedisConnection<String, String> connection = client.connect();

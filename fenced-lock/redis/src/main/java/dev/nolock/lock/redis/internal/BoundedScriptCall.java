@@ -1,0 +1,68 @@
+package dev.nolock.lock.redis.internal;
+
+import io.lettuce.core.RedisCommandInterruptedException;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import java.time.Duration;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs a {@link LuaScript} and waits for its answer at most a known time, then cancels it.
+ *
+ * <p>Why not Lettuce's synchronous API: Lettuce resends a command whose connection dropped before
+ * the answer came (at-least-once delivery), as long as the command is not done. A caller that must
+ * recognise such a resend on the server (the fence remembers the id of each applied write) has to
+ * know how long a resend can still arrive. The synchronous API waits for a timeout that {@code
+ * TimeoutOptions} may change per command; here the wait is exactly {@code limit}, and the command
+ * is cancelled when it ends, so Lettuce drops it instead of sending it again later.
+ */
+public final class BoundedScriptCall {
+
+  private BoundedScriptCall() {}
+
+  /**
+   * {@code EVALSHA}, then {@code EVAL} when the server answers {@code NOSCRIPT}; each waited for at
+   * most {@code limit}.
+   *
+   * @throws RedisCommandTimeoutException when an answer did not come within {@code limit} (the
+   *     command is cancelled; whether the server ran it is unknown)
+   * @throws RedisException for any other failure, as Lettuce reported it
+   */
+  public static <T> T run(
+      RedisScriptingAsyncCommands<String, String> redis,
+      LuaScript script,
+      ScriptOutputType type,
+      Duration limit,
+      String[] keys,
+      String... args) {
+    try {
+      return await(redis.evalsha(script.sha(), type, keys, args), limit);
+    } catch (RedisNoScriptException e) {
+      return await(redis.eval(script.source(), type, keys, args), limit);
+    }
+  }
+
+  private static <T> T await(RedisFuture<T> command, Duration limit) {
+    try {
+      if (!command.await(limit.toNanos(), TimeUnit.NANOSECONDS)) {
+        command.cancel(true);
+        throw new RedisCommandTimeoutException("Command timed out after " + limit);
+      }
+      return command.get();
+    } catch (InterruptedException e) {
+      command.cancel(true);
+      Thread.currentThread().interrupt();
+      throw new RedisCommandInterruptedException(e);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RedisException redisException) {
+        throw redisException;
+      }
+      throw new RedisException(e.getCause());
+    }
+  }
+}
