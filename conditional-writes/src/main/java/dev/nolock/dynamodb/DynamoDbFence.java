@@ -1,10 +1,16 @@
 package dev.nolock.dynamodb;
 
+import dev.nolock.dynamodb.internal.ConditionalWrites;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Applied;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Outcome;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Refused;
 import dev.nolock.dynamodb.internal.DynamoDbFailures;
 import dev.nolock.dynamodb.internal.DynamoDbNames;
+import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.LeaseClock;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.util.HashMap;
@@ -12,10 +18,10 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.StringJoiner;
+import java.util.function.IntFunction;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
-import software.amazon.awssdk.services.dynamodb.model.ConditionalCheckFailedException;
 import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
 
 /**
@@ -44,11 +50,18 @@ import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
  * <ol>
  *   <li>Write the item (or its attributes) together with {@code #token = :t, #owner = :o}, on
  *       condition {@code attribute_not_exists(#token) OR #token < :t OR (#token = :t AND #owner =
- *       :o)}. DynamoDB checks and writes atomically, per item.
- *   <li>If the condition failed, read the item's token and owner with a consistent {@code GetItem},
- *       count the rejection and return it as a {@link FenceRejection}. (If the fence attributes
- *       vanished meanwhile, because the item was deleted, the write is tried again, at most three
- *       times in all.)
+ *       :o)}. DynamoDB checks and writes atomically, per item. The request goes out with the AWS
+ *       SDK's retries off; an attempt that gets no answer (or a server error) is resent here, up to
+ *       three attempts. A resend of a write that landed passes the condition again (same token,
+ *       same owner) and writes the same attributes again.
+ *   <li>If the condition failed after an attempt whose answer was lost, a newer token (or another
+ *       owner's equal one) wrote the item in between, maybe after this write landed: nothing can
+ *       tell, so the outcome is unknown, a {@link BackendUnavailableException}, never a rejection.
+ *       Either way the lease no longer writes this item.
+ *   <li>If the condition failed otherwise, read the item's token and owner with a consistent {@code
+ *       GetItem}, count the rejection and return it as a {@link FenceRejection}. (If the fence
+ *       attributes vanished meanwhile, because the item was deleted, the write is tried again, at
+ *       most three times in all.)
  * </ol>
  *
  * Equal tokens pass only for the same owner: a lock backend can hand a token out again (a lease
@@ -60,9 +73,8 @@ import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
  * that sets a tombstone attribute).
  *
  * <p>Immutable and thread-safe; the client is the caller's. Failures of DynamoDB or the network are
- * {@link dev.nolock.patterns.BackendUnavailableException}s (whether the write took effect is then
- * unknown); a missing table an {@link IllegalStateException}; bad input an {@link
- * IllegalArgumentException}.
+ * {@link BackendUnavailableException}s (whether the write took effect is then unknown); a missing
+ * table an {@link IllegalStateException}; bad input an {@link IllegalArgumentException}.
  */
 public final class DynamoDbFence {
 
@@ -118,14 +130,15 @@ public final class DynamoDbFence {
         lease,
         key,
         "put item " + key.values(),
-        () ->
+        attempt ->
             client.putItem(
                 put ->
                     put.tableName(config.tableName())
                         .item(item)
                         .conditionExpression(CONDITION)
                         .expressionAttributeNames(fenceNames())
-                        .expressionAttributeValues(fenceValues(lease))));
+                        .expressionAttributeValues(fenceValues(lease))
+                        .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
   }
 
   /**
@@ -156,7 +169,7 @@ public final class DynamoDbFence {
         lease,
         key,
         "update item " + key.values(),
-        () ->
+        attempt ->
             client.updateItem(
                 update ->
                     update
@@ -165,37 +178,49 @@ public final class DynamoDbFence {
                         .updateExpression(set.toString())
                         .conditionExpression(CONDITION)
                         .expressionAttributeNames(names)
-                        .expressionAttributeValues(values)));
+                        .expressionAttributeValues(values)
+                        .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
   }
 
   private Either<FenceRejection, Void> write(
-      Lease lease, Map<String, AttributeValue> key, String what, Runnable request) {
-    for (int attempt = 1; ; attempt++) {
-      try {
-        request.run();
+      Lease lease, Map<String, AttributeValue> key, String what, IntFunction<?> request) {
+    for (int round = 1; ; round++) {
+      Outcome<?> outcome =
+          ConditionalWrites.send(LeaseClock.system(), request, e -> translate(e, what, key));
+      if (outcome instanceof Applied<?>) {
         return Either.right(null);
-      } catch (ConditionalCheckFailedException refused) {
-        Option<FenceRejection> rejection = currentFence(lease, key, what);
-        if (rejection.isDefined()) {
-          config.metrics().fenceRejected();
-          return Either.left(rejection.get());
-        }
-        if (attempt >= MAX_WRITES) {
-          throw new IllegalStateException(
-              "The fence of "
-                  + key.values()
-                  + " in table \""
-                  + config.tableName()
-                  + "\" refused"
-                  + " the write "
-                  + MAX_WRITES
-                  + " times, yet each time the item had no fence"
-                  + " token afterwards: something deletes the item or its \""
-                  + config.tokenAttribute()
-                  + "\" attribute. A fenced item must never be deleted.");
-        }
-      } catch (SdkException e) {
-        throw translate(e, what, key);
+      }
+      if (((Refused<?>) outcome).afterAmbiguousAttempt()) {
+        throw new BackendUnavailableException(
+            "DynamoDB did not answer an attempt to "
+                + what
+                + " through the fence of table \""
+                + config.tableName()
+                + "\", and the resend was refused: a newer token (or another owner's equal one)"
+                + " wrote the item in between, possibly after the first attempt landed. Whether"
+                + " this write took effect is unknown; either way lease "
+                + lease.token()
+                + " no longer writes this item: stop writing under it.",
+            null);
+      }
+      Option<FenceRejection> rejection = currentFence(lease, key, what);
+      if (rejection.isDefined()) {
+        config.metrics().fenceRejected();
+        return Either.left(rejection.get());
+      }
+      if (round >= MAX_WRITES) {
+        throw new IllegalStateException(
+            "The fence of "
+                + key.values()
+                + " in table \""
+                + config.tableName()
+                + "\" refused"
+                + " the write "
+                + MAX_WRITES
+                + " times, yet each time the item had no fence"
+                + " token afterwards: something deletes the item or its \""
+                + config.tokenAttribute()
+                + "\" attribute. A fenced item must never be deleted.");
       }
     }
   }

@@ -1,8 +1,13 @@
 package dev.nolock.dynamodb;
 
+import dev.nolock.dynamodb.internal.ConditionalWrites;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Applied;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Outcome;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Refused;
 import dev.nolock.dynamodb.internal.DynamoDbFailures;
 import dev.nolock.dynamodb.internal.DynamoDbNames;
 import dev.nolock.dynamodb.internal.Tables;
+import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Conflict;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Version;
@@ -13,17 +18,19 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntFunction;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
-import software.amazon.awssdk.services.dynamodb.model.ConditionalCheckFailedException;
 import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
 
 /**
@@ -58,16 +65,32 @@ import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
  *       read returned (one read per attempt). A missing item is a conflict that is not retried.
  * </ol>
  *
+ * <p>Lost answers. A write whose connection dropped may have been applied; resent, it fails its own
+ * condition against what the first send wrote. So every conditional write is sent with the AWS
+ * SDK's retries off for that request (the client stays the caller's), and retried here, up to three
+ * attempts, each with a new rvn:
+ *
+ * <ol>
+ *   <li>An attempt that gets no answer (or a server error) is ambiguous; one that is throttled is
+ *       not. The next attempt follows a short backoff.
+ *   <li>A refusal that follows an ambiguous attempt is this call's success if a consistent read
+ *       finds one of this call's rvns in the item ({@code insert}, {@code compareAndSet}, each
+ *       attempt of {@code update}); otherwise the outcome is unknown. For {@code delete} it is
+ *       always unknown: a deleted item keeps nothing that says who deleted it.
+ *   <li>Unknown is a {@link BackendUnavailableException}, never a {@link Conflict}; {@code update}
+ *       then stops, so its function is never applied twice to this call's own write.
+ * </ol>
+ *
  * <p>Errors: bad input is an {@link IllegalArgumentException}; a missing table, or a table whose
  * key schema does not match the configuration, an {@link IllegalStateException} saying how to fix
- * it; any other failure of DynamoDB or the network a {@link
- * dev.nolock.patterns.BackendUnavailableException} (whether a write took effect is then unknown:
- * re-read before retrying).
+ * it; any other failure of DynamoDB or the network, and an outcome a lost answer left unknown, a
+ * {@link BackendUnavailableException} (whether a write took effect is then unknown: re-read before
+ * retrying).
  *
  * <p>Metrics ({@code component=store}, {@code name=}the configured instance): {@value #ATTEMPTS}
- * (conditional writes sent), {@code nolock.conflicts} (conditional writes refused), {@value
- * #RETRIES} (attempts of {@code update} after its first) and {@value #GIVE_UPS} ({@code update}s
- * that returned a conflict because the retry policy gave up).
+ * (conditional writes sent, each attempt), {@code nolock.conflicts} (refusals returned as a {@link
+ * Conflict}), {@value #RETRIES} (attempts of {@code update} after its first) and {@value #GIVE_UPS}
+ * ({@code update}s that returned a conflict because the retry policy gave up).
  *
  * <p>Immutable and thread-safe; the {@link DynamoDbClient} is the caller's and stays open.
  *
@@ -150,26 +173,33 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
   public Either<Conflict, Versioned<T>> insert(String id, T value) {
     requireId(id);
     AttributeValue encoded = encode(value);
-    Version version = newVersion();
-    boolean written =
+    String what = "insert item \"" + id + "\"";
+    List<Version> sent = new ArrayList<>();
+    Outcome<?> outcome =
         conditionally(
-            "insert item \"" + id + "\"",
-            () ->
-                client.putItem(
-                    put ->
-                        put.tableName(table)
-                            .item(
-                                Map.of(
-                                    config.keyAttribute(), AttributeValue.fromS(id),
-                                    config.valueAttribute(), encoded,
-                                    config.versionAttribute(),
-                                        AttributeValue.fromS(version.value())))
-                            .conditionExpression("attribute_not_exists(" + PK + ")")
-                            .expressionAttributeNames(Map.of(PK, config.keyAttribute()))));
-    if (written) {
-      return Either.right(new Versioned<>(value, version));
+            what,
+            attempt -> {
+              Version version = newVersion();
+              sent.add(version);
+              return client.putItem(
+                  put ->
+                      put.tableName(table)
+                          .item(
+                              Map.of(
+                                  config.keyAttribute(), AttributeValue.fromS(id),
+                                  config.valueAttribute(), encoded,
+                                  config.versionAttribute(), AttributeValue.fromS(version.value())))
+                          .conditionExpression("attribute_not_exists(" + PK + ")")
+                          .expressionAttributeNames(Map.of(PK, config.keyAttribute()))
+                          .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT));
+            });
+    if (outcome instanceof Applied<?> applied) {
+      return Either.right(new Versioned<>(value, sent.get(applied.attempt() - 1)));
     }
-    return Either.left(new Conflict(id, readItem(id).map(Versioned::version)));
+    if (((Refused<?>) outcome).afterAmbiguousAttempt()) {
+      return Either.right(new Versioned<>(value, ownVersionOrUnknown(id, what, sent)));
+    }
+    return Either.left(conflict(id, readItem(id)));
   }
 
   @Override
@@ -181,14 +211,23 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
         .mapLeft(current -> new Conflict(id, current.map(Versioned::version)));
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>After an attempt whose answer was lost, a resend that is refused cannot tell whether the
+   * first attempt deleted the item (the item is gone, or was inserted again, with nothing left that
+   * names this call): the outcome is then unknown, a {@link BackendUnavailableException}, never a
+   * conflict.
+   */
   @Override
   public Either<Conflict, Version> delete(String id, Version expected) {
     requireId(id);
     requireVersion(expected);
-    boolean deleted =
+    String what = "delete item \"" + id + "\"";
+    Outcome<?> outcome =
         conditionally(
-            "delete item \"" + id + "\"",
-            () ->
+            what,
+            attempt ->
                 client.deleteItem(
                     delete ->
                         delete
@@ -197,11 +236,18 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
                             .conditionExpression(RVN + " = :expected")
                             .expressionAttributeNames(Map.of(RVN, config.versionAttribute()))
                             .expressionAttributeValues(
-                                Map.of(":expected", AttributeValue.fromS(expected.value())))));
-    if (deleted) {
+                                Map.of(":expected", AttributeValue.fromS(expected.value())))
+                            .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
+    if (outcome instanceof Applied<?>) {
       return Either.right(expected);
     }
-    return Either.left(new Conflict(id, readItem(id).map(Versioned::version)));
+    if (((Refused<?>) outcome).afterAmbiguousAttempt()) {
+      throw unknown(
+          what,
+          "a resend was refused, and a deleted item keeps no trace of who deleted it: re-read"
+              + " the item; if it is gone, it was deleted (by this call or another)");
+    }
+    return Either.left(conflict(id, readItem(id)));
   }
 
   /**
@@ -209,7 +255,9 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
    *
    * <p>Each attempt after a conflict reuses the item that the conflict's read returned, so an
    * attempt costs one {@code GetItem} and one {@code UpdateItem}. {@code change} may run several
-   * times and must not return null.
+   * times, once per item version read, and must not return null. When the write of one attempt lost
+   * its answer and its fate cannot be read from the item, {@code update} throws {@link
+   * BackendUnavailableException} instead of running {@code change} again.
    */
   @Override
   public Either<Conflict, Versioned<T>> update(String id, UnaryOperator<T> change) {
@@ -258,50 +306,93 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
     return result.get();
   }
 
-  /** The conditional update; on a refusal, the item as it is now (read consistently). */
+  /**
+   * The conditional update; on a refusal, the item as it is now (read consistently). A refusal that
+   * follows an attempt whose answer was lost is this call's success if the item holds the version
+   * one of its attempts wrote, and unknown otherwise.
+   */
   private Either<Option<Versioned<T>>, Versioned<T>> swap(
       String id, Version expected, T value, AttributeValue encoded) {
-    Version version = newVersion();
-    boolean written =
+    String what = "compare-and-set item \"" + id + "\"";
+    List<Version> sent = new ArrayList<>();
+    Outcome<?> outcome =
         conditionally(
-            "compare-and-set item \"" + id + "\"",
-            () ->
-                client.updateItem(
-                    update ->
-                        update
-                            .tableName(table)
-                            .key(key(id))
-                            .updateExpression("SET " + V + " = :value, " + RVN + " = :new")
-                            .conditionExpression(RVN + " = :expected")
-                            .expressionAttributeNames(
-                                Map.of(V, config.valueAttribute(), RVN, config.versionAttribute()))
-                            .expressionAttributeValues(
-                                Map.of(
-                                    ":value", encoded,
-                                    ":new", AttributeValue.fromS(version.value()),
-                                    ":expected", AttributeValue.fromS(expected.value())))));
-    if (written) {
-      return Either.right(new Versioned<>(value, version));
+            what,
+            attempt -> {
+              Version version = newVersion();
+              sent.add(version);
+              return client.updateItem(
+                  update ->
+                      update
+                          .tableName(table)
+                          .key(key(id))
+                          .updateExpression("SET " + V + " = :value, " + RVN + " = :new")
+                          .conditionExpression(RVN + " = :expected")
+                          .expressionAttributeNames(
+                              Map.of(V, config.valueAttribute(), RVN, config.versionAttribute()))
+                          .expressionAttributeValues(
+                              Map.of(
+                                  ":value", encoded,
+                                  ":new", AttributeValue.fromS(version.value()),
+                                  ":expected", AttributeValue.fromS(expected.value())))
+                          .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT));
+            });
+    if (outcome instanceof Applied<?> applied) {
+      return Either.right(new Versioned<>(value, sent.get(applied.attempt() - 1)));
     }
+    if (((Refused<?>) outcome).afterAmbiguousAttempt()) {
+      return Either.right(new Versioned<>(value, ownVersionOrUnknown(id, what, sent)));
+    }
+    metrics.conflict();
     return Either.left(readItem(id));
   }
 
   /**
-   * Sends one conditional write, counting it.
-   *
-   * @return false when DynamoDB refused it because its condition failed
+   * Sends one conditional write, each attempt counted, with the SDK's retries off and the library's
+   * own on ({@link ConditionalWrites}).
    */
-  private boolean conditionally(String what, Runnable write) {
-    attempts.increment();
-    try {
-      write.run();
-      return true;
-    } catch (ConditionalCheckFailedException e) {
-      metrics.conflict();
-      return false;
-    } catch (SdkException e) {
-      throw DynamoDbFailures.translate(e, what, table, config.keyAttribute());
+  private Outcome<?> conditionally(String what, IntFunction<?> attempt) {
+    return ConditionalWrites.send(
+        config.clock(),
+        n -> {
+          attempts.increment();
+          return attempt.apply(n);
+        },
+        e -> DynamoDbFailures.translate(e, what, table, config.keyAttribute()));
+  }
+
+  /**
+   * After a refusal that followed an attempt whose answer was lost: the version one of this call's
+   * attempts wrote, if the item holds it now; otherwise the outcome is unknown.
+   */
+  private Version ownVersionOrUnknown(String id, String what, List<Version> sent) {
+    Option<Version> now = readItem(id).map(Versioned::version);
+    if (now.isDefined() && sent.contains(now.get())) {
+      return now.get();
     }
+    throw unknown(
+        what,
+        "a resend was refused, and the item now holds "
+            + (now.isDefined() ? "version " + now.get().value() : "nothing")
+            + ", not one this call wrote: the first attempt may have landed and been overwritten."
+            + " Re-read the item");
+  }
+
+  private Conflict conflict(String id, Option<Versioned<T>> now) {
+    metrics.conflict();
+    return new Conflict(id, now.map(Versioned::version));
+  }
+
+  private BackendUnavailableException unknown(String what, String why) {
+    return new BackendUnavailableException(
+        "DynamoDB did not answer an attempt to "
+            + what
+            + " on table \""
+            + table
+            + "\"; "
+            + why
+            + ". Whether this call took effect is unknown.",
+        null);
   }
 
   private Option<Versioned<T>> readItem(String id) {

@@ -1,7 +1,12 @@
 package dev.nolock.lock.dynamodb;
 
+import dev.nolock.dynamodb.internal.ConditionalWrites;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Applied;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Outcome;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Refused;
 import dev.nolock.dynamodb.internal.DynamoDbFailures;
 import dev.nolock.dynamodb.internal.Tables;
+import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
@@ -11,20 +16,23 @@ import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import io.vavr.control.Option;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
-import software.amazon.awssdk.services.dynamodb.model.ConditionalCheckFailedException;
 import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
 import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
+import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
 
 /**
  * A {@link LockBackend} on one DynamoDB table that <b>never compares clocks between machines</b>:
@@ -32,11 +40,11 @@ import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
  *
  * <h2>The lease item</h2>
  *
- * One item per lock name: {@value #OWNER} (the holder), {@value #RVN} (a random UUID, new with
- * every grant, heartbeat and release), {@value #LEASE_DURATION} (the holder's lease duration,
- * stored with each rvn), {@value #TOKEN} (a counter bumped in the same conditional write as every
- * grant) and {@value #RELEASED}. No timestamp is stored: DynamoDB does not decide expiry, and
- * nobody reads another machine's clock.
+ * One item per lock name: {@value #OWNER} (the holder: one grant's identity), {@value #RVN} (a
+ * random UUID, new with every grant, heartbeat and release), {@value #LEASE_DURATION} (the holder's
+ * lease duration in whole milliseconds, rounded up, stored with each rvn), {@value #TOKEN} (a
+ * counter bumped in the same conditional write as every grant) and {@value #RELEASED}. No timestamp
+ * is stored: DynamoDB does not decide expiry, and nobody reads another machine's clock.
  *
  * <h2>Algorithm</h2>
  *
@@ -55,6 +63,11 @@ import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
  *             :r}; a different rvn (the holder heartbeated) starts a new observation. Meanwhile
  *             {@code tryAcquire} returns empty: it is one non-blocking attempt, and the {@code
  *             FencedLock} facade's {@code acquire} repeats it with backoff.
+ *         <li>Held by this very owner (the same grant asking again, e.g. a caller's retry after an
+ *             "unknown"): the grant's own token, after a refresh that writes a new rvn and duration
+ *             on {@code #owner = :o AND #token = :t AND #rvn = :seen AND #released = false}, so
+ *             that the caller's deadline (counted from before this call) never outlasts a
+ *             contender's watch. Nothing new is granted.
  *       </ul>
  *       So <b>a contender takes a lease over only after it has watched the item for a full stored
  *       lease duration, on its own monotonic clock, with no heartbeat</b>. Its first call never
@@ -71,6 +84,30 @@ import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
  *       lives in it; tokens keep rising across releases. A second release, or a stale one after a
  *       takeover, matches nothing and returns false.
  * </ol>
+ *
+ * <h2>Lost answers</h2>
+ *
+ * Every conditional write is sent with the AWS SDK's retries off for that request and retried by
+ * this class (up to three attempts, {@code ConditionalWrites}), because a resend of a write that
+ * landed fails its own condition, and the SDK would report that refusal as the answer. Each attempt
+ * writes a fresh rvn, so after an ambiguous attempt (no answer, or a server error) a refusal is
+ * resolved by reading the item:
+ *
+ * <ul>
+ *   <li>acquire: the item holds this owner's unreleased lease with an rvn this call wrote: that
+ *       grant is returned (its deadline counted from before the call's first write); otherwise the
+ *       decision starts again from the item as it is now, at most three times;
+ *   <li>renew: the item holds this grant with an rvn this call wrote: renewed; otherwise the lease
+ *       is no longer this grant's (false);
+ *   <li>release: the item is this grant's, released with an rvn this call wrote: true; released
+ *       with another rvn: an earlier release call freed it (false); anything else (the next holder
+ *       took the freed lease at once): unknown.
+ * </ul>
+ *
+ * When the attempts run out, or the item cannot tell, the call throws {@link
+ * BackendUnavailableException}: the outcome is unknown. A lease granted by an attempt whose answer
+ * never came back blocks others for one observation at most, and its own grant gets it back by
+ * asking again.
  *
  * <p>An rvn is random, so it cannot fence anything downstream; the {@link FencingToken} is the
  * {@value #TOKEN} counter, which only ever grows while the item exists.
@@ -93,9 +130,9 @@ import software.amazon.awssdk.services.dynamodb.model.ReturnValue;
  * grants are forgotten on release or a refused renewal, and expired observations and grants are
  * pruned once there are more than 10,000.
  *
- * <p>Thread-safe. Failures of DynamoDB or the network are {@link
- * dev.nolock.patterns.BackendUnavailableException}s; a missing table an {@link
- * IllegalStateException} saying how to create it.
+ * <p>Thread-safe. Failures of DynamoDB or the network, and outcomes left unknown by a lost answer,
+ * are {@link BackendUnavailableException}s; a missing table an {@link IllegalStateException} saying
+ * how to create it.
  */
 public final class DynamoDbLockBackend implements LockBackend {
 
@@ -117,6 +154,7 @@ public final class DynamoDbLockBackend implements LockBackend {
   static final Set<String> ITEM_ATTRIBUTES = Set.of(OWNER, RVN, LEASE_DURATION, TOKEN, RELEASED);
 
   private static final int PRUNE_ABOVE = 10_000;
+  private static final int MAX_PASSES = 3;
   private static final String GRANT_UPDATE =
       "SET #owner = :owner, #rvn = :rvn, #duration = :duration, #released = :false"
           + " ADD #token :one";
@@ -129,6 +167,52 @@ public final class DynamoDbLockBackend implements LockBackend {
 
   private record Stored(
       String owner, String rvn, long token, Duration leaseDuration, boolean released) {}
+
+  /**
+   * The writes of one call: the rvns its attempts wrote, when its first write was sent, and whether
+   * an attempt was ambiguous (its answer lost, so it may have landed). Confined to the calling
+   * thread.
+   */
+  private static final class Writes {
+    private final List<String> rvns = new ArrayList<>();
+    private long firstSentNanos;
+    private boolean started;
+    private boolean ambiguous;
+
+    void sending(long nowNanos) {
+      if (!started) {
+        started = true;
+        firstSentNanos = nowNanos;
+      }
+    }
+
+    String newRvn() {
+      String rvn = UUID.randomUUID().toString();
+      rvns.add(rvn);
+      return rvn;
+    }
+
+    /** The rvn of the latest attempt: the applied one, right after an {@link Applied}. */
+    String lastRvn() {
+      return rvns.get(rvns.size() - 1);
+    }
+
+    void markAmbiguous() {
+      ambiguous = true;
+    }
+
+    boolean wrote(String rvn) {
+      return rvns.contains(rvn);
+    }
+
+    boolean ambiguous() {
+      return ambiguous;
+    }
+
+    long firstSentNanos() {
+      return firstSentNanos;
+    }
+  }
 
   private final DynamoDbClient client;
   private final DynamoDbLockBackendConfig config;
@@ -169,26 +253,61 @@ public final class DynamoDbLockBackend implements LockBackend {
     return Tables.createIfMissing(client, table, config.keyAttribute());
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>Reads the item, then takes it (no item, released, or watched unchanged for its stored
+   * duration), refreshes it (this grant's own lease: same token, new rvn), or returns empty. A
+   * write refused after an attempt whose answer was lost reads the item again: if it holds an rvn
+   * this call wrote, the grant is this call's.
+   */
   @Override
   public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
     requireName(name);
     requireOwner(owner);
     long ttlMillis = requireTtl(ttl);
-    Option<Stored> item = read(name);
-    long returned = clock.nanoTime();
-    if (item.isEmpty()) {
-      return grant(name, owner, ttl, ttlMillis, null);
+    Writes mine = new Writes();
+    for (int pass = 1; ; pass++) {
+      Option<Stored> item = read(name);
+      long returned = clock.nanoTime();
+      if (item.isDefined() && isOwnUnreleased(item.get(), owner, mine)) {
+        // An earlier attempt of this call took (or refreshed) the lease; its answer was lost.
+        return Option.some(hold(name, owner, ttl, item.get().token(), item.get().rvn(), mine));
+      }
+      Option<FencingToken> result;
+      if (item.isEmpty()) {
+        result = grant(name, owner, ttl, ttlMillis, null, mine);
+      } else if (item.get().released()) {
+        result = grant(name, owner, ttl, ttlMillis, item.get().rvn(), mine);
+      } else if (!observe(name, item.get(), returned).takeoverAt().hasExpired()) {
+        if (!item.get().owner().equals(owner)) {
+          return refusedBy(name, item.get(), ttl, mine);
+        }
+        // The grant that holds the lease asks again (a caller's retry after "unknown"): the
+        // same token, with a new rvn so that a contender's watch starts again.
+        result = refresh(name, owner, ttl, ttlMillis, item.get(), mine);
+      } else {
+        result = grant(name, owner, ttl, ttlMillis, item.get().rvn(), mine);
+      }
+      if (result.isDefined()) {
+        return result;
+      }
+      if (!mine.ambiguous()) {
+        return Option.none(); // another contender was faster, or the holder heartbeated
+      }
+      if (pass >= MAX_PASSES) {
+        throw unknown("acquire lock \"" + name + "\"", "the lease item changed under every try");
+      }
     }
-    Stored stored = item.get();
-    if (stored.released()) {
-      return grant(name, owner, ttl, ttlMillis, stored.rvn());
-    }
-    if (!observe(name, stored, returned).takeoverAt().hasExpired()) {
-      return Option.none();
-    }
-    return grant(name, owner, ttl, ttlMillis, stored.rvn());
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>A new rvn and duration on {@code #owner = :o AND #token = :t AND #rvn = :myLastRvn AND
+   * #released = false}. A refusal after an attempt whose answer was lost reads the item: if it
+   * holds an rvn this call wrote, the renewal landed.
+   */
   @Override
   public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
     requireName(name);
@@ -204,12 +323,12 @@ public final class DynamoDbLockBackend implements LockBackend {
       holdings.remove(grant, held);
       return false; // a contender may already be entitled to it
     }
-    String rvn = newRvn();
-    long sent = clock.nanoTime();
-    boolean renewed =
+    Writes mine = new Writes();
+    Outcome<?> outcome =
         conditionally(
             "renew lock \"" + name + "\"",
-            () ->
+            mine,
+            rvn ->
                 client.updateItem(
                     update ->
                         update
@@ -233,54 +352,96 @@ public final class DynamoDbLockBackend implements LockBackend {
                                     ":owner", AttributeValue.fromS(owner),
                                     ":token", number(token.value()),
                                     ":last", AttributeValue.fromS(held.rvn()),
-                                    ":false", AttributeValue.fromBool(false)))));
-    if (!renewed) {
+                                    ":false", AttributeValue.fromBool(false)))
+                            .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
+    String renewed = null;
+    if (outcome instanceof Applied<?>) {
+      renewed = mine.lastRvn();
+    } else if (mine.ambiguous()) {
+      // Landed, or refused because the lease is no longer this grant's (or its rvn was changed
+      // by someone else): the item says which, since only this call writes these rvns.
+      Option<Stored> now = read(name);
+      if (now.isDefined()
+          && isGrant(now.get(), owner, token)
+          && isOwnUnreleased(now.get(), owner, mine)) {
+        renewed = now.get().rvn();
+      }
+    }
+    if (renewed == null) {
       holdings.remove(grant, held);
       return false;
     }
-    Deadline deadline = Deadline.forHolder(clock, sent, ttl);
-    holdings.replace(grant, held, new Holding(owner, rvn, deadline));
-    observations.put(name, new Observation(rvn, deadline));
+    Deadline deadline = Deadline.forHolder(clock, mine.firstSentNanos(), ttl);
+    holdings.replace(grant, held, new Holding(owner, renewed, deadline));
+    observations.put(name, new Observation(renewed, deadline));
     return true;
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>{@code released = true} and a new rvn, on {@code #owner = :o AND #token = :t AND #released =
+   * false}. A refusal after an attempt whose answer was lost reads the item: released with an rvn
+   * this call wrote is this call's release (true); released with another rvn, an earlier call's
+   * (false); anything else (the next holder took the freed lease at once, or the item is gone)
+   * leaves the outcome unknown.
+   */
   @Override
   public boolean release(String name, String owner, FencingToken token) {
     requireName(name);
     requireOwner(owner);
     Objects.requireNonNull(token, "token");
     Grant grant = new Grant(name, token.value());
-    boolean released =
-        conditionally(
-            "release lock \"" + name + "\"",
-            () ->
-                client.updateItem(
-                    update ->
-                        update
-                            .tableName(table)
-                            .key(key(name))
-                            .updateExpression("SET #released = :true, #rvn = :rvn")
-                            .conditionExpression(
-                                "#owner = :owner AND #token = :token AND #released = :false")
-                            .expressionAttributeNames(
-                                Map.of(
-                                    "#released", RELEASED,
-                                    "#rvn", RVN,
-                                    "#owner", OWNER,
-                                    "#token", TOKEN))
-                            .expressionAttributeValues(
-                                Map.of(
-                                    ":true", AttributeValue.fromBool(true),
-                                    ":false", AttributeValue.fromBool(false),
-                                    ":rvn", AttributeValue.fromS(newRvn()),
-                                    ":owner", AttributeValue.fromS(owner),
-                                    ":token", number(token.value())))));
-    // Released, or no longer this owner's grant (taken over, or released before): forget it.
-    holdings.computeIfPresent(grant, (g, held) -> held.owner().equals(owner) ? null : held);
-    if (released) {
-      observations.remove(name);
+    String what = "release lock \"" + name + "\"";
+    try {
+      Writes mine = new Writes();
+      Outcome<?> outcome =
+          conditionally(
+              what,
+              mine,
+              rvn ->
+                  client.updateItem(
+                      update ->
+                          update
+                              .tableName(table)
+                              .key(key(name))
+                              .updateExpression("SET #released = :true, #rvn = :rvn")
+                              .conditionExpression(
+                                  "#owner = :owner AND #token = :token AND #released = :false")
+                              .expressionAttributeNames(
+                                  Map.of(
+                                      "#released", RELEASED,
+                                      "#rvn", RVN,
+                                      "#owner", OWNER,
+                                      "#token", TOKEN))
+                              .expressionAttributeValues(
+                                  Map.of(
+                                      ":true", AttributeValue.fromBool(true),
+                                      ":false", AttributeValue.fromBool(false),
+                                      ":rvn", AttributeValue.fromS(rvn),
+                                      ":owner", AttributeValue.fromS(owner),
+                                      ":token", number(token.value())))
+                              .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
+      boolean released = outcome instanceof Applied<?>;
+      if (!released && mine.ambiguous()) {
+        Option<Stored> now = read(name);
+        if (now.isEmpty() || !isGrant(now.get(), owner, token) || !now.get().released()) {
+          throw unknown(
+              what,
+              "the resend was refused and the lease is now "
+                  + now.map(n -> n.owner() + "'s (token " + n.token() + ")").getOrElse("gone")
+                  + ": the first attempt may have freed it before that");
+        }
+        released = mine.wrote(now.get().rvn());
+      }
+      if (released) {
+        observations.remove(name);
+      }
+      return released;
+    } finally {
+      // Released, no longer this owner's grant, or unknown: this grant is not renewed any more.
+      holdings.computeIfPresent(grant, (g, held) -> held.owner().equals(owner) ? null : held);
     }
-    return released;
   }
 
   /**
@@ -337,12 +498,13 @@ public final class DynamoDbLockBackend implements LockBackend {
   }
 
   /**
-   * The conditional write that takes the lease: on {@code attribute_not_exists} when {@code
-   * seenRvn} is null, else on {@code #rvn = :seen}.
+   * The conditional write that takes the lease with a new token: on {@code attribute_not_exists}
+   * when {@code seenRvn} is null, else on {@code #rvn = :seen}.
+   *
+   * @return the new token; empty when refused
    */
   private Option<FencingToken> grant(
-      String name, String owner, Duration ttl, long ttlMillis, String seenRvn) {
-    String rvn = newRvn();
+      String name, String owner, Duration ttl, long ttlMillis, String seenRvn, Writes mine) {
     Map<String, String> names = new HashMap<>();
     names.put("#owner", OWNER);
     names.put("#rvn", RVN);
@@ -351,7 +513,6 @@ public final class DynamoDbLockBackend implements LockBackend {
     names.put("#token", TOKEN);
     Map<String, AttributeValue> values = new HashMap<>();
     values.put(":owner", AttributeValue.fromS(owner));
-    values.put(":rvn", AttributeValue.fromS(rvn));
     values.put(":duration", number(ttlMillis));
     values.put(":false", AttributeValue.fromBool(false));
     values.put(":one", number(1));
@@ -363,12 +524,14 @@ public final class DynamoDbLockBackend implements LockBackend {
       values.put(":seen", AttributeValue.fromS(seenRvn));
       condition = "#rvn = :seen";
     }
-    long sent = clock.nanoTime();
-    Map<String, AttributeValue> updated;
-    try {
-      updated =
-          client
-              .updateItem(
+    Outcome<UpdateItemResponse> outcome =
+        conditionally(
+            "acquire lock \"" + name + "\"",
+            mine,
+            rvn -> {
+              Map<String, AttributeValue> attempt = new HashMap<>(values);
+              attempt.put(":rvn", AttributeValue.fromS(rvn));
+              return client.updateItem(
                   update ->
                       update
                           .tableName(table)
@@ -376,15 +539,14 @@ public final class DynamoDbLockBackend implements LockBackend {
                           .updateExpression(GRANT_UPDATE)
                           .conditionExpression(condition)
                           .expressionAttributeNames(names)
-                          .expressionAttributeValues(values)
-                          .returnValues(ReturnValue.UPDATED_NEW))
-              .attributes();
-    } catch (ConditionalCheckFailedException e) {
-      return Option.none(); // another contender was faster, or the holder heartbeated
-    } catch (SdkException e) {
-      throw translate(e, "acquire lock \"" + name + "\"");
+                          .expressionAttributeValues(attempt)
+                          .returnValues(ReturnValue.UPDATED_NEW)
+                          .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT));
+            });
+    if (!(outcome instanceof Applied<UpdateItemResponse> applied)) {
+      return Option.none();
     }
-    AttributeValue token = updated.get(TOKEN);
+    AttributeValue token = applied.response().attributes().get(TOKEN);
     if (token == null || token.n() == null) {
       throw new IllegalStateException(
           "DynamoDB granted lock \""
@@ -394,15 +556,85 @@ public final class DynamoDbLockBackend implements LockBackend {
               + "\" attribute"
               + " (ReturnValues=UPDATED_NEW): the server does not support it.");
     }
-    long value = Long.parseLong(token.n());
-    Deadline deadline = Deadline.forHolder(clock, sent, ttl);
+    return Option.some(hold(name, owner, ttl, Long.parseLong(token.n()), mine.lastRvn(), mine));
+  }
+
+  /**
+   * The conditional write by which the grant that holds the lease takes it again: a new rvn and
+   * duration, the same token, on {@code #owner = :o AND #token = :t AND #rvn = :seen AND #released
+   * = false}.
+   *
+   * @return the stored token; empty when refused
+   */
+  private Option<FencingToken> refresh(
+      String name, String owner, Duration ttl, long ttlMillis, Stored stored, Writes mine) {
+    Outcome<?> outcome =
+        conditionally(
+            "acquire lock \"" + name + "\" again",
+            mine,
+            rvn ->
+                client.updateItem(
+                    update ->
+                        update
+                            .tableName(table)
+                            .key(key(name))
+                            .updateExpression("SET #rvn = :rvn, #duration = :duration")
+                            .conditionExpression(
+                                "#owner = :owner AND #token = :token AND #rvn = :seen"
+                                    + " AND #released = :false")
+                            .expressionAttributeNames(
+                                Map.of(
+                                    "#rvn", RVN,
+                                    "#duration", LEASE_DURATION,
+                                    "#owner", OWNER,
+                                    "#token", TOKEN,
+                                    "#released", RELEASED))
+                            .expressionAttributeValues(
+                                Map.of(
+                                    ":rvn", AttributeValue.fromS(rvn),
+                                    ":duration", number(ttlMillis),
+                                    ":owner", AttributeValue.fromS(owner),
+                                    ":token", number(stored.token()),
+                                    ":seen", AttributeValue.fromS(stored.rvn()),
+                                    ":false", AttributeValue.fromBool(false)))
+                            .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
+    if (!(outcome instanceof Applied<?>)) {
+      return Option.none();
+    }
+    return Option.some(hold(name, owner, ttl, stored.token(), mine.lastRvn(), mine));
+  }
+
+  /**
+   * Records a grant this call holds, its deadline counted from before this call's first write, and
+   * returns its token.
+   */
+  private FencingToken hold(
+      String name, String owner, Duration ttl, long token, String rvn, Writes mine) {
+    Deadline deadline = Deadline.forHolder(clock, mine.firstSentNanos(), ttl);
     if (holdings.size() > PRUNE_ABOVE) {
       // Grants lost without a release (the holder never called it): their deadlines are past.
       holdings.values().removeIf(held -> held.deadline().hasExpired());
     }
-    holdings.put(new Grant(name, value), new Holding(owner, rvn, deadline));
+    holdings.put(new Grant(name, token), new Holding(owner, rvn, deadline));
     observations.put(name, new Observation(rvn, deadline));
-    return Option.some(FencingToken.of(value));
+    return FencingToken.of(token);
+  }
+
+  /**
+   * Empty, for a lease another owner holds: unless an earlier attempt of this call may have taken
+   * it and that grant may since have been taken over, which needs a full stored duration ({@code
+   * ttl}) of watching it.
+   */
+  private Option<FencingToken> refusedBy(String name, Stored stored, Duration ttl, Writes mine) {
+    if (mine.ambiguous()
+        && Duration.ofNanos(clock.nanoTime() - mine.firstSentNanos()).compareTo(ttl) >= 0) {
+      throw unknown(
+          "acquire lock \"" + name + "\"",
+          "an attempt whose answer was lost may have taken the lease before "
+              + stored.owner()
+              + " took it over");
+    }
+    return Option.none();
   }
 
   private Option<Stored> read(String name) {
@@ -448,16 +680,39 @@ public final class DynamoDbLockBackend implements LockBackend {
             released.bool()));
   }
 
-  /** Sends one conditional write; false when its condition failed. */
-  private boolean conditionally(String what, Runnable write) {
-    try {
-      write.run();
-      return true;
-    } catch (ConditionalCheckFailedException e) {
-      return false;
-    } catch (SdkException e) {
-      throw translate(e, what);
+  /**
+   * Sends one conditional write with the SDK's retries off and the library's own on ({@link
+   * ConditionalWrites}); each attempt writes a fresh rvn, recorded in {@code mine}.
+   */
+  private <R> Outcome<R> conditionally(String what, Writes mine, Function<String, R> attempt) {
+    mine.sending(clock.nanoTime());
+    Outcome<R> outcome =
+        ConditionalWrites.send(clock, n -> attempt.apply(mine.newRvn()), e -> translate(e, what));
+    if (outcome instanceof Refused<R> refused && refused.afterAmbiguousAttempt()) {
+      mine.markAmbiguous();
     }
+    return outcome;
+  }
+
+  /** The outcome of {@code what} is unknown, for the reason {@code why}. */
+  private BackendUnavailableException unknown(String what, String why) {
+    return new BackendUnavailableException(
+        "DynamoDB did not answer an attempt to "
+            + what
+            + " on table \""
+            + table
+            + "\", and "
+            + why
+            + ". Whether it took effect is unknown; retry later.",
+        null);
+  }
+
+  private static boolean isGrant(Stored stored, String owner, FencingToken token) {
+    return stored.owner().equals(owner) && stored.token() == token.value();
+  }
+
+  private static boolean isOwnUnreleased(Stored stored, String owner, Writes mine) {
+    return !stored.released() && stored.owner().equals(owner) && mine.wrote(stored.rvn());
   }
 
   private <R> R call(String what, Supplier<R> request) {
@@ -480,10 +735,6 @@ public final class DynamoDbLockBackend implements LockBackend {
     return AttributeValue.fromN(Long.toString(value));
   }
 
-  private static String newRvn() {
-    return UUID.randomUUID().toString();
-  }
-
   private static void requireName(String name) {
     Names.requireName("lock name", name, Lease.MAX_NAME_LENGTH);
   }
@@ -492,6 +743,10 @@ public final class DynamoDbLockBackend implements LockBackend {
     Names.requireName("lease owner", owner, Lease.MAX_OWNER_LENGTH);
   }
 
+  /**
+   * The lease duration to store, in whole milliseconds rounded up: the holder counts the whole
+   * {@code ttl}, so a contender must wait at least as long.
+   */
   private static long requireTtl(Duration ttl) {
     Objects.requireNonNull(ttl, "ttl");
     if (ttl.toMillis() < 1 || ttl.compareTo(Deadline.MAX_LEASE_DURATION) > 0) {
@@ -503,7 +758,8 @@ public final class DynamoDbLockBackend implements LockBackend {
               + ": pass a TTL a few times longer"
               + " than the critical section.");
     }
-    return ttl.toMillis();
+    long millis = ttl.toMillis();
+    return ttl.equals(Duration.ofMillis(millis)) ? millis : millis + 1;
   }
 
   @Override

@@ -9,6 +9,7 @@ import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.testkit.DynamoDbExtension;
 import dev.nolock.testkit.LockBackendContract;
 import dev.nolock.testkit.PeekedLease;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -227,6 +228,52 @@ class DynamoDbLockBackendIT extends LockBackendContract {
         .isFalse();
     assertThat(other.release(name, "A", token)).as("owner and token suffice").isTrue();
     assertThat(backend.renew(name, "A", token, D)).isFalse();
+  }
+
+  @Test
+  void aContenderWaitsTheHoldersWholeTtlNotItsWholeMilliseconds() {
+    String name = name("sub-millisecond");
+    ManualLeaseClock clock = new ManualLeaseClock();
+    DynamoDbLockBackend contender = contender(clock);
+    Duration ttl = Duration.ofMillis(1500).plusNanos(400_000);
+    backend.tryAcquire(name, "holder", ttl).get();
+    assertThat(contender.tryAcquire(name, "contender", D)).as("first sight").isEmpty();
+
+    clock.advance(Duration.ofMillis(1500));
+
+    assertThat(contender.tryAcquire(name, "contender", D))
+        .as("the holder counts 1500.4 ms: a contender that watched 1500 ms may not take over")
+        .isEmpty();
+    assertThat(LockTables.item(dynamo, config, name))
+        .as("the stored duration is the TTL rounded up to whole milliseconds")
+        .containsEntry("lease_duration_ms", AttributeValue.fromN("1501"));
+    clock.advance(Duration.ofMillis(1));
+    assertThat(contender.tryAcquire(name, "contender", D)).isNotEmpty();
+  }
+
+  @Test
+  void anAcquireByTheGrantThatHoldsTheLeaseReturnsItsTokenAndGrantsNothingNew() {
+    String name = name("same-grant");
+    ManualLeaseClock clock = new ManualLeaseClock();
+    DynamoDbLockBackend contender = contender(clock);
+    FencingToken token = backend.tryAcquire(name, "A#grant-1", D).get();
+    assertThat(contender.tryAcquire(name, "B", D)).as("B starts watching").isEmpty();
+    String rvn = LockTables.item(dynamo, config, name).get("rvn").s();
+
+    Option<FencingToken> again = backend.tryAcquire(name, "A#grant-1", D);
+
+    assertThat(again).as("the same grant, asked again: its own token").contains(token);
+    assertThat(LockTables.item(dynamo, config, name))
+        .containsEntry("token", AttributeValue.fromN(Long.toString(token.value())))
+        .containsEntry("owner", AttributeValue.fromS("A#grant-1"));
+    assertThat(LockTables.item(dynamo, config, name).get("rvn").s())
+        .as("the lease was refreshed, so a contender's watch starts again")
+        .isNotEqualTo(rvn);
+    clock.advance(D);
+    assertThat(contender.tryAcquire(name, "B", D)).as("B saw a new rvn: it waits again").isEmpty();
+    assertThat(backend.tryAcquire(name, "A#grant-2", D)).as("another grant").isEmpty();
+    assertThat(backend.renew(name, "A#grant-1", token, D)).isTrue();
+    assertThat(backend.release(name, "A#grant-1", token)).isTrue();
   }
 
   @Test
