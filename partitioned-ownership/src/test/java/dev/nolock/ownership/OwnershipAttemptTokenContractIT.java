@@ -59,7 +59,7 @@ import org.junit.platform.testkit.engine.EngineTestKit;
  * Both steps are {@code internal}: the public {@link PartitionOwner} claims on assignment and
  * applies on its own thread as records arrive, so a caller can neither claim a partition nor finish
  * a chosen record under a chosen epoch, and the runner retries an unknown outcome by itself (what
- * it does around these two steps is tested with the broker in {@code LostApplyAnswerIT}). The
+ * it does around these two steps is tested with the broker in {@code LostCommitIT}). The
  * ConsumerRecord is built here, as a poll returns it: the apply transaction never talks to Kafka.
  *
  * <p>"Two attempts of one item in one process" run twice: one runner that claims its partition

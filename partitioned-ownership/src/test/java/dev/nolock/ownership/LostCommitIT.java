@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.ownership.internal.ApplyOutcome;
+import dev.nolock.ownership.internal.OwnerTable;
 import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.testkit.FaultKind;
@@ -16,24 +17,28 @@ import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
+import org.jooq.impl.DSL;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * The runner after an apply whose {@code COMMIT} was lost, through testkit's {@link JdbcFaults}
- * under the runner's pool: with {@link FaultKind#ANSWER_LOST} the apply committed on the server and
- * the runner heard a dropped connection; with {@link FaultKind#REQUEST_LOST} it rolled back. Either
- * way the record's change commits exactly once: when the runner retries it (a replay if it had
- * committed), and when the partition is handed to the next owner before any retry (which starts
+ * The runner after a {@code COMMIT} was lost, through testkit's {@link JdbcFaults} under the
+ * runner's pool. An apply's: with {@link FaultKind#ANSWER_LOST} the apply committed on the server
+ * and the runner heard a dropped connection; with {@link FaultKind#REQUEST_LOST} it rolled back.
+ * Either way the record's change commits exactly once: when the runner retries it (a replay if it
+ * had committed), and when the partition is handed to the next owner before any retry (which starts
  * after it if it had committed, at it if not, whatever Kafka's committed offset says). The bank's
- * ledger has no unique key, so a second apply would show as a second row.
+ * ledger has no unique key, so a second apply would show as a second row. A claim's, its answer
+ * lost: the runner claims again, and the epoch it applies with is the retry's.
  */
 @ExtendWith({KafkaExtension.class, PostgresExtension.class})
-class LostApplyAnswerIT {
+class LostCommitIT {
 
   @ParameterizedTest
   @EnumSource(FaultKind.class)
@@ -81,6 +86,73 @@ class LostApplyAnswerIT {
       Bank.Report report = Bank.report(pg.dsl(), commands.sent());
       assertThat(report.clean()).as(report.toString()).isTrue();
       assertThat(report.ledgerRows()).as("%s: exactly one effect", kind).isEqualTo(1);
+    } finally {
+      commands.close();
+    }
+  }
+
+  @Test
+  void aClaimWhoseCommitAnswerWasLostIsClaimedAgainAndTheRunnerAppliesWithTheNewerEpoch(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("lost-claim"), 1);
+    String group = "owners-" + topic;
+    Bank.freshTables(pg.dsl());
+    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 1);
+    AtomicReference<InjectedFault> claimFault = new AtomicReference<>();
+    try (JdbcFaults faults = JdbcFaults.pool(pg.jdbcUrl())) {
+      RecordingEvents events =
+          new RecordingEvents() {
+            @Override
+            public void outcome(int partition, long offset, long epoch, ApplyOutcome outcome) {
+              super.outcome(partition, offset, epoch, outcome);
+              if (outcome == ApplyOutcome.FENCED) {
+                // The fenced runner steps aside and claims again after the next rebalance: with
+                // no apply in between, its next COMMIT is that claim's.
+                claimFault.set(faults.onNextCommit(FaultKind.ANSWER_LOST));
+              }
+            }
+          };
+      try (PartitionOwner<String, String> owner =
+          PartitionOwner.withSafeguards(
+              faults.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "reclaiming").build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              Bank.handler("reclaiming"),
+              Safeguards.ALL,
+              events)) {
+        owner.createTableIfMissing();
+        owner.start();
+        assertThat(events.claimed.await(60, TimeUnit.SECONDS)).as("partition 0 claimed").isTrue();
+        // A late claim by another member (Caveats) fences the runner's epoch 1 with epoch 2.
+        new OwnerTable(DSL.name(OwnershipConfig.DEFAULT_TABLE))
+            .claim(pg.dsl(), group, topic, 0, 1, "late-member", Duration.ofSeconds(5));
+
+        commands.send(1);
+        await("the record applied, or the runner stopped")
+            .atMost(Duration.ofSeconds(60))
+            .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 1 || !owner.isRunning());
+
+        assertThat(claimFault.get())
+            .as("the runner was fenced, so the fault was armed")
+            .isNotNull();
+        claimFault.get().assertFired();
+        assertThat(owner.failure()).isEmpty();
+        assertThat(events.backoffs).as("one backend failure: the lost claim").hasSize(1);
+        assertThat(events.claims)
+            .extracting(RecordingEvents.Claimed::epoch)
+            .as("epoch 3 went to the claim whose answer was lost, epoch 4 to its retry")
+            .containsExactly(1L, 4L);
+        assertThat(events.outcomes)
+            .containsExactly(
+                new RecordingEvents.Outcome(0, 0, 1, ApplyOutcome.FENCED),
+                new RecordingEvents.Outcome(0, 0, 4, ApplyOutcome.APPLIED));
+        assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0))
+            .isEqualTo(new OwnerRows.Row(4, "reclaiming", 0));
+      }
+      Bank.Report report = Bank.report(pg.dsl(), commands.sent());
+      assertThat(report.clean()).as(report.toString()).isTrue();
+      assertThat(report.ledgerRows()).as("exactly one effect").isEqualTo(1);
     } finally {
       commands.close();
     }
