@@ -376,8 +376,8 @@ public final class OwnershipConfig {
      * PostgreSQL's {@code idle_in_transaction_session_timeout} for apply transactions (whole
      * milliseconds, zero to switch off, at most 1 hour). An owner paused inside an apply
      * transaction holds its ownership row's lock and so delays the next owner's claim; the server
-     * ends such a session after this long. Set it above the longest pause between the handler's own
-     * statements.
+     * ends such a session after this long and rolls the apply back, and the owner retries the
+     * record when it wakes. Set it above the longest pause between the handler's own statements.
      */
     public Builder transactionIdleTimeout(Duration transactionIdleTimeout) {
       this.transactionIdleTimeout =

@@ -15,10 +15,14 @@ import org.jooq.DSLContext;
  *
  * <p>Write only through {@code tx}; writes through another connection are not fenced. A write to
  * another system should carry {@code epoch} as a fencing token for that system to check (for
- * example through {@code dev.nolock.patterns.Fence}, with the partition as the lock name). Do not
- * commit or roll back {@code tx} yourself. Throwing rolls the transaction back and stops the runner
- * (see the README's Error handling): a record that can never apply blocks its partition, so handle
- * poison records here (record them in a dead-letter table through {@code tx} and return).
+ * example through {@code dev.nolock.patterns.Fence}, with the partition as the lock name), which
+ * refuses a zombie owner, <b>and</b> be idempotent per record (keyed by {@code
+ * topic-partition@offset}): a record is applied again after its transaction rolled back or its
+ * {@code COMMIT} answer was lost, by the same owner with the same epoch, which the fence lets
+ * through. Do not commit or roll back {@code tx} yourself. Throwing rolls the transaction back and
+ * stops the runner (see the README's Error handling): a record that can never apply blocks its
+ * partition, so handle poison records here (record them in a dead-letter table through {@code tx}
+ * and return).
  *
  * @param <K> the key type
  * @param <V> the value type

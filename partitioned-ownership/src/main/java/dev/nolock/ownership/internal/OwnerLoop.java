@@ -44,8 +44,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Per record, in order: skip it if its partition is not owned here (lost, fenced, unclaimed);
  * check the point of no return ({@code sessionTimeout - safetyMargin} after the poll that fetched
- * it was sent), else rewind and poll again; run the apply transaction (ownership and offset check,
- * then the handler); on {@link ApplyOutcome#FENCED} step aside from the partition at once.
+ * it was sent), else rewind and poll again; run the {@link ApplyTransaction} (ownership and offset
+ * check, then the handler); on {@link ApplyOutcome#FENCED} step aside from the partition at once;
+ * when PostgreSQL failed and the outcome is unknown, rewind and retry the same record with the same
+ * epoch after a backoff (a replay if the first send had committed).
  *
  * <p>Rebalance callbacks run inside {@code poll} on this same thread, so no apply is in flight when
  * a partition is revoked: the revoked partitions' positions are committed and they are dropped;
@@ -59,8 +61,7 @@ public final class OwnerLoop<K, V> {
   private final Consumer<K, V> consumer;
   private final DSLContext dsl;
   private final OwnerTable table;
-  private final RecordHandler<K, V> handler;
-  private final Safeguards safeguards;
+  private final ApplyTransaction<K, V> applier;
   private final OwnerEvents events;
   private final OwnershipMetricsFactory metricsFactory;
   private final LeaseClock clock;
@@ -125,8 +126,6 @@ public final class OwnerLoop<K, V> {
     this.consumer = consumer;
     this.dsl = dsl;
     this.table = new OwnerTable(config.tableName());
-    this.handler = handler;
-    this.safeguards = safeguards;
     this.events = events;
     this.metricsFactory = metricsFactory;
     this.clock = config.clock();
@@ -138,6 +137,16 @@ public final class OwnerLoop<K, V> {
     this.topic = config.topic();
     this.group = config.groupId();
     this.owner = config.ownerId();
+    this.applier =
+        new ApplyTransaction<>(
+            dsl,
+            table,
+            group,
+            owner,
+            handler,
+            safeguards,
+            config.queryTimeout(),
+            config.transactionIdleTimeout());
   }
 
   /** The partitions owned here and their epochs; safe to call from any thread. */
@@ -279,10 +288,12 @@ public final class OwnerLoop<K, V> {
         events.beforeApply(tp.partition(), record.offset(), o.epoch);
         ApplyOutcome outcome;
         try {
-          outcome = apply(tp, o, record);
-        } catch (TransientFailure e) {
+          outcome = applier.apply(record, o.epoch);
+        } catch (BackendUnavailableException unknown) {
+          // Committed or not, the retry of the same record with the same epoch commits it once:
+          // a replay if it had.
           rewind(records);
-          startBackoff(e.getCause(), "applying " + tp + "@" + record.offset());
+          startBackoff(unknown.getCause(), "applying " + tp + "@" + record.offset());
           return;
         }
         events.outcome(tp.partition(), record.offset(), o.epoch, outcome);
@@ -312,68 +323,6 @@ public final class OwnerLoop<K, V> {
       if (o != null) {
         consumer.seek(tp, o.nextOffset);
       }
-    }
-  }
-
-  private ApplyOutcome apply(TopicPartition tp, Owned o, ConsumerRecord<K, V> record) {
-    int partition = tp.partition();
-    try {
-      return dsl.transactionResult(
-          cfg -> {
-            DSLContext tx = cfg.dsl();
-            int rows =
-                table.advance(
-                    tx,
-                    group,
-                    topic,
-                    partition,
-                    record.offset(),
-                    o.epoch,
-                    owner,
-                    safeguards,
-                    config.queryTimeout(),
-                    config.transactionIdleTimeout());
-            if (rows == 0) {
-              // Refused. A zombie is told so even when the record is also a replay.
-              OwnerTable.Row row = table.row(tx, group, topic, partition);
-              boolean superseded = row.epoch() != o.epoch || !owner.equals(row.owner());
-              return safeguards.epochCheck() && superseded
-                  ? ApplyOutcome.FENCED
-                  : ApplyOutcome.REPLAY;
-            }
-            if (rows != 1) {
-              throw new IllegalStateException(
-                  "The ownership update of "
-                      + tp
-                      + " changed "
-                      + rows
-                      + " rows: the table lost its primary key; recreate it.");
-            }
-            try {
-              handler.apply(record, tx, FencingToken.of(o.epoch));
-            } catch (Exception e) {
-              throw new HandlerFailure(e);
-            }
-            return ApplyOutcome.APPLIED;
-          });
-    } catch (HandlerFailure e) {
-      if (SqlErrors.isTransient(e.getCause())) {
-        throw new TransientFailure(e.getCause());
-      }
-      throw new IllegalStateException(
-          "The record handler failed on "
-              + tp
-              + "@"
-              + record.offset()
-              + " (the transaction was rolled back; the runner stopped). A record that can never"
-              + " apply blocks its partition: handle it in the handler, e.g. in a dead-letter"
-              + " table.",
-          e.getCause());
-    } catch (DataAccessException e) {
-      if (SqlErrors.isTransient(e)) {
-        throw new TransientFailure(e);
-      }
-      throw e;
     }
   }
 
@@ -673,24 +622,6 @@ public final class OwnerLoop<K, V> {
         release(tp, "lost");
       }
       publishView();
-    }
-  }
-
-  /** The handler threw; carries its exception out of the transaction. */
-  private static final class HandlerFailure extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    HandlerFailure(Exception cause) {
-      super(cause);
-    }
-  }
-
-  /** PostgreSQL failed in a way worth retrying. */
-  private static final class TransientFailure extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    TransientFailure(Throwable cause) {
-      super(cause);
     }
   }
 }

@@ -22,6 +22,7 @@ import org.jooq.Query;
 import org.jooq.Record;
 import org.jooq.Record2;
 import org.jooq.Record3;
+import org.jooq.Select;
 import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
 
@@ -64,15 +65,18 @@ public final class OwnerTable {
    * Bounds the current transaction on the server: every statement ({@code statement_timeout}), and
    * the idle time between statements ({@code idle_in_transaction_session_timeout}, so an owner
    * paused inside a transaction cannot hold its ownership row's lock for ever). Zero switches a
-   * bound off. Both values are validated durations, inlined because {@code SET} takes no bind
-   * values; one round trip.
+   * bound off. One round trip: {@code set_config(..., true)} with bound values, which lasts until
+   * the transaction ends ({@code SET LOCAL} takes no bind values).
    */
   public void limitTransaction(DSLContext tx, Duration statementTimeout, Duration idleTimeout) {
-    tx.execute(
-        "SET LOCAL statement_timeout = "
-            + statementTimeout.toMillis()
-            + "; SET LOCAL idle_in_transaction_session_timeout = "
-            + idleTimeout.toMillis());
+    limitQuery(tx, statementTimeout, idleTimeout).fetch();
+  }
+
+  /** The statement of {@link #limitTransaction}, not executed. */
+  public Select<?> limitQuery(DSLContext tx, Duration statementTimeout, Duration idleTimeout) {
+    return tx.select(
+        setLocal("statement_timeout", statementTimeout),
+        setLocal("idle_in_transaction_session_timeout", idleTimeout));
   }
 
   /** {@code CREATE TABLE IF NOT EXISTS}, as the README's Schema section shows it. */

@@ -12,8 +12,10 @@ public final class SqlErrors {
 
   /**
    * True for connection failures, timeouts and cancellations, serialization failures and deadlocks,
-   * lock timeouts, lack of resources and administrator shutdowns; false for errors a retry would
-   * repeat (a missing table, a constraint violation, a syntax error).
+   * lock timeouts, lack of resources, administrator shutdowns, and a session the server ended
+   * because its transaction sat idle or ran too long (an owner paused inside an apply past {@code
+   * idle_in_transaction_session_timeout}: the transaction was rolled back); false for errors a
+   * retry would repeat (a missing table, a constraint violation, a syntax error).
    */
   public static boolean isTransient(Throwable failure) {
     for (Throwable t = failure; t != null; t = t.getCause()) {
@@ -28,7 +30,9 @@ public final class SqlErrors {
             || state.startsWith("40") // serialization failure, deadlock
             || state.startsWith("53") // insufficient resources
             || state.startsWith("57") // canceled (statement timeout), admin shutdown
-            || state.equals("55P03")) { // lock not available (lock_timeout)
+            || state.equals("55P03") // lock not available (lock_timeout)
+            || state.equals("25P03") // idle_in_transaction_session_timeout ended the session
+            || state.equals("25P04")) { // transaction_timeout (PostgreSQL 17) ended the session
           return true;
         }
       }

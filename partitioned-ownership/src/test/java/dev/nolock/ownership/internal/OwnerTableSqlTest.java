@@ -57,4 +57,14 @@ class OwnerTableSqlTest {
         .doesNotContain("\"last_applied_offset\" <")
         .contains("greatest(\"last_applied_offset\", 42)");
   }
+
+  @Test
+  void theTransactionBoundsAreBoundValuesNotConcatenatedSql() {
+    var limit = table.limitQuery(dsl, Duration.ofSeconds(5), Duration.ofSeconds(30));
+    assertThat(limit.getSQL(ParamType.INDEXED))
+        .isEqualTo(
+            "select set_config('statement_timeout', ?, true),"
+                + " set_config('idle_in_transaction_session_timeout', ?, true)");
+    assertThat(limit.getBindValues()).containsExactly("5000", "30000");
+  }
 }

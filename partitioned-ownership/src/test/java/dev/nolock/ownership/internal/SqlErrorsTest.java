@@ -19,6 +19,12 @@ class SqlErrorsTest {
     assertThat(SqlErrors.isTransient(wrapped("57P01"))).as("admin shutdown").isTrue();
     assertThat(SqlErrors.isTransient(wrapped("55P03"))).as("lock timeout").isTrue();
     assertThat(SqlErrors.isTransient(wrapped("53300"))).as("too many connections").isTrue();
+    assertThat(SqlErrors.isTransient(wrapped("25P03")))
+        .as("session ended by idle_in_transaction_session_timeout")
+        .isTrue();
+    assertThat(SqlErrors.isTransient(wrapped("25P04")))
+        .as("session ended by transaction_timeout")
+        .isTrue();
     assertThat(
             SqlErrors.isTransient(
                 new DataAccessException("pool", new SQLTransientConnectionException("timeout"))))
@@ -32,6 +38,7 @@ class SqlErrorsTest {
     assertThat(SqlErrors.isTransient(wrapped("42P01"))).as("undefined table").isFalse();
     assertThat(SqlErrors.isTransient(wrapped("23505"))).as("unique violation").isFalse();
     assertThat(SqlErrors.isTransient(wrapped("42601"))).as("syntax error").isFalse();
+    assertThat(SqlErrors.isTransient(wrapped("25P02"))).as("in failed transaction").isFalse();
     assertThat(SqlErrors.isTransient(new IllegalStateException("bug"))).isFalse();
   }
 

@@ -1,0 +1,159 @@
+package dev.nolock.ownership.internal;
+
+import dev.nolock.ownership.RecordHandler;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.FencingToken;
+import java.time.Duration;
+import java.util.Objects;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
+
+/**
+ * One apply: the transaction that checks a record's partition is still owned with the caller's
+ * epoch, advances the partition's last applied offset, and runs the handler, all or nothing.
+ *
+ * <p>Steps, in one PostgreSQL transaction:
+ *
+ * <ol>
+ *   <li>{@link OwnerTable#advance}: the row moves to the record's offset only if it still carries
+ *       this epoch and owner and the offset moves forward; the statement takes the row lock, so a
+ *       claim waits until this transaction ends.
+ *   <li>One row: the handler runs on the same transaction, which then commits ({@link
+ *       ApplyOutcome#APPLIED}).
+ *   <li>No row: the row is read. Another epoch or owner: {@link ApplyOutcome#FENCED} (a zombie is
+ *       told so even when the record is also a replay); otherwise the offset was applied before:
+ *       {@link ApplyOutcome#REPLAY}. Nothing is written either way.
+ * </ol>
+ *
+ * <p>After a lost answer: a transaction whose {@code COMMIT} answer was lost may have committed.
+ * That is reported as {@link BackendUnavailableException} (outcome unknown), never as a definite
+ * outcome; the retry of the same record by the same epoch is then {@link ApplyOutcome#REPLAY} if
+ * the first send committed and {@link ApplyOutcome#APPLIED} if it did not, so the record's change
+ * commits once either way, and the handler runs again only when the first send rolled back.
+ */
+public final class ApplyTransaction<K, V> {
+
+  private final DSLContext dsl;
+  private final OwnerTable table;
+  private final String group;
+  private final String owner;
+  private final RecordHandler<K, V> handler;
+  private final Safeguards safeguards;
+  private final Duration statementTimeout;
+  private final Duration idleTimeout;
+
+  public ApplyTransaction(
+      DSLContext dsl,
+      OwnerTable table,
+      String group,
+      String owner,
+      RecordHandler<K, V> handler,
+      Safeguards safeguards,
+      Duration statementTimeout,
+      Duration idleTimeout) {
+    this.dsl = Objects.requireNonNull(dsl, "dsl");
+    this.table = Objects.requireNonNull(table, "table");
+    this.group = Objects.requireNonNull(group, "group");
+    this.owner = Objects.requireNonNull(owner, "owner");
+    this.handler = Objects.requireNonNull(handler, "handler");
+    this.safeguards = Objects.requireNonNull(safeguards, "safeguards");
+    this.statementTimeout = Objects.requireNonNull(statementTimeout, "statementTimeout");
+    this.idleTimeout = Objects.requireNonNull(idleTimeout, "idleTimeout");
+  }
+
+  /**
+   * Applies {@code record} if its partition is still owned here with {@code epoch}.
+   *
+   * @throws BackendUnavailableException PostgreSQL failed in a way worth retrying (unreachable, a
+   *     lost answer, a timeout, a serialization failure, the session ended by the server): whether
+   *     the transaction committed is unknown; retry the same record with the same epoch
+   * @throws IllegalStateException the handler failed for good (the transaction rolled back), or the
+   *     table lost its primary key
+   * @throws DataAccessException any other database error (a missing table): retrying repeats it
+   */
+  public ApplyOutcome apply(ConsumerRecord<K, V> record, long epoch) {
+    try {
+      return dsl.transactionResult(
+          cfg -> {
+            DSLContext tx = cfg.dsl();
+            int rows =
+                table.advance(
+                    tx,
+                    group,
+                    record.topic(),
+                    record.partition(),
+                    record.offset(),
+                    epoch,
+                    owner,
+                    safeguards,
+                    statementTimeout,
+                    idleTimeout);
+            if (rows == 0) {
+              OwnerTable.Row row = table.row(tx, group, record.topic(), record.partition());
+              boolean superseded = row.epoch() != epoch || !owner.equals(row.owner());
+              return safeguards.epochCheck() && superseded
+                  ? ApplyOutcome.FENCED
+                  : ApplyOutcome.REPLAY;
+            }
+            if (rows != 1) {
+              throw new IllegalStateException(
+                  "The ownership update of "
+                      + where(record)
+                      + " changed "
+                      + rows
+                      + " rows: the table lost its primary key; recreate it.");
+            }
+            try {
+              handler.apply(record, tx, FencingToken.of(epoch));
+            } catch (Exception e) {
+              throw new HandlerFailure(e);
+            }
+            return ApplyOutcome.APPLIED;
+          });
+    } catch (HandlerFailure e) {
+      if (SqlErrors.isTransient(e.getCause())) {
+        throw unknown(record, e.getCause());
+      }
+      throw new IllegalStateException(
+          "The record handler failed on "
+              + where(record)
+              + " (the transaction was rolled back; the runner stopped). A record that can never"
+              + " apply blocks its partition: handle it in the handler, e.g. in a dead-letter"
+              + " table.",
+          e.getCause());
+    } catch (DataAccessException e) {
+      if (SqlErrors.isTransient(e)) {
+        throw unknown(record, e);
+      }
+      throw e;
+    }
+  }
+
+  private static BackendUnavailableException unknown(ConsumerRecord<?, ?> record, Throwable e) {
+    return new BackendUnavailableException(
+        "PostgreSQL failed while applying "
+            + where(record)
+            + "; whether the apply committed is unknown. Retry the same record with the same"
+            + " epoch: the offset check makes the retry a replay if it had.",
+        e);
+  }
+
+  private static String where(ConsumerRecord<?, ?> record) {
+    return record.topic() + "-" + record.partition() + "@" + record.offset();
+  }
+
+  @Override
+  public String toString() {
+    return "ApplyTransaction[" + table + ", group " + group + ", owner " + owner + "]";
+  }
+
+  /** The handler threw; carries its exception out of the transaction. */
+  private static final class HandlerFailure extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    HandlerFailure(Exception cause) {
+      super(cause);
+    }
+  }
+}
