@@ -53,9 +53,10 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Claim and run</b>, oldest first, one at a time: {@code INSERT ... ON CONFLICT DO
  *       NOTHING}; on a conflict, a running first attempt of this instance's own (its claim landed
  *       while the answer was lost) is resumed with its lease extended ({@link
- *       RunTable#resumeOwnClaim}); any other conflict is a lost claim, counted and skipped; a won
- *       one runs the job while a second thread renews the lease every third of it, then finishes
- *       the run conditionally on the attempt.
+ *       RunTable#resumeOwnClaim}; "own" is the identity, which carries a nonce per instance, so an
+ *       instance that shares its configured owner never matches); any other conflict is a lost
+ *       claim, counted and skipped; a won one runs the job while a second thread renews the lease
+ *       every third of it, then finishes the run conditionally on the attempt.
  * </ol>
  *
  * <p>The loop is a single-threaded {@link ScheduledExecutorService}: it wakes at the next scheduled
@@ -77,7 +78,10 @@ public final class Engine implements AutoCloseable {
   private final CronSchedule schedule;
   private final MissedSchedules policy;
   private final Clock clock;
-  private final String owner;
+
+  /** Stored in this instance's claims: the configured owner plus a nonce per instance. */
+  private final String identity;
+
   private final Duration lease;
   private final int maxAttempts;
   private final int countCap;
@@ -111,7 +115,7 @@ public final class Engine implements AutoCloseable {
       CronSchedule schedule,
       MissedSchedules policy,
       Clock clock,
-      String owner,
+      String identity,
       Duration lease,
       int maxAttempts,
       int countCap,
@@ -134,7 +138,7 @@ public final class Engine implements AutoCloseable {
     this.schedule = settings.schedule();
     this.policy = settings.policy();
     this.clock = settings.clock();
-    this.owner = settings.owner();
+    this.identity = settings.identity();
     this.lease = settings.lease();
     this.maxAttempts = settings.maxAttempts();
     this.countCap = settings.countCap();
@@ -210,14 +214,14 @@ public final class Engine implements AutoCloseable {
                                   d,
                                   job,
                                   slot.scheduledAt(),
-                                  owner,
+                                  identity,
                                   lease,
                                   slot.coversFrom(),
                                   slot.missedBefore())
                               .or(
                                   () ->
                                       table.resumeOwnClaim(
-                                          d, job, slot.scheduledAt(), owner, lease))));
+                                          d, job, slot.scheduledAt(), identity, lease))));
       // Only now is the time handled: claimed here or lost to another instance. A claim that threw
       // above leaves it (and due) unplanned, so the next pass plans again from the table.
       lastPlanned = slot.scheduledAt();
@@ -253,7 +257,8 @@ public final class Engine implements AutoCloseable {
               () ->
                   OwnTransaction.run(
                       dsl,
-                      d -> table.takeOver(d, job, run.scheduledAt(), owner, lease, maxAttempts)));
+                      d ->
+                          table.takeOver(d, job, run.scheduledAt(), identity, lease, maxAttempts)));
       if (claim.isPresent()) {
         metrics.takenOver();
         LOG.info(
@@ -285,7 +290,7 @@ public final class Engine implements AutoCloseable {
             job,
             claim.scheduledAt(),
             FencingToken.of(claim.attempt()),
-            owner,
+            identity,
             claim.coversFrom(),
             claim.missed());
     AtomicBoolean over = new AtomicBoolean();

@@ -184,17 +184,19 @@ public final class RunTable {
    * This instance's own first attempt at {@code time}, met when its {@link #claim} conflicted: a
    * claim that committed while its answer was lost (the connection dropped), so the caller never
    * learnt it had won. {@code UPDATE ... SET locked_until = clock_timestamp() + :lease WHERE job =
-   * :job AND scheduled_at = :t AND attempt = 1 AND state = 'running' AND owner = :owner AND
+   * :job AND scheduled_at = :t AND attempt = 1 AND state = 'running' AND owner = :identity AND
    * locked_until > clock_timestamp() RETURNING ...}: the lease is extended as by {@link #renew}.
-   * Empty: another instance's claim, or one taken over or ended since (the owner is unique per
-   * instance, so no other instance matches).
+   * Empty: another instance's claim, or one taken over or ended since.
+   *
+   * @param identity the instance's identity, unique per instance ({@link InstanceIdentity}): with a
+   *     configured owner shared by two live instances, the other's claim would match too
    */
   public Optional<Claim> resumeOwnClaim(
-      DSLContext dsl, String jobName, Instant time, String ownerName, Duration lease) {
+      DSLContext dsl, String jobName, Instant time, String identity, Duration lease) {
     return dsl.update(table)
         .set(lockedUntil, clockTimestampPlus(lease))
         .where(currentRun(jobName, time, 1L))
-        .and(owner.eq(ownerName))
+        .and(owner.eq(identity))
         .and(lockedUntil.gt(clockTimestamp()))
         .returning(attempt, coversFrom, missed)
         .queryTimeout(timeoutSeconds)
