@@ -133,7 +133,11 @@ public final class ScheduledSingleton implements AutoCloseable {
    * each scheduled time it touched; empty when nothing was due that this instance had not handled.
    * Passes of one instance run one at a time.
    *
-   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL failed; retry later
+   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL failed; retry later.
+   *     When it failed on a takeover or a finish whose outcome is therefore unknown, the next pass
+   *     settles that first: it runs a takeover that landed, and reports the finish's true outcome
+   *     ({@link RunOutcome.Finished}, {@link RunOutcome.StaleFinish}) or, for a fenced job whose
+   *     commit did not land, runs the time again with the next attempt
    * @throws IllegalStateException after {@link #close()}
    */
   public List<RunOutcome> runDueNow() {

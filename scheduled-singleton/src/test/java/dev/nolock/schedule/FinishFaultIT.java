@@ -78,7 +78,8 @@ class FinishFaultIT {
 
   private static void effect(ScheduledRun run, DSLContext db) {
     db.execute(
-        "INSERT INTO finish_ledger (job, scheduled_at, attempt) VALUES (?, CAST(? AS timestamptz), ?)",
+        "INSERT INTO finish_ledger (job, scheduled_at, attempt) VALUES (?, CAST(? AS timestamptz),"
+            + " ?)",
         run.job(),
         OffsetDateTime.ofInstant(run.scheduledAt(), ZoneOffset.UTC),
         run.attempt().value());
@@ -159,9 +160,7 @@ class FinishFaultIT {
                   effect(run, tx);
                   // Paused past the lease: another instance takes the run over and finishes it.
                   runs.expireLease(job, run.scheduledAt());
-                  assertThat(takeover.runDueNow())
-                      .first()
-                      .isInstanceOf(RunOutcome.Finished.class);
+                  assertThat(takeover.runDueNow()).first().isInstanceOf(RunOutcome.Finished.class);
                   armed.add(faults.onNextStatement(FaultKind.ANSWER_LOST, FINISH));
                 })) {
       clock.set(THREE_AM.plusMillis(100));

@@ -42,9 +42,9 @@ import org.junit.platform.testkit.engine.Events;
  *
  * <ul>
  *   <li><b>Item</b>: one scheduled time (03:00) of a daily job of its own.
- *   <li><b>claim</b>: a new {@link ScheduledSingleton} instance in this JVM, configured with the same
- *       owner as every other (so only the per-instance identity tells them apart), runs a pass on a
- *       thread of its own: it claims the time, or takes it over once the lease lapsed, and its
+ *   <li><b>claim</b>: a new {@link ScheduledSingleton} instance in this JVM, configured with the
+ *       same owner as every other (so only the per-instance identity tells them apart), runs a pass
+ *       on a thread of its own: it claims the time, or takes it over once the lease lapsed, and its
  *       {@link FencedJob} is entered and parked there, holding the attempt. Empty when the pass ran
  *       no job (the time is held by a live attempt: a lost claim).
  *   <li><b>lapse</b>: the lease is judged by PostgreSQL's {@code clock_timestamp()} alone, on
@@ -53,13 +53,13 @@ import org.junit.platform.testkit.engine.Events;
  *       attempt still believes in its run, as a paused process would.
  *   <li><b>finish</b>: the parked job writes its ledger row through {@code tx} (the {@link
  *       FencedJob} way, in a ledger without a unique key) and returns; the engine finishes the run
- *       in that transaction. {@link RunOutcome.Finished} is FINISHED, {@link RunOutcome.StaleFinish}
- *       is STALE, {@link BackendUnavailableException} is "unknown". The scheduler has no call that
- *       finishes an attempt again: after a pass the loop's next step is another pass of the same
- *       instance, so a repeated finish is that pass, answered by what it reports about the time;
- *       when it reports nothing, the attempt's earlier definite answer stands (FINISHED becomes
- *       ALREADY_FINISHED), and without one the caller never learnt the outcome, which fails the
- *       case.
+ *       in that transaction. {@link RunOutcome.Finished} is FINISHED, {@link
+ *       RunOutcome.StaleFinish} is STALE, {@link BackendUnavailableException} is "unknown". The
+ *       scheduler has no call that finishes an attempt again: after a pass the loop's next step is
+ *       another pass of the same instance, so a repeated finish is that pass, answered by what it
+ *       reports about the time; when it reports nothing, the attempt's earlier definite answer
+ *       stands (FINISHED becomes ALREADY_FINISHED), and without one the caller never learnt the
+ *       outcome, which fails the case.
  *   <li><b>finishWithFault</b>: the same with testkit's {@link JdbcFaults} on the finish: its
  *       {@code COMMIT} is lost (applied with its answer lost, or lost before PostgreSQL saw it). A
  *       stale attempt's finish sends no {@code COMMIT} (its {@code UPDATE} matches no row and the
@@ -268,8 +268,7 @@ class ScheduleAttemptTokenContractIT
   @Override
   protected Finish finishWithFault(Attempt attempt, FaultKind kind) {
     boolean stale = attempt.claimNumber < claims.get(attempt.item);
-    InjectedFault fault =
-        stale ? faults.onNextStatement(kind, FINISH) : faults.onNextCommit(kind);
+    InjectedFault fault = stale ? faults.onNextStatement(kind, FINISH) : faults.onNextCommit(kind);
     try {
       Finish heard = finish(attempt);
       fault.assertFired();
@@ -362,8 +361,7 @@ class ScheduleAttemptTokenContractIT
             .testEvents();
 
     assertThat(tests.started().count()).as("the control ran the contract").isGreaterThan(5);
-    assertThat(
-            tests.failed().stream().map(event -> event.getTestDescriptor().getDisplayName()))
+    assertThat(tests.failed().stream().map(event -> event.getTestDescriptor().getDisplayName()))
         .as("the stale finishes are caught")
         .contains(
             "aStaleAttemptCannotFinishBeforeTheNewOne()",
