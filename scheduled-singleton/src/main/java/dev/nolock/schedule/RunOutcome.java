@@ -13,7 +13,10 @@ public sealed interface RunOutcome {
   /** The scheduled time this outcome is about. */
   Instant scheduledAt();
 
-  /** This instance ran the job and its finish committed: the run's effect happened, once. */
+  /**
+   * This instance ran the job and its finish committed: the run's effect happened, once. When the
+   * finish's answer was lost (the pass threw), the next pass reports it once it found the commit.
+   */
   record Finished(ScheduledRun run) implements RunOutcome {
     public Finished {
       Objects.requireNonNull(run, "run");
@@ -49,7 +52,8 @@ public sealed interface RunOutcome {
 
   /**
    * This instance ran the job but its attempt was no longer current when it finished: another
-   * instance had taken the run over after the lease expired. A {@link FencedJob}'s writes were
+   * instance had taken the run over after the lease expired (reported by the next pass when the
+   * finish's answer was lost and the run turned out taken over). A {@link FencedJob}'s writes were
    * rolled back; a {@link PlainJob}'s foreign effect happened and only that system's fence can
    * refuse it.
    */

@@ -1,15 +1,13 @@
 package dev.nolock.schedule;
 
 import dev.nolock.patterns.CoordinationMetrics;
-import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.Names;
+import dev.nolock.schedule.internal.InstanceIdentity;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.HexFormat;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
 
 /**
@@ -47,6 +45,12 @@ public final class ScheduleConfig {
    * mean "at least this many".
    */
   public static final int MAX_COUNTED_MISSED = 1000;
+
+  /**
+   * Longest {@link Builder#owner(String) owner}: each {@link ScheduledSingleton} appends {@code
+   * '#'} and a 16-digit nonce, and the runs table's {@code owner} column holds 255 characters.
+   */
+  public static final int MAX_OWNER_LENGTH = InstanceIdentity.MAX_OWNER_LENGTH;
 
   private final String job;
   private final CronSchedule schedule;
@@ -123,7 +127,11 @@ public final class ScheduleConfig {
     return clock;
   }
 
-  /** This instance's unique identity, stored with its claims. */
+  /**
+   * The configured owner: a name for people, which instances may share. The identity stored in the
+   * claims is this plus a nonce per {@link ScheduledSingleton} ({@link
+   * ScheduledSingleton#identity()}).
+   */
   public String owner() {
     return owner;
   }
@@ -158,9 +166,7 @@ public final class ScheduleConfig {
     if (host == null || host.isBlank() || host.length() > 100) {
       host = "host";
     }
-    byte[] random = new byte[6];
-    ThreadLocalRandom.current().nextBytes(random);
-    return host + "/" + ProcessHandle.current().pid() + "/" + HexFormat.of().formatHex(random);
+    return host + "/" + ProcessHandle.current().pid();
   }
 
   @Override
@@ -253,13 +259,25 @@ public final class ScheduleConfig {
     }
 
     /**
-     * This instance's identity, unique across the fleet and across restarts (never just a host
-     * name). Default: {@code $HOSTNAME/pid/random}. It marks the runs this instance claimed: a
-     * claim that landed while its answer was lost is recognised by it at the next pass, so two live
-     * instances sharing an owner could both run such a time.
+     * A name for this instance in the runs table and the logs, e.g. the service and pod; at most
+     * {@value ScheduleConfig#MAX_OWNER_LENGTH} characters. Default: {@code $HOSTNAME/pid}. It need
+     * not be unique: each {@link ScheduledSingleton} stores {@code owner#<nonce>} in its claims,
+     * with a random nonce per instance, so instances that share an owner never mistake each other's
+     * claims for their own.
      */
     public Builder owner(String owner) {
-      this.owner = Names.requireName("owner", owner, Lease.MAX_OWNER_LENGTH);
+      if (owner != null && owner.length() > MAX_OWNER_LENGTH) {
+        throw new IllegalArgumentException(
+            "The owner is "
+                + owner.length()
+                + " characters long, more than "
+                + MAX_OWNER_LENGTH
+                + ": each instance stores it with '#' and a 16-digit nonce appended, in a column"
+                + " of 255 characters. Shorten it (\""
+                + owner.substring(0, 20)
+                + "...\"); it only needs to tell people which service and process ran a job.");
+      }
+      this.owner = Names.requireName("owner", owner, MAX_OWNER_LENGTH);
       return this;
     }
 

@@ -18,7 +18,8 @@ import java.util.Objects;
  * @param job the job name
  * @param scheduledAt the scheduled time this run is for (whole seconds)
  * @param attempt the attempt token, at least 1
- * @param owner the unique identity of the instance running this attempt
+ * @param owner the identity of the instance running this attempt ({@link
+ *     ScheduledSingleton#identity()}: the configured owner plus a nonce per instance)
  * @param coversFrom the earliest scheduled time this run stands for: {@code scheduledAt}, or, for a
  *     {@link MissedSchedules#runOnce()} catch-up, the first missed time
  * @param missedBefore how many scheduled times before this run were missed and not run (for a

@@ -1,6 +1,7 @@
 package dev.nolock.schedule;
 
 import dev.nolock.schedule.internal.Engine;
+import dev.nolock.schedule.internal.InstanceIdentity;
 import dev.nolock.schedule.internal.ScheduleMetrics;
 import java.util.List;
 import java.util.Objects;
@@ -44,19 +45,21 @@ import javax.sql.DataSource;
 public final class ScheduledSingleton implements AutoCloseable {
 
   private final ScheduleConfig config;
+  private final String identity;
   private final Engine engine;
 
   private ScheduledSingleton(
       DataSource dataSource, ScheduleConfig config, FencedJob fenced, PlainJob plain) {
     Objects.requireNonNull(dataSource, "dataSource");
     this.config = Objects.requireNonNull(config, "config");
+    this.identity = InstanceIdentity.of(config.owner());
     Engine.Settings settings =
         new Engine.Settings(
             config.job(),
             config.schedule(),
             config.missedSchedules(),
             config.clock(),
-            config.owner(),
+            identity,
             config.lease(),
             config.maxAttempts(),
             ScheduleConfig.MAX_COUNTED_MISSED,
@@ -99,6 +102,17 @@ public final class ScheduledSingleton implements AutoCloseable {
   }
 
   /**
+   * The identity this instance stores in the runs it claims and hands to its jobs ({@link
+   * ScheduledRun#owner()}): the configured {@link ScheduleConfig#owner() owner}, {@code '#'}, and a
+   * random 16-digit nonce made when this instance was created. Unique per instance even when
+   * instances share a configuration, so a claim whose answer was lost is resumed only by the
+   * instance that sent it.
+   */
+  public String identity() {
+    return identity;
+  }
+
+  /**
    * Creates the runs table and its partial index unless they exist (the schema of a qualified name
    * must exist).
    *
@@ -119,7 +133,11 @@ public final class ScheduledSingleton implements AutoCloseable {
    * each scheduled time it touched; empty when nothing was due that this instance had not handled.
    * Passes of one instance run one at a time.
    *
-   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL failed; retry later
+   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL failed; retry later.
+   *     When it failed on a takeover or a finish whose outcome is therefore unknown, the next pass
+   *     settles that first: it runs a takeover that landed, and reports the finish's true outcome
+   *     ({@link RunOutcome.Finished}, {@link RunOutcome.StaleFinish}) or, for a fenced job whose
+   *     commit did not land, runs the time again with the next attempt
    * @throws IllegalStateException after {@link #close()}
    */
   public List<RunOutcome> runDueNow() {

@@ -12,6 +12,8 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
@@ -48,6 +50,27 @@ class ClaimFaultIT {
     ScheduledSingleton.plain(
             s.dataSource(), ScheduleConfig.custom("setup", DAILY_AT_3).build(), r -> {})
         .createTableIfMissing();
+    s.dsl()
+        .execute(
+            "CREATE TABLE ran (job text NOT NULL, scheduled_at timestamptz NOT NULL,"
+                + " instance text NOT NULL)"); // no unique key: it counts runs
+  }
+
+  private static void ran(String instance, ScheduledRun run) {
+    schema
+        .dsl()
+        .execute(
+            "INSERT INTO ran (job, scheduled_at, instance) VALUES (?, CAST(? AS timestamptz), ?)",
+            run.job(),
+            OffsetDateTime.ofInstant(run.scheduledAt(), ZoneOffset.UTC),
+            instance);
+  }
+
+  private static List<String> ranBy(String job) {
+    return schema
+        .dsl()
+        .resultQuery("SELECT instance FROM ran WHERE job = ? ORDER BY ctid", job)
+        .fetch(0, String.class);
   }
 
   @BeforeEach
@@ -156,8 +179,51 @@ class ClaimFaultIT {
 
       assertThat(b.runDueNow()).containsExactly(new RunOutcome.LostClaim(THREE_AM));
       assertThat(a.runDueNow()).singleElement().isInstanceOf(RunOutcome.Finished.class);
+      assertThat(ran).extracting(ScheduledRun::owner).containsExactly(a.identity());
     }
-    assertThat(ran).extracting(ScheduledRun::owner).containsExactly("a");
+    assertThat(ran.get(0).owner()).startsWith("a#");
+  }
+
+  /**
+   * Owners are set by hand (a service name, a pod template), so two live instances can share one.
+   * The claim that landed while its answer was lost must still be resumed only by the instance that
+   * sent it: the identity stored in a claim is the configured owner plus a nonce per instance.
+   */
+  @Test
+  void twoInstancesConfiguredWithOneOwnerDoNotBothRunATimeWhoseClaimAnswerWasLost() {
+    String job = "daily-one-owner";
+    MutableClock clock = new MutableClock(THREE_AM.minusSeconds(60));
+    ScheduleConfig config =
+        ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).owner("billing-service").build();
+    List<RunOutcome> heardByB;
+    try (ScheduledSingleton a =
+            ScheduledSingleton.plain(faults.dataSource(), config, run -> ran("a", run));
+        // b's job overlaps a's retry, as a long job and a loop retrying within its backoff do.
+        ScheduledSingleton b =
+            ScheduledSingleton.plain(
+                faults.dataSource(),
+                config,
+                run -> {
+                  ran("b", run);
+                  a.runDueNow();
+                })) {
+      clock.set(THREE_AM.plusMillis(100));
+      InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
+      assertThatThrownBy(a::runDueNow).isInstanceOf(BackendUnavailableException.class);
+      lostAnswer.assertFired();
+
+      heardByB = b.runDueNow();
+      a.runDueNow();
+    }
+
+    assertThat(ranBy(job))
+        .as(
+            "03:00 ran once, by the instance whose claim landed, not by every instance"
+                + " configured with its owner")
+        .containsExactly("a");
+    assertThat(heardByB)
+        .as("a's claim is a lost claim for b, although both are configured as billing-service")
+        .containsExactly(new RunOutcome.LostClaim(THREE_AM));
   }
 
   @Test

@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
 
 class ScheduleConfigTest {
 
@@ -25,11 +27,34 @@ class ScheduleConfigTest {
   }
 
   @Test
-  void generatedOwnersDifferPerInstance() {
-    String a = ScheduleConfig.custom("j", EVERY_MINUTE).build().owner();
-    String b = ScheduleConfig.custom("j", EVERY_MINUTE).build().owner();
+  void theDefaultOwnerNamesTheHostAndProcess() {
+    assertThat(ScheduleConfig.custom("j", EVERY_MINUTE).build().owner())
+        .endsWith("/" + ProcessHandle.current().pid());
+  }
 
-    assertThat(a).isNotEqualTo(b).contains("/" + ProcessHandle.current().pid() + "/");
+  @Test
+  void instancesThatShareAConfigurationHaveTheirOwnIdentities() {
+    ScheduleConfig config = ScheduleConfig.custom("j", EVERY_MINUTE).owner("billing").build();
+    DataSource unused = new PGSimpleDataSource();
+
+    String a = ScheduledSingleton.plain(unused, config, run -> {}).identity();
+    String b = ScheduledSingleton.plain(unused, config, run -> {}).identity();
+
+    assertThat(a).isNotEqualTo(b).matches("billing#[0-9a-f]{16}");
+    assertThat(b).matches("billing#[0-9a-f]{16}");
+  }
+
+  @Test
+  void anOwnerWithoutRoomForTheNonceIsRefusedWithTheLimit() {
+    String longest = "o".repeat(ScheduleConfig.MAX_OWNER_LENGTH);
+    ScheduleConfig config = ScheduleConfig.custom("j", EVERY_MINUTE).owner(longest).build();
+    assertThat(ScheduledSingleton.plain(new PGSimpleDataSource(), config, run -> {}).identity())
+        .hasSize(255);
+
+    assertThatThrownBy(() -> ScheduleConfig.custom("j", EVERY_MINUTE).owner(longest + "o"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("239 characters long, more than 238")
+        .hasMessageContaining("'#' and a 16-digit nonce");
   }
 
   @Test

@@ -120,7 +120,7 @@ public final class ScheduledInstanceMain {
     try (ScheduledSingleton scheduler =
         ScheduledSingleton.fenced(pool, config.build(), appendToLedger)) {
       scheduler.start();
-      out.println("READY " + scheduler.config().owner());
+      out.println("READY " + scheduler.identity());
       stop.await();
     } // graceful: waits for a running job
     out.println(

@@ -15,7 +15,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.TreeMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
@@ -40,6 +42,12 @@ import org.slf4j.LoggerFactory;
  * <p>One pass, on the calling thread:
  *
  * <ol>
+ *   <li><b>Unknown outcomes.</b> A takeover or a finish of this instance whose answer was lost (the
+ *       pass threw {@link BackendUnavailableException}) is settled first: a takeover that landed is
+ *       resumed and run ({@link RunTable#resumeOwn}); a fenced finish is found committed ({@code
+ *       Finished}), or, not committed, given back so that the takeovers below run it again at once
+ *       with the next attempt; a plain finish is sent again (never the job); a finish of an attempt
+ *       taken over meanwhile is {@code StaleFinish}.
  *   <li><b>Takeovers.</b> Running runs of the job whose lease expired on the database's clock are
  *       claimed again with the next attempt ({@link RunTable#takeOver}) and run; those out of
  *       attempts are recorded as failed.
@@ -51,11 +59,12 @@ import org.slf4j.LoggerFactory;
  *       table (the instance's start when there is none); {@link CatchUp} turns floor, due and the
  *       missed-schedules policy into the times to claim.
  *   <li><b>Claim and run</b>, oldest first, one at a time: {@code INSERT ... ON CONFLICT DO
- *       NOTHING}; on a conflict, a running first attempt of this instance's own (its claim landed
- *       while the answer was lost) is resumed with its lease extended ({@link
- *       RunTable#resumeOwnClaim}); any other conflict is a lost claim, counted and skipped; a won
- *       one runs the job while a second thread renews the lease every third of it, then finishes
- *       the run conditionally on the attempt.
+ *       NOTHING}; on a conflict, a running attempt of this instance's own (its claim landed while
+ *       the answer was lost) is resumed with its lease extended ({@link RunTable#resumeOwn}; "own"
+ *       is the identity, which carries a nonce per instance, so an instance that shares its
+ *       configured owner never matches); any other conflict is a lost claim, counted and skipped; a
+ *       won one runs the job while a second thread renews the lease every third of it, then
+ *       finishes the run conditionally on the attempt.
  * </ol>
  *
  * <p>The loop is a single-threaded {@link ScheduledExecutorService}: it wakes at the next scheduled
@@ -77,7 +86,10 @@ public final class Engine implements AutoCloseable {
   private final CronSchedule schedule;
   private final MissedSchedules policy;
   private final Clock clock;
-  private final String owner;
+
+  /** Stored in this instance's claims: the configured owner plus a nonce per instance. */
+  private final String identity;
+
   private final Duration lease;
   private final int maxAttempts;
   private final int countCap;
@@ -105,13 +117,22 @@ public final class Engine implements AutoCloseable {
    */
   private Instant lastPlanned;
 
+  /**
+   * Takeovers and finishes of this instance whose answer was lost, by scheduled time, oldest first:
+   * the next pass or scan settles them before anything else. Guarded by this.
+   */
+  private final Map<Instant, Unknown> unknown = new TreeMap<>();
+
+  /** A takeover of {@code scheduledAt} ({@code run} null) or a finish of {@code run}: unknown. */
+  private record Unknown(Instant scheduledAt, ScheduledRun run) {}
+
   /** Everything the engine needs; exactly one of the two jobs is non-null. */
   public record Settings(
       String job,
       CronSchedule schedule,
       MissedSchedules policy,
       Clock clock,
-      String owner,
+      String identity,
       Duration lease,
       int maxAttempts,
       int countCap,
@@ -134,7 +155,7 @@ public final class Engine implements AutoCloseable {
     this.schedule = settings.schedule();
     this.policy = settings.policy();
     this.clock = settings.clock();
-    this.owner = settings.owner();
+    this.identity = settings.identity();
     this.lease = settings.lease();
     this.maxAttempts = settings.maxAttempts();
     this.countCap = settings.countCap();
@@ -179,6 +200,7 @@ public final class Engine implements AutoCloseable {
           "The scheduler of job \"" + job + "\" is closed: create a new one to run passes.");
     }
     List<RunOutcome> outcomes = new ArrayList<>();
+    settle(outcomes);
     takeOverExpired(outcomes);
     Instant now = clock.instant();
     Optional<Instant> dueTime = schedule.latestAtOrBefore(now);
@@ -210,14 +232,14 @@ public final class Engine implements AutoCloseable {
                                   d,
                                   job,
                                   slot.scheduledAt(),
-                                  owner,
+                                  identity,
                                   lease,
                                   slot.coversFrom(),
                                   slot.missedBefore())
                               .or(
                                   () ->
-                                      table.resumeOwnClaim(
-                                          d, job, slot.scheduledAt(), owner, lease))));
+                                      table.resumeOwn(
+                                          d, job, slot.scheduledAt(), identity, lease))));
       // Only now is the time handled: claimed here or lost to another instance. A claim that threw
       // above leaves it (and due) unplanned, so the next pass plans again from the table.
       lastPlanned = slot.scheduledAt();
@@ -240,6 +262,93 @@ public final class Engine implements AutoCloseable {
     return outcomes;
   }
 
+  /**
+   * Settles what earlier passes left unknown, oldest first; an entry is dropped once PostgreSQL
+   * answered about it. Runs a takeover that landed, and reports a finish's true outcome.
+   */
+  private void settle(List<RunOutcome> outcomes) {
+    for (Unknown entry : List.copyOf(unknown.values())) {
+      if (closing) {
+        return;
+      }
+      Instant time = entry.scheduledAt();
+      if (entry.run() == null) {
+        Optional<RunTable.Claim> claim =
+            backend(
+                "settle the takeover of " + time,
+                () -> OwnTransaction.run(dsl, d -> table.resumeOwn(d, job, time, identity, lease)));
+        unknown.remove(time);
+        if (claim.isPresent()) {
+          metrics.takenOver();
+          LOG.info(
+              "Job {}: the takeover of {} had landed while its answer was lost; running attempt {}",
+              job,
+              time,
+              claim.get().attempt());
+          outcomes.add(run(claim.get()));
+        }
+      } else {
+        Optional<RunOutcome> outcome = settleFinish(entry.run());
+        unknown.remove(time);
+        outcome.ifPresent(outcomes::add);
+      }
+    }
+  }
+
+  /**
+   * The true outcome of a finish whose answer was lost. A fenced finish cannot be sent again (the
+   * job's writes were in its transaction), so its attempt is given back if it is still current: a
+   * transaction still open on the server holds the run's row lock, so the {@code UPDATE} waits for
+   * it to commit or roll back, and then either finds the run done by this attempt or gives it back
+   * for the takeovers that follow. A plain finish is sent again. Empty: given back, no outcome yet.
+   */
+  private Optional<RunOutcome> settleFinish(ScheduledRun run) {
+    Instant time = run.scheduledAt();
+    long attempt = run.attempt().value();
+    if (fencedJob != null) {
+      boolean givenBack =
+          backend(
+              "settle the finish of " + time,
+              () ->
+                  OwnTransaction.run(
+                      dsl,
+                      d ->
+                          table.release(
+                              d,
+                              job,
+                              time,
+                              attempt,
+                              "the finish's answer was lost and it had not committed;"
+                                  + " given back for a takeover")));
+      if (givenBack) {
+        LOG.warn(
+            "Job {}: the finish of {} attempt {} had not committed (its answer was lost); the run"
+                + " is given back and taken over with the next attempt",
+            job,
+            time,
+            attempt);
+        return Optional.empty();
+      }
+    } else {
+      int finished =
+          backend(
+              "finish " + time + " again",
+              () ->
+                  OwnTransaction.run(dsl, d -> table.finish(d, job, time, attempt, attemptCheck)));
+      if (finished == 1) {
+        metrics.finished();
+        return Optional.of(new RunOutcome.Finished(run));
+      }
+    }
+    Optional<RunTable.Current> current =
+        backend("read the run of " + time, () -> table.current(dsl, job, time));
+    if (current.isPresent() && current.get().finishedBy(attempt)) {
+      metrics.finished();
+      return Optional.of(new RunOutcome.Finished(run));
+    }
+    return Optional.of(stale(run));
+  }
+
   private void takeOverExpired(List<RunOutcome> outcomes) {
     List<RunTable.Expired> expired =
         backend("find expired runs", () -> table.expired(dsl, job, TAKEOVER_BATCH));
@@ -247,13 +356,16 @@ public final class Engine implements AutoCloseable {
       if (closing) {
         return;
       }
-      Optional<RunTable.Claim> claim =
-          backend(
-              "take over " + run.scheduledAt(),
-              () ->
-                  OwnTransaction.run(
-                      dsl,
-                      d -> table.takeOver(d, job, run.scheduledAt(), owner, lease, maxAttempts)));
+      Optional<RunTable.Claim> claim;
+      try {
+        claim =
+            OwnTransaction.run(
+                dsl, d -> table.takeOver(d, job, run.scheduledAt(), identity, lease, maxAttempts));
+      } catch (DataAccessException e) {
+        // It may have landed: the next pass resumes it rather than wait out the lease it set.
+        unknown.put(run.scheduledAt(), new Unknown(run.scheduledAt(), null));
+        throw unavailable("take over " + run.scheduledAt(), e);
+      }
       if (claim.isPresent()) {
         metrics.takenOver();
         LOG.info(
@@ -285,7 +397,7 @@ public final class Engine implements AutoCloseable {
             job,
             claim.scheduledAt(),
             FencingToken.of(claim.attempt()),
-            owner,
+            identity,
             claim.coversFrom(),
             claim.missed());
     AtomicBoolean over = new AtomicBoolean();
@@ -328,7 +440,12 @@ public final class Engine implements AutoCloseable {
     } catch (JobThrew e) {
       return failed(run, e.getCause());
     } catch (DataAccessException e) {
-      throw unavailable("finish " + run.scheduledAt() + " (whether it committed is unknown)", e);
+      unknown.put(run.scheduledAt(), new Unknown(run.scheduledAt(), run));
+      throw unavailable(
+          "finish "
+              + run.scheduledAt()
+              + " (whether it committed is unknown; the next pass finds out)",
+          e);
     }
     metrics.finished();
     return new RunOutcome.Finished(run);
@@ -341,15 +458,20 @@ public final class Engine implements AutoCloseable {
       return failed(run, e);
     }
     over.set(true);
-    int finished =
-        backend(
-            "finish " + run.scheduledAt(),
-            () ->
-                OwnTransaction.run(
-                    dsl,
-                    d ->
-                        table.finish(
-                            d, job, run.scheduledAt(), run.attempt().value(), attemptCheck)));
+    int finished;
+    try {
+      finished =
+          OwnTransaction.run(
+              dsl,
+              d -> table.finish(d, job, run.scheduledAt(), run.attempt().value(), attemptCheck));
+    } catch (DataAccessException e) {
+      unknown.put(run.scheduledAt(), new Unknown(run.scheduledAt(), run));
+      throw unavailable(
+          "finish "
+              + run.scheduledAt()
+              + " (whether it committed is unknown; the next pass finds out)",
+          e);
+    }
     if (finished == 0) {
       return stale(run);
     }
@@ -477,6 +599,7 @@ public final class Engine implements AutoCloseable {
       List<RunOutcome> outcomes = new ArrayList<>();
       synchronized (this) {
         if (!closing) {
+          settle(outcomes);
           takeOverExpired(outcomes);
         }
       }

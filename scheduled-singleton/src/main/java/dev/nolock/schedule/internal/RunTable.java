@@ -33,8 +33,8 @@ import org.jooq.types.DayToSecond;
  * table name is validated configuration. Each method is one statement.
  *
  * <p>The row's life: {@link #claim} inserts it as {@code running} with attempt 1, or finds the time
- * already claimed ({@code ON CONFLICT DO NOTHING}), which {@link #resumeOwnClaim} recognises when
- * the claim was this instance's own with its answer lost; {@link #renew} extends the lease of the
+ * already claimed ({@code ON CONFLICT DO NOTHING}), which {@link #resumeOwn} recognises when the
+ * claim was this instance's own with its answer lost; {@link #renew} extends the lease of the
  * current attempt; {@link #finish} marks it {@code done} if the attempt is still current; {@link
  * #release} gives it back for a retry; {@link #takeOver} claims an expired run again with the next
  * attempt; {@link #giveUp} and {@link #fail} record it as {@code failed}.
@@ -78,6 +78,15 @@ public final class RunTable {
 
   /** A running run whose lease has expired. */
   public record Expired(Instant scheduledAt, long attempt) {}
+
+  /** A run's state ({@link #RUNNING}, {@link #DONE}, {@link #FAILED}) and current attempt. */
+  public record Current(String state, long attempt) {
+
+    /** True when {@code attemptValue} finished the run. */
+    public boolean finishedBy(long attemptValue) {
+      return state.equals(DONE) && attempt == attemptValue;
+    }
+  }
 
   /**
    * @param tableName the configured table, {@code table} or {@code schema.table}
@@ -181,25 +190,42 @@ public final class RunTable {
   }
 
   /**
-   * This instance's own first attempt at {@code time}, met when its {@link #claim} conflicted: a
-   * claim that committed while its answer was lost (the connection dropped), so the caller never
-   * learnt it had won. {@code UPDATE ... SET locked_until = clock_timestamp() + :lease WHERE job =
-   * :job AND scheduled_at = :t AND attempt = 1 AND state = 'running' AND owner = :owner AND
-   * locked_until > clock_timestamp() RETURNING ...}: the lease is extended as by {@link #renew}.
-   * Empty: another instance's claim, or one taken over or ended since (the owner is unique per
-   * instance, so no other instance matches).
+   * This instance's own running attempt at {@code time}, whose claim or takeover committed while
+   * its answer was lost (the connection dropped), so the instance never learnt it had won: met when
+   * its {@link #claim} conflicted, or at the next pass after its {@link #takeOver} failed. {@code
+   * UPDATE ... SET locked_until = clock_timestamp() + :lease WHERE job = :job AND scheduled_at = :t
+   * AND state = 'running' AND owner = :identity AND locked_until > clock_timestamp() RETURNING
+   * ...}: the lease is extended as by {@link #renew}. Empty: another instance's run, or one taken
+   * over, ended or expired since.
+   *
+   * <p>No attempt is compared: the identity is unique per instance ({@link InstanceIdentity}), and
+   * an instance holds no run between its passes (each pass runs its runs to their finish), so a
+   * running row with its identity and a live lease is one whose answer it lost. With a configured
+   * owner alone, another live instance sharing it would match too.
    */
-  public Optional<Claim> resumeOwnClaim(
-      DSLContext dsl, String jobName, Instant time, String ownerName, Duration lease) {
+  public Optional<Claim> resumeOwn(
+      DSLContext dsl, String jobName, Instant time, String identity, Duration lease) {
     return dsl.update(table)
         .set(lockedUntil, clockTimestampPlus(lease))
-        .where(currentRun(jobName, time, 1L))
-        .and(owner.eq(ownerName))
+        .where(job.eq(jobName))
+        .and(scheduledAt.eq(at(time)))
+        .and(state.eq(RUNNING))
+        .and(owner.eq(identity))
         .and(lockedUntil.gt(clockTimestamp()))
         .returning(attempt, coversFrom, missed)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
         .map(r -> claimOf(time, r.get(attempt), r.get(coversFrom), r.get(missed)));
+  }
+
+  /** The state and attempt of the run at {@code time}; empty when it was never claimed. */
+  public Optional<Current> current(DSLContext dsl, String jobName, Instant time) {
+    return dsl.select(state, attempt)
+        .from(table)
+        .where(job.eq(jobName))
+        .and(scheduledAt.eq(at(time)))
+        .queryTimeout(timeoutSeconds)
+        .fetchOptional(r -> new Current(r.value1(), r.value2()));
   }
 
   /** Running runs of {@code jobName} whose lease has expired, oldest first. */

@@ -1,0 +1,108 @@
+package dev.nolock.schedule;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.schedule.internal.RunTable;
+import dev.nolock.testkit.FaultKind;
+import dev.nolock.testkit.InjectedFault;
+import dev.nolock.testkit.JdbcFaults;
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Predicate;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A takeover whose {@code UPDATE} met a dropped connection: applied with its answer lost, the next
+ * pass recognises the run as this instance's own and runs it, instead of leaving it held by a lease
+ * nobody uses; lost before PostgreSQL saw it, the next pass takes the run over again.
+ */
+@ExtendWith(PostgresExtension.class)
+class TakeoverFaultIT {
+
+  private static final CronSchedule DAILY_AT_3 = CronSchedule.unix("0 3 * * *");
+  private static final Instant THREE_AM = Instant.parse("2026-03-10T03:00:00Z");
+
+  /** Ten minutes: a run left to its lease would not run again within the test. */
+  private static final Duration LEASE = Duration.ofMinutes(10);
+
+  private static final Predicate<String> TAKEOVER =
+      JdbcFaults.sqlContaining("\"attempt\" = (\"attempt\" + 1)");
+
+  private static PostgresSchema schema;
+  private static Runs runs;
+
+  private JdbcFaults faults;
+
+  @BeforeAll
+  static void createTable(PostgresSchema s) {
+    schema = s;
+    runs = new Runs(s.dsl());
+    ScheduledSingleton.plain(
+            s.dataSource(), ScheduleConfig.custom("setup", DAILY_AT_3).build(), r -> {})
+        .createTableIfMissing();
+  }
+
+  @BeforeEach
+  void pool() {
+    faults = JdbcFaults.pool(schema.jdbcUrl());
+  }
+
+  @AfterEach
+  void closePool() {
+    faults.close();
+  }
+
+  @Test
+  void aTakeoverThatLandedWhileItsAnswerWasLostRunsAtTheNextPassNotALeaseLater() {
+    takeoverLost(FaultKind.ANSWER_LOST);
+  }
+
+  @Test
+  void aTakeoverLostOnTheWayIsTakenOverAgainByTheNextPass() {
+    takeoverLost(FaultKind.REQUEST_LOST);
+  }
+
+  private void takeoverLost(FaultKind kind) {
+    String job = "takeover-" + kind;
+    RunTable table = new RunTable(ScheduleConfig.DEFAULT_TABLE, Duration.ofSeconds(5));
+    MutableClock clock = new MutableClock(THREE_AM.plusMillis(100));
+    List<ScheduledRun> ran = new CopyOnWriteArrayList<>();
+    try (ScheduledSingleton survivor =
+        ScheduledSingleton.plain(
+            faults.dataSource(),
+            ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).build(),
+            ran::add)) {
+      // What a crashed instance leaves behind: its claim, never finished, its lease run out.
+      assertThat(table.claim(schema.dsl(), job, THREE_AM, "dead#0", LEASE, THREE_AM, 0))
+          .isPresent();
+      runs.expireLease(job, THREE_AM);
+      InjectedFault fault = faults.onNextStatement(kind, TAKEOVER);
+
+      assertThatThrownBy(survivor::runDueNow)
+          .isInstanceOf(BackendUnavailableException.class)
+          .hasMessageContaining("could not take over " + THREE_AM);
+      fault.assertFired();
+
+      assertThat(survivor.runDueNow())
+          .as("%s: the pass after the unknown takeover runs the run, not a lease later", kind)
+          .singleElement()
+          .isInstanceOf(RunOutcome.Finished.class);
+    }
+    assertThat(ran)
+        .as("%s: run once, by the survivor's takeover", kind)
+        .singleElement()
+        .satisfies(run -> assertThat(run.attempt().value()).isEqualTo(2));
+    assertThat(runs.at(job, THREE_AM))
+        .hasValueSatisfying(row -> assertThat(row.state()).isEqualTo("done"));
+  }
+}
