@@ -1,5 +1,6 @@
 package dev.nolock.idempotency;
 
+import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
@@ -16,7 +17,8 @@ import java.util.Objects;
  * <p>Defaults: table {@value #DEFAULT_TABLE}, lease {@link #DEFAULT_LEASE} (30 s), retention {@link
  * #DEFAULT_RETENTION} (24 h), no waiting while a key is in progress ({@link
  * RetryPolicy#noRetry()}), purge batches of {@value #DEFAULT_PURGE_BATCH_SIZE} rows, query timeout
- * {@link #DEFAULT_QUERY_TIMEOUT} (5 s), metrics recorded nowhere, the system's monotonic clock.
+ * {@link #DEFAULT_QUERY_TIMEOUT} (5 s), metrics recorded nowhere (the abandoned-keys gauge named
+ * after the table), the system's monotonic clock.
  */
 public final class IdempotencyConfig {
 
@@ -50,6 +52,7 @@ public final class IdempotencyConfig {
   private final int purgeBatchSize;
   private final Duration queryTimeout;
   private final MeterRegistry meterRegistry;
+  private final String metricsName;
   private final LeaseClock clock;
 
   private IdempotencyConfig(Builder builder) {
@@ -60,6 +63,7 @@ public final class IdempotencyConfig {
     this.purgeBatchSize = builder.purgeBatchSize;
     this.queryTimeout = builder.queryTimeout;
     this.meterRegistry = builder.meterRegistry;
+    this.metricsName = builder.metricsName != null ? builder.metricsName : builder.table;
     this.clock = builder.clock;
   }
 
@@ -100,6 +104,11 @@ public final class IdempotencyConfig {
     return meterRegistry;
   }
 
+  /** The {@code name} tag of the abandoned-keys gauge: as configured, else the table. */
+  public String metricsName() {
+    return metricsName;
+  }
+
   public LeaseClock clock() {
     return clock;
   }
@@ -118,6 +127,8 @@ public final class IdempotencyConfig {
         + purgeBatchSize
         + ", queryTimeout="
         + queryTimeout
+        + ", metricsName="
+        + metricsName
         + "]";
   }
 
@@ -130,6 +141,7 @@ public final class IdempotencyConfig {
     private int purgeBatchSize = DEFAULT_PURGE_BATCH_SIZE;
     private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
     private MeterRegistry meterRegistry = new CompositeMeterRegistry();
+    private String metricsName;
     private LeaseClock clock = LeaseClock.system();
 
     private Builder() {}
@@ -254,10 +266,29 @@ public final class IdempotencyConfig {
 
     /**
      * Where the counters go (tagged {@code component="idempotency"} and {@code name=<scope>}), and
-     * the abandoned-keys gauge (tagged {@code name=<table>}). Default: nowhere.
+     * the abandoned-keys gauge (tagged {@code name=<metricsName>}). Default: nowhere.
      */
     public Builder meterRegistry(MeterRegistry registry) {
       this.meterRegistry = Objects.requireNonNull(registry, "registry");
+      return this;
+    }
+
+    /**
+     * The {@code name} tag of the abandoned-keys gauge, which names the keys table of one database
+     * (e.g. {@code "payments-eu"}). There is one gauge per registry and name, and it reads the
+     * {@link IdempotencyKeys} created last with that name that is still in use: a component
+     * re-created on a fresh pool takes the gauge over. So when one registry sees keys tables in
+     * several databases (shards, tenants) with the same table name, give each database its own
+     * name, or the gauge shows only the newest instance's table. At most {@value
+     * CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters, no control characters. Default: the
+     * table name.
+     */
+    public Builder metricsName(String name) {
+      this.metricsName =
+          Names.requireName(
+              "metrics name of the abandoned-keys gauge",
+              name,
+              CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
       return this;
     }
 

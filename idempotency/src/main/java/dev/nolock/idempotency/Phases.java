@@ -103,7 +103,8 @@ public final class Phases<R> {
               + "\" is not a phase of this operation "
               + names
               + ": the phases were renamed or reordered while the key was in progress. Keep old"
-              + " phase names until such keys have completed or expired.");
+              + " phase names until such keys have completed or been forgotten"
+              + " (IdempotencyKeys.forget): a key past its first phase is never purged.");
     }
     return index + 1;
   }

@@ -18,6 +18,25 @@ class IdempotencyConfigTest {
     assertThat(config.waitWhileInProgress().maxAttempts()).isEqualTo(1);
     assertThat(config.purgeBatchSize()).isEqualTo(1000);
     assertThat(config.queryTimeout()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(config.metricsName()).isEqualTo("nolock_idempotency_keys");
+  }
+
+  @Test
+  void theGaugesMetricsNameDefaultsToTheTableAndIsValidated() {
+    assertThat(IdempotencyConfig.custom().table("app.idem_keys").build().metricsName())
+        .isEqualTo("app.idem_keys");
+    assertThat(
+            IdempotencyConfig.custom().metricsName("payments-eu").table("k").build().metricsName())
+        .isEqualTo("payments-eu");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().metricsName(" "))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("metrics name");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().metricsName("x".repeat(101)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("more than 100");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().metricsName("eu\n"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("control character");
   }
 
   @Test

@@ -69,10 +69,20 @@ public final class KeyExecutor<R> {
     this.timeout = Math.toIntExact(config.queryTimeout().toSeconds());
   }
 
-  /** Registers the abandoned-keys gauge; call once the executor is constructed. */
+  /**
+   * Registers the abandoned-keys gauge under the configured metrics name, where it reads this
+   * executor from now on (the newest one with that name); call once the executor is constructed.
+   */
   public void registerGauge() {
-    IdempotencyMetrics.registerAbandonedKeys(
-        config.meterRegistry(), config.table(), this, KeyExecutor::sampleAbandoned);
+    if (IdempotencyMetrics.registerAbandonedKeys(
+        config.meterRegistry(), config.metricsName(), this, KeyExecutor::sampleAbandoned)) {
+      LOG.info(
+          "The abandoned-keys gauge name=\"{}\" now reads the IdempotencyKeys on {} created last;"
+              + " an earlier one with the same metrics name is no longer read. If they use"
+              + " different databases, give each its own IdempotencyConfig.metricsName.",
+          config.metricsName(),
+          table);
+    }
   }
 
   public void createTableIfMissing() {
