@@ -69,6 +69,9 @@ import org.slf4j.LoggerFactory;
  *       caller's transaction ({@link #complete(DSLContext, Job)}, {@link #completeWith}) refuses
  *       instead, with {@link StaleAttempt#completedByThisAttempt()}, so that a retried transaction
  *       rolls back rather than commit its writes twice. Every answer is per {@code (id, attempt)}.
+ *       Some outcomes stay unknown, and are reported so, never guessed: an enqueue whose COMMIT
+ *       answer was lost (a retry may enqueue the job again), a completion of a job that retention
+ *       has deleted since, and a {@link #retryDead} whose revival may have landed.
  * </ul>
  *
  * <p>Algorithm of a job's life:
@@ -188,33 +191,87 @@ public final class JobQueue<T> {
   // -----------------------------------------------------------------------------------------------
   // Enqueue
 
-  /** Enqueues {@code job} in a transaction of its own. */
+  /**
+   * Enqueues {@code job} in a transaction of its own.
+   *
+   * @throws BackendUnavailableException when PostgreSQL failed: before the COMMIT was sent, nothing
+   *     was enqueued (the message says so); once it was sent, whether the job was enqueued is
+   *     unknown, and a retry may enqueue it a second time (see {@link #enqueueAll(List)})
+   */
   public EnqueueResult enqueue(NewJob<T> job) {
     return enqueueAll(List.of(job)).get(0);
   }
 
   /**
-   * Enqueues {@code job} on {@code tx}: inside the caller's transaction when {@code tx} is one (a
-   * jOOQ {@code transaction} context, or a context on a connection with autocommit off), so the job
-   * exists only if the caller commits. The NOTIFY goes out on the same connection and fires on
-   * commit.
+   * Enqueues {@code job} on {@code tx}, inside the caller's transaction, so the job exists only if
+   * the caller commits. The NOTIFY goes out on the same connection and fires on commit.
+   *
+   * <p>{@code tx} must be in an open transaction: a jOOQ {@code transaction} context, or a context
+   * on a connection with autocommit off. A context whose connection is in autocommit mode (a {@code
+   * DSL.using(pool)} outside {@code transaction(...)}) is refused before anything is sent: the job
+   * would commit on its own, apart from the caller's writes. A context in no transaction on a pool
+   * with autocommit off cannot be told from an open transaction; {@link
+   * OwnTransaction#onCallerConnection} lists what cannot be detected.
+   *
+   * <p>When the answer to the caller's COMMIT is lost, whether the job was enqueued is unknown; a
+   * retry of the whole transaction enqueues it again: a {@link EnqueueResult.Duplicate} while the
+   * first job is still pending (with a unique key), but a second job once the first finished or
+   * without a key.
+   *
+   * @throws IllegalArgumentException when {@code tx}'s connection is in autocommit mode: pass the
+   *     context of an open transaction, or use {@link #enqueue(NewJob)}
+   * @throws BackendUnavailableException when a statement fails; roll the transaction back
    */
   public EnqueueResult enqueue(DSLContext tx, NewJob<T> job) {
     return enqueueAll(tx, List.of(job)).get(0);
   }
 
-  /** Enqueues {@code jobs} together, in a transaction of their own; results in input order. */
+  /**
+   * Enqueues {@code jobs} together, in a transaction of their own; results in input order.
+   *
+   * <p>After a failure the outcome is definite only until the COMMIT is sent. A failure before it
+   * (a refused statement, a lost connection) rolled everything back: nothing was enqueued, and the
+   * exception says so. A failure of the COMMIT itself, typically its answer lost with the
+   * connection, leaves it unknown whether the jobs were enqueued. A retry then enqueues them again:
+   * a job with a unique key is answered {@link EnqueueResult.Duplicate} while the first is still
+   * pending, but once that one finished the retry adds a second job, which runs again; a job
+   * without a key always does. Give jobs that must not run twice a unique key and a handler that
+   * tolerates a second run.
+   *
+   * @throws BackendUnavailableException when PostgreSQL failed; its message says whether the
+   *     outcome is unknown or nothing was enqueued
+   */
   public List<EnqueueResult> enqueueAll(List<NewJob<T>> jobs) {
+    // Set once the inserts ran and jOOQ is about to COMMIT: from then on a failure leaves the
+    // outcome unknown, before it nothing can have committed.
+    boolean[] committing = new boolean[1];
     return translate(
-        () -> "enqueueing " + jobs.size() + " job(s); nothing was enqueued",
-        () -> dsl.transactionResult(cfg -> insertAndNotify(cfg.dsl(), jobs)));
+        () ->
+            committing[0]
+                ? "committing "
+                    + jobs.size()
+                    + " enqueued job(s): whether they were enqueued is unknown (the COMMIT was"
+                    + " sent, its answer did not arrive). A retry enqueues them again: a job with a"
+                    + " unique key is a Duplicate while the first is still pending, but once that"
+                    + " one finished, or without a key, it becomes a second job that runs again"
+                : "enqueueing " + jobs.size() + " job(s); nothing was enqueued",
+        () ->
+            dsl.transactionResult(
+                cfg -> {
+                  List<EnqueueResult> results = insertAndNotify(cfg.dsl(), jobs);
+                  committing[0] = true;
+                  return results;
+                }));
   }
 
   /**
-   * Enqueues {@code jobs} on {@code tx} (see {@link #enqueue(DSLContext, NewJob)}) in as few
-   * statements as possible ({@value #INSERT_CHUNK} rows each). Results in input order; a job whose
-   * unique key is pending, or taken by an earlier job of the same batch, is a {@link
-   * EnqueueResult.Duplicate}.
+   * Enqueues {@code jobs} on {@code tx} (see {@link #enqueue(DSLContext, NewJob)}: the same open
+   * transaction is required, and the same holds after a lost COMMIT answer) in as few statements as
+   * possible ({@value #INSERT_CHUNK} rows each). Results in input order; a job whose unique key is
+   * pending, or taken by an earlier job of the same batch, is a {@link EnqueueResult.Duplicate}.
+   *
+   * @throws IllegalArgumentException when {@code tx}'s connection is in autocommit mode
+   * @throws BackendUnavailableException when a statement fails; roll the transaction back
    */
   public List<EnqueueResult> enqueueAll(DSLContext tx, List<NewJob<T>> jobs) {
     Objects.requireNonNull(tx, "tx");
@@ -397,10 +454,15 @@ public final class JobQueue<T> {
    * {@link Finished} again, so a call retried after its answer was lost reports the completion it
    * made.
    *
+   * <p>One answer cannot be given: when the job no longer exists (retention purged it after some
+   * attempt completed it), this call cannot tell whether this attempt completed it in an earlier
+   * call whose answer was lost, and throws {@link BackendUnavailableException} for that unknown
+   * instead of calling the attempt stale.
+   *
    * @return the finished job ({@link JobState#DONE}), or the {@link StaleAttempt} when the job was
    *     taken back or re-claimed meanwhile
    * @throws BackendUnavailableException when the outcome is unknown; calling again with the same
-   *     {@code job} answers it
+   *     {@code job} answers it, unless the job is gone (see above), which stays unknown
    */
   public Either<StaleAttempt, Finished> complete(Job<?> job) {
     Objects.requireNonNull(job, "job");
@@ -413,7 +475,14 @@ public final class JobQueue<T> {
                 + job.attempt()
                 + "; whether it completed is unknown: complete it again to learn the outcome, or"
                 + " let it run again (at-least-once)",
-        () -> OwnTransaction.run(dsl, on -> completeOn(on, job, EarlierCompletion.REPLAY)));
+        () -> {
+          Either<StaleAttempt, Finished> answer =
+              OwnTransaction.run(dsl, on -> completeOn(on, job, EarlierCompletion.REPLAY));
+          if (answer.isLeft() && answer.getLeft().jobGone()) {
+            throw goneUnknown(List.of(job), 0);
+          }
+          return answer;
+        });
   }
 
   /**
@@ -423,7 +492,12 @@ public final class JobQueue<T> {
    * already, in an earlier transaction whose writes committed, typically the first try of this same
    * transaction whose COMMIT answer was lost; committing again would write the effects twice.
    * Unlike {@link #complete(Job)}, an earlier completion by the same attempt is therefore a refusal
-   * here, not a {@link Finished}.
+   * here, not a {@link Finished}. A job that no longer exists ({@link StaleAttempt#jobGone()}:
+   * purged after some attempt completed it) is refused too: whether an earlier try of this
+   * transaction committed is then unknown, and only your own writes can tell.
+   *
+   * @throws IllegalArgumentException when {@code tx}'s connection is in autocommit mode (no open
+   *     transaction): pass the context of an open transaction
    */
   public Either<StaleAttempt, Finished> complete(DSLContext tx, Job<?> job) {
     Objects.requireNonNull(tx, "tx");
@@ -450,8 +524,10 @@ public final class JobQueue<T> {
    *
    * <p>An attempt that already completed is refused ({@link StaleAttempt#completedByThisAttempt()}
    * is true): its writes committed then, so a call retried after a lost COMMIT answer writes
-   * nothing again. An exception from {@code writes} rolls everything back and propagates unchanged;
-   * the job stays running under this attempt, to be failed, retried or reaped.
+   * nothing again. A job that no longer exists is refused as well ({@link StaleAttempt#jobGone()}):
+   * whether an earlier call's writes committed is then unknown. An exception from {@code writes}
+   * rolls everything back and propagates unchanged; the job stays running under this attempt, to be
+   * failed, retried or reaped.
    *
    * @throws BackendUnavailableException when the outcome is unknown; calling again with the same
    *     {@code job} either commits or answers the earlier commit as above
@@ -507,10 +583,15 @@ public final class JobQueue<T> {
    * claimed it again), and only the running one completes. {@link WorkerPool} sends the completions
    * of jobs that finish together this way.
    *
+   * <p>A job of the batch that no longer exists (retention purged it after some attempt completed
+   * it) cannot be answered, as in {@link #complete(Job)}: the rest of the batch is completed and
+   * committed all the same, and then the call throws {@link BackendUnavailableException} naming the
+   * jobs whose outcome is unknown; calling again without them answers the others.
+   *
    * @param jobs claimed jobs of this queue
    * @return one answer per job, in the order of {@code jobs}
    * @throws BackendUnavailableException when the outcome is unknown; calling again with the same
-   *     jobs answers it
+   *     jobs answers it, except for jobs that no longer exist (see above)
    */
   public List<Either<StaleAttempt, Finished>> completeAll(List<? extends Job<?>> jobs) {
     Objects.requireNonNull(jobs, "jobs");
@@ -523,35 +604,75 @@ public final class JobQueue<T> {
     if (jobs.isEmpty()) {
       return List.of();
     }
-    return translate(
-        () ->
-            "completing "
-                + jobs.size()
-                + " job(s); whether they completed is unknown: complete them again to learn the"
-                + " outcome, or let them run again (at-least-once)",
-        () ->
-            OwnTransaction.run(
-                dsl,
-                on -> {
-                  Map<Attempt, OffsetDateTime> done = new HashMap<>();
-                  this.jobs
-                      .completeAll(on, queue, pairs)
-                      .forEach(
-                          row -> done.put(new Attempt(row.value1(), row.value2()), row.value3()));
-                  List<Either<StaleAttempt, Finished>> answers = new ArrayList<>(jobs.size());
-                  for (Job<?> job : jobs) {
-                    // remove: the same attempt listed twice completes once; the second answer is
-                    // the replay of the first
-                    OffsetDateTime runAt = done.remove(Attempt.of(job));
-                    if (runAt != null) {
-                      metrics.completed();
-                      answers.add(Either.right(finishedNow(job, runAt)));
-                    } else {
-                      answers.add(notCompletedNow(on, job, EarlierCompletion.REPLAY));
-                    }
-                  }
-                  return answers;
-                }));
+    List<Either<StaleAttempt, Finished>> answers =
+        translate(
+            () ->
+                "completing "
+                    + jobs.size()
+                    + " job(s); whether they completed is unknown: complete them again to learn the"
+                    + " outcome, or let them run again (at-least-once)",
+            () ->
+                OwnTransaction.run(
+                    dsl,
+                    on -> {
+                      Map<Attempt, OffsetDateTime> done = new HashMap<>();
+                      this.jobs
+                          .completeAll(on, queue, pairs)
+                          .forEach(
+                              row ->
+                                  done.put(new Attempt(row.value1(), row.value2()), row.value3()));
+                      List<Either<StaleAttempt, Finished>> each = new ArrayList<>(jobs.size());
+                      for (Job<?> job : jobs) {
+                        // remove: the same attempt listed twice completes once; the second
+                        // answer is the replay of the first
+                        OffsetDateTime runAt = done.remove(Attempt.of(job));
+                        if (runAt != null) {
+                          metrics.completed();
+                          each.add(Either.right(finishedNow(job, runAt)));
+                        } else {
+                          each.add(notCompletedNow(on, job, EarlierCompletion.REPLAY));
+                        }
+                      }
+                      return each;
+                    }));
+    List<Job<?>> gone = new ArrayList<>();
+    for (int i = 0; i < jobs.size(); i++) {
+      if (answers.get(i).isLeft() && answers.get(i).getLeft().jobGone()) {
+        gone.add(jobs.get(i));
+      }
+    }
+    if (!gone.isEmpty()) {
+      throw goneUnknown(gone, jobs.size() - gone.size());
+    }
+    return answers;
+  }
+
+  /**
+   * "Unknown" for completions of jobs that no longer exist: retention deletes only completed jobs,
+   * and the row that could have said which attempt completed it is gone.
+   */
+  private BackendUnavailableException goneUnknown(List<Job<?>> gone, int othersAnswered) {
+    StringBuilder which = new StringBuilder();
+    for (Job<?> job : gone) {
+      which.append(which.length() == 0 ? "" : ", ").append(job.id()).append(" attempt ");
+      which.append(job.attempt());
+    }
+    return new BackendUnavailableException(
+        "Completing job(s) "
+            + which
+            + " of queue \""
+            + queue
+            + "\": the job no longer exists (retention purged it after an attempt completed it, or"
+            + " it was deleted), so whether this attempt completed it, in an earlier call whose"
+            + " answer was lost, is unknown. This call changed nothing for it; do not expect it"
+            + " to run again."
+            + (othersAnswered > 0
+                ? " The other "
+                    + othersAnswered
+                    + " job(s) of the batch were completed or answered, and committed: call"
+                    + " completeAll again without the missing job(s) for their answers."
+                : ""),
+        null);
   }
 
   /** One attempt of one job: what every answer of the queue is keyed by. */
@@ -598,7 +719,11 @@ public final class JobQueue<T> {
       return Either.right(
           new Finished(job.id(), job.attempt(), JobState.DONE, now.get().value3().toInstant()));
     }
-    metrics.stale(Operation.COMPLETE);
+    if (!(stale.jobGone() && earlier == EarlierCompletion.REPLAY)) {
+      // A gone job is no refusal where an earlier completion is replayed: the caller reports it as
+      // unknown, which is not counted as stale.
+      metrics.stale(Operation.COMPLETE);
+    }
     return Either.left(stale);
   }
 
@@ -863,10 +988,24 @@ public final class JobQueue<T> {
    * Makes dead job {@code jobId} ready again, due now, with a fresh set of attempts (its failure
    * count restarts at zero; its attempt counter keeps increasing, because it is the token; its last
    * error stays until it is overwritten).
+   *
+   * <p>After a lost answer the revival may have landed. A retry then answers {@link
+   * RetryDeadOutcome#NOT_DEAD}: the job is not dead any more, and nothing in its row tells a
+   * revival by this caller's lost call from one by someone else, so the retry cannot claim it as
+   * its own. Read the job to see: a revived job is ready (or claimed since) with its failures
+   * restarted.
+   *
+   * @throws BackendUnavailableException when PostgreSQL fails; whether the job was revived is then
+   *     unknown (see above)
    */
   public RetryDeadOutcome retryDead(long jobId) {
     return translate(
-        () -> "retrying dead job " + jobId,
+        () ->
+            "retrying dead job "
+                + jobId
+                + "; whether it was revived is unknown. A retry answers NOT_DEAD if this call"
+                + " revived it (it cannot tell its own revival from another caller's): read the"
+                + " job to see",
         () -> {
           int updated;
           try {

@@ -4,7 +4,11 @@ package dev.nolock.queue;
 public enum RetryDeadOutcome {
   /** The dead job is ready again, due now, with a fresh set of attempts. */
   REQUEUED,
-  /** The job exists but is not dead (it was retried already, or never died); nothing changed. */
+  /**
+   * The job exists but is not dead: it was revived already (by anyone, including an earlier call of
+   * this caller whose answer was lost: the row keeps no trace of who revived it), or never died.
+   * This call changed nothing.
+   */
   NOT_DEAD,
   /** No job with that id in this queue (never existed, or purged). */
   NOT_FOUND,

@@ -311,8 +311,8 @@ public final class WorkerPool<T> implements AutoCloseable {
         handedToCompleter = runJob();
       } catch (BackendUnavailableException e) {
         LOG.warn(
-            "Queue \"{}\": finishing job {} attempt {} failed; it runs again after its lease"
-                + " expires",
+            "Queue \"{}\": finishing job {} attempt {} failed and its outcome is unknown; if it"
+                + " was not finished, the job may run again after its lease expires",
             name,
             h.job.id(),
             h.job.attempt(),
@@ -452,7 +452,8 @@ public final class WorkerPool<T> implements AutoCloseable {
                   answer.peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe())));
     } catch (BackendUnavailableException e) {
       LOG.warn(
-          "Queue \"{}\": completing {} job(s) failed; they run again after their leases expire",
+          "Queue \"{}\": completing {} job(s) failed and the outcome is unknown; those not"
+              + " completed may run again after their leases expire",
           name,
           batch.size(),
           e);

@@ -114,6 +114,17 @@ class JobQueueIT {
   }
 
   @Test
+  void anEnqueueOnAContextInNoTransactionIsRefusedBeforeAnythingIsSent() {
+    JobQueue<String> q = queue();
+    DSLContext autocommit = schema.dsl(); // the test pool hands out autocommit connections
+
+    assertThatThrownBy(() -> q.enqueue(autocommit, NewJob.of("would commit on its own")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("in no transaction");
+    assertThat(rows.count(q.config().queue(), JobState.READY)).as("jobs enqueued").isZero();
+  }
+
+  @Test
   void aBatchEnqueueReportsEachJobInInputOrderAndFlagsDuplicatesWithinTheBatch() {
     JobQueue<String> q = queue();
     List<EnqueueResult> results =

@@ -72,8 +72,17 @@ class JobQueueTest {
         .contains("re-claimed");
     assertThat(new StaleAttempt(7, 2, Option.of(JobState.DONE), Option.of(3L)).describe())
         .contains("done at attempt 3");
-    assertThat(new StaleAttempt(7, 2, Option.none(), Option.none()).describe())
-        .contains("no longer exists");
+    StaleAttempt gone = new StaleAttempt(7, 2, Option.none(), Option.none());
+    assertThat(gone.jobGone()).isTrue();
+    assertThat(gone.completedByThisAttempt()).isFalse();
+    assertThat(gone.describe())
+        .contains("no longer exists")
+        .contains(
+            "Whether this attempt completed it, in an earlier call whose answer was lost, is"
+                + " unknown");
+    assertThat(new StaleAttempt(7, 2, Option.of(JobState.READY), Option.of(2L)).describe())
+        .contains("ready at attempt 2")
+        .contains("or failed or released by an earlier call of this attempt");
   }
 
   @Test
