@@ -77,7 +77,9 @@ class NoFalseOutcomeAfterLostAnswerIT {
     assertThat(catchThrowable(() -> q.complete(job)))
         .isInstanceOf(BackendUnavailableException.class);
     lost.assertFired();
-    assertThat(rows.get(job.id()).state()).as("the lost completion landed").isEqualTo(JobState.DONE);
+    assertThat(rows.get(job.id()).state())
+        .as("the lost completion landed")
+        .isEqualTo(JobState.DONE);
     assertThat(q.purgeFinished(Duration.ZERO).deleted()).as("jobs retention deleted").isOne();
   }
 
@@ -176,14 +178,11 @@ class NoFalseOutcomeAfterLostAnswerIT {
         .hasMessageContaining(purged.id() + " attempt " + purged.attempt())
         .hasMessageContaining("is unknown")
         .hasMessageContaining("The other 1 job(s) of the batch were completed");
-    assertThat(rows.get(otherId).state())
-        .as("the other job of the batch")
-        .isEqualTo(JobState.DONE);
+    assertThat(rows.get(otherId).state()).as("the other job of the batch").isEqualTo(JobState.DONE);
     assertThat(q.completeAll(List.of(other)))
         .as("the other job's answer, asked again")
         .containsExactly(
-            Either.right(
-                new Finished(other.id(), other.attempt(), JobState.DONE, other.runAt())));
+            Either.right(new Finished(other.id(), other.attempt(), JobState.DONE, other.runAt())));
   }
 
   /**
@@ -210,10 +209,7 @@ class NoFalseOutcomeAfterLostAnswerIT {
     assertThat(retry.getLeft().describe())
         .contains("Whether this attempt completed it")
         .contains("unknown");
-    assertThat(
-            schema
-                .dsl()
-                .fetchCount(schema.dsl().selectFrom("payments").where("job_id = ?", id)))
+    assertThat(schema.dsl().fetchCount(schema.dsl().selectFrom("payments").where("job_id = ?", id)))
         .as("payments committed for the job")
         .isOne();
   }
