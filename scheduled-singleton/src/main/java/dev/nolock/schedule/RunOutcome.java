@@ -28,7 +28,11 @@ public sealed interface RunOutcome {
     }
   }
 
-  /** Another instance had already claimed this time; this instance did nothing for it. */
+  /**
+   * Another instance had already claimed this time (the run's row carries another identity); this
+   * instance did nothing for it. A time this instance ran itself (its own claim whose answer was
+   * lost, or a takeover) is reported by that run's outcome only, never also as a lost claim.
+   */
   record LostClaim(Instant scheduledAt) implements RunOutcome {
     public LostClaim {
       Objects.requireNonNull(scheduledAt, "scheduledAt");

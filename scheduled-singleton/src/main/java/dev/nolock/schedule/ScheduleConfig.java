@@ -111,7 +111,9 @@ public final class ScheduleConfig {
 
   /**
    * Attempts per run, counting takeovers after a crash and retries after the job threw; after the
-   * last one the run is recorded as failed. Default {@value #DEFAULT_MAX_ATTEMPTS}.
+   * last one the run is recorded as failed. A lost answer spends none: a claim or takeover whose
+   * answer was lost, and a fenced finish whose {@code COMMIT} did not land, are run again by the
+   * same instance with the attempt they had. Default {@value #DEFAULT_MAX_ATTEMPTS}.
    */
   public int maxAttempts() {
     return maxAttempts;

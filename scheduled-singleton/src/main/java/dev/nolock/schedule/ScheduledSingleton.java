@@ -130,14 +130,17 @@ public final class ScheduledSingleton implements AutoCloseable {
   /**
    * Runs one pass now, on the calling thread: takes over expired runs, then claims and runs what is
    * due at the clock's current time (with missed times per the policy). Returns what happened to
-   * each scheduled time it touched; empty when nothing was due that this instance had not handled.
+   * each scheduled time it touched, after what earlier passes that threw had already done (each
+   * outcome is returned once); empty when nothing was due that this instance had not handled.
    * Passes of one instance run one at a time.
    *
    * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL failed; retry later.
-   *     When it failed on a takeover or a finish whose outcome is therefore unknown, the next pass
-   *     settles that first: it runs a takeover that landed, and reports the finish's true outcome
+   *     The outcomes the pass had produced before it failed are returned by the next pass that
+   *     returns. When it failed on a claim, a takeover or a finish whose outcome is therefore
+   *     unknown, the next pass settles that first: it runs a claim or takeover that landed (with
+   *     the attempt it was granted, before any later time), and reports the finish's true outcome
    *     ({@link RunOutcome.Finished}, {@link RunOutcome.StaleFinish}) or, for a fenced job whose
-   *     commit did not land, runs the time again with the next attempt
+   *     commit did not land, runs the time again with the same attempt
    * @throws IllegalStateException after {@link #close()}
    */
   public List<RunOutcome> runDueNow() {

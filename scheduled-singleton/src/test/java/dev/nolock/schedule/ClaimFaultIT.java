@@ -10,10 +10,12 @@ import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
@@ -253,6 +255,158 @@ class ClaimFaultIT {
     blip.assertFired();
     assertThat(ran).extracting(ScheduledRun::scheduledAt).containsExactly(THREE_AM);
     assertThat(outcomes).singleElement().isInstanceOf(RunOutcome.Finished.class);
+  }
+
+  private static final Instant TEN = Instant.parse("2026-03-10T10:00:00Z");
+
+  private static Instant minute(int m) {
+    return TEN.plusSeconds(60L * m);
+  }
+
+  /**
+   * A catch-up (runEach) whose claim of 10:04 landed with its answer lost. The table now holds
+   * 10:04, so a pass that took its floor from the table alone would plan 10:05 and 10:06 only and
+   * leave 10:04 running under this instance's identity, run by nobody until its lease ran out.
+   */
+  @Test
+  void aCatchUpClaimThatLandedWithItsAnswerLostRunsAtTheNextPassInOrder() {
+    String job = "catch-up-answer-lost";
+    MutableClock clock = new MutableClock(TEN.plusMillis(100));
+    List<Instant> ran = new CopyOnWriteArrayList<>();
+    List<InjectedFault> armed = new CopyOnWriteArrayList<>();
+    try (ScheduledSingleton instance =
+        ScheduledSingleton.plain(
+            faults.dataSource(),
+            ScheduleConfig.custom(job, EVERY_MINUTE)
+                .clock(clock)
+                .missedSchedules(MissedSchedules.runEach(10))
+                .build(),
+            run -> {
+              ran.add(run.scheduledAt());
+              if (run.scheduledAt().equals(minute(3)) && armed.isEmpty()) {
+                armed.add(faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM));
+              }
+            })) {
+      clock.set(minute(1).plusMillis(100));
+      assertThat(instance.runDueNow()).singleElement().isInstanceOf(RunOutcome.Finished.class);
+
+      clock.set(minute(6).plusMillis(100));
+      assertThatThrownBy(instance::runDueNow)
+          .isInstanceOf(BackendUnavailableException.class)
+          .hasMessageContaining("could not claim " + minute(4));
+      assertThat(armed).singleElement().satisfies(InjectedFault::assertFired);
+      assertThat(runs.at(job, minute(4)))
+          .as("the claim of 10:04 landed")
+          .hasValueSatisfying(row -> assertThat(row.state()).isEqualTo("running"));
+
+      List<RunOutcome> next = instance.runDueNow();
+
+      assertThat(ran)
+          .as(
+              "after the next pass every minute ran once, in order, 10:04 (whose claim landed"
+                  + " with its answer lost) included; the pass said %s",
+              next)
+          .containsExactly(minute(1), minute(2), minute(3), minute(4), minute(5), minute(6));
+      assertThat(next)
+          .as(
+              "10:02 and 10:03 (run by the pass that failed), 10:04, 10:05 and 10:06 finished"
+                  + " here, and nothing was lost to another instance")
+          .extracting(RunOutcome::scheduledAt)
+          .containsExactly(minute(2), minute(3), minute(4), minute(5), minute(6));
+      assertThat(next).allMatch(outcome -> outcome instanceof RunOutcome.Finished);
+    }
+    assertThat(runs.at(job, minute(4)))
+        .hasValueSatisfying(
+            row -> {
+              assertThat(row.state()).isEqualTo("done");
+              assertThat(row.attempt()).as("run by the attempt that claimed it").isEqualTo(1);
+            });
+  }
+
+  /**
+   * The same with {@code maxAttempts(1)}: left to its lease, the landed claim would be found by the
+   * takeover scan at its last attempt and given up, although no job threw and no instance crashed.
+   */
+  @Test
+  void withOneAttemptACatchUpClaimThatLandedWithItsAnswerLostStillRuns() {
+    String job = "catch-up-one-attempt";
+    MutableClock clock = new MutableClock(TEN.plusMillis(100));
+    List<Instant> ran = new CopyOnWriteArrayList<>();
+    List<InjectedFault> armed = new CopyOnWriteArrayList<>();
+    List<RunOutcome> heard = new ArrayList<>();
+    try (ScheduledSingleton instance =
+        ScheduledSingleton.plain(
+            faults.dataSource(),
+            ScheduleConfig.custom(job, EVERY_MINUTE)
+                .clock(clock)
+                .maxAttempts(1)
+                .missedSchedules(MissedSchedules.runEach(10))
+                .build(),
+            run -> {
+              ran.add(run.scheduledAt());
+              if (run.scheduledAt().equals(minute(3)) && armed.isEmpty()) {
+                armed.add(faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM));
+              }
+            })) {
+      clock.set(minute(1).plusMillis(100));
+      heard.addAll(instance.runDueNow());
+      clock.set(minute(6).plusMillis(100));
+      assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
+      assertThat(armed).singleElement().satisfies(InjectedFault::assertFired);
+      heard.addAll(instance.runDueNow());
+      // Whatever is still running under the landed claim: its lease runs out, as it does one
+      // lease later without renewals.
+      runs.expireLease(job, minute(4));
+      heard.addAll(instance.runDueNow());
+
+      assertThat(ran)
+          .as(
+              "10:04, whose claim landed with its answer lost, runs at some point; the passes"
+                  + " said %s",
+              heard)
+          .contains(minute(4));
+      assertThat(heard).noneMatch(outcome -> outcome instanceof RunOutcome.GaveUp);
+    }
+  }
+
+  /**
+   * The database stays unreachable for longer than the lease of a claim that landed with its answer
+   * lost: the run is still this instance's attempt 1, which it never ran. The next pass runs that
+   * attempt (it does not spend another on a takeover) and reports it once: not also as a time lost
+   * to another instance, which would count it skipped too.
+   */
+  @Test
+  void aTimeThisInstanceRanIsNotAlsoReportedAsLostToAnotherInstance() {
+    String job = "own-run-not-lost";
+    MutableClock clock = new MutableClock(THREE_AM.minusSeconds(60));
+    List<ScheduledRun> ran = new CopyOnWriteArrayList<>();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (ScheduledSingleton instance =
+        ScheduledSingleton.plain(
+            faults.dataSource(),
+            ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).metrics(registry).build(),
+            ran::add)) {
+      clock.set(THREE_AM.plusMillis(100));
+      InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
+      assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
+      lostAnswer.assertFired();
+      runs.expireLease(job, THREE_AM);
+
+      List<RunOutcome> next = instance.runDueNow();
+
+      assertThat(ran).as("this instance ran 03:00").hasSize(1);
+      assertThat(next)
+          .as("the pass that ran 03:00 here does not also say another instance claimed it")
+          .noneMatch(outcome -> outcome instanceof RunOutcome.LostClaim);
+      assertThat(next).singleElement().isInstanceOf(RunOutcome.Finished.class);
+      assertThat(ran.get(0).attempt().value())
+          .as("run with the attempt its claim was granted: the lost answer spent none")
+          .isEqualTo(1);
+      assertThat(instance.runDueNow()).isEmpty();
+    }
+    assertThat(registry.get("nolock.schedule.skipped").counter().count())
+        .as("not counted as skipped")
+        .isZero();
   }
 
   @Test

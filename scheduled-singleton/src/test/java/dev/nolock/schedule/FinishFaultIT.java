@@ -27,9 +27,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * A finish whose answer was lost: {@code runDueNow()} throws "unknown", and the next pass (the
  * loop's retry) reports the run's true outcome instead of leaving it to a takeover one lease later.
  * A {@link FencedJob}'s {@code COMMIT} applied with its answer lost is {@code Finished}; one lost
- * before PostgreSQL saw it is run again at once with the next attempt; a stale attempt's finish
- * stays {@code StaleFinish}. A {@link PlainJob}'s finish is sent again, never its job. The faults
- * are testkit's {@link JdbcFaults}; the ledgers have no unique key on what they count.
+ * before PostgreSQL saw it is run again at once with the same attempt (none is spent, also on the
+ * last one); a stale attempt's finish stays {@code StaleFinish}. A {@link PlainJob}'s finish is
+ * sent again, never its job. The faults are testkit's {@link JdbcFaults}; the ledgers have no
+ * unique key on what they count.
  */
 @ExtendWith(PostgresExtension.class)
 class FinishFaultIT {
@@ -132,16 +133,58 @@ class FinishFaultIT {
 
       assertThat(instance.runDueNow())
           .as(
-              "the pass after the unknown finish runs the time again with the next attempt, not"
-                  + " a lease (10 min) later")
+              "the pass after the unknown finish runs the time again, not a lease (10 min) later,"
+                  + " with the same attempt: the lost COMMIT spent none")
           .singleElement()
           .isInstanceOfSatisfying(
               RunOutcome.Finished.class,
-              finished -> assertThat(finished.run().attempt().value()).isEqualTo(2));
+              finished -> assertThat(finished.run().attempt().value()).isEqualTo(1));
     }
-    assertThat(effects(job)).as("one effect, the second attempt's").containsExactly(2L);
+    assertThat(effects(job)).as("one effect, the attempt's run again").containsExactly(1L);
     assertThat(runs.at(job, THREE_AM))
         .hasValueSatisfying(row -> assertThat(row.state()).isEqualTo("done"));
+  }
+
+  /**
+   * The same on the run's last attempt: the attempt was not used up (no job threw, no instance
+   * crashed), so the run must not be given up as if its lease had expired unfinished.
+   */
+  @Test
+  void aFencedCommitLostOnTheWayOnTheLastAttemptRunsAgainNotGivenUp() {
+    String job = "commit-lost-last-attempt";
+    MutableClock clock = new MutableClock(THREE_AM.minusSeconds(60));
+    try (ScheduledSingleton instance =
+        ScheduledSingleton.fenced(
+            faults.dataSource(),
+            ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).maxAttempts(1).build(),
+            FinishFaultIT::effect)) {
+      clock.set(THREE_AM.plusMillis(100));
+      InjectedFault lostRequest = faults.onNextCommit(FaultKind.REQUEST_LOST);
+      assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
+      lostRequest.assertFired();
+      assertThat(effects(job)).as("the transaction rolled back").isEmpty();
+
+      List<RunOutcome> next = instance.runDueNow();
+
+      assertThat(effects(job))
+          .as(
+              "the job's writes, whose COMMIT never reached PostgreSQL, are made once by the run"
+                  + " again (no job threw, no instance crashed); the next pass said %s and the row"
+                  + " is %s",
+              next, runs.at(job, THREE_AM))
+          .hasSize(1);
+      assertThat(next)
+          .singleElement()
+          .isInstanceOfSatisfying(
+              RunOutcome.Finished.class,
+              finished -> assertThat(finished.run().attempt().value()).isEqualTo(1));
+    }
+    assertThat(runs.at(job, THREE_AM))
+        .hasValueSatisfying(
+            row -> {
+              assertThat(row.state()).isEqualTo("done");
+              assertThat(row.attempt()).as("the attempt was not spent").isEqualTo(1);
+            });
   }
 
   @Test

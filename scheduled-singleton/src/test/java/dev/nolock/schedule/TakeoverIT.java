@@ -134,6 +134,36 @@ class TakeoverIT {
     assertThat(registry.get("nolock.schedule.taken.over").counter().count()).isEqualTo(1);
   }
 
+  /**
+   * The pass that takes over the time due now (its claimer died) then plans that time: the claim
+   * conflicts with the row it just finished, which is this instance's and no lost race.
+   */
+  @Test
+  void aTimeThisInstanceTookOverAndRanIsNotAlsoReportedAsLostToAnotherInstance() {
+    String job = "taken-over-not-lost";
+    RunTable table = new RunTable(ScheduleConfig.DEFAULT_TABLE, Duration.ofSeconds(5));
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (ScheduledSingleton survivor =
+        ScheduledSingleton.fenced(
+            pool,
+            config(job).metrics(registry).build(),
+            (run, tx) -> ledger(tx, run, "survivor"))) {
+      due();
+      assertThat(table.claim(db, job, MINUTE, "dead-instance", Duration.ofSeconds(3), MINUTE, 0))
+          .isPresent();
+      runs.expireLease(job, MINUTE);
+
+      List<RunOutcome> outcomes = survivor.runDueNow();
+
+      assertThat(outcomes)
+          .as("the time this instance took over and ran is not also a claim lost to another")
+          .noneMatch(outcome -> outcome instanceof RunOutcome.LostClaim);
+      assertThat(outcomes).singleElement().isInstanceOf(RunOutcome.Finished.class);
+    }
+    assertThat(ledgerAttempts(job)).containsExactly(2L);
+    assertThat(registry.get("nolock.schedule.skipped").counter().count()).isZero();
+  }
+
   @Test
   void aLiveRunIsNotTakenOverBecauseItsLeaseIsRenewed() throws Exception {
     String job = "renewed";

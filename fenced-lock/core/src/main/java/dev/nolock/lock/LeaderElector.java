@@ -1,6 +1,8 @@
 package dev.nolock.lock;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Tags;
@@ -10,6 +12,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
@@ -37,10 +40,19 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #close()} steps down gracefully: releases the lease (a successor need not wait for
  *       it to expire) and does not halt.
  *   <li>A backend that is down ({@link BackendUnavailableException}) is retried every {@code
- *       retryPeriod}. Any other exception in the campaign (a missing table, a malformed lease item,
- *       Redis {@code WRONGTYPE}) is counted ({@code nolock.leadership.errors}), logged at error
- *       level, ends the term if this candidate leads, and the campaign goes on after a {@code
- *       retryPeriod}: it leads again once the backend answers properly.
+ *       retryPeriod}; a leader whose renewals keep failing that way steps down at {@code
+ *       renewDeadline}. Any other exception (a missing table, a malformed lease item, Redis {@code
+ *       WRONGTYPE}) is counted ({@code nolock.leadership.errors}) and logged at error level, and
+ *       the campaign goes on after a {@code retryPeriod}: it leads again once the backend answers
+ *       properly. A follower meets it in its own calls; a leader makes no backend call but its
+ *       renewals, so the elector hands the {@link FencedLock} a view of the backend that passes
+ *       every renewal failure on unchanged (the watchdog logs it and retries, as for any holder)
+ *       and also wakes the campaign with it: a leader whose renewal throws such an exception steps
+ *       down at once (as in step 3, halting by default), without waiting for {@code renewDeadline}.
+ *   <li>An {@link Error} on the campaign thread ({@code NoClassDefFoundError}, {@code
+ *       OutOfMemoryError}) is logged at error level, steps down a leader (no one would watch its
+ *       term after the thread ends), and is rethrown: the campaign thread ends; the elector is not
+ *       campaigning any more. An {@code Error} thrown by a renewal is handled as in step 5.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
@@ -61,6 +73,14 @@ public final class LeaderElector implements AutoCloseable {
   private final Counter errors;
   private final Timer leading;
 
+  /**
+   * The last renewal that failed with anything but {@link BackendUnavailableException}, with the
+   * token of the term it renewed; the campaign loop takes it.
+   */
+  private final AtomicReference<RenewalFailure> renewalFailure = new AtomicReference<>();
+
+  private record RenewalFailure(FencingToken token, Throwable cause) {}
+
   private volatile boolean running = true;
   private volatile HeldLock held;
   private volatile long leaderSinceNanos;
@@ -74,7 +94,7 @@ public final class LeaderElector implements AutoCloseable {
     Duration interval = min(config.retryPeriod(), config.leaseDuration().dividedBy(3));
     this.lock =
         FencedLock.create(
-            backend,
+            new RenewalsWatched(),
             LockConfig.custom(LockPurpose.CORRECTNESS)
                 .owner(config.identity())
                 .renewalInterval(interval)
@@ -95,8 +115,9 @@ public final class LeaderElector implements AutoCloseable {
     this.errors =
         Counter.builder("nolock.leadership.errors")
             .description(
-                "Campaign failures other than BackendUnavailableException (a missing table, a"
-                    + " malformed lease): logged at error level, and the campaign goes on")
+                "Campaign and leader renewal failures other than BackendUnavailableException (a"
+                    + " missing table, a malformed lease): logged at error level, a leader steps"
+                    + " down, and the campaign goes on")
             .tags(tags)
             .register(config.registry());
     this.leading =
@@ -137,6 +158,29 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   private void run() {
+    try {
+      campaign();
+    } catch (Error e) {
+      // Not swallowed: the thread ends. But not silently, and not leaving a term nobody watches.
+      boolean leading = held != null;
+      LOG.error(
+          "Election {}: the campaign thread ends on {}{}",
+          config.name(),
+          e.toString(),
+          leading ? "; stepping down first" : "",
+          e);
+      if (leading) {
+        try {
+          stepDown("the campaign thread ended on " + e);
+        } catch (Throwable stepDownFailed) {
+          e.addSuppressed(stepDownFailed);
+        }
+      }
+      throw e;
+    }
+  }
+
+  private void campaign() {
     while (running) {
       try {
         HeldLock current = held;
@@ -149,8 +193,12 @@ public final class LeaderElector implements AutoCloseable {
             pause(jittered(config.retryPeriod()));
           }
         } else {
+          RenewalFailure failure = renewalFailure.getAndSet(null);
           Duration sinceRenewal = config.leaseDuration().minus(current.deadline().remaining());
-          if (!current.isHeld()) {
+          if (failure != null && failure.token().equals(current.token())) {
+            survive("a renewal of the lease failed", failure.cause());
+            pause(jittered(config.retryPeriod()));
+          } else if (!current.isHeld()) {
             stepDown("the lease was lost");
           } else if (sinceRenewal.compareTo(config.renewDeadline()) > 0) {
             stepDown(
@@ -167,7 +215,7 @@ public final class LeaderElector implements AutoCloseable {
         LOG.warn("Election {}: backend unavailable, retrying", config.name(), e);
         pause(jittered(config.retryPeriod()));
       } catch (RuntimeException e) {
-        survive(e);
+        survive("the campaign failed", e);
         pause(jittered(config.retryPeriod()));
       }
     }
@@ -179,17 +227,18 @@ public final class LeaderElector implements AutoCloseable {
    * leader's work runs on with no one watching its lease. A leader steps down, since what it knows
    * of its term can no longer be trusted.
    */
-  private void survive(RuntimeException e) {
+  private void survive(String what, Throwable e) {
     errors.increment();
     boolean leading = held != null;
     LOG.error(
-        "Election {}: the campaign failed on an unexpected exception; {}campaigning on",
+        "Election {}: {} on an unexpected exception; {}campaigning on",
         config.name(),
+        what,
         leading ? "stepping down and " : "",
         e);
     if (leading) {
       try {
-        stepDown("the campaign failed: " + e);
+        stepDown(what + ": " + e);
       } catch (RuntimeException stepDownFailed) {
         LOG.error("Election {}: stepping down threw", config.name(), stepDownFailed);
       }
@@ -278,6 +327,43 @@ public final class LeaderElector implements AutoCloseable {
       if (config.haltOnLoss()) {
         config.halt().run();
       }
+    }
+  }
+
+  /**
+   * The backend as this elector's {@link FencedLock} sees it. A renewal that fails with anything
+   * but {@link BackendUnavailableException} is rethrown unchanged (the watchdog's handling stays
+   * that of any holder) and also handed to the campaign loop, which is woken to step down: while
+   * leading, the renewals are the only calls that can meet such a failure.
+   */
+  private final class RenewalsWatched implements LockBackend {
+
+    @Override
+    public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+      return backend.tryAcquire(name, owner, ttl);
+    }
+
+    @Override
+    public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+      try {
+        return backend.renew(name, owner, token, ttl);
+      } catch (BackendUnavailableException e) {
+        throw e;
+      } catch (RuntimeException | Error e) {
+        renewalFailure.set(new RenewalFailure(token, e));
+        signal();
+        throw e;
+      }
+    }
+
+    @Override
+    public boolean release(String name, String owner, FencingToken token) {
+      return backend.release(name, owner, token);
+    }
+
+    @Override
+    public Option<LeaseHolder> holder(String name) {
+      return backend.holder(name);
     }
   }
 

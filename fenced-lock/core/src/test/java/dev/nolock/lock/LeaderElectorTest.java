@@ -10,6 +10,10 @@ import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Option;
+import java.io.ByteArrayOutputStream;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -72,7 +76,7 @@ class LeaderElectorTest {
         .halt(halts::incrementAndGet);
   }
 
-  private LeaderElector start(InMemoryLockBackend backend, ElectorConfig config, Leadership l) {
+  private LeaderElector start(LockBackend backend, ElectorConfig config, Leadership l) {
     LeaderElector elector = LeaderElector.start(backend, config, l);
     electors.add(elector);
     return elector;
@@ -246,6 +250,208 @@ class LeaderElectorTest {
     assertThat(a.starts).hasValue(2);
     assertThat(registry.get("nolock.leadership.errors").counter().count())
         .isGreaterThanOrEqualTo(2);
+  }
+
+  /**
+   * The in-memory backend whose {@code renew} throws {@link #renewThrows} while it is set (what a
+   * Redis key of the wrong type answers: {@code WRONGTYPE}), counting the throws.
+   */
+  private static class RenewalThrows implements LockBackend {
+    final InMemoryLockBackend delegate = new InMemoryLockBackend();
+    final AtomicInteger thrown = new AtomicInteger();
+    volatile RuntimeException renewThrows;
+
+    @Override
+    public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+      return delegate.tryAcquire(name, owner, ttl);
+    }
+
+    @Override
+    public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+      RuntimeException failure = renewThrows;
+      if (failure != null) {
+        thrown.incrementAndGet();
+        throw failure;
+      }
+      return delegate.renew(name, owner, token, ttl);
+    }
+
+    @Override
+    public boolean release(String name, String owner, FencingToken token) {
+      return delegate.release(name, owner, token);
+    }
+
+    @Override
+    public Option<LeaseHolder> holder(String name) {
+      return delegate.holder(name);
+    }
+  }
+
+  /**
+   * A leader's renewals are the only backend calls it makes while it leads, and the {@link
+   * FencedLock} watchdog that sends them only logs a failure and retries. The elector's clock is
+   * frozen here, so renewDeadline never passes: only the failure itself can end the term.
+   */
+  @Test
+  void aLeaderWhoseRenewalThrowsAnUnexpectedExceptionStepsDownAtOnceCountsItAndCampaignsOn()
+      throws Exception {
+    RenewalThrows backend = new RenewalThrows();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    Recorder a = new Recorder();
+    LeaderElector elector =
+        start(
+            backend,
+            fast("renewal-wrongtype", "a").clock(new ManualLeaseClock()).metrics(registry).build(),
+            a);
+    a.started.await();
+
+    backend.renewThrows =
+        new IllegalStateException(
+            "WRONGTYPE Operation against a key holding the wrong kind of value");
+
+    assertThat(a.stopped.await(5, TimeUnit.SECONDS))
+        .as(
+            "the leader whose renewal threw an exception other than BackendUnavailableException"
+                + " steps down at once, not at renewDeadline (which its frozen clock never"
+                + " reaches); renewals thrown: %s",
+            backend.thrown.get())
+        .isTrue();
+    assertThat(backend.thrown).as("the renewal threw").hasPositiveValue();
+    assertThat(a.workInterrupted.await(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(registry.get("nolock.leadership.errors").counter().count())
+        .as("counted as a campaign error")
+        .isGreaterThanOrEqualTo(1);
+    assertThat(registry.get("nolock.leadership.losses").counter().count())
+        .isGreaterThanOrEqualTo(1);
+    await().until(() -> halts.get() >= 1);
+
+    backend.renewThrows = null;
+
+    await("leading again").atMost(Duration.ofSeconds(10)).until(() -> a.starts.get() >= 2);
+    await().until(elector::isLeader);
+  }
+
+  /**
+   * An {@link Error} (a class that failed to load, an {@code OutOfMemoryError}) ends the campaign
+   * thread, as it should, but not silently: it is logged at error level first.
+   */
+  @Test
+  void anErrorEndsTheCampaignOnlyAfterItIsLoggedAtErrorLevel() throws Exception {
+    AtomicInteger acquires = new AtomicInteger();
+    LockBackend backend =
+        new RenewalThrows() {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            acquires.incrementAndGet();
+            throw new NoClassDefFoundError("org/example/MissingLeaseCodec");
+          }
+        };
+    try (CapturedStderr err = new CapturedStderr()) {
+      start(backend, fast("campaign-error", "a").build(), new Recorder());
+
+      // The Error ends the thread uncaught, as it must; Awaitility would report it as the test's.
+      await("the campaign thread ends, or goes on after the Error")
+          .dontCatchUncaughtExceptions()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> !campaigning("campaign-error") || acquires.get() > 1);
+
+      assertThat(err.lines())
+          .as("the Error that ended the campaign thread was logged at error level by the elector")
+          .anyMatch(
+              line ->
+                  line.contains("ERROR")
+                      && line.contains("LeaderElector")
+                      && line.contains("campaign-error")
+                      && line.contains("NoClassDefFoundError"));
+    }
+    assertThat(campaigning("campaign-error")).as("the Error was not swallowed").isFalse();
+    assertThat(acquires).as("the campaign stopped at the Error").hasValue(1);
+  }
+
+  /**
+   * An {@link Error} on the campaign thread while it leads: nobody would watch the term any more (a
+   * lost lease would interrupt no one), so the leader steps down before the thread ends.
+   */
+  @Test
+  void aLeaderWhoseCampaignThreadEndsOnAnErrorStepsDownFirst() throws Exception {
+    InMemoryLockBackend backend = new InMemoryLockBackend();
+    CountDownLatch stopped = new CountDownLatch(1);
+    Leadership failing =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+            new CountDownLatch(1).await();
+          }
+
+          @Override
+          public void onStoppedLeading() {
+            stopped.countDown();
+          }
+
+          @Override
+          public void onNewLeader(String identity) {
+            throw new NoClassDefFoundError("org/example/LeaderDashboard");
+          }
+        };
+    try (CapturedStderr err = new CapturedStderr()) {
+      start(backend, fast("leader-error", "a").build(), failing);
+
+      await("the campaign thread ends")
+          .dontCatchUncaughtExceptions()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> !campaigning("leader-error"));
+
+      assertThat(err.lines())
+          .as("logged at error level before the thread ended")
+          .anyMatch(
+              line ->
+                  line.contains("ERROR")
+                      && line.contains("LeaderElector")
+                      && line.contains("leader-error")
+                      && line.contains("NoClassDefFoundError"));
+    }
+    assertThat(stopped.getCount()).as("the leader stepped down").isZero();
+    assertThat(backend.holder("leader-error").isEmpty()).as("and released its lease").isTrue();
+    assertThat(halts).as("and halted, as on any lost term").hasValue(1);
+  }
+
+  /** Copies what is written to {@code System.err} (where slf4j-simple logs) while open. */
+  private static final class CapturedStderr implements AutoCloseable {
+    private final PrintStream original = System.err;
+    private final ByteArrayOutputStream copy = new ByteArrayOutputStream();
+
+    CapturedStderr() {
+      OutputStream both =
+          new OutputStream() {
+            @Override
+            public void write(int b) {
+              original.write(b);
+              synchronized (copy) {
+                copy.write(b);
+              }
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) {
+              original.write(b, off, len);
+              synchronized (copy) {
+                copy.write(b, off, len);
+              }
+            }
+          };
+      System.setErr(new PrintStream(both, true, StandardCharsets.UTF_8));
+    }
+
+    List<String> lines() {
+      synchronized (copy) {
+        return List.of(copy.toString(StandardCharsets.UTF_8).split("\\R"));
+      }
+    }
+
+    @Override
+    public void close() {
+      System.setErr(original);
+    }
   }
 
   /** Whether the campaign thread of {@code election} is alive. */

@@ -42,12 +42,14 @@ import org.slf4j.LoggerFactory;
  * <p>One pass, on the calling thread:
  *
  * <ol>
- *   <li><b>Unknown outcomes.</b> A takeover or a finish of this instance whose answer was lost (the
- *       pass threw {@link BackendUnavailableException}) is settled first: a takeover that landed is
- *       resumed and run ({@link RunTable#resumeOwn}); a fenced finish is found committed ({@code
- *       Finished}), or, not committed, given back so that the takeovers below run it again at once
- *       with the next attempt; a plain finish is sent again (never the job); a finish of an attempt
- *       taken over meanwhile is {@code StaleFinish}.
+ *   <li><b>Unknown outcomes.</b> A claim, takeover or finish of this instance whose answer was lost
+ *       (the pass threw {@link BackendUnavailableException}) is settled first, oldest first. A
+ *       claim or takeover that landed is resumed and run with the attempt it was granted ({@link
+ *       RunTable#resumeAttempt}), also after its lease ran out, since this instance knows it never
+ *       ran it. A fenced finish that committed is {@code Finished}; one that did not (its writes
+ *       rolled back) is resumed the same way and run again with the same attempt, so a lost {@code
+ *       COMMIT} spends no attempt; a plain finish is sent again (never the job); a finish of an
+ *       attempt taken over meanwhile is {@code StaleFinish}.
  *   <li><b>Takeovers.</b> Running runs of the job whose lease expired on the database's clock are
  *       claimed again with the next attempt ({@link RunTable#takeOver}) and run; those out of
  *       attempts are recorded as failed.
@@ -57,15 +59,19 @@ import org.slf4j.LoggerFactory;
  *       nothing, so the next pass, which the loop retries with backoff, plans the time again.
  *   <li><b>The plan.</b> The floor is the latest run of the job claimed before {@code due} in the
  *       table (the instance's start when there is none); {@link CatchUp} turns floor, due and the
- *       missed-schedules policy into the times to claim.
+ *       missed-schedules policy into the times to claim. A claim of this instance that landed with
+ *       its answer lost is in the table, so the plan starts after it: step 1 ran it first.
  *   <li><b>Claim and run</b>, oldest first, one at a time: {@code INSERT ... ON CONFLICT DO
- *       NOTHING}; on a conflict, a running attempt of this instance's own (its claim landed while
- *       the answer was lost) is resumed with its lease extended ({@link RunTable#resumeOwn}; "own"
- *       is the identity, which carries a nonce per instance, so an instance that shares its
- *       configured owner never matches); any other conflict is a lost claim, counted and skipped; a
- *       won one runs the job while a second thread renews the lease every third of it, then
- *       finishes the run conditionally on the attempt.
+ *       NOTHING}. On a conflict the row's owner is read: another identity's is a lost claim,
+ *       counted and reported; this instance's own (a run it took over or resumed above) was
+ *       reported when it ran, and is not a lost race. A won claim runs the job while a second
+ *       thread renews the lease every third of it, then finishes the run conditionally on the
+ *       attempt.
  * </ol>
+ *
+ * <p>Every outcome is reported once. A pass that throws after it produced outcomes (it ran a time,
+ * then a later statement failed) keeps them, and the next pass that returns (or scan that
+ * completes) reports them first, so a run that happened is never reported by no one.
  *
  * <p>The loop is a single-threaded {@link ScheduledExecutorService}: it wakes at the next scheduled
  * time (a delay computed from the wall clock, at most a minute, re-checked on waking), runs a pass
@@ -118,13 +124,37 @@ public final class Engine implements AutoCloseable {
   private Instant lastPlanned;
 
   /**
-   * Takeovers and finishes of this instance whose answer was lost, by scheduled time, oldest first:
-   * the next pass or scan settles them before anything else. Guarded by this.
+   * Claims, takeovers and finishes of this instance whose answer was lost, by scheduled time,
+   * oldest first: the next pass or scan settles them before anything else. Guarded by this.
    */
   private final Map<Instant, Unknown> unknown = new TreeMap<>();
 
-  /** A takeover of {@code scheduledAt} ({@code run} null) or a finish of {@code run}: unknown. */
-  private record Unknown(Instant scheduledAt, ScheduledRun run) {}
+  /**
+   * Outcomes of a pass or scan that threw after producing them, oldest first: reported by the next
+   * pass or scan that returns, before its own. Guarded by this.
+   */
+  private final List<RunOutcome> unreported = new ArrayList<>();
+
+  /** What a pass left unknown at one scheduled time. */
+  private sealed interface Unknown {
+    Instant scheduledAt();
+  }
+
+  /**
+   * A claim ({@code missed} is what its pass would have reported with it) or a takeover that threw:
+   * it may have committed, granting {@code attempt} to this instance.
+   */
+  private record UnknownGrant(
+      Instant scheduledAt, long attempt, boolean claim, Optional<RunOutcome.Missed> missed)
+      implements Unknown {}
+
+  /** A finish of {@code run} whose answer was lost. */
+  private record UnknownFinish(ScheduledRun run) implements Unknown {
+    @Override
+    public Instant scheduledAt() {
+      return run.scheduledAt();
+    }
+  }
 
   /** Everything the engine needs; exactly one of the two jobs is non-null. */
   public record Settings(
@@ -193,19 +223,36 @@ public final class Engine implements AutoCloseable {
     return table.ddl(dsl).stream().map(q -> q.getSQL()).toList();
   }
 
-  /** One pass; see the class comment. */
+  /**
+   * One pass; see the class comment. Returns the outcomes of earlier passes that threw first.
+   *
+   * @throws BackendUnavailableException when a statement failed; what the pass had done is reported
+   *     by the next pass that returns
+   */
   public synchronized List<RunOutcome> runDueNow() {
     if (closing) {
       throw new IllegalStateException(
           "The scheduler of job \"" + job + "\" is closed: create a new one to run passes.");
     }
-    List<RunOutcome> outcomes = new ArrayList<>();
+    pass(unreported);
+    return drainUnreported();
+  }
+
+  /** Takes the outcomes collected in {@link #unreported}, now that they are being reported. */
+  private List<RunOutcome> drainUnreported() {
+    List<RunOutcome> outcomes = List.copyOf(unreported);
+    unreported.clear();
+    return outcomes;
+  }
+
+  /** Steps 1 to 5 of the class comment; appends each outcome to {@code outcomes} as it happens. */
+  private void pass(List<RunOutcome> outcomes) {
     settle(outcomes);
     takeOverExpired(outcomes);
     Instant now = clock.instant();
     Optional<Instant> dueTime = schedule.latestAtOrBefore(now);
     if (dueTime.isEmpty() || (lastPlanned != null && !dueTime.get().isAfter(lastPlanned))) {
-      return outcomes;
+      return;
     }
     Instant due = dueTime.get();
     Optional<Instant> previous =
@@ -213,121 +260,147 @@ public final class Engine implements AutoCloseable {
     Instant floor = previous.orElse(startedAt);
     if (!due.isAfter(floor)) {
       lastPlanned = due;
-      return outcomes; // no run in the table and due before this instance started
+      return; // no run in the table and due before this instance started
     }
     CatchUp.Plan plan = CatchUp.plan(schedule, policy, floor, due, countCap);
     for (CatchUp.Slot slot : plan.slots()) {
       if (closing) {
         break;
       }
-      Optional<RunTable.Claim> claim =
-          backend(
-              "claim " + slot.scheduledAt(),
-              () ->
-                  OwnTransaction.run(
-                      dsl,
-                      d ->
-                          table
-                              .claim(
-                                  d,
-                                  job,
-                                  slot.scheduledAt(),
-                                  identity,
-                                  lease,
-                                  slot.coversFrom(),
-                                  slot.missedBefore())
-                              .or(
-                                  () ->
-                                      table.resumeOwn(
-                                          d, job, slot.scheduledAt(), identity, lease))));
-      // Only now is the time handled: claimed here or lost to another instance. A claim that threw
-      // above leaves it (and due) unplanned, so the next pass plans again from the table.
-      lastPlanned = slot.scheduledAt();
-      if (claim.isEmpty()) {
-        metrics.skipped();
-        outcomes.add(new RunOutcome.LostClaim(slot.scheduledAt()));
-        continue;
-      }
-      metrics.claimed(Duration.between(slot.scheduledAt(), clock.instant()));
-      if (slot.missedBefore() > 0) {
-        metrics.missed(slot.missedBefore());
-        outcomes.add(
-            new RunOutcome.Missed(
-                slot.scheduledAt(),
-                plan.firstMissed().orElse(slot.scheduledAt()),
-                slot.missedBefore()));
-      }
-      outcomes.add(run(claim.get()));
+      Optional<RunOutcome.Missed> missed =
+          slot.missedBefore() > 0
+              ? Optional.of(
+                  new RunOutcome.Missed(
+                      slot.scheduledAt(),
+                      plan.firstMissed().orElse(slot.scheduledAt()),
+                      slot.missedBefore()))
+              : Optional.empty();
+      claimAndRun(slot, missed, outcomes);
     }
-    return outcomes;
+  }
+
+  /** Claims one planned time and runs it; or finds whose it is. */
+  private void claimAndRun(
+      CatchUp.Slot slot, Optional<RunOutcome.Missed> missed, List<RunOutcome> outcomes) {
+    Instant time = slot.scheduledAt();
+    Optional<RunTable.Claim> claim;
+    try {
+      claim =
+          OwnTransaction.run(
+              dsl,
+              d ->
+                  table.claim(
+                      d, job, time, identity, lease, slot.coversFrom(), slot.missedBefore()));
+    } catch (DataAccessException e) {
+      // It may have landed: the next pass resumes it (the table's floor now skips it) or, if it
+      // did not, plans the time again, which stays unplanned here.
+      unknown.put(time, new UnknownGrant(time, 1, true, missed));
+      throw unavailable("claim " + time, e);
+    }
+    if (claim.isEmpty()) {
+      Optional<RunTable.Current> holder =
+          backend("read who claimed " + time, () -> table.current(dsl, job, time));
+      // Only now is the time handled: lost to another instance, or this instance's own run (one it
+      // took over or resumed, reported when it ran).
+      lastPlanned = time;
+      if (holder.isEmpty() || !holder.get().owner().equals(identity)) {
+        metrics.skipped();
+        outcomes.add(new RunOutcome.LostClaim(time));
+      }
+      return;
+    }
+    lastPlanned = time;
+    claimed(claim.get(), missed, outcomes);
+  }
+
+  /** Reports and runs a claim this instance won (directly, or found landed after a lost answer). */
+  private void claimed(
+      RunTable.Claim claim, Optional<RunOutcome.Missed> missed, List<RunOutcome> outcomes) {
+    metrics.claimed(Duration.between(claim.scheduledAt(), clock.instant()));
+    missed.ifPresent(
+        m -> {
+          metrics.missed(m.count());
+          outcomes.add(m);
+        });
+    outcomes.add(run(claim));
   }
 
   /**
    * Settles what earlier passes left unknown, oldest first; an entry is dropped once PostgreSQL
-   * answered about it. Runs a takeover that landed, and reports a finish's true outcome.
+   * answered about it (its outcome, if any, is then in {@code outcomes}, which are reported even if
+   * this pass fails later). Runs a claim or takeover that landed, and a fenced finish that did not
+   * commit; reports a finish's true outcome.
    */
   private void settle(List<RunOutcome> outcomes) {
     for (Unknown entry : List.copyOf(unknown.values())) {
       if (closing) {
         return;
       }
-      Instant time = entry.scheduledAt();
-      if (entry.run() == null) {
-        Optional<RunTable.Claim> claim =
-            backend(
-                "settle the takeover of " + time,
-                () -> OwnTransaction.run(dsl, d -> table.resumeOwn(d, job, time, identity, lease)));
-        unknown.remove(time);
-        if (claim.isPresent()) {
-          metrics.takenOver();
-          LOG.info(
-              "Job {}: the takeover of {} had landed while its answer was lost; running attempt {}",
-              job,
-              time,
-              claim.get().attempt());
-          outcomes.add(run(claim.get()));
-        }
-      } else {
-        Optional<RunOutcome> outcome = settleFinish(entry.run());
-        unknown.remove(time);
-        outcome.ifPresent(outcomes::add);
+      if (entry instanceof UnknownGrant grant) {
+        settleGrant(grant, outcomes);
+      } else if (entry instanceof UnknownFinish finish) {
+        settleFinish(finish.run(), outcomes);
       }
+    }
+  }
+
+  private void settleGrant(UnknownGrant grant, List<RunOutcome> outcomes) {
+    Instant time = grant.scheduledAt();
+    String what = grant.claim() ? "claim" : "takeover";
+    Optional<RunTable.Claim> landed =
+        backend(
+            "settle the " + what + " of " + time,
+            () ->
+                OwnTransaction.run(
+                    dsl, d -> table.resumeAttempt(d, job, time, grant.attempt(), identity, lease)));
+    unknown.remove(time);
+    if (landed.isEmpty()) {
+      return; // it never landed (the plan or the takeovers below try again), or is not ours now
+    }
+    LOG.info(
+        "Job {}: the {} of {} had landed while its answer was lost; running attempt {}",
+        job,
+        what,
+        time,
+        landed.get().attempt());
+    if (grant.claim()) {
+      if (lastPlanned == null || time.isAfter(lastPlanned)) {
+        lastPlanned = time;
+      }
+      claimed(landed.get(), grant.missed(), outcomes);
+    } else {
+      metrics.takenOver();
+      outcomes.add(run(landed.get()));
     }
   }
 
   /**
    * The true outcome of a finish whose answer was lost. A fenced finish cannot be sent again (the
-   * job's writes were in its transaction), so its attempt is given back if it is still current: a
-   * transaction still open on the server holds the run's row lock, so the {@code UPDATE} waits for
-   * it to commit or roll back, and then either finds the run done by this attempt or gives it back
-   * for the takeovers that follow. A plain finish is sent again. Empty: given back, no outcome yet.
+   * job's writes were in its transaction): its attempt is resumed if it is still current, which
+   * means the transaction did not commit (a transaction still open on the server holds the run's
+   * row lock, so the {@code UPDATE} waits for it to commit or roll back), and the job runs again
+   * with the same attempt; otherwise the run is read. A plain finish is sent again.
    */
-  private Optional<RunOutcome> settleFinish(ScheduledRun run) {
+  private void settleFinish(ScheduledRun run, List<RunOutcome> outcomes) {
     Instant time = run.scheduledAt();
     long attempt = run.attempt().value();
     if (fencedJob != null) {
-      boolean givenBack =
+      Optional<RunTable.Claim> again =
           backend(
               "settle the finish of " + time,
               () ->
                   OwnTransaction.run(
-                      dsl,
-                      d ->
-                          table.release(
-                              d,
-                              job,
-                              time,
-                              attempt,
-                              "the finish's answer was lost and it had not committed;"
-                                  + " given back for a takeover")));
-      if (givenBack) {
+                      dsl, d -> table.resumeAttempt(d, job, time, attempt, identity, lease)));
+      if (again.isPresent()) {
+        unknown.remove(time);
         LOG.warn(
-            "Job {}: the finish of {} attempt {} had not committed (its answer was lost); the run"
-                + " is given back and taken over with the next attempt",
+            "Job {}: the finish of {} attempt {} had not committed (its answer was lost) and its"
+                + " writes rolled back; running the attempt again",
             job,
             time,
             attempt);
-        return Optional.empty();
+        outcomes.add(run(again.get()));
+        return;
       }
     } else {
       int finished =
@@ -336,17 +409,21 @@ public final class Engine implements AutoCloseable {
               () ->
                   OwnTransaction.run(dsl, d -> table.finish(d, job, time, attempt, attemptCheck)));
       if (finished == 1) {
+        unknown.remove(time);
         metrics.finished();
-        return Optional.of(new RunOutcome.Finished(run));
+        outcomes.add(new RunOutcome.Finished(run));
+        return;
       }
     }
     Optional<RunTable.Current> current =
         backend("read the run of " + time, () -> table.current(dsl, job, time));
+    unknown.remove(time);
     if (current.isPresent() && current.get().finishedBy(attempt)) {
       metrics.finished();
-      return Optional.of(new RunOutcome.Finished(run));
+      outcomes.add(new RunOutcome.Finished(run));
+    } else {
+      outcomes.add(stale(run));
     }
-    return Optional.of(stale(run));
   }
 
   private void takeOverExpired(List<RunOutcome> outcomes) {
@@ -363,7 +440,9 @@ public final class Engine implements AutoCloseable {
                 dsl, d -> table.takeOver(d, job, run.scheduledAt(), identity, lease, maxAttempts));
       } catch (DataAccessException e) {
         // It may have landed: the next pass resumes it rather than wait out the lease it set.
-        unknown.put(run.scheduledAt(), new Unknown(run.scheduledAt(), null));
+        unknown.put(
+            run.scheduledAt(),
+            new UnknownGrant(run.scheduledAt(), run.attempt() + 1, false, Optional.empty()));
         throw unavailable("take over " + run.scheduledAt(), e);
       }
       if (claim.isPresent()) {
@@ -440,7 +519,7 @@ public final class Engine implements AutoCloseable {
     } catch (JobThrew e) {
       return failed(run, e.getCause());
     } catch (DataAccessException e) {
-      unknown.put(run.scheduledAt(), new Unknown(run.scheduledAt(), run));
+      unknown.put(run.scheduledAt(), new UnknownFinish(run));
       throw unavailable(
           "finish "
               + run.scheduledAt()
@@ -465,7 +544,7 @@ public final class Engine implements AutoCloseable {
               dsl,
               d -> table.finish(d, job, run.scheduledAt(), run.attempt().value(), attemptCheck));
     } catch (DataAccessException e) {
-      unknown.put(run.scheduledAt(), new Unknown(run.scheduledAt(), run));
+      unknown.put(run.scheduledAt(), new UnknownFinish(run));
       throw unavailable(
           "finish "
               + run.scheduledAt()
@@ -596,12 +675,14 @@ public final class Engine implements AutoCloseable {
       return;
     }
     try {
-      List<RunOutcome> outcomes = new ArrayList<>();
+      List<RunOutcome> outcomes;
       synchronized (this) {
-        if (!closing) {
-          settle(outcomes);
-          takeOverExpired(outcomes);
+        if (closing) {
+          return;
         }
+        settle(unreported);
+        takeOverExpired(unreported);
+        outcomes = drainUnreported();
       }
       deliver(outcomes);
     } catch (RuntimeException e) {

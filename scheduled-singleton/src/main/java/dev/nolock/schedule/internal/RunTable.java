@@ -33,11 +33,11 @@ import org.jooq.types.DayToSecond;
  * table name is validated configuration. Each method is one statement.
  *
  * <p>The row's life: {@link #claim} inserts it as {@code running} with attempt 1, or finds the time
- * already claimed ({@code ON CONFLICT DO NOTHING}), which {@link #resumeOwn} recognises when the
- * claim was this instance's own with its answer lost; {@link #renew} extends the lease of the
- * current attempt; {@link #finish} marks it {@code done} if the attempt is still current; {@link
- * #release} gives it back for a retry; {@link #takeOver} claims an expired run again with the next
- * attempt; {@link #giveUp} and {@link #fail} record it as {@code failed}.
+ * already claimed ({@code ON CONFLICT DO NOTHING}); {@link #resumeAttempt} resumes an attempt of
+ * this instance whose answer it lost (a claim, a takeover, a finish); {@link #renew} extends the
+ * lease of the current attempt; {@link #finish} marks it {@code done} if the attempt is still
+ * current; {@link #release} gives it back for a retry; {@link #takeOver} claims an expired run
+ * again with the next attempt; {@link #giveUp} and {@link #fail} record it as {@code failed}.
  */
 public final class RunTable {
 
@@ -79,8 +79,11 @@ public final class RunTable {
   /** A running run whose lease has expired. */
   public record Expired(Instant scheduledAt, long attempt) {}
 
-  /** A run's state ({@link #RUNNING}, {@link #DONE}, {@link #FAILED}) and current attempt. */
-  public record Current(String state, long attempt) {
+  /**
+   * A run's state ({@link #RUNNING}, {@link #DONE}, {@link #FAILED}), its current attempt and the
+   * identity of that attempt's instance.
+   */
+  public record Current(String state, long attempt, String owner) {
 
     /** True when {@code attemptValue} finished the run. */
     public boolean finishedBy(long attemptValue) {
@@ -190,42 +193,47 @@ public final class RunTable {
   }
 
   /**
-   * This instance's own running attempt at {@code time}, whose claim or takeover committed while
-   * its answer was lost (the connection dropped), so the instance never learnt it had won: met when
-   * its {@link #claim} conflicted, or at the next pass after its {@link #takeOver} failed. {@code
-   * UPDATE ... SET locked_until = clock_timestamp() + :lease WHERE job = :job AND scheduled_at = :t
-   * AND state = 'running' AND owner = :identity AND locked_until > clock_timestamp() RETURNING
-   * ...}: the lease is extended as by {@link #renew}. Empty: another instance's run, or one taken
-   * over, ended or expired since.
+   * Resumes an attempt of this instance whose answer it lost, so that it runs now: a claim or a
+   * takeover that committed while the connection dropped (the instance never learnt it had won), or
+   * an attempt whose fenced finish did not commit (its writes rolled back with it). {@code UPDATE
+   * ... SET locked_until = clock_timestamp() + :lease WHERE job = :job AND scheduled_at = :t AND
+   * state = 'running' AND attempt = :attempt AND owner = :identity RETURNING attempt, covers_from,
+   * missed}. Empty: the attempt never landed, finished, or was taken over (or given up) since.
    *
-   * <p>No attempt is compared: the identity is unique per instance ({@link InstanceIdentity}), and
-   * an instance holds no run between its passes (each pass runs its runs to their finish), so a
-   * running row with its identity and a live lease is one whose answer it lost. With a configured
-   * owner alone, another live instance sharing it would match too.
+   * <p>{@code (attempt, identity)} names one grant: an attempt number is handed out once per run,
+   * and the identity is unique per instance ({@link InstanceIdentity}). Its instance knows it has
+   * no effect yet, so the statement is not conditional on the lease: resuming it after its lease
+   * lapsed is as safe as a takeover, and spends no attempt on a run no job threw in and no instance
+   * crashed in. A concurrent {@link #takeOver} or {@link #giveUp} waits for the row lock and
+   * re-checks its conditions on the committed row (READ COMMITTED), and a finish of this attempt
+   * still in an open transaction on the server makes this statement wait for it, so exactly one of
+   * them wins.
    */
-  public Optional<Claim> resumeOwn(
-      DSLContext dsl, String jobName, Instant time, String identity, Duration lease) {
+  public Optional<Claim> resumeAttempt(
+      DSLContext dsl,
+      String jobName,
+      Instant time,
+      long currentAttempt,
+      String identity,
+      Duration lease) {
     return dsl.update(table)
         .set(lockedUntil, clockTimestampPlus(lease))
-        .where(job.eq(jobName))
-        .and(scheduledAt.eq(at(time)))
-        .and(state.eq(RUNNING))
+        .where(currentRun(jobName, time, currentAttempt))
         .and(owner.eq(identity))
-        .and(lockedUntil.gt(clockTimestamp()))
         .returning(attempt, coversFrom, missed)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
         .map(r -> claimOf(time, r.get(attempt), r.get(coversFrom), r.get(missed)));
   }
 
-  /** The state and attempt of the run at {@code time}; empty when it was never claimed. */
+  /** The state, attempt and owner of the run at {@code time}; empty when it was never claimed. */
   public Optional<Current> current(DSLContext dsl, String jobName, Instant time) {
-    return dsl.select(state, attempt)
+    return dsl.select(state, attempt, owner)
         .from(table)
         .where(job.eq(jobName))
         .and(scheduledAt.eq(at(time)))
         .queryTimeout(timeoutSeconds)
-        .fetchOptional(r -> new Current(r.value1(), r.value2()));
+        .fetchOptional(r -> new Current(r.value1(), r.value2(), r.value3()));
   }
 
   /** Running runs of {@code jobName} whose lease has expired, oldest first. */
