@@ -1,0 +1,343 @@
+package dev.nolock.testkit;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.io.PrintWriter;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.sql.CallableStatement;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Locale;
+import java.util.Objects;
+import java.util.Properties;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
+import java.util.logging.Logger;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+
+/**
+ * A HikariCP pool over a PostgreSQL driver whose connections a test breaks on purpose, to inject
+ * the ambiguous faults of JDBC against the real server: a statement or a {@code COMMIT} that the
+ * server executed while its answer was lost ({@link FaultKind#ANSWER_LOST}), or a connection that
+ * dropped before the server saw it ({@link FaultKind#REQUEST_LOST}).
+ *
+ * <p>What the code under test sees is what a dropped connection gives it: an {@link SQLException}
+ * with SQLState {@code 08006} (connection failure), after which the physical connection is closed.
+ * The fault sits below the pool, so HikariCP evicts the connection as it would a real broken one,
+ * and nothing above the driver (jOOQ, the library, the caller's retry) is bypassed.
+ *
+ * <ul>
+ *   <li>{@link #onNextStatement}: in autocommit the statement is durable before the call fails,
+ *       which is the lost answer of a single-statement write; inside a transaction the closed
+ *       connection rolls the transaction back, so lose the {@code COMMIT} instead.
+ *   <li>{@link #onNextCommit}: the transaction committed on the server; the caller cannot tell.
+ * </ul>
+ *
+ * Each armed fault fires once, on the first request it matches; assert {@link
+ * InjectedFault#assertFired()}. Needs {@code org.postgresql:postgresql}, {@code com.zaxxer:HikariCP}
+ * (and {@code org.jooq:jooq} for {@link #dsl()}) on the test classpath.
+ *
+ * <pre>{@code
+ * try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
+ *   InjectedFault fault = faults.onNextCommit(FaultKind.ANSWER_LOST);
+ *   assertThatThrownBy(() -> store.write(...)).isInstanceOf(BackendUnavailableException.class);
+ *   fault.assertFired();
+ * }
+ * }</pre>
+ */
+// Written by hand: the proxies of datasource-proxy and p6spy observe statements but cannot run one
+// on the server and then fail the call as a dropped connection would.
+public final class JdbcFaults implements AutoCloseable {
+
+  /** The SQLState pgjdbc gives a connection that failed mid-request. */
+  public static final String CONNECTION_FAILURE = "08006";
+
+  private static final AtomicInteger POOLS = new AtomicInteger();
+
+  private final List<Armed> armed = new CopyOnWriteArrayList<>();
+  private final HikariDataSource pool;
+  private volatile DSLContext dsl;
+
+  private JdbcFaults(String jdbcUrl) {
+    HikariConfig config = new HikariConfig();
+    config.setDataSource(new FaultyDriver(jdbcUrl));
+    config.setPoolName("nolock-faults-" + POOLS.incrementAndGet());
+    config.setMaximumPoolSize(4);
+    config.setMinimumIdle(0);
+    config.setConnectionTimeout(10_000);
+    this.pool = new HikariDataSource(config);
+  }
+
+  /** A pool of at most 4 connections to {@code jdbcUrl}, e.g. {@link PostgresSchema#jdbcUrl()}. */
+  public static JdbcFaults pool(String jdbcUrl) {
+    return new JdbcFaults(Objects.requireNonNull(jdbcUrl, "jdbcUrl"));
+  }
+
+  /** The pool: hand it to the code under test. */
+  public DataSource dataSource() {
+    return pool;
+  }
+
+  /** jOOQ with {@code SQLDialect.POSTGRES} over {@link #dataSource()}. */
+  public DSLContext dsl() {
+    DSLContext current = dsl;
+    if (current == null) {
+      current = DSL.using(pool, SQLDialect.POSTGRES);
+      dsl = current;
+    }
+    return current;
+  }
+
+  /** Matches SQL that contains {@code fragment}, ignoring case: {@code sqlContaining("update")}. */
+  public static Predicate<String> sqlContaining(String fragment) {
+    String lower = fragment.toLowerCase(Locale.ROOT);
+    return new Predicate<>() {
+      @Override
+      public boolean test(String sql) {
+        return sql.toLowerCase(Locale.ROOT).contains(lower);
+      }
+
+      @Override
+      public String toString() {
+        return "SQL containing \"" + fragment + "\"";
+      }
+    };
+  }
+
+  /**
+   * Arms a fault on the next statement (on any connection of the pool) whose SQL matches.
+   *
+   * @param kind {@link FaultKind#ANSWER_LOST}: the server executes it, then the call fails and the
+   *     connection closes; {@link FaultKind#REQUEST_LOST}: the call fails and the connection closes
+   *     before the statement is sent
+   */
+  public InjectedFault onNextStatement(FaultKind kind, Predicate<String> sql) {
+    return arm(new Armed(false, kind, Objects.requireNonNull(sql, "sql")));
+  }
+
+  /** Arms a fault on the next {@code COMMIT} ({@link Connection#commit()}) of the pool. */
+  public InjectedFault onNextCommit(FaultKind kind) {
+    return arm(new Armed(true, kind, sql -> true));
+  }
+
+  /** Disarms every fault that has not fired yet. */
+  public void disarmAll() {
+    armed.clear();
+  }
+
+  @Override
+  public void close() {
+    pool.close();
+  }
+
+  private InjectedFault arm(Armed fault) {
+    armed.add(fault);
+    return fault;
+  }
+
+  /** The first armed fault that matches, removed and marked fired; null when none matches. */
+  private Armed fire(boolean commit, String sql) {
+    for (Armed fault : armed) {
+      if (fault.commit == commit && fault.sql.test(sql) && fault.fired.compareAndSet(false, true)) {
+        armed.remove(fault);
+        return fault;
+      }
+    }
+    return null;
+  }
+
+  private static final class Armed implements InjectedFault {
+    final boolean commit;
+    final FaultKind kind;
+    final Predicate<String> sql;
+    final AtomicBoolean fired = new AtomicBoolean();
+
+    Armed(boolean commit, FaultKind kind, Predicate<String> sql) {
+      this.commit = commit;
+      this.kind = Objects.requireNonNull(kind, "kind");
+      this.sql = sql;
+    }
+
+    @Override
+    public boolean fired() {
+      return fired.get();
+    }
+
+    @Override
+    public String toString() {
+      return "JdbcFaults " + kind + " on the next " + (commit ? "COMMIT" : "statement: " + sql);
+    }
+  }
+
+  /** Opens real pgjdbc connections and hands out proxies that can break them. */
+  private final class FaultyDriver implements DataSource {
+    private final String url;
+
+    FaultyDriver(String url) {
+      this.url = url;
+    }
+
+    @Override
+    public Connection getConnection() throws SQLException {
+      Properties properties = PostgresExtension.timeouts();
+      ConnectionHandler handler = new ConnectionHandler(DriverManager.getConnection(url, properties));
+      handler.self = proxy(Connection.class, handler);
+      return handler.self;
+    }
+
+    @Override
+    public Connection getConnection(String user, String password) {
+      throw new UnsupportedOperationException("the user comes from the JDBC URL");
+    }
+
+    @Override
+    public PrintWriter getLogWriter() {
+      return null;
+    }
+
+    @Override
+    public void setLogWriter(PrintWriter out) {}
+
+    @Override
+    public void setLoginTimeout(int seconds) {}
+
+    @Override
+    public int getLoginTimeout() {
+      return 0;
+    }
+
+    @Override
+    public Logger getParentLogger() throws SQLFeatureNotSupportedException {
+      throw new SQLFeatureNotSupportedException();
+    }
+
+    @Override
+    public <T> T unwrap(Class<T> type) throws SQLException {
+      throw new SQLException("not a wrapper");
+    }
+
+    @Override
+    public boolean isWrapperFor(Class<?> type) {
+      return false;
+    }
+  }
+
+  private final class ConnectionHandler implements InvocationHandler {
+    private final Connection real;
+    private volatile Connection self;
+
+    ConnectionHandler(Connection real) {
+      this.real = real;
+    }
+
+    @Override
+    public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
+      String name = method.getName();
+      if (name.equals("commit")) {
+        Armed fault = fire(true, "COMMIT");
+        if (fault != null) {
+          return breakConnection(
+              real,
+              fault,
+              () -> {
+                real.commit();
+                return null;
+              });
+        }
+      }
+      Object result = call(real, method, args);
+      if (result instanceof Statement statement
+          && (name.equals("prepareStatement")
+              || name.equals("prepareCall")
+              || name.equals("createStatement"))) {
+        String sql = args != null && args.length > 0 && args[0] instanceof String s ? s : null;
+        Class<? extends Statement> type =
+            statement instanceof CallableStatement
+                ? CallableStatement.class
+                : statement instanceof PreparedStatement ? PreparedStatement.class : Statement.class;
+        return proxy(type, new StatementHandler(real, self, statement, sql));
+      }
+      return result;
+    }
+  }
+
+  private final class StatementHandler implements InvocationHandler {
+    private final Connection realConnection;
+    private final Connection proxyConnection;
+    private final Statement real;
+    private final String preparedSql;
+
+    StatementHandler(
+        Connection realConnection, Connection proxyConnection, Statement real, String sql) {
+      this.realConnection = realConnection;
+      this.proxyConnection = proxyConnection;
+      this.real = real;
+      this.preparedSql = sql;
+    }
+
+    @Override
+    public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
+      String name = method.getName();
+      if (name.equals("getConnection")) {
+        return proxyConnection;
+      }
+      if (name.startsWith("execute")) {
+        String sql =
+            args != null && args.length > 0 && args[0] instanceof String s ? s : preparedSql;
+        Armed fault = fire(false, sql == null ? "" : sql);
+        if (fault != null) {
+          return breakConnection(realConnection, fault, () -> call(real, method, args));
+        }
+      }
+      return call(real, method, args);
+    }
+  }
+
+  private interface Request {
+    Object send() throws Throwable;
+  }
+
+  private static Object breakConnection(Connection real, Armed fault, Request request)
+      throws Throwable {
+    if (fault.kind == FaultKind.ANSWER_LOST) {
+      request.send();
+    }
+    try {
+      real.close();
+    } catch (SQLException ignored) {
+      // The connection is being broken on purpose; how it closes does not matter.
+    }
+    throw new SQLException(
+        "An I/O error occurred while sending to the backend (injected by nolock testkit: "
+            + fault
+            + ")",
+        CONNECTION_FAILURE);
+  }
+
+  private static Object call(Object target, Method method, Object[] args) throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> T proxy(Class<T> type, InvocationHandler handler) {
+    return (T)
+        Proxy.newProxyInstance(JdbcFaults.class.getClassLoader(), new Class<?>[] {type}, handler);
+  }
+}
