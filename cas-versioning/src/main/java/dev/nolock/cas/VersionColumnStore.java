@@ -1,6 +1,7 @@
 package dev.nolock.cas;
 
 import dev.nolock.cas.internal.SqlErrors;
+import dev.nolock.cas.internal.SqlErrors.Sent;
 import dev.nolock.cas.internal.StoreMetrics;
 import dev.nolock.cas.internal.VersionTable;
 import dev.nolock.patterns.BackendUnavailableException;
@@ -170,7 +171,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
   @Override
   public Option<Versioned<T>> read(K id) {
     requireId(id);
-    return translate("read of key " + id, () -> run(tx -> table.read(tx, id)));
+    return translate("read of key " + id, Sent.READ, () -> run(tx -> table.read(tx, id)));
   }
 
   /**
@@ -184,6 +185,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     requireValue(value, "value");
     return conditionalWrite(
         "insert of key " + id,
+        Sent.WRITE,
         id,
         tx ->
             table
@@ -207,12 +209,18 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     requireId(id);
     long expectedVersion = requireVersion(expected);
     requireValue(newValue, "new value");
+    return compareAndSet(id, expectedVersion, newValue, "compare-and-set of key " + id, Sent.WRITE);
+  }
+
+  private Either<Conflict, Versioned<T>> compareAndSet(
+      K id, long expected, T newValue, String doing, Sent sent) {
     return conditionalWrite(
-        "compare-and-set of key " + id,
+        doing,
+        sent,
         id,
         tx ->
             table
-                .compareAndSet(tx, id, expectedVersion, newValue)
+                .compareAndSet(tx, id, expected, newValue)
                 .map(version -> new Versioned<>(newValue, version))
                 .toEither(() -> conflict(tx, id)));
   }
@@ -224,6 +232,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     long expectedVersion = requireVersion(expected);
     return conditionalWrite(
         "delete of key " + id,
+        Sent.WRITE,
         id,
         tx ->
             table.delete(tx, id, expectedVersion)
@@ -311,6 +320,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     List<Either<Conflict, Versioned<T>>> outcomes =
         translate(
             "batch compare-and-set of " + writes.size() + " rows",
+            Sent.BATCH,
             () -> transactional(tx -> compareAndSetAll(tx, writes, ids)));
     metrics.conflicts((int) outcomes.stream().filter(Either::isLeft).count());
     return outcomes;
@@ -352,7 +362,9 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
 
   private Either<Conflict, Either<Conflict, Versioned<T>>> attemptUpdate(
       K id, UnaryOperator<T> change) {
-    Option<Versioned<T>> current = read(id);
+    String doing = "update of key " + id;
+    Option<Versioned<T>> current =
+        translate(doing + " (its read)", Sent.READ, () -> run(tx -> table.read(tx, id)));
     if (current.isEmpty()) {
       return Either.right(Either.left(new Conflict(String.valueOf(id), Option.none())));
     }
@@ -363,7 +375,13 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
               + id
               + ": return the new value (to remove the row, use delete).");
     }
-    Either<Conflict, Versioned<T>> written = compareAndSet(id, current.get().version(), newValue);
+    Either<Conflict, Versioned<T>> written =
+        compareAndSet(
+            id,
+            current.get().version().asLong(),
+            newValue,
+            doing + " (its compare-and-set)",
+            Sent.UPDATE);
     if (written.isLeft() && !written.getLeft().isMissing()) {
       return Either.left(written.getLeft()); // lost a race: retry
     }
@@ -376,11 +394,12 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    * race: the statement is rolled back and the row's version read afresh for the conflict.
    */
   private <R> Either<Conflict, R> conditionalWrite(
-      String doing, K id, Function<DSLContext, Either<Conflict, R>> work) {
+      String doing, Sent sent, K id, Function<DSLContext, Either<Conflict, R>> work) {
     metrics.attempts(1);
     Either<Conflict, R> outcome =
         translate(
             doing,
+            sent,
             () -> {
               try {
                 return ownsTransactions ? OwnTransaction.run(dsl, work) : onCallerTransaction(work);
@@ -427,11 +446,16 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
         });
   }
 
-  private <R> R translate(String doing, Supplier<R> statement) {
+  /**
+   * Runs {@code statement}, turning a jOOQ failure into what the caller must do; {@code sent} says
+   * what the call had sent by then, which decides whether its outcome is unknown.
+   */
+  private <R> R translate(String doing, Sent sent, Supplier<R> statement) {
     try {
       return statement.get();
     } catch (DataAccessException e) {
-      throw SqlErrors.translate(e, table, doing);
+      throw SqlErrors.translate(
+          e, table, doing, ownsTransactions ? sent : Sent.CALLERS_TRANSACTION);
     }
   }
 
