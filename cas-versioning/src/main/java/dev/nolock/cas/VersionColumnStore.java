@@ -37,9 +37,13 @@ import org.jooq.impl.DSL;
  * <p>Guarantee: a write that names version {@code v} commits only if the row is still at {@code v},
  * and every committed change adds one to the version; of two writers that read the same version,
  * exactly one succeeds, so no update is lost. Losing is a {@link Conflict} value carrying the
- * version the row holds now (none when the row does not exist). This holds only for writes that go
- * through the version check: any other statement on the table (your own {@code UPDATE ... SET value
- * = ...}) can still overwrite a row without it.
+ * version the row holds now (none when the row does not exist). An insert starts the row at a
+ * version drawn at random from {@code [2^32, 2^62)}, not at 1, so a key deleted and inserted again
+ * does not pass through its old versions, and a writer holding one of them is refused (the ABA
+ * hazard): two lives of a key with {@code n} changes between them share a version with probability
+ * about {@code n / 2^62}. This holds only for writes that go through the version check: any other
+ * statement on the table (your own {@code UPDATE ... SET value = ...}) can still overwrite a row
+ * without it.
  *
  * <p>The table needs a key column that is <b>unique</b> (a primary key or a unique index on it
  * alone), a {@code bigint NOT NULL} version column and a value column; names and types are
@@ -49,9 +53,9 @@ import org.jooq.impl.DSL;
  * <p>Algorithm, each step one statement:
  *
  * <ol>
- *   <li>{@link #insert}: {@code INSERT INTO t (key, version, value) VALUES (:id, 1, :value) ON
- *       CONFLICT (key) DO NOTHING RETURNING version}. No row back: the key exists; read its version
- *       for the conflict.
+ *   <li>{@link #insert}: {@code INSERT INTO t (key, version, value) VALUES (:id, :first, :value) ON
+ *       CONFLICT (key) DO NOTHING RETURNING version}, {@code :first} drawn at random. No row back:
+ *       the key exists; read its version for the conflict.
  *   <li>{@link #compareAndSet}: {@code UPDATE t SET value = :value, version = version + 1 WHERE key
  *       = :id AND version = :expected RETURNING version}. One row: the new version. None: read the
  *       current version (or its absence) for the conflict. More than one: the key is not unique, an
@@ -81,6 +85,14 @@ import org.jooq.impl.DSL;
  * <p>Failures of the pool, the driver or the server become {@link BackendUnavailableException}s; a
  * table or column that does not exist, or column types that do not fit the configuration, an {@link
  * IllegalStateException} naming the table and the DDL that fits. Immutable and thread-safe.
+ *
+ * <p><b>After a lost answer</b> (the connection dropped or timed out after a write or a {@code
+ * COMMIT} was sent), PostgreSQL may have applied the write. The store then throws a {@link
+ * BackendUnavailableException} meaning "outcome unknown", whose message says what to do; it never
+ * turns the failure into a conflict or a success, and nothing retries it: {@code update} retries
+ * only lost races, so its change is applied at most once per call. The version cannot tell this
+ * call's write from another writer's (both write {@code v + 1}), so read the key back before
+ * writing it again: sent again, a write that did land comes back as a conflict.
  *
  * @param <K> the key type
  * @param <T> the value type
@@ -175,9 +187,12 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
   }
 
   /**
-   * Inserts {@code value} at version 1 if the key does not exist; a {@link Conflict} with the
-   * existing version otherwise (with no version, in the rare case that the row was deleted between
-   * the refused insert and the read that followed it).
+   * Inserts {@code value} at a version drawn at random from {@code [2^32, 2^62)} if the key does
+   * not exist; a {@link Conflict} with the existing version otherwise (with no version, in the rare
+   * case that the row was deleted between the refused insert and the read that followed it).
+   *
+   * @throws BackendUnavailableException when PostgreSQL fails or the answer is lost: whether the
+   *     row was inserted is unknown; an insert sent again is then a conflict if it was
    */
   @Override
   public Either<Conflict, Versioned<T>> insert(K id, T value) {
@@ -249,6 +264,10 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    * <p>{@code change} must be a pure function of the value: it may run several times, and only its
    * last result is stored. A missing key is a conflict with no version, returned at once without
    * calling {@code change}; so is a row deleted between the read and the write.
+   *
+   * <p>Only lost races are retried. When PostgreSQL fails or the answer to the compare-and-set is
+   * lost, the call ends with a {@link BackendUnavailableException}: the change was applied once or
+   * not at all. Read the key before calling {@code update} again, which would apply it again.
    *
    * @throws IllegalArgumentException when {@code change} returns null
    * @throws RuntimeException whatever {@code change} throws, unchanged (nothing is written)
