@@ -55,9 +55,11 @@ public final class VersionTable<K, T, S> {
    * a version of the old row would pass the check against the new one). Within a row's life the
    * version counts up by one. Two lives of a key can share a version only if their ranges overlap:
    * with {@code n} changes in the two lives together, probability about {@code n / 2^62} per
-   * insert. The range starts above 2^32 so that rows that started at 1 (inserted by your own {@code
-   * INSERT} with {@code DEFAULT 1}, or by earlier releases of this store) never meet a drawn one,
-   * and ends at 2^62 so that a row can change 2^62 more times before {@code bigint} runs out.
+   * insert. The range starts at 2^32 so that rows that started at 1 (inserted by your own {@code
+   * INSERT} with {@code DEFAULT 1}, or by earlier releases of this store) meet no drawn version
+   * unless they change four billion times, and ends at 2^62 so that a row can change 2^62 more
+   * times before {@code bigint} runs out. {@link SecureRandom}, not a per-thread generator, so that
+   * processes started at the same moment do not draw alike.
    */
   private static final long FIRST_VERSION_ORIGIN = 1L << 32;
 
