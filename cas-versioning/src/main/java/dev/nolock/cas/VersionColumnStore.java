@@ -1,6 +1,7 @@
 package dev.nolock.cas;
 
 import dev.nolock.cas.internal.SqlErrors;
+import dev.nolock.cas.internal.SqlErrors.Sent;
 import dev.nolock.cas.internal.StoreMetrics;
 import dev.nolock.cas.internal.VersionTable;
 import dev.nolock.patterns.BackendUnavailableException;
@@ -36,9 +37,13 @@ import org.jooq.impl.DSL;
  * <p>Guarantee: a write that names version {@code v} commits only if the row is still at {@code v},
  * and every committed change adds one to the version; of two writers that read the same version,
  * exactly one succeeds, so no update is lost. Losing is a {@link Conflict} value carrying the
- * version the row holds now (none when the row does not exist). This holds only for writes that go
- * through the version check: any other statement on the table (your own {@code UPDATE ... SET value
- * = ...}) can still overwrite a row without it.
+ * version the row holds now (none when the row does not exist). An insert starts the row at a
+ * version drawn at random from {@code [2^32, 2^62)}, not at 1, so a key deleted and inserted again
+ * does not pass through its old versions, and a writer holding one of them is refused (the ABA
+ * hazard): two lives of a key with {@code n} changes between them share a version with probability
+ * about {@code n / 2^62}. This holds only for writes that go through the version check: any other
+ * statement on the table (your own {@code UPDATE ... SET value = ...}) can still overwrite a row
+ * without it.
  *
  * <p>The table needs a key column that is <b>unique</b> (a primary key or a unique index on it
  * alone), a {@code bigint NOT NULL} version column and a value column; names and types are
@@ -48,9 +53,9 @@ import org.jooq.impl.DSL;
  * <p>Algorithm, each step one statement:
  *
  * <ol>
- *   <li>{@link #insert}: {@code INSERT INTO t (key, version, value) VALUES (:id, 1, :value) ON
- *       CONFLICT (key) DO NOTHING RETURNING version}. No row back: the key exists; read its version
- *       for the conflict.
+ *   <li>{@link #insert}: {@code INSERT INTO t (key, version, value) VALUES (:id, :first, :value) ON
+ *       CONFLICT (key) DO NOTHING RETURNING version}, {@code :first} drawn at random. No row back:
+ *       the key exists; read its version for the conflict.
  *   <li>{@link #compareAndSet}: {@code UPDATE t SET value = :value, version = version + 1 WHERE key
  *       = :id AND version = :expected RETURNING version}. One row: the new version. None: read the
  *       current version (or its absence) for the conflict. More than one: the key is not unique, an
@@ -80,6 +85,14 @@ import org.jooq.impl.DSL;
  * <p>Failures of the pool, the driver or the server become {@link BackendUnavailableException}s; a
  * table or column that does not exist, or column types that do not fit the configuration, an {@link
  * IllegalStateException} naming the table and the DDL that fits. Immutable and thread-safe.
+ *
+ * <p><b>After a lost answer</b> (the connection dropped or timed out after a write or a {@code
+ * COMMIT} was sent), PostgreSQL may have applied the write. The store then throws a {@link
+ * BackendUnavailableException} meaning "outcome unknown", whose message says what to do; it never
+ * turns the failure into a conflict or a success, and nothing retries it: {@code update} retries
+ * only lost races, so its change is applied at most once per call. The version cannot tell this
+ * call's write from another writer's (both write {@code v + 1}), so read the key back before
+ * writing it again: sent again, a write that did land comes back as a conflict.
  *
  * @param <K> the key type
  * @param <T> the value type
@@ -170,13 +183,16 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
   @Override
   public Option<Versioned<T>> read(K id) {
     requireId(id);
-    return translate("read of key " + id, () -> run(tx -> table.read(tx, id)));
+    return translate("read of key " + id, Sent.READ, () -> run(tx -> table.read(tx, id)));
   }
 
   /**
-   * Inserts {@code value} at version 1 if the key does not exist; a {@link Conflict} with the
-   * existing version otherwise (with no version, in the rare case that the row was deleted between
-   * the refused insert and the read that followed it).
+   * Inserts {@code value} at a version drawn at random from {@code [2^32, 2^62)} if the key does
+   * not exist; a {@link Conflict} with the existing version otherwise (with no version, in the rare
+   * case that the row was deleted between the refused insert and the read that followed it).
+   *
+   * @throws BackendUnavailableException when PostgreSQL fails or the answer is lost: whether the
+   *     row was inserted is unknown; an insert sent again is then a conflict if it was
    */
   @Override
   public Either<Conflict, Versioned<T>> insert(K id, T value) {
@@ -184,6 +200,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     requireValue(value, "value");
     return conditionalWrite(
         "insert of key " + id,
+        Sent.WRITE,
         id,
         tx ->
             table
@@ -207,12 +224,18 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     requireId(id);
     long expectedVersion = requireVersion(expected);
     requireValue(newValue, "new value");
+    return compareAndSet(id, expectedVersion, newValue, "compare-and-set of key " + id, Sent.WRITE);
+  }
+
+  private Either<Conflict, Versioned<T>> compareAndSet(
+      K id, long expected, T newValue, String doing, Sent sent) {
     return conditionalWrite(
-        "compare-and-set of key " + id,
+        doing,
+        sent,
         id,
         tx ->
             table
-                .compareAndSet(tx, id, expectedVersion, newValue)
+                .compareAndSet(tx, id, expected, newValue)
                 .map(version -> new Versioned<>(newValue, version))
                 .toEither(() -> conflict(tx, id)));
   }
@@ -224,6 +247,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     long expectedVersion = requireVersion(expected);
     return conditionalWrite(
         "delete of key " + id,
+        Sent.WRITE,
         id,
         tx ->
             table.delete(tx, id, expectedVersion)
@@ -240,6 +264,10 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    * <p>{@code change} must be a pure function of the value: it may run several times, and only its
    * last result is stored. A missing key is a conflict with no version, returned at once without
    * calling {@code change}; so is a row deleted between the read and the write.
+   *
+   * <p>Only lost races are retried. When PostgreSQL fails or the answer to the compare-and-set is
+   * lost, the call ends with a {@link BackendUnavailableException}: the change was applied once or
+   * not at all. Read the key before calling {@code update} again, which would apply it again.
    *
    * @throws IllegalArgumentException when {@code change} returns null
    * @throws RuntimeException whatever {@code change} throws, unchanged (nothing is written)
@@ -311,6 +339,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     List<Either<Conflict, Versioned<T>>> outcomes =
         translate(
             "batch compare-and-set of " + writes.size() + " rows",
+            Sent.BATCH,
             () -> transactional(tx -> compareAndSetAll(tx, writes, ids)));
     metrics.conflicts((int) outcomes.stream().filter(Either::isLeft).count());
     return outcomes;
@@ -352,7 +381,9 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
 
   private Either<Conflict, Either<Conflict, Versioned<T>>> attemptUpdate(
       K id, UnaryOperator<T> change) {
-    Option<Versioned<T>> current = read(id);
+    String doing = "update of key " + id;
+    Option<Versioned<T>> current =
+        translate(doing + " (its read)", Sent.READ, () -> run(tx -> table.read(tx, id)));
     if (current.isEmpty()) {
       return Either.right(Either.left(new Conflict(String.valueOf(id), Option.none())));
     }
@@ -363,7 +394,13 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
               + id
               + ": return the new value (to remove the row, use delete).");
     }
-    Either<Conflict, Versioned<T>> written = compareAndSet(id, current.get().version(), newValue);
+    Either<Conflict, Versioned<T>> written =
+        compareAndSet(
+            id,
+            current.get().version().asLong(),
+            newValue,
+            doing + " (its compare-and-set)",
+            Sent.UPDATE);
     if (written.isLeft() && !written.getLeft().isMissing()) {
       return Either.left(written.getLeft()); // lost a race: retry
     }
@@ -376,11 +413,12 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    * race: the statement is rolled back and the row's version read afresh for the conflict.
    */
   private <R> Either<Conflict, R> conditionalWrite(
-      String doing, K id, Function<DSLContext, Either<Conflict, R>> work) {
+      String doing, Sent sent, K id, Function<DSLContext, Either<Conflict, R>> work) {
     metrics.attempts(1);
     Either<Conflict, R> outcome =
         translate(
             doing,
+            sent,
             () -> {
               try {
                 return ownsTransactions ? OwnTransaction.run(dsl, work) : onCallerTransaction(work);
@@ -427,11 +465,16 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
         });
   }
 
-  private <R> R translate(String doing, Supplier<R> statement) {
+  /**
+   * Runs {@code statement}, turning a jOOQ failure into what the caller must do; {@code sent} says
+   * what the call had sent by then, which decides whether its outcome is unknown.
+   */
+  private <R> R translate(String doing, Sent sent, Supplier<R> statement) {
     try {
       return statement.get();
     } catch (DataAccessException e) {
-      throw SqlErrors.translate(e, table, doing);
+      throw SqlErrors.translate(
+          e, table, doing, ownsTransactions ? sent : Sent.CALLERS_TRANSACTION);
     }
   }
 

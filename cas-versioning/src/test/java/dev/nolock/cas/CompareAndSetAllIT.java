@@ -12,7 +12,9 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -36,6 +38,7 @@ class CompareAndSetAllIT {
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   private final VersionColumnStore<String, Long> store;
   private final String prefix = "b-" + UUID.randomUUID().toString().substring(0, 8) + "-";
+  private final Map<String, Version> inserted = new HashMap<>();
 
   CompareAndSetAllIT(PostgresSchema schema) {
     this.dsl = schema.dsl();
@@ -56,37 +59,47 @@ class CompareAndSetAllIT {
     List<String> ids = new ArrayList<>();
     for (int i = 1; i <= count; i++) {
       String id = prefix + UUID.randomUUID().toString().substring(0, 8) + "-" + i;
-      store.insert(id, (long) i);
+      inserted.put(id, store.insert(id, (long) i).get().version());
       ids.add(id);
     }
     return ids;
   }
 
+  /** The version {@code id} got from its insert. */
+  private Version first(String id) {
+    return inserted.get(id);
+  }
+
+  /** The version after one change since the insert. */
+  private Version second(String id) {
+    return Version.of(first(id).asLong() + 1);
+  }
+
   @Test
   void ofFiveRowsTheTwoStaleOnesAreConflictsWithTheirCurrentVersionsAndTheOthersAreWritten() {
     List<String> ids = insertRows(5);
-    Tables.bumpBehindTheStoresBack(dsl, TABLE, ids.get(1)); // rows 2 and 4 move on to version 2
+    Tables.bumpBehindTheStoresBack(dsl, TABLE, ids.get(1)); // rows 2 and 4 move on
     Tables.bumpBehindTheStoresBack(dsl, TABLE, ids.get(3));
     double conflictsBefore = count("nolock.conflicts");
     List<VersionedWrite<String, Long>> writes = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
-      writes.add(VersionedWrite.of(ids.get(i), Version.of(1), 10L * (i + 1)));
+      writes.add(VersionedWrite.of(ids.get(i), first(ids.get(i)), 10L * (i + 1)));
     }
 
     List<Either<Conflict, Versioned<Long>>> outcomes = store.compareAndSetAll(writes);
 
     assertThat(outcomes).hasSize(5);
     for (int i : List.of(0, 2, 4)) {
-      Versioned<Long> written = new Versioned<>(10L * (i + 1), Version.of(2));
+      Versioned<Long> written = new Versioned<>(10L * (i + 1), second(ids.get(i)));
       assertThat(outcomes.get(i)).isEqualTo(Either.right(written));
       assertThat(store.read(ids.get(i)).get()).isEqualTo(written);
     }
     for (int i : List.of(1, 3)) {
       assertThat(outcomes.get(i).getLeft())
-          .isEqualTo(new Conflict(ids.get(i), io.vavr.control.Option.of(Version.of(2))));
+          .isEqualTo(new Conflict(ids.get(i), io.vavr.control.Option.of(second(ids.get(i)))));
       assertThat(store.read(ids.get(i)).get())
           .as("a stale row is left as the other writer made it")
-          .isEqualTo(new Versioned<>(i + 1 + 100L, Version.of(2)));
+          .isEqualTo(new Versioned<>(i + 1 + 100L, second(ids.get(i))));
     }
     assertThat(count("nolock.conflicts") - conflictsBefore).isEqualTo(2);
   }
@@ -100,7 +113,7 @@ class CompareAndSetAllIT {
     List<Either<Conflict, Versioned<Long>>> outcomes =
         store.compareAndSetAll(
             reversed.stream()
-                .map(id -> VersionedWrite.of(id, Version.of(1), (long) id.length()))
+                .map(id -> VersionedWrite.of(id, first(id), (long) id.length()))
                 .toList());
 
     for (int i = 0; i < reversed.size(); i++) {
@@ -119,10 +132,10 @@ class CompareAndSetAllIT {
         store.compareAndSetAll(
             List.of(
                 VersionedWrite.of(missing, Version.of(1), 1L),
-                VersionedWrite.of(present, Version.of(1), 2L)));
+                VersionedWrite.of(present, first(present), 2L)));
 
     assertThat(outcomes.get(0).getLeft().isMissing()).isTrue();
-    assertThat(outcomes.get(1).get()).isEqualTo(new Versioned<>(2L, Version.of(2)));
+    assertThat(outcomes.get(1).get()).isEqualTo(new Versioned<>(2L, second(present)));
     assertThat(store.read(missing)).isEmpty();
   }
 

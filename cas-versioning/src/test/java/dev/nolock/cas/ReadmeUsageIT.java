@@ -45,7 +45,7 @@ class ReadmeUsageIT {
                 .metrics(registry, "accounts")
                 .build());
 
-    accounts.insert("alice", 100L); // version 1; a Conflict if alice exists already
+    accounts.insert("alice", 100L); // a fresh version; a Conflict if alice exists already
 
     // Read, apply, compare-and-set; a lost race is retried with jittered backoff.
     Either<Conflict, Versioned<Long>> paid = accounts.update("alice", balance -> balance - 30);
@@ -77,11 +77,13 @@ class ReadmeUsageIT {
         });
     // --- end of snippet ---
 
-    assertThat(paid.get()).isEqualTo(new Versioned<>(70L, Version.of(2)));
-    assertThat(set.get()).isEqualTo(new Versioned<>(60L, Version.of(3)));
-    assertThat(outcomes.get(0).get()).isEqualTo(new Versioned<>(50L, Version.of(4)));
+    long first = paid.get().version().asLong() - 1; // drawn by the insert, then +1 per change
+    assertThat(first).isBetween(1L << 32, 1L << 62);
+    assertThat(paid.get()).isEqualTo(new Versioned<>(70L, Version.of(first + 1)));
+    assertThat(set.get()).isEqualTo(new Versioned<>(60L, Version.of(first + 2)));
+    assertThat(outcomes.get(0).get()).isEqualTo(new Versioned<>(50L, Version.of(first + 3)));
     assertThat(outcomes.get(1).getLeft().isMissing()).isTrue();
-    assertThat(accounts.read("alice").get()).isEqualTo(new Versioned<>(51L, Version.of(5)));
+    assertThat(accounts.read("alice").get()).isEqualTo(new Versioned<>(51L, Version.of(first + 4)));
     assertThat(schema.dsl().fetchCount(table(name("audit")))).isEqualTo(1);
     assertThat(registry.get("nolock.cas.attempts").tag("name", "accounts").counter().count())
         .isEqualTo(6); // insert, update, compareAndSet, two batch rows, update in the transaction

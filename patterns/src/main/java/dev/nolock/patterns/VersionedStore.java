@@ -11,10 +11,18 @@ import java.util.function.UnaryOperator;
  * nolock-conditional-writes}); both pass testkit's {@code VersionedStoreContract}.
  *
  * <p>Guarantee: a write that names version {@code v} commits only if the stored version is still
- * {@code v}, and every committed change gets a new version; so of two writers that read the same
- * version, exactly one succeeds and no update is lost. Losing is a {@link Conflict} value carrying
+ * {@code v}, and every committed change gets a version the key has not had before, also across a
+ * delete and a later insert of the same key; so of two writers that read the same version, exactly
+ * one succeeds and no update is lost, and a writer holding a version from before a delete cannot
+ * write the key inserted again (the ABA hazard). Where no counter survives a delete, a store draws
+ * versions at random and says how unlikely a repeat is. Losing is a {@link Conflict} value carrying
  * the current version; a broken backend is a {@link BackendUnavailableException}; bad input is an
  * {@link IllegalArgumentException}.
+ *
+ * <p>After a lost answer (the backend may have applied a write whose answer never arrived) a store
+ * reports the true outcome or {@link BackendUnavailableException}, never a conflict for a write
+ * that landed, and {@link #update} never applies its change twice in one call. A caller that sends
+ * a write again after "unknown" may get a conflict caused by its own first write: read the key.
  *
  * @param <K> the key type
  * @param <T> the value type

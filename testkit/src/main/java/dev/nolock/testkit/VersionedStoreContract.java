@@ -105,6 +105,45 @@ public abstract class VersionedStoreContract {
     }
   }
 
+  /**
+   * The ABA hazard: a writer read the key, the key was deleted and inserted again, and the writer
+   * now sends its compare-and-set with the version it read. If the new row ever passes through a
+   * version the old one had, that writer overwrites a row it never saw. Every version of the old
+   * row is tried against every version of the new one.
+   */
+  @Test
+  void aWriterHoldingAVersionFromBeforeADeleteCannotWriteTheKeyInsertedAgain() {
+    String id = newId();
+    int changes = 3;
+    Versioned<Long> current = store().insert(id, 0L).get();
+    List<Version> oldRow = new ArrayList<>(List.of(current.version()));
+    for (long i = 1; i <= changes; i++) {
+      current = store().compareAndSet(id, current.version(), i).get();
+      oldRow.add(current.version());
+    }
+    assertThat(store().delete(id, current.version()).isRight()).isTrue();
+
+    Versioned<Long> newRow = store().insert(id, 100L).get();
+    int staleAttempts = 0;
+    for (long i = 1; i <= changes + 1; i++) {
+      for (Version stale : oldRow) {
+        Either<Conflict, Versioned<Long>> attempt = store().compareAndSet(id, stale, -1L);
+        staleAttempts++;
+        assertThat(attempt.isLeft())
+            .as(
+                "a writer holding version %s from before the delete must be refused by the row"
+                    + " inserted again (now at version %s): the ABA hazard",
+                stale, newRow.version())
+            .isTrue();
+      }
+      assertThat(store().read(id).get()).isEqualTo(newRow);
+      if (i <= changes) {
+        newRow = store().compareAndSet(id, newRow.version(), 100L + i).get();
+      }
+    }
+    assertThat(staleAttempts).isEqualTo((changes + 1) * oldRow.size());
+  }
+
   @Test
   void compareAndSetOnAMissingKeyIsAConflictWithoutACurrentVersion() {
     Conflict conflict = store().compareAndSet(newId(), Version.of(1), 1L).getLeft();

@@ -21,6 +21,42 @@ public final class SqlErrors {
   private SqlErrors() {}
 
   /**
+   * What a call had sent when PostgreSQL or the connection failed, which decides what the caller is
+   * told: after a lost answer (a dropped connection, a timeout) a write may have been applied, and
+   * only a read of the row can tell.
+   */
+  public enum Sent {
+    /** Reads only: nothing was written. */
+    READ("Nothing was written by this call; retry later with backoff."),
+    /** One conditional write of one row (insert, compare-and-set, delete). */
+    WRITE(
+        "The outcome is unknown: PostgreSQL may have applied the write before the failure. Read"
+            + " the key back before you write it again; sent again, a write that did land comes"
+            + " back as a conflict (the key exists, or is no longer at the version you sent)."),
+    /** The compare-and-set of an {@code update}. */
+    UPDATE(
+        "The outcome is unknown: PostgreSQL may have applied the change before the failure, once."
+            + " Read the key back before you call update again: a second call applies the change"
+            + " again on top of the first if that one landed."),
+    /** The transaction of a batch compare-and-set. */
+    BATCH(
+        "The outcome is unknown: if the failure hit the COMMIT, PostgreSQL may have committed the"
+            + " whole batch. Read the rows back; sent again, the rows that did land come back as"
+            + " conflicts."),
+    /** Anything inside the caller's transaction ({@code inTransaction}). */
+    CALLERS_TRANSACTION(
+        "Nothing of this call is committed: it is part of your transaction, which cannot commit"
+            + " if the connection was lost (PostgreSQL then rolls it back). Roll it back and run"
+            + " the whole transaction again.");
+
+    private final String advice;
+
+    Sent(String advice) {
+      this.advice = advice;
+    }
+  }
+
+  /**
    * True for SQLSTATE 40001: a statement under REPEATABLE READ or SERIALIZABLE found its row
    * changed by a transaction that committed after its snapshot. The transaction is aborted.
    */
@@ -32,9 +68,10 @@ public final class SqlErrors {
    * The exception to throw for {@code e}.
    *
    * @param doing what the store was doing, e.g. {@code "compare-and-set of key 42"}
+   * @param sent what the call had sent, for a failure that leaves its outcome unknown
    */
   public static RuntimeException translate(
-      DataAccessException e, VersionTable<?, ?, ?> table, String doing) {
+      DataAccessException e, VersionTable<?, ?, ?> table, String doing, Sent sent) {
     String state = e.sqlState() == null ? "" : e.sqlState();
     String cause = serverMessage(e);
     String where = " on table " + table.tableName() + " during the " + doing;
@@ -123,8 +160,8 @@ public final class SqlErrors {
             + ": "
             + cause
             + (state.isEmpty() ? "" : " (SQLSTATE " + state + ")")
-            + ". Whether a write took effect is unknown (read it back); retry later with"
-            + " backoff.",
+            + ". "
+            + sent.advice,
         e);
   }
 

@@ -14,6 +14,7 @@ import dev.nolock.patterns.Names;
 import dev.nolock.patterns.Version;
 import dev.nolock.patterns.Versioned;
 import io.vavr.control.Option;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -47,6 +48,23 @@ public final class VersionTable<K, T, S> {
   private static final String TARGET = "nolock_t";
   private static final String SOURCE = "nolock_v";
   private static final Field<Long> ONE = inline(1L);
+
+  /**
+   * A row's first version is drawn uniformly from {@code [2^32, 2^62)}, so a key deleted and
+   * inserted again does not start again where its old row started (the ABA hazard: a writer holding
+   * a version of the old row would pass the check against the new one). Within a row's life the
+   * version counts up by one. Two lives of a key can share a version only if their ranges overlap:
+   * with {@code n} changes in the two lives together, probability about {@code n / 2^62} per
+   * insert. The range starts at 2^32 so that rows that started at 1 (inserted by your own {@code
+   * INSERT} with {@code DEFAULT 1}, or by earlier releases of this store) meet no drawn version
+   * unless they change four billion times, and ends at 2^62 so that a row can change 2^62 more
+   * times before {@code bigint} runs out. {@link SecureRandom}, not a per-thread generator, so that
+   * processes started at the same moment do not draw alike.
+   */
+  private static final long FIRST_VERSION_ORIGIN = 1L << 32;
+
+  private static final long FIRST_VERSION_BOUND = 1L << 62;
+  private static final SecureRandom FIRST_VERSIONS = new SecureRandom();
 
   private final String tableName;
   private final String keyColumn;
@@ -121,13 +139,15 @@ public final class VersionTable<K, T, S> {
   }
 
   /**
-   * {@code INSERT INTO t (key, version, value) VALUES (:id, 1, :value) ON CONFLICT (key) DO NOTHING
-   * RETURNING version}: the new version, or none when the key exists.
+   * {@code INSERT INTO t (key, version, value) VALUES (:id, :first, :value) ON CONFLICT (key) DO
+   * NOTHING RETURNING version}, {@code :first} drawn at random from {@code [2^32, 2^62)} (why: see
+   * {@code FIRST_VERSION_ORIGIN}): the new version, or none when the key exists.
    */
   public Option<Version> insert(DSLContext dsl, K id, T newValue) {
+    long first = FIRST_VERSIONS.nextLong(FIRST_VERSION_ORIGIN, FIRST_VERSION_BOUND);
     return Option.ofOptional(
             dsl.insertInto(table, key, version, value)
-                .values(val(id, key), ONE, val(encode(newValue), value))
+                .values(val(id, key), val(first), val(encode(newValue), value))
                 .onConflict(key)
                 .doNothing()
                 .returningResult(version)
