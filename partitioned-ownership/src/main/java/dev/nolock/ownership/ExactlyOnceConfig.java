@@ -16,7 +16,8 @@ import org.apache.kafka.clients.producer.ProducerConfig;
  * String, String, String)}.
  *
  * <p>Defaults: poll timeout 500 ms, at most 100 records per poll (and per transaction), session
- * timeout 10 s, max poll interval 60 s, transaction timeout 60 s, close timeout 30 s, no metrics.
+ * timeout 10 s, max poll interval 60 s, transaction timeout 60 s, commit retry timeout 5 min, close
+ * timeout 30 s, no metrics.
  */
 public final class ExactlyOnceConfig {
 
@@ -52,6 +53,7 @@ public final class ExactlyOnceConfig {
   private final Duration sessionTimeout;
   private final Duration maxPollInterval;
   private final Duration transactionTimeout;
+  private final Duration commitRetryTimeout;
   private final Duration closeTimeout;
   private final MeterRegistry meterRegistry;
   private final Map<String, Object> consumerProperties;
@@ -67,6 +69,7 @@ public final class ExactlyOnceConfig {
     this.sessionTimeout = b.sessionTimeout;
     this.maxPollInterval = b.maxPollInterval;
     this.transactionTimeout = b.transactionTimeout;
+    this.commitRetryTimeout = b.commitRetryTimeout;
     this.closeTimeout = b.closeTimeout;
     this.meterRegistry = b.meterRegistry;
     this.consumerProperties = Map.copyOf(b.consumerProperties);
@@ -129,6 +132,10 @@ public final class ExactlyOnceConfig {
     return transactionTimeout;
   }
 
+  public Duration commitRetryTimeout() {
+    return commitRetryTimeout;
+  }
+
   public Duration closeTimeout() {
     return closeTimeout;
   }
@@ -167,6 +174,7 @@ public final class ExactlyOnceConfig {
     private Duration sessionTimeout = Duration.ofSeconds(10);
     private Duration maxPollInterval = Duration.ofSeconds(60);
     private Duration transactionTimeout = Duration.ofSeconds(60);
+    private Duration commitRetryTimeout = Duration.ofMinutes(5);
     private Duration closeTimeout = Duration.ofSeconds(30);
     private MeterRegistry meterRegistry;
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
@@ -229,6 +237,21 @@ public final class ExactlyOnceConfig {
               transactionTimeout,
               Duration.ofSeconds(1),
               Duration.ofMinutes(15));
+      return this;
+    }
+
+    /**
+     * How long the pipeline keeps calling {@code commitTransaction()} (or {@code
+     * abortTransaction()}) again after it timed out ({@code max.block.ms}), counted from the first
+     * call, before it stops with a {@link dev.nolock.patterns.BackendUnavailableException}: the
+     * transaction's outcome unknown. 1 s to 1 h; make it a few times the producer's {@code
+     * max.block.ms} (60 s unless set with {@link #producerProperty}), since each call waits that
+     * long.
+     */
+    public Builder commitRetryTimeout(Duration commitRetryTimeout) {
+      this.commitRetryTimeout =
+          OwnershipConfig.Builder.between(
+              "commitRetryTimeout", commitRetryTimeout, Duration.ofSeconds(1), Duration.ofHours(1));
       return this;
     }
 

@@ -33,6 +33,14 @@ import org.slf4j.LoggerFactory;
  * transactional.id} fences the older one ({@link #start()} returns only after that). A fenced
  * producer is closed and the pipeline stops ({@link #fenced()}).
  *
+ * <p>A transaction that fails otherwise is aborted and its inputs transformed again. A commit that
+ * times out is not: the broker may be completing it, so the pipeline calls {@code
+ * commitTransaction()} again until it completes or fails, as Kafka requires. If it has not after
+ * {@link ExactlyOnceConfig#commitRetryTimeout()}, the pipeline stops with a {@link
+ * dev.nolock.patterns.BackendUnavailableException} in {@link #failure()}: that transaction's
+ * outcome is unknown, and a new pipeline with the same {@code transactional.id} resolves it at
+ * {@link #start()}.
+ *
  * <p>Only the outputs on Kafka are exactly once. A transform that writes elsewhere (a database, an
  * HTTP call) repeats that write after every abort; use {@link PartitionOwner} for state in
  * PostgreSQL.
@@ -185,7 +193,11 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
     return t != null && t.isAlive();
   }
 
-  /** Why the loop stopped on its own: the fence, the transform's failure, a fatal Kafka error. */
+  /**
+   * Why the loop stopped on its own: the fence, the transform's failure, a fatal Kafka error, or a
+   * commit still unanswered after {@link ExactlyOnceConfig#commitRetryTimeout()} ({@link
+   * dev.nolock.patterns.BackendUnavailableException}: outcome unknown).
+   */
   public Optional<Throwable> failure() {
     return Optional.ofNullable(failure);
   }

@@ -79,7 +79,7 @@ class ApplyPausedPastIdleTimeoutIT {
       wake.countDown();
       await("the record applied, or the runner stopped")
           .atMost(Duration.ofSeconds(60))
-          .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 1 || !owner.isRunning());
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 1 || !owner.isRunning());
 
       assertThat(owner.failure())
           .as(

@@ -21,6 +21,7 @@ class ExactlyOnceConfigTest {
     assertThat(config.sessionTimeout()).isEqualTo(Duration.ofSeconds(10));
     assertThat(config.maxPollInterval()).isEqualTo(Duration.ofSeconds(60));
     assertThat(config.transactionTimeout()).isEqualTo(Duration.ofSeconds(60));
+    assertThat(config.commitRetryTimeout()).isEqualTo(Duration.ofMinutes(5));
     assertThat(config.closeTimeout()).isEqualTo(Duration.ofSeconds(30));
   }
 
@@ -50,5 +51,14 @@ class ExactlyOnceConfigTest {
     assertThatThrownBy(() -> builder().transactionTimeout(Duration.ofMinutes(20)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("transactionTimeout");
+  }
+
+  @Test
+  void aCommitRetryTimeoutOutOfRangeIsRefused() {
+    assertThatThrownBy(() -> builder().commitRetryTimeout(Duration.ofMillis(500)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("commitRetryTimeout");
+    assertThat(builder().commitRetryTimeout(Duration.ofSeconds(90)).build().commitRetryTimeout())
+        .isEqualTo(Duration.ofSeconds(90));
   }
 }

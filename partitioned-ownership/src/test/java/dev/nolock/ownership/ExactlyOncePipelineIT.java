@@ -22,6 +22,8 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.awaitility.Awaitility;
@@ -128,6 +130,108 @@ class ExactlyOncePipelineIT {
       assertThat(first.failure()).isEmpty();
       assertThat(second.failure()).isEmpty();
     }
+  }
+
+  /**
+   * A {@code commitTransaction()} that times out ({@code max.block.ms}) must be called again: the
+   * commit may be completing on the broker, so Kafka refuses any other call until it has ({@code
+   * abortTransaction()} throws {@link IllegalStateException}).
+   *
+   * <p>The timeout is real: a produce quota on the pipeline's producer ({@code client.id}), low
+   * enough that the transaction's outputs exceed it, makes the broker answer the produce with a
+   * throttle time of a few seconds, and the producer holds back its next request to the broker, the
+   * commit's {@code EndTxn}, for that long: longer than {@code max.block.ms}. The outputs are sent
+   * only when the commit flushes them ({@code linger.ms} and {@code batch.size} are large), so the
+   * throttle lands on the commit, not on {@code sendOffsetsToTransaction}. The quota is removed
+   * once a commit has timed out; the throttle already imposed runs out, and the retried commit
+   * completes. The quota belongs to this test's {@code client.id} only and is removed however the
+   * test ends.
+   */
+  @Test
+  void aCommitThatTimesOutIsRetriedAndItsBatchCommitsOnceWithoutAnAbort(KafkaBroker kafka)
+      throws Exception {
+    String input = kafka.createTopic(kafka.uniqueTopicName("eos-in"), 1);
+    String output = kafka.createTopic(kafka.uniqueTopicName("eos-out"), 1);
+    String group = "pipeline-" + input;
+    String clientId = "throttled-" + input;
+    produceInputs(kafka, input, 0, 20);
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    // 20 outputs of 1 kB against 1.5 kB/s, measured over the broker's ~10 s quota window: a
+    // throttle of a few seconds.
+    produceQuota(kafka, clientId, 1_500.0);
+    try (ExactlyOncePipeline<String, String, String, String> pipeline =
+        pipeline(
+            ExactlyOnceConfig.custom(kafka.bootstrapServers(), input, group, "slow-" + input)
+                .sessionTimeout(TestOwners.SESSION_TIMEOUT)
+                .maxPollInterval(Duration.ofSeconds(30))
+                .pollTimeout(Duration.ofMillis(200))
+                .transactionTimeout(Duration.ofSeconds(30))
+                .closeTimeout(Duration.ofSeconds(10))
+                .meterRegistry(metrics)
+                .producerProperty(ProducerConfig.CLIENT_ID_CONFIG, clientId)
+                .producerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, 1_500)
+                .producerProperty(ProducerConfig.LINGER_MS_CONFIG, 10_000)
+                .producerProperty(ProducerConfig.BATCH_SIZE_CONFIG, 1 << 20)
+                .build(),
+            record ->
+                List.of(
+                    new ProducerRecord<>(
+                        output,
+                        record.key(),
+                        "once " + record.value() + " " + "x".repeat(1_000))))) {
+      pipeline.start();
+      Awaitility.await("a commit timed out, or the pipeline stopped")
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () ->
+                  count(metrics, "nolock.ownership.commit.timeouts") >= 1 || !pipeline.isRunning());
+      produceQuota(kafka, clientId, null);
+      assertThat(pipeline.failure())
+          .as(
+              "a commit that timed out is retried; the pipeline does not abort (which Kafka"
+                  + " refuses with IllegalStateException) and stop")
+          .isEmpty();
+      assertThat(count(metrics, "nolock.ownership.commit.timeouts"))
+          .as("a commit timed out (the fault fired)")
+          .isGreaterThanOrEqualTo(1);
+
+      List<String> committed = readExactly(kafka, output, "read_committed", 20);
+      assertThat(inputIds(committed).stream().map(v -> v.substring(0, v.indexOf(' '))).toList())
+          .hasSize(20)
+          .doesNotHaveDuplicates();
+      assertThat(read(kafka, output, "read_uncommitted", Integer.MAX_VALUE))
+          .as("each output is in the log once: the batch was not aborted and sent again")
+          .hasSize(20);
+      assertThat(
+              metrics
+                  .get("nolock.ownership.transactions")
+                  .tag("outcome", "aborted")
+                  .counter()
+                  .count())
+          .isZero();
+      assertThat(pipeline.isRunning()).isTrue();
+      assertThat(pipeline.failure()).isEmpty();
+    } finally {
+      produceQuota(kafka, clientId, null);
+    }
+  }
+
+  /** Sets (or, with null, removes) the broker's produce quota for one client id. */
+  private static void produceQuota(KafkaBroker kafka, String clientId, Double bytesPerSecond)
+      throws Exception {
+    kafka
+        .admin()
+        .alterClientQuotas(
+            List.of(
+                new ClientQuotaAlteration(
+                    new ClientQuotaEntity(Map.of(ClientQuotaEntity.CLIENT_ID, clientId)),
+                    List.of(new ClientQuotaAlteration.Op("producer_byte_rate", bytesPerSecond)))))
+        .all()
+        .get(30, TimeUnit.SECONDS);
+  }
+
+  private static double count(SimpleMeterRegistry metrics, String name) {
+    return metrics.find(name).counters().stream().mapToDouble(c -> c.count()).sum();
   }
 
   private static double transformed(SimpleMeterRegistry metrics) {

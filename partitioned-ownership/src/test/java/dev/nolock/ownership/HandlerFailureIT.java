@@ -51,7 +51,7 @@ class HandlerFailureIT {
       commands.send(20);
       Awaitility.await("20 commands applied")
           .atMost(Duration.ofSeconds(60))
-          .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 20);
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 20);
       assertThat(failuresLeft.get()).as("the failing record was tried 4 times").isEqualTo(-1);
       assertThat(owner.isRunning()).isTrue();
       Bank.Report report = Bank.report(pg.dsl(), commands.sent());
@@ -131,7 +131,7 @@ class HandlerFailureIT {
         fixed.start();
         Awaitility.await("the next runner resumes at offset 4")
             .atMost(Duration.ofSeconds(60))
-            .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 10);
+            .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 10);
       }
       Bank.Report report = Bank.report(pg.dsl(), commands.sent());
       assertThat(report.clean()).as(report.toString()).isTrue();

@@ -103,14 +103,14 @@ class LongOutageIT {
       assertThat(events.delays)
           .as("every backoff lies within [0, max delay]")
           .allSatisfy(d -> assertThat(d).isBetween(Duration.ZERO, MAX));
-      assertThat(OwnerRows.applied(pg.dsl(), group, topic))
+      assertThat(OwnerRows.appliedThrough(pg.dsl(), group, topic))
           .as("nothing applied while cut")
           .isZero();
 
       proxy.restore();
       await("the 5 commands applied after the outage")
           .atMost(Duration.ofSeconds(60))
-          .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 5);
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 5);
       assertThat(owner.isRunning()).isTrue();
       Bank.Report report = Bank.report(pg.dsl(), commands.sent());
       assertThat(report.clean()).as(report.toString()).isTrue();

@@ -131,7 +131,8 @@ class LostCommitIT {
         commands.send(1);
         await("the record applied, or the runner stopped")
             .atMost(Duration.ofSeconds(60))
-            .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 1 || !owner.isRunning());
+            .until(
+                () -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 1 || !owner.isRunning());
 
         assertThat(claimFault.get())
             .as("the runner was fenced, so the fault was armed")
@@ -215,7 +216,8 @@ class LostCommitIT {
         commands.send(1);
         await("both records applied")
             .atMost(Duration.ofSeconds(60))
-            .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 2 || !owner.isRunning());
+            .until(
+                () -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 2 || !owner.isRunning());
         assertThat(owner.failure()).isEmpty();
         long epoch = next.claims.get(0).epoch();
         if (kind == FaultKind.ANSWER_LOST) {

@@ -28,8 +28,14 @@ final class OwnerRows {
     return rows;
   }
 
-  /** Records applied in all, assuming contiguous offsets from 0 (no transactional producer). */
-  static long applied(DSLContext dsl, String group, String topic) {
+  /**
+   * How far the runners got: the sum over partitions of {@code last_applied_offset + 1}. A
+   * position, not a count of applies: a record skipped on the way does not lower it, and a record
+   * applied twice does not raise it, so wait on it, then judge what was applied with {@link
+   * AppliedLedger} or {@link Bank#report} (ledgers without a unique key). Assumes contiguous
+   * offsets from 0 (no transactional producer).
+   */
+  static long appliedThrough(DSLContext dsl, String group, String topic) {
     return read(dsl, group, topic).values().stream().mapToLong(r -> r.lastApplied() + 1).sum();
   }
 }

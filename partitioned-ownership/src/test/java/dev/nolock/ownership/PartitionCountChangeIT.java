@@ -48,7 +48,7 @@ class PartitionCountChangeIT {
       router.send(producer, "key-1", "1").get();
       Awaitility.await("the command is applied")
           .atMost(Duration.ofSeconds(30))
-          .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 1);
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 1);
 
       kafka.admin().createPartitions(Map.of(topic, NewPartitions.increaseTo(3))).all().get();
 

@@ -87,7 +87,7 @@ class ReplayAfterRebalanceIT {
       commands.send(200);
       Awaitility.await("200 commands applied")
           .atMost(Duration.ofSeconds(60))
-          .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 200);
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 200);
 
       second.start();
       Awaitility.await("the rebalance gives the second owner a partition")
@@ -102,7 +102,7 @@ class ReplayAfterRebalanceIT {
       commands.send(100);
       Awaitility.await("300 commands applied")
           .atMost(Duration.ofSeconds(60))
-          .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == 300);
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 300);
 
       assertThat(counter(secondMetrics, "nolock.ownership.replays.skipped")).isEqualTo(toReplay);
       assertThat(counter(firstMetrics, "nolock.ownership.replays.skipped")).isZero();

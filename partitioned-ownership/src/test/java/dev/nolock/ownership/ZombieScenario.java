@@ -180,7 +180,7 @@ final class ZombieScenario {
       for (ChildSpec spec : specs) {
         if (spec.fate() == Fate.KILL) {
           ChildJvm child = children.get(spec.name());
-          long appliedBefore = OwnerRows.applied(pg.dsl(), group, topic);
+          long appliedBefore = OwnerRows.appliedThrough(pg.dsl(), group, topic);
           child.signal("KILL");
           exitCodes.put(spec.name(), child.awaitExit(Duration.ofSeconds(30)));
           killedOwned.put(spec.name(), ownedFromLines(child.lines()));
@@ -263,7 +263,7 @@ final class ZombieScenario {
       Awaitility.await("all " + commandCount + " commands applied")
           .atMost(Duration.ofSeconds(180))
           .pollInterval(Duration.ofMillis(250))
-          .until(() -> OwnerRows.applied(pg.dsl(), group, topic) == commandCount);
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == commandCount);
       timeline.add(
           "all " + commandCount + " offsets applied: " + OwnerRows.read(pg.dsl(), group, topic));
       takeover.close();

@@ -39,8 +39,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The runner's loop, on one thread that owns the consumer: poll, claim what was assigned, apply
- * each owned partition's records in offset order, one transaction per record.
+ * The runner's loop, on one thread that owns the consumer: poll, claim what was assigned (and retry
+ * the claims that failed), apply each owned partition's records in offset order, one transaction
+ * per record.
+ *
+ * <p>The poll moves the consumer's position past the records it returns, and the apply's offset
+ * check only refuses offsets at or below the last applied one, so a record of an owned partition
+ * that is returned but not applied would be skipped for good. Every path that leaves such records
+ * unapplied (a backoff started in this turn, the point of no return, closing, a failed apply)
+ * therefore seeks each owned partition back to its first record not applied. Records of a partition
+ * not owned here are dropped without a seek: a claim seeks to the table's position.
  *
  * <p>Per record, in order: skip it if its partition is not owned here (lost, fenced, unclaimed);
  * check the point of no return ({@code sessionTimeout - safetyMargin} after the poll that fetched
@@ -264,12 +272,18 @@ public final class OwnerLoop<K, V> {
   // Applying
 
   private void process(ConsumerRecords<K, V> records) {
+    if (backingOff) {
+      // A claim failed in this turn (its retry, or the claim in the rebalance callback inside
+      // poll) after the poll had moved the positions past these records.
+      rewind(records);
+      return;
+    }
     Deadline deadline = Deadline.forHolder(clock, pollSentNanos, config.sessionTimeout());
     for (TopicPartition tp : records.partitions()) {
       for (ConsumerRecord<K, V> record : records.records(tp)) {
         Owned o = owned.get(tp);
-        if (o == null || backingOff) {
-          break; // not owned here (any more), or waiting out a backend failure
+        if (o == null) {
+          break; // not owned here (any more): a claim seeks to the table's position itself
         }
         if (record.offset() < o.nextOffset) {
           continue;

@@ -2,10 +2,13 @@ package dev.nolock.ownership.internal;
 
 import dev.nolock.ownership.ExactlyOnceConfig;
 import dev.nolock.ownership.Transform;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.RetryPolicy;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -18,6 +21,7 @@ import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,11 +34,24 @@ import org.slf4j.LoggerFactory;
  * <p>Failures: a fence ({@link ProducerFencedException}) closes the producer and stops the loop for
  * good. On Kafka 4.x a fenced producer first sees {@code InvalidProducerEpochException}: the loop
  * aborts, and the abort throws {@link ProducerFencedException} if it was a fence. Anything else
- * that an abort can cure (a rebalance, a timeout) aborts, rewinds the batch and goes on.
+ * that an abort can cure (a rebalance, a send or offset commit that timed out) aborts, rewinds the
+ * batch and goes on.
+ *
+ * <p>A {@code commitTransaction()} or {@code abortTransaction()} that times out ({@code
+ * max.block.ms}) is different: the request may be completing on the broker, so Kafka accepts no
+ * other call until one of the same completes ({@code abortTransaction()} after a timed-out commit
+ * throws {@link IllegalStateException}). The loop calls it again, after a short backoff, until it
+ * completes, fails otherwise (a fence, an abortable error: handled as above) or {@code
+ * commitRetryTimeout} has passed since the first call, or the pipeline is closing; then it stops
+ * with {@link BackendUnavailableException}: the transaction's outcome is unknown.
  */
 public final class PipelineLoop<KI, VI, KO, VO> {
 
   private static final Logger log = LoggerFactory.getLogger(PipelineLoop.class);
+
+  /** Between calls of a timed-out commit or abort; each call itself waits {@code max.block.ms}. */
+  private static final RetryPolicy RETRY =
+      RetryPolicy.custom().baseDelay(Duration.ofMillis(50)).maxDelay(Duration.ofSeconds(1)).build();
 
   private final ExactlyOnceConfig config;
   private final Consumer<KI, VI> consumer;
@@ -133,8 +150,10 @@ public final class PipelineLoop<KI, VI, KO, VO> {
         }
       }
       producer.sendOffsetsToTransaction(nextOffsets(records), consumer.groupMetadata());
-      producer.commitTransaction();
+      untilNoTimeout("commit", producer::commitTransaction);
       metrics.committed(records.count());
+    } catch (InterruptException e) {
+      throw e; // not the transaction's failure: an interrupted commit must not be aborted either
     } catch (KafkaException e) {
       recover(e, records);
     }
@@ -152,7 +171,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     // Abortable, or possibly fenced (InvalidProducerEpochException on Kafka 4.x): the abort
     // tells which.
     try {
-      producer.abortTransaction();
+      untilNoTimeout("abort", producer::abortTransaction);
     } catch (ProducerFencedException e) {
       e.addSuppressed(failure);
       throw fencedBy(e);
@@ -170,6 +189,75 @@ public final class PipelineLoop<KI, VI, KO, VO> {
         config.transactionalId(),
         failure.toString());
     rewind(records);
+  }
+
+  /**
+   * Calls {@code commitOrAbort} until it returns or throws anything but a {@link TimeoutException}.
+   * Kafka caches the timed-out request and the call again waits for that same request: nothing is
+   * sent twice, and the call does not decide anything new.
+   *
+   * @throws BackendUnavailableException when {@code commitRetryTimeout} has passed since the first
+   *     call, or the pipeline is closing: the transaction's outcome is unknown
+   */
+  private void untilNoTimeout(String what, Runnable commitOrAbort) {
+    long start = System.nanoTime();
+    for (int timeouts = 1; ; timeouts++) {
+      try {
+        commitOrAbort.run();
+        return;
+      } catch (TimeoutException e) {
+        metrics.commitTimedOut();
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+        if (closing.get() || elapsed.compareTo(config.commitRetryTimeout()) >= 0) {
+          throw outcomeUnknown(what, timeouts, elapsed, e);
+        }
+        Duration delay = RETRY.backoff(timeouts, ThreadLocalRandom.current());
+        log.warn(
+            "The {} of a transaction of {} timed out ({} in a row, {} ms so far); calling it again"
+                + " in {} ms, as Kafka requires: {}",
+            what,
+            config.transactionalId(),
+            timeouts,
+            elapsed.toMillis(),
+            delay.toMillis(),
+            e.toString());
+        try {
+          Thread.sleep(delay.toMillis());
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
+          throw new InterruptException(interrupted);
+        }
+      }
+    }
+  }
+
+  private BackendUnavailableException outcomeUnknown(
+      String what, int timeouts, Duration elapsed, TimeoutException last) {
+    String outcome =
+        what.equals("commit")
+            ? ": the transaction's outcome is unknown. The broker commits it if the commit reached"
+                + " the transaction coordinator, and aborts it otherwise (at the latest after"
+                + " transactionTimeout)."
+            : ": the transaction did not commit; the broker aborts it (at the latest after"
+                + " transactionTimeout).";
+    String message =
+        "The "
+            + what
+            + " of a transaction of "
+            + config.transactionalId()
+            + " timed out "
+            + timeouts
+            + " time(s) in "
+            + elapsed.toMillis()
+            + " ms"
+            + (closing.get() ? " and the pipeline is closing" : " (commitRetryTimeout)")
+            + outcome
+            + " The pipeline stopped and closed its producer; start a new pipeline with the same"
+            + " transactional.id: its start() completes or aborts that transaction first, and the"
+            + " inputs of an aborted one are transformed again.";
+    log.error(message);
+    closeProducer();
+    return new BackendUnavailableException(message, last);
   }
 
   private RuntimeException fencedBy(KafkaException e) {

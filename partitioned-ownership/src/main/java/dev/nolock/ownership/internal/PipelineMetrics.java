@@ -17,6 +17,7 @@ public final class PipelineMetrics {
   private final Counter committed;
   private final Counter aborted;
   private final Counter fenced;
+  private final Counter commitTimeouts;
 
   public PipelineMetrics(MeterRegistry registry, String group, String topic) {
     Tags tags =
@@ -37,6 +38,13 @@ public final class PipelineMetrics {
     this.fenced =
         Counter.builder("nolock.ownership.producer.fenced")
             .description("Producers fenced by a newer one with the same transactional.id")
+            .tags(tags)
+            .register(registry);
+    this.commitTimeouts =
+        Counter.builder("nolock.ownership.commit.timeouts")
+            .description(
+                "commitTransaction or abortTransaction calls that timed out (max.block.ms) and were"
+                    + " called again")
             .tags(tags)
             .register(registry);
   }
@@ -60,5 +68,9 @@ public final class PipelineMetrics {
 
   public void fenced() {
     fenced.increment();
+  }
+
+  public void commitTimedOut() {
+    commitTimeouts.increment();
   }
 }

@@ -1,0 +1,174 @@
+package dev.nolock.ownership.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.nolock.ownership.ExactlyOnceConfig;
+import dev.nolock.patterns.BackendUnavailableException;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The pipeline's loop after a {@code commitTransaction()} or {@code abortTransaction()} that timed
+ * out, against a producer that keeps Kafka's rule (kafka-clients 4.x, {@code
+ * TransactionManager.handleCachedTransactionRequestResult}): after such a timeout, only the same
+ * call is accepted until one completes; any other throws {@link IllegalStateException}. The real
+ * broker's commit timeout is in {@code ExactlyOncePipelineIT}; what it cannot show in seconds (a
+ * commit that never completes, an abort that times out) is here.
+ */
+class PipelineLoopTest {
+
+  private static final String TOPIC = "in";
+  private static final TopicPartition TP = new TopicPartition(TOPIC, 0);
+
+  /** A mock producer whose commits and aborts time out as told, and that keeps Kafka's rule. */
+  private static final class TimingOutProducer extends MockProducer<String, String> {
+    int commitTimeoutsLeft;
+    int abortTimeoutsLeft;
+    int commitFailuresLeft;
+    final List<String> calls = new ArrayList<>();
+    private String mustBeRetried;
+
+    TimingOutProducer() {
+      super(true, null, new StringSerializer(), new StringSerializer());
+    }
+
+    @Override
+    public void commitTransaction() {
+      enter("commitTransaction");
+      if (commitTimeoutsLeft > 0) {
+        commitTimeoutsLeft--;
+        timeOut("commitTransaction");
+      }
+      mustBeRetried = null;
+      if (commitFailuresLeft > 0) {
+        commitFailuresLeft--;
+        throw new KafkaException("an abortable error");
+      }
+      super.commitTransaction();
+    }
+
+    @Override
+    public void abortTransaction() {
+      enter("abortTransaction");
+      if (abortTimeoutsLeft > 0) {
+        abortTimeoutsLeft--;
+        timeOut("abortTransaction");
+      }
+      mustBeRetried = null;
+      super.abortTransaction();
+    }
+
+    private void enter(String operation) {
+      calls.add(operation);
+      if (mustBeRetried != null && !mustBeRetried.equals(operation)) {
+        throw new IllegalStateException(
+            "Cannot attempt operation `"
+                + operation
+                + "` because the previous call to `"
+                + mustBeRetried
+                + "` timed out and must be retried");
+      }
+    }
+
+    private void timeOut(String operation) {
+      mustBeRetried = operation;
+      throw new TimeoutException(operation + " timed out");
+    }
+  }
+
+  private static ExactlyOnceConfig config() {
+    return ExactlyOnceConfig.custom("127.0.0.1:9", TOPIC, "group", "tx")
+        .commitRetryTimeout(Duration.ofSeconds(1))
+        .build();
+  }
+
+  /** A consumer that is assigned the partition and returns one record at the first poll. */
+  private static MockConsumer<String, String> consumerWithOneRecord() {
+    MockConsumer<String, String> consumer = new MockConsumer<>("earliest");
+    consumer.schedulePollTask(
+        () -> {
+          consumer.rebalance(List.of(TP));
+          consumer.updateBeginningOffsets(Map.of(TP, 0L));
+          consumer.addRecord(new ConsumerRecord<>(TOPIC, 0, 0, "k", "v"));
+        });
+    return consumer;
+  }
+
+  @Test
+  void aCommitThatNeverCompletesStopsThePipelineWithOutcomeUnknownAndIsNeverAborted() {
+    MockConsumer<String, String> consumer = consumerWithOneRecord();
+    TimingOutProducer producer = new TimingOutProducer();
+    producer.commitTimeoutsLeft = Integer.MAX_VALUE;
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            config(),
+            consumer,
+            producer,
+            record -> List.of(),
+            new PipelineMetrics(registry, "group", TOPIC));
+    loop.initTransactions();
+
+    assertThatThrownBy(loop::run)
+        .as("a commit that never completes ends as outcome unknown, never in an abort")
+        .isInstanceOf(BackendUnavailableException.class)
+        .hasMessageContaining("outcome is unknown")
+        .hasMessageContaining("same transactional.id")
+        .hasCauseInstanceOf(TimeoutException.class);
+    assertThat(producer.calls)
+        .as("the commit was called again after it timed out, and nothing else was")
+        .hasSizeGreaterThan(1)
+        .containsOnly("commitTransaction");
+    assertThat(registry.get("nolock.ownership.commit.timeouts").counter().count())
+        .isEqualTo(producer.calls.size());
+    assertThat(producer.closed()).as("the producer is closed").isTrue();
+  }
+
+  @Test
+  void anAbortThatTimesOutIsCalledAgainAndThePipelineGoesOn() {
+    MockConsumer<String, String> consumer = consumerWithOneRecord();
+    TimingOutProducer producer = new TimingOutProducer();
+    producer.commitFailuresLeft = 1;
+    producer.abortTimeoutsLeft = 2;
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            config(),
+            consumer,
+            producer,
+            record -> List.of(),
+            new PipelineMetrics(registry, "group", TOPIC));
+    loop.initTransactions();
+    consumer.schedulePollTask(loop::requestClose); // the poll after the aborted transaction
+
+    assertThatCode(loop::run)
+        .as("an abort that timed out is called again, not reported as a broken producer")
+        .doesNotThrowAnyException();
+
+    assertThat(producer.calls)
+        .as("the abort that timed out was called again until it completed")
+        .startsWith(
+            "commitTransaction", "abortTransaction", "abortTransaction", "abortTransaction");
+    assertThat(producer.transactionAborted()).isTrue();
+    assertThat(
+            registry
+                .get("nolock.ownership.transactions")
+                .tag("outcome", "aborted")
+                .counter()
+                .count())
+        .isEqualTo(1);
+  }
+}
