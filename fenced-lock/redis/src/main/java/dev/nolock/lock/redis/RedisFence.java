@@ -30,27 +30,35 @@ import java.util.UUID;
  * another owner, goes through it. A refused write changes nothing, including keys the newer holder
  * has not written yet, because the fence guards what the <em>lock</em> guards: there is one entry
  * per lock name, not one per data key. The guarantee holds across a Redis restart without
- * persistence, {@code FLUSHALL}/{@code FLUSHDB}, an eviction and a failover: the fence detects each
- * and refuses every write ({@link FenceNotSeededException}) until an operator {@linkplain
- * #seed(long) seeds} it again with a floor at or above every token issued before; the guarantee
- * after that rests on the floor being right.
+ * persistence, {@code FLUSHALL}/{@code FLUSHDB}, an eviction, a failover and a failback to the
+ * seeded process: the fence detects each and refuses every write ({@link FenceNotSeededException})
+ * until an operator {@linkplain #seed(long) seeds} it again with a floor at or above every token
+ * issued before; the guarantee after that rests on the floor being right.
  *
  * <p>Why the fence cannot simply start again: the lock's token counter lives in the same Redis and
  * is lost with it, so after a loss the next holder gets a low token (1 after a flush), writes, and
  * the stale holder's higher token would then pass too. The fence therefore keeps its whole state in
  * one hash ({@link RedisFenceConfig#stateKey()}), seeded once by an operator; that hash is lost
- * whole or not at all, and the {@code run_id} recorded in it tells a restarted or promoted server
- * (whose copy may be behind) from the one it was seeded on.
+ * whole or not at all. The server identity recorded in it at the seed tells a server whose copy may
+ * be behind from the one it was seeded on: the {@code run_id} changes with every restart and
+ * differs on a promoted replica; the replication id ({@code master_replid}) changes when the same
+ * process was a replica and is promoted again, after a full resync that may have replaced the state
+ * by a lagging copy. (It also changes, without a loss, when a primary gets its first replica or
+ * frees its replication backlog after {@code repl-backlog-ttl}; the fence then refuses too, until
+ * an operator {@linkplain #resumeWithSurvivingState() resumes}.)
  *
  * <p>Algorithm of {@link #write} / {@link #writeAll}, one Lua script, atomic on the server:
  *
  * <ol>
- *   <li>Read the server's {@code run_id} ({@code INFO server}) and the state's seed. No seed:
- *       refuse, {@link FenceNotSeededException.Reason#NO_STATE}.
+ *   <li>Read the server's {@code run_id} ({@code INFO server}), its {@code master_replid} ({@code
+ *       INFO replication}) and the state's seed. No seed: refuse, {@link
+ *       FenceNotSeededException.Reason#NO_STATE}.
  *   <li>If the state remembers this call's write id, an earlier send of this same call was applied
  *       (Lettuce resends a command whose answer was lost): report it written and do nothing.
  *   <li>Seeded on another {@code run_id}: refuse, {@link
- *       FenceNotSeededException.Reason#SEEDED_ON_ANOTHER_SERVER}.
+ *       FenceNotSeededException.Reason#SEEDED_ON_ANOTHER_SERVER}. Seeded on this one but with
+ *       another {@code master_replid}: refuse, {@link
+ *       FenceNotSeededException.Reason#REPLICATION_ID_CHANGED}.
  *   <li>Read the lock's entry ({@code token|owner}). If it holds a higher token, or the same token
  *       from another owner, refuse with a {@link FenceRejection} naming it; nothing is written.
  *   <li>A token at or below the seed's floor: refuse with a {@link FenceRejection} whose current
@@ -189,21 +197,24 @@ public final class RedisFence {
       throw new FenceNotSeededException(
           FenceNotSeededException.Reason.NO_STATE, lease.name(), config.stateKey(), null, null);
     }
-    if (outcome == 5L) {
+    if (outcome == 5L || outcome == 6L) {
       throw new FenceNotSeededException(
-          FenceNotSeededException.Reason.SEEDED_ON_ANOTHER_SERVER,
+          outcome == 5L
+              ? FenceNotSeededException.Reason.SEEDED_ON_ANOTHER_SERVER
+              : FenceNotSeededException.Reason.REPLICATION_ID_CHANGED,
           lease.name(),
           config.stateKey(),
-          (String) reply.get(1),
-          (String) reply.get(2));
+          new FenceNotSeededException.ServerIdentity((String) reply.get(1), (String) reply.get(3)),
+          new FenceNotSeededException.ServerIdentity((String) reply.get(2), (String) reply.get(4)));
     }
     throw new IllegalStateException("The fenced-write script answered " + reply + ": a bug.");
   }
 
   /**
    * Seeds the fence on the Redis server it is connected to: from now on its state counts as
-   * complete on this server process, and every token at or below {@code floor} is refused for every
-   * lock. Entries of locks that survived are kept; the floor only ever rises.
+   * complete on this server process and replication history ({@code run_id} and {@code
+   * master_replid}), and every token at or below {@code floor} is refused for every lock. Entries
+   * of locks that survived are kept; the floor only ever rises.
    *
    * <p>An operator step, never an automatic one: once before the fence is first used ({@code
    * seed(0)} on a Redis that never had this fence), and after {@link FenceNotSeededException} with
@@ -253,15 +264,17 @@ public final class RedisFence {
   }
 
   /**
-   * Declares that the state that survived a Redis restart or failover is complete, and trusts it on
-   * the server process running now; the floor and every lock's entry stay as they are.
+   * Declares that the state that survived a Redis restart, failover or change of replication id is
+   * complete, and trusts it on the server process and replication history running now; the floor
+   * and every lock's entry stay as they are.
    *
    * <p>Only for an operator who knows that Redis lost nothing the fence wrote: it persisted every
-   * write ({@code appendonly yes}, {@code appendfsync always}) and restarted from that file, or a
-   * {@code FAILOVER} waited for the replica to have everything. After a restart without
-   * persistence, a failover to a replica that may have lagged, or an {@code appendfsync everysec}
-   * crash, call {@link #seed(long)} with a floor instead: the surviving copy may be behind what was
-   * accepted.
+   * write ({@code appendonly yes}, {@code appendfsync always}) and restarted from that file, a
+   * {@code FAILOVER} waited for the replica to have everything, or ({@link
+   * FenceNotSeededException.Reason#REPLICATION_ID_CHANGED}) the server stayed a primary all along
+   * and only got its first replica or freed its backlog. After a restart without persistence, a
+   * failover to a replica that may have lagged, or an {@code appendfsync everysec} crash, call
+   * {@link #seed(long)} with a floor instead: the surviving copy may be behind what was accepted.
    *
    * @throws IllegalStateException when there is no seeded state to trust: it was lost, call {@link
    *     #seed(long)}
@@ -288,12 +301,14 @@ public final class RedisFence {
     try {
       return BoundedScriptCall.run(redis, script, ScriptOutputType.MULTI, timeout, keys, args);
     } catch (RedisCommandExecutionException e) {
-      if (String.valueOf(e.getMessage()).startsWith("NOLOCK_NO_RUN_ID")) {
+      if (String.valueOf(e.getMessage()).startsWith("NOLOCK_NO_SERVER_ID")) {
         throw new IllegalStateException(
             "Redis refused to "
                 + what
-                + ": its INFO server shows no run_id. RedisFence needs it to tell a restarted or"
-                + " promoted server from the one it was seeded on; use a Redis that shows it.",
+                + ": its INFO shows no run_id (server) or no master_replid (replication)."
+                + " RedisFence needs both to tell a restarted, promoted or resynced server from the"
+                + " one it was seeded on; use a Redis that shows them (4.0 or later, INFO not"
+                + " renamed).",
             e);
       }
       throw RedisFailures.translate(e, what);

@@ -9,10 +9,10 @@ import java.util.Objects;
  * at once.
  *
  * <p>The fence keeps its whole state in one hash, {@link #stateKey()} ({@code nolock:fence:state}
- * with the default prefix): the seed ({@code seed:run_id}, {@code seed:floor}), one field per lock
- * ({@code lock:<name>} = {@code <token>|<owner>}, the newest write accepted) and the ids of
- * recently applied writes. One key, so that Redis can only lose all of it at once, which the fence
- * detects. It has no TTL and is never deleted by nolock.
+ * with the default prefix): the seed ({@code seed:run_id}, {@code seed:replid}, {@code
+ * seed:floor}), one field per lock ({@code lock:<name>} = {@code <token>|<owner>}, the newest write
+ * accepted) and the ids of recently applied writes. One key, so that Redis can only lose all of it
+ * at once, which the fence detects. It has no TTL and is never deleted by nolock.
  */
 public final class RedisFenceConfig {
 

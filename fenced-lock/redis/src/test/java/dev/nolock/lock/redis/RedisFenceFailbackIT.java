@@ -24,7 +24,13 @@ import org.junit.jupiter.api.Test;
  * process it was seeded on: that process rejoins as a replica of the promoted one, fully resyncs
  * its lagging data set (the fence's state loses stale holder A's entry) and is promoted again. Its
  * {@code run_id} is the one the fence was seeded on, so the {@code run_id} alone cannot show the
- * loss.
+ * loss; its replication id ({@code master_replid}) changed, and the fence refuses. The negative
+ * control shows what the lagging state lets through when it is trusted anyway.
+ *
+ * <p>Then what else changes the replication id, on real servers: not a replica leaving and coming
+ * back (a primary that never fails over keeps writing), but a primary's first replica and a backlog
+ * freed after {@code repl-backlog-ttl} do, without any loss: the fence refuses until an operator
+ * resumes, and the entries still fence afterwards.
  *
  * <p>Every test runs private {@code redis-server} processes ({@link PrivateRedisServer}); the
  * shared Redis is never reconfigured.
@@ -64,6 +70,136 @@ class RedisFenceFailbackIT {
                 + " / data=warm-up");
   }
 
+  @Test
+  void negativeControlTrustingTheResyncedStateAfterTheFailbackLetsBothHoldersWrite()
+      throws IOException {
+    Failback failback = failover();
+    // An operator who wrongly takes the failback for lossless.
+    failback.fence().resumeWithSurvivingState();
+
+    String bWrite = attempt(failback.fence(), lease("B", failback.b()), "B");
+    String aLate = attempt(failback.fence(), lease("A", failback.a()), "A, late");
+
+    assertThat(bWrite + " / " + aLate + " / data=" + failback.connection().sync().get(DATA))
+        .as("the lagging state lacks A's entry: B's token 2 passes, then stale A's token 5")
+        .isEqualTo("written / written / data=A, late");
+  }
+
+  @Test
+  void aPrimaryThatNeverFailsOverKeepsWritingWhileItsReplicaLeavesAndComesBack()
+      throws IOException {
+    PrivateRedisServer primary = track(PrivateRedisServer.start("--repl-diskless-sync-delay", "0"));
+    PrivateRedisServer replica =
+        track(PrivateRedisServer.start("--replicaof", "127.0.0.1", port(primary)));
+    StatefulRedisConnection<String, String> toPrimary = connect(primary);
+    StatefulRedisConnection<String, String> toReplica = connect(replica);
+    awaitLinkUp(toReplica);
+    RedisFence fence = RedisFence.create(toPrimary, FENCE_CONFIG);
+    fence.seed(0);
+    String replicationId = infoField(toPrimary, "replication", "master_replid");
+
+    assertThat(attempt(fence, lease("A", FencingToken.of(1)), "A")).isEqualTo("written");
+    toReplica.sync().replicaofNoOne();
+    await("the primary has no replica")
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> "0".equals(infoField(toPrimary, "replication", "connected_slaves")));
+    assertThat(attempt(fence, lease("B", FencingToken.of(2)), "B")).isEqualTo("written");
+    toReplica.sync().replicaof("127.0.0.1", primary.port());
+    awaitLinkUp(toReplica);
+    assertThat(attempt(fence, lease("C", FencingToken.of(3)), "C")).isEqualTo("written");
+
+    assertThat(infoField(toPrimary, "replication", "master_replid"))
+        .as("the primary's replication id stayed the same throughout")
+        .isEqualTo(replicationId);
+    assertThat(attempt(fence, lease("B", FencingToken.of(2)), "B, late"))
+        .as("the fence still refuses a stale token")
+        .isEqualTo("refused: " + staleRejection("B", 2, "C", 3));
+    assertThat(toPrimary.sync().get(DATA)).isEqualTo("C");
+  }
+
+  @Test
+  void aPrimarysFirstReplicaChangesItsReplicationIdAndTheFenceRefusesUntilResumed()
+      throws IOException {
+    PrivateRedisServer primary = track(PrivateRedisServer.start("--repl-diskless-sync-delay", "0"));
+    StatefulRedisConnection<String, String> toPrimary = connect(primary);
+    RedisFence fence = RedisFence.create(toPrimary, FENCE_CONFIG);
+    fence.seed(0);
+    assertThat(attempt(fence, lease("A", FencingToken.of(5)), "A")).isEqualTo("written");
+    String replicationId = infoField(toPrimary, "replication", "master_replid");
+
+    PrivateRedisServer replica =
+        track(PrivateRedisServer.start("--replicaof", "127.0.0.1", port(primary)));
+    awaitLinkUp(connect(replica));
+
+    assertThat(infoField(toPrimary, "replication", "master_replid"))
+        .as("the fault fired: the first replica made the primary start a backlog and a new id")
+        .isNotEqualTo(replicationId);
+    assertRefusedUntilResumedThenStillFencing(fence, toPrimary);
+  }
+
+  @Test
+  void aBacklogFreedAfterReplBacklogTtlChangesTheReplicationIdAndTheFenceRefusesUntilResumed()
+      throws IOException {
+    PrivateRedisServer primary =
+        track(
+            PrivateRedisServer.start("--repl-diskless-sync-delay", "0", "--repl-backlog-ttl", "1"));
+    PrivateRedisServer replica =
+        track(PrivateRedisServer.start("--replicaof", "127.0.0.1", port(primary)));
+    StatefulRedisConnection<String, String> toPrimary = connect(primary);
+    awaitLinkUp(connect(replica));
+    RedisFence fence = RedisFence.create(toPrimary, FENCE_CONFIG);
+    fence.seed(0);
+    assertThat(attempt(fence, lease("A", FencingToken.of(5)), "A")).isEqualTo("written");
+    String replicationId = infoField(toPrimary, "replication", "master_replid");
+
+    replica.kill();
+    await("the fault fired: one second without replicas, the primary freed its backlog")
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> !replicationId.equals(infoField(toPrimary, "replication", "master_replid")));
+
+    assertRefusedUntilResumedThenStillFencing(fence, toPrimary);
+  }
+
+  /**
+   * A has written with token 5 before the replication id changed: B's write with 6 is refused until
+   * the operator resumes; then B writes and A's token 5 is refused by the surviving entry.
+   */
+  private static void assertRefusedUntilResumedThenStillFencing(
+      RedisFence fence, StatefulRedisConnection<String, String> connection) {
+    assertThat(attempt(fence, lease("B", FencingToken.of(6)), "B"))
+        .isEqualTo("not seeded: REPLICATION_ID_CHANGED");
+    assertThat(connection.sync().get(DATA)).isEqualTo("A");
+
+    fence.resumeWithSurvivingState();
+
+    assertThat(attempt(fence, lease("B", FencingToken.of(6)), "B")).isEqualTo("written");
+    assertThat(attempt(fence, lease("A", FencingToken.of(5)), "A, late"))
+        .isEqualTo("refused: " + staleRejection("A", 5, "B", 6));
+    assertThat(connection.sync().get(DATA)).isEqualTo("B");
+  }
+
+  private static String staleRejection(
+      String owner, long token, String currentOwner, long currentToken) {
+    return new FenceRejection(
+            LOCK, FencingToken.of(token), owner, FencingToken.of(currentToken), currentOwner)
+        .describe();
+  }
+
+  private static String port(PrivateRedisServer server) {
+    return Integer.toString(server.port());
+  }
+
+  private static void awaitLinkUp(StatefulRedisConnection<String, String> replica) {
+    await("the replica is in sync")
+        .atMost(Duration.ofSeconds(20))
+        .until(
+            () -> {
+              String info = replica.sync().info("replication");
+              return info.contains("master_link_status:up")
+                  && info.contains("master_sync_in_progress:0");
+            });
+  }
+
   /**
    * What the failback left on the old primary, through which B (token 2, from the promoted
    * replica's counter) and stale A (token 5) then write.
@@ -78,9 +214,9 @@ class RedisFenceFailbackIT {
    * A primary seeded with the fence and a replica fed through a proxy; token 1 is written and
    * replicated. Replication stalls; A takes tokens 2 to 5 and writes with 5 on the primary only.
    * The replica is promoted (the primary is cut off, not killed); B acquires there (token 2 again)
-   * and is refused, the promoted replica not being the seeded process. Before an operator
-   * re-seeds, the old primary rejoins as a replica of the promoted one, resyncs its data set, and
-   * is promoted again.
+   * and is refused, the promoted replica not being the seeded process. Before an operator re-seeds,
+   * the old primary rejoins as a replica of the promoted one, resyncs its data set, and is promoted
+   * again.
    */
   private Failback failover() throws IOException {
     PrivateRedisServer primary = track(PrivateRedisServer.start("--repl-diskless-sync-delay", "0"));

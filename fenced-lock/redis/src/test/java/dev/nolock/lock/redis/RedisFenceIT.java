@@ -197,7 +197,7 @@ class RedisFenceIT {
             e -> {
               assertThat(e.reason()).isEqualTo(FenceNotSeededException.Reason.NO_STATE);
               assertThat(e.lockName()).isEqualTo(lock);
-              assertThat(e.seededRunId()).isEmpty();
+              assertThat(e.seededOn()).isEmpty();
             })
         .hasMessageContaining("was never seeded, or Redis lost it")
         .hasMessageContaining("RedisFence.seed(floor)");
