@@ -295,6 +295,38 @@ class RedisFenceLostAnswerIT {
   }
 
   @Test
+  void aResendAfterTheFenceWasSeededAgainIsReportedUnknownNotAppliedAgain() {
+    RedisFenceConfig config =
+        RedisFenceConfig.custom().keyPrefix(keys.key("reseeded-fence:" + lock + ":")).build();
+    RedisFence aFence = RedisFence.create(proxied, config);
+    RedisFence operator = RedisFence.create(direct, config);
+    operator.seed(0);
+    Lease a = RedisFenceIT.lease(lock, "A", 5);
+
+    String first =
+        loseAnswerOf(
+            () -> outcomeOf(() -> aFence.write(a, data("status"), "first")),
+            () -> {
+              // The fence's state alone is lost (as an eviction would), and an operator re-seeds.
+              assertThat(direct.sync().del(config.stateKey()))
+                  .as("the fault fired: the state, with A's write id, is gone")
+                  .isOne();
+              // Token 4 was the highest before A's grant: A's 5 stays above the floor.
+              operator.seed(4);
+              assertThat(operator.write(a, data("status"), "second"))
+                  .as("A's next write, sent on another connection while the resend waits")
+                  .isEqualTo(Either.right(null));
+            });
+
+    assertThat(direct.sync().get(data("status")))
+        .as("the resend of A's first write did not run again over A's second")
+        .isEqualTo("second");
+    assertThat(first)
+        .startsWith("unknown: ")
+        .contains("the fence was seeded again while the call was under way");
+  }
+
+  @Test
   void negativeControlWithoutWriteIdsTheResendRunsAgainOverTheSameHoldersLaterWrite() {
     FenceWithoutLossDetection unremembered =
         new FenceWithoutLossDetection(proxied, keys.key("control-fence:"));
