@@ -6,23 +6,25 @@ import java.util.Optional;
 
 /**
  * A {@link RedisFence} refused a write because it cannot vouch for what it accepted before: its
- * state is not seeded on the Redis server process it reached. Nothing this call sent is stored on
- * that server now.
+ * state is not seeded on the Redis server process, and replication history, it reached. This send
+ * of the write changed nothing.
  *
  * <p>Either the state is gone ({@link Reason#NO_STATE}: the fence was never seeded, or Redis lost
  * it in a restart without persistence, a {@code FLUSHALL}/{@code FLUSHDB}, an eviction, or a
  * failover to a replica that lacks it), or it was seeded on another server process ({@link
  * Reason#SEEDED_ON_ANOTHER_SERVER}: Redis restarted or failed over since, and what survived may be
- * behind what the fence had accepted). A fence that went back in time would let a stale holder
- * write after a newer one, so every write under the fence's key prefix is refused, whoever sends
- * it, until an operator seeds the fence again.
+ * behind what the fence had accepted), or on this process before its replication id changed ({@link
+ * Reason#REPLICATION_ID_CHANGED}: it was a replica since and may hold a lagging copy). A fence that
+ * went back in time would let a stale holder write after a newer one, so every write under the
+ * fence's key prefix is refused, whoever sends it, until an operator seeds the fence again.
  *
  * <p>The caller's action: <b>stop writing</b> (as after a {@link
  * dev.nolock.patterns.FenceRejection}) and alert an operator. The operator re-seeds with {@link
  * RedisFence#seed(long)}, passing a floor at or above the highest token any holder may still write
  * with, or, only when nothing can have been lost, calls {@link
- * RedisFence#resumeWithSurvivingState()}. An earlier send of this same write (Lettuce resends after
- * a reconnect) may have been applied before the loss; it was lost with it.
+ * RedisFence#resumeWithSurvivingState()}. If this call's answer was lost and Lettuce sent it again
+ * (it does after a reconnect), an earlier send may have been applied before the state was lost:
+ * whether this call's values are stored is then unknown.
  */
 public final class FenceNotSeededException extends CoordinationException {
 
@@ -33,21 +35,51 @@ public final class FenceNotSeededException extends CoordinationException {
     /** The server has no seeded state under the fence's key prefix. */
     NO_STATE,
     /** The state was seeded on another server process: a restart or a failover since. */
-    SEEDED_ON_ANOTHER_SERVER
+    SEEDED_ON_ANOTHER_SERVER,
+    /**
+     * The state was seeded on this server process, but its replication id ({@code master_replid})
+     * changed since: the process was a replica and was promoted again (a failback, whose full
+     * resync may have replaced the fence's state by a lagging copy), or, without any loss, it got
+     * its first replica or freed its replication backlog after {@code repl-backlog-ttl}.
+     */
+    REPLICATION_ID_CHANGED
   }
 
   private final Reason reason;
   private final String lockName;
-  private final String seededRunId;
-  private final String serverRunId;
+  private final ServerIdentity seeded;
+  private final ServerIdentity server;
+
+  /**
+   * The identity of a Redis server process and its replication history, as {@code INFO} shows it.
+   *
+   * @param runId {@code run_id} ({@code INFO server}): new for every process
+   * @param replicationId {@code master_replid} ({@code INFO replication}); empty when a state
+   *     seeded before the fence recorded it
+   */
+  public record ServerIdentity(String runId, String replicationId) {
+    public ServerIdentity {
+      Objects.requireNonNull(runId, "runId");
+      Objects.requireNonNull(replicationId, "replicationId");
+    }
+
+    @Override
+    public String toString() {
+      return "run_id " + runId + ", master_replid " + replicationId;
+    }
+  }
 
   FenceNotSeededException(
-      Reason reason, String lockName, String stateKey, String seededRunId, String serverRunId) {
-    super(message(reason, lockName, stateKey, seededRunId, serverRunId));
+      Reason reason,
+      String lockName,
+      String stateKey,
+      ServerIdentity seeded,
+      ServerIdentity server) {
+    super(message(reason, lockName, stateKey, seeded, server));
     this.reason = Objects.requireNonNull(reason, "reason");
     this.lockName = Objects.requireNonNull(lockName, "lockName");
-    this.seededRunId = seededRunId;
-    this.serverRunId = serverRunId;
+    this.seeded = seeded;
+    this.server = server;
   }
 
   public Reason reason() {
@@ -59,40 +91,58 @@ public final class FenceNotSeededException extends CoordinationException {
     return lockName;
   }
 
-  /** The {@code run_id} the state was seeded on; empty for {@link Reason#NO_STATE}. */
-  public Optional<String> seededRunId() {
-    return Optional.ofNullable(seededRunId);
+  /** The server process and replication id the state was seeded on; empty for {@code NO_STATE}. */
+  public Optional<ServerIdentity> seededOn() {
+    return Optional.ofNullable(seeded);
   }
 
-  /** The {@code run_id} of the server that refused; empty for {@link Reason#NO_STATE}. */
-  public Optional<String> serverRunId() {
-    return Optional.ofNullable(serverRunId);
+  /** The server process and replication id that refused; empty for {@code NO_STATE}. */
+  public Optional<ServerIdentity> server() {
+    return Optional.ofNullable(server);
   }
 
   private static String message(
-      Reason reason, String lockName, String stateKey, String seededRunId, String serverRunId) {
+      Reason reason,
+      String lockName,
+      String stateKey,
+      ServerIdentity seeded,
+      ServerIdentity server) {
     String what =
-        reason == Reason.NO_STATE
-            ? "Redis has no seeded fence state at \""
-                + stateKey
-                + "\": the fence was never seeded, or Redis lost it (a restart without"
-                + " persistence, FLUSHALL/FLUSHDB, an eviction, a failover to a replica that lacks"
-                + " it)"
-            : "the fence state at \""
-                + stateKey
-                + "\" was seeded on Redis run_id "
-                + seededRunId
-                + " but this server is run_id "
-                + serverRunId
-                + ": Redis restarted or failed over since, and the state may be behind what the"
-                + " fence accepted";
+        switch (reason) {
+          case NO_STATE ->
+              "Redis has no seeded fence state at \""
+                  + stateKey
+                  + "\": the fence was never seeded, or Redis lost it (a restart without"
+                  + " persistence, FLUSHALL/FLUSHDB, an eviction, a failover to a replica that"
+                  + " lacks it)";
+          case SEEDED_ON_ANOTHER_SERVER ->
+              "the fence state at \""
+                  + stateKey
+                  + "\" was seeded on Redis "
+                  + seeded
+                  + " but this server is "
+                  + server
+                  + ": Redis restarted or failed over since, and the state may be behind what the"
+                  + " fence accepted";
+          case REPLICATION_ID_CHANGED ->
+              "the fence state at \""
+                  + stateKey
+                  + "\" was seeded on this Redis process ("
+                  + seeded
+                  + ") but its replication id is now "
+                  + server.replicationId()
+                  + ": it was a replica and was promoted again since (a failback, whose resync may"
+                  + " have replaced the state by a lagging copy), or, without a loss, it got its"
+                  + " first replica or freed its backlog after repl-backlog-ttl";
+        };
     return "RedisFence refused the write of lock \""
         + lockName
         + "\" and will refuse every write until it is seeded again: "
         + what
-        + ". Nothing of this write is stored. Stop writing and have an operator call"
-        + " RedisFence.seed(floor) with a floor at or above the highest token any holder may still"
-        + " write with (or resumeWithSurvivingState() when Redis provably lost nothing); see"
-        + " \"Re-seeding the fence\" in the nolock-fenced-lock-redis README.";
+        + ". This send wrote nothing (if Lettuce resent it after a lost answer, an earlier send"
+        + " may have been applied before the loss: unknown). Stop writing and have an operator"
+        + " call RedisFence.seed(floor) with a floor at or above the highest token any holder"
+        + " may still write with (or resumeWithSurvivingState() when Redis provably lost"
+        + " nothing); see \"Re-seeding the fence\" in the nolock-fenced-lock-redis README.";
   }
 }

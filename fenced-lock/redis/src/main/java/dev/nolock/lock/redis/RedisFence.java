@@ -4,6 +4,7 @@ import dev.nolock.lock.redis.internal.BoundedScriptCall;
 import dev.nolock.lock.redis.internal.LuaScript;
 import dev.nolock.lock.redis.internal.RedisFailures;
 import dev.nolock.lock.redis.internal.Scripts;
+import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
@@ -30,34 +31,51 @@ import java.util.UUID;
  * another owner, goes through it. A refused write changes nothing, including keys the newer holder
  * has not written yet, because the fence guards what the <em>lock</em> guards: there is one entry
  * per lock name, not one per data key. The guarantee holds across a Redis restart without
- * persistence, {@code FLUSHALL}/{@code FLUSHDB}, an eviction and a failover: the fence detects each
- * and refuses every write ({@link FenceNotSeededException}) until an operator {@linkplain
- * #seed(long) seeds} it again with a floor at or above every token issued before; the guarantee
- * after that rests on the floor being right.
+ * persistence, {@code FLUSHALL}/{@code FLUSHDB}, an eviction, a failover and a failback to the
+ * seeded process: the fence detects each and refuses every write ({@link FenceNotSeededException})
+ * until an operator {@linkplain #seed(long) seeds} it again with a floor at or above every token
+ * issued before; the guarantee after that rests on the floor being right.
  *
  * <p>Why the fence cannot simply start again: the lock's token counter lives in the same Redis and
  * is lost with it, so after a loss the next holder gets a low token (1 after a flush), writes, and
  * the stale holder's higher token would then pass too. The fence therefore keeps its whole state in
  * one hash ({@link RedisFenceConfig#stateKey()}), seeded once by an operator; that hash is lost
- * whole or not at all, and the {@code run_id} recorded in it tells a restarted or promoted server
- * (whose copy may be behind) from the one it was seeded on.
+ * whole or not at all. The server identity recorded in it at the seed tells a server whose copy may
+ * be behind from the one it was seeded on: the {@code run_id} changes with every restart and
+ * differs on a promoted replica; the replication id ({@code master_replid}) changes when the same
+ * process was a replica and is promoted again, after a full resync that may have replaced the state
+ * by a lagging copy. (It also changes, without a loss, when a primary gets its first replica or
+ * frees its replication backlog after {@code repl-backlog-ttl}; the fence then refuses too, until
+ * an operator {@linkplain #resumeWithSurvivingState() resumes}.)
  *
- * <p>Algorithm of {@link #write} / {@link #writeAll}, one Lua script, atomic on the server:
+ * <p>Algorithm of {@link #write} / {@link #writeAll}: one read, then one Lua script, atomic on the
+ * server:
  *
  * <ol>
- *   <li>Read the server's {@code run_id} ({@code INFO server}) and the state's seed. No seed:
- *       refuse, {@link FenceNotSeededException.Reason#NO_STATE}.
+ *   <li>Read the state's write horizon: the sequence number of the last applied write and the seed
+ *       id. Every send of this call's script runs after this read.
+ *   <li>Script: read the server's {@code run_id} ({@code INFO server}), its {@code master_replid}
+ *       ({@code INFO replication}) and the state's seed. No seed: refuse, {@link
+ *       FenceNotSeededException.Reason#NO_STATE}.
  *   <li>If the state remembers this call's write id, an earlier send of this same call was applied
  *       (Lettuce resends a command whose answer was lost): report it written and do nothing.
+ *   <li>If write ids applied after the horizon were forgotten since (the state remembers the last
+ *       {@link RedisFenceConfig#rememberedWrites()}), or the fence was seeded again since, an
+ *       earlier send of this call may have been applied and forgotten: do nothing, and report the
+ *       outcome unknown ({@link dev.nolock.patterns.BackendUnavailableException}) — never a
+ *       refusal, never a second application.
  *   <li>Seeded on another {@code run_id}: refuse, {@link
- *       FenceNotSeededException.Reason#SEEDED_ON_ANOTHER_SERVER}.
+ *       FenceNotSeededException.Reason#SEEDED_ON_ANOTHER_SERVER}. Seeded on this one but with
+ *       another {@code master_replid}: refuse, {@link
+ *       FenceNotSeededException.Reason#REPLICATION_ID_CHANGED}.
  *   <li>Read the lock's entry ({@code token|owner}). If it holds a higher token, or the same token
  *       from another owner, refuse with a {@link FenceRejection} naming it; nothing is written.
  *   <li>A token at or below the seed's floor: refuse with a {@link FenceRejection} whose current
  *       token is the floor and current owner {@value #FLOOR_OWNER}.
- *   <li>Otherwise record {@code (token, owner)} as the lock's entry, remember the write id for the
- *       resend window (twice the connection's command timeout plus a second), forget up to two
- *       expired write ids, and {@code SET} every data key — all in the same script.
+ *   <li>Otherwise record {@code (token, owner)} as the lock's entry, remember the write id under
+ *       the next sequence number, forget the oldest beyond the number to remember, and {@code SET}
+ *       every data key — all in the same script. No clock is read: how long an id is remembered is
+ *       counted in writes, so a clock step on the Redis host changes nothing.
  * </ol>
  *
  * Equal tokens pass only for the same owner: a backend that loses its counter hands the same token
@@ -67,17 +85,15 @@ import java.util.UUID;
  * Sentinel points to): a script is atomic on one instance only, and every key of one call must be
  * there. Values are written with a plain {@code SET}, which clears a TTL the key had.
  *
- * <p>Thread-safe. Each call waits for Redis at most the connection's command timeout and then
- * cancels its command (so Lettuce does not send it again later). Failures of the connection or the
- * server are {@link dev.nolock.patterns.BackendUnavailableException}s: whether the write took
+ * <p>Thread-safe. Each command of a call waits for Redis at most the connection's command timeout
+ * and is then cancelled (so Lettuce does not send it again later). Failures of the connection or
+ * the server are {@link dev.nolock.patterns.BackendUnavailableException}s: whether the write took
  * effect is then unknown.
  */
 public final class RedisFence {
 
   /** The current owner of a {@link FenceRejection} that refused a token at or below the floor. */
   public static final String FLOOR_OWNER = "(seed floor)";
-
-  private static final Duration RESEND_MARGIN = Duration.ofSeconds(1);
 
   private final StatefulRedisConnection<String, String> connection;
   private final RedisScriptingAsyncCommands<String, String> redis;
@@ -118,13 +134,13 @@ public final class RedisFence {
    *
    * @return right (null) when written (by this send or by an earlier send of this same call); the
    *     rejection when a newer token, or the same token from another owner, has written through
-   *     this lock's fence, or the token is at or below the seed's floor. On a rejection nothing was
-   *     written.
+   *     this lock's fence, or the token is at or below the seed's floor. On a rejection nothing of
+   *     this call was written, by any send.
    * @throws IllegalArgumentException when {@code key} starts with the fence key prefix
    * @throws FenceNotSeededException when the fence's state is not seeded on this server: nothing is
    *     written until an operator seeds it
-   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: unknown whether
-   *     written
+   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed, or a resend could
+   *     not tell whether an earlier send was applied: unknown whether written
    */
   public Either<FenceRejection, Void> write(Lease lease, String key, String value) {
     Objects.requireNonNull(value, "value");
@@ -138,8 +154,8 @@ public final class RedisFence {
    * @return right (null) when written; the rejection otherwise, with nothing written
    * @throws IllegalArgumentException for no values, or a key that starts with the fence key prefix
    * @throws FenceNotSeededException when the fence's state is not seeded on this server
-   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: unknown whether
-   *     written
+   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed, or a resend could
+   *     not tell whether an earlier send was applied: unknown whether written
    */
   public Either<FenceRejection, Void> writeAll(Lease lease, Map<String, String> values) {
     Objects.requireNonNull(lease, "lease");
@@ -149,30 +165,58 @@ public final class RedisFence {
           "Nothing to write under lock \"" + lease.name() + "\": pass at least one key and value.");
     }
     Duration timeout = commandTimeout();
+    String what = "write through the fence of lock \"" + lease.name() + "\"";
     List<String> keys = new ArrayList<>(values.size() + 1);
-    List<String> args = new ArrayList<>(values.size() + 5);
+    List<String> valueArgs = new ArrayList<>(values.size());
     keys.add(config.stateKey());
+    values.forEach(
+        (key, value) -> {
+          keys.add(requireDataKey(key));
+          valueArgs.add(Objects.requireNonNull(value, () -> "the value of key " + key));
+        });
+    // Read before any send of the script: a send that was applied got a later sequence number.
+    List<Object> horizon =
+        run(Scripts.FENCE_HORIZON, what, timeout, new String[] {config.stateKey()});
+    List<String> args = new ArrayList<>(values.size() + 7);
     args.add(Long.toString(lease.token().value()));
     args.add(lease.owner());
     args.add(lease.name());
     // One id per call: a resend by Lettuce repeats it, a new call never does.
     args.add(UUID.randomUUID().toString());
-    args.add(Long.toString(timeout.multipliedBy(2).plus(RESEND_MARGIN).toMillis()));
-    values.forEach(
-        (key, value) -> {
-          keys.add(requireDataKey(key));
-          args.add(Objects.requireNonNull(value, () -> "the value of key " + key));
-        });
+    args.add((String) horizon.get(0));
+    args.add((String) horizon.get(1));
+    args.add(Integer.toString(config.rememberedWrites()));
+    args.addAll(valueArgs);
     List<Object> reply =
         run(
             Scripts.FENCED_WRITE,
-            "write through the fence of lock \"" + lease.name() + "\"",
+            what,
             timeout,
             keys.toArray(String[]::new),
             args.toArray(String[]::new));
     long outcome = (Long) reply.get(0);
     if (outcome == 1L || outcome == 2L) {
       return Either.right(null);
+    }
+    if (outcome == 7L || outcome == 8L) {
+      throw new BackendUnavailableException(
+          "RedisFence cannot tell whether the write of lock \""
+              + lease.name()
+              + "\" took effect: this send changed nothing, but an earlier send of the same call"
+              + " (Lettuce resends a command whose answer was lost) may have been applied, and its"
+              + " write id is no longer remembered ("
+              + (outcome == 7L
+                  ? "more than "
+                      + config.rememberedWrites()
+                      + " writes went through the fence since this call began: it began after"
+                      + " write number "
+                      + reply.get(1)
+                      + ", and the oldest id remembered is that of write "
+                      + reply.get(2)
+                      + "; a larger RedisFenceConfig.rememberedWrites makes this rarer"
+                  : "the fence was seeded again while the call was under way")
+              + "). The outcome is unknown: re-read the data before writing again.",
+          null);
     }
     config.metrics().fenceRejected();
     if (outcome == 0L || outcome == 3L) {
@@ -189,21 +233,24 @@ public final class RedisFence {
       throw new FenceNotSeededException(
           FenceNotSeededException.Reason.NO_STATE, lease.name(), config.stateKey(), null, null);
     }
-    if (outcome == 5L) {
+    if (outcome == 5L || outcome == 6L) {
       throw new FenceNotSeededException(
-          FenceNotSeededException.Reason.SEEDED_ON_ANOTHER_SERVER,
+          outcome == 5L
+              ? FenceNotSeededException.Reason.SEEDED_ON_ANOTHER_SERVER
+              : FenceNotSeededException.Reason.REPLICATION_ID_CHANGED,
           lease.name(),
           config.stateKey(),
-          (String) reply.get(1),
-          (String) reply.get(2));
+          new FenceNotSeededException.ServerIdentity((String) reply.get(1), (String) reply.get(3)),
+          new FenceNotSeededException.ServerIdentity((String) reply.get(2), (String) reply.get(4)));
     }
     throw new IllegalStateException("The fenced-write script answered " + reply + ": a bug.");
   }
 
   /**
    * Seeds the fence on the Redis server it is connected to: from now on its state counts as
-   * complete on this server process, and every token at or below {@code floor} is refused for every
-   * lock. Entries of locks that survived are kept; the floor only ever rises.
+   * complete on this server process and replication history ({@code run_id} and {@code
+   * master_replid}), and every token at or below {@code floor} is refused for every lock. Entries
+   * of locks that survived are kept; the floor only ever rises.
    *
    * <p>An operator step, never an automatic one: once before the fence is first used ({@code
    * seed(0)} on a Redis that never had this fence), and after {@link FenceNotSeededException} with
@@ -237,7 +284,8 @@ public final class RedisFence {
             "seed the fence at \"" + config.stateKey() + "\"",
             commandTimeout(),
             new String[] {config.stateKey()},
-            Long.toString(floor));
+            Long.toString(floor),
+            UUID.randomUUID().toString());
     if ((Long) reply.get(0) == 0L) {
       throw new IllegalArgumentException(
           "The fence at \""
@@ -253,15 +301,17 @@ public final class RedisFence {
   }
 
   /**
-   * Declares that the state that survived a Redis restart or failover is complete, and trusts it on
-   * the server process running now; the floor and every lock's entry stay as they are.
+   * Declares that the state that survived a Redis restart, failover or change of replication id is
+   * complete, and trusts it on the server process and replication history running now; the floor
+   * and every lock's entry stay as they are.
    *
    * <p>Only for an operator who knows that Redis lost nothing the fence wrote: it persisted every
-   * write ({@code appendonly yes}, {@code appendfsync always}) and restarted from that file, or a
-   * {@code FAILOVER} waited for the replica to have everything. After a restart without
-   * persistence, a failover to a replica that may have lagged, or an {@code appendfsync everysec}
-   * crash, call {@link #seed(long)} with a floor instead: the surviving copy may be behind what was
-   * accepted.
+   * write ({@code appendonly yes}, {@code appendfsync always}) and restarted from that file, a
+   * {@code FAILOVER} waited for the replica to have everything, or ({@link
+   * FenceNotSeededException.Reason#REPLICATION_ID_CHANGED}) the server stayed a primary all along
+   * and only got its first replica or freed its backlog. After a restart without persistence, a
+   * failover to a replica that may have lagged, or an {@code appendfsync everysec} crash, call
+   * {@link #seed(long)} with a floor instead: the surviving copy may be behind what was accepted.
    *
    * @throws IllegalStateException when there is no seeded state to trust: it was lost, call {@link
    *     #seed(long)}
@@ -273,7 +323,8 @@ public final class RedisFence {
             Scripts.FENCE_RESUME,
             "resume the fence at \"" + config.stateKey() + "\"",
             commandTimeout(),
-            new String[] {config.stateKey()});
+            new String[] {config.stateKey()},
+            UUID.randomUUID().toString());
     if ((Long) reply.get(0) == 0L) {
       throw new IllegalStateException(
           "Redis has no seeded fence state at \""
@@ -288,12 +339,14 @@ public final class RedisFence {
     try {
       return BoundedScriptCall.run(redis, script, ScriptOutputType.MULTI, timeout, keys, args);
     } catch (RedisCommandExecutionException e) {
-      if (String.valueOf(e.getMessage()).startsWith("NOLOCK_NO_RUN_ID")) {
+      if (String.valueOf(e.getMessage()).startsWith("NOLOCK_NO_SERVER_ID")) {
         throw new IllegalStateException(
             "Redis refused to "
                 + what
-                + ": its INFO server shows no run_id. RedisFence needs it to tell a restarted or"
-                + " promoted server from the one it was seeded on; use a Redis that shows it.",
+                + ": its INFO shows no run_id (server) or no master_replid (replication)."
+                + " RedisFence needs both to tell a restarted, promoted or resynced server from the"
+                + " one it was seeded on; use a Redis that shows them (4.0 or later, INFO not"
+                + " renamed).",
             e);
       }
       throw RedisFailures.translate(e, what);

@@ -9,27 +9,39 @@ import java.util.Objects;
  * at once.
  *
  * <p>The fence keeps its whole state in one hash, {@link #stateKey()} ({@code nolock:fence:state}
- * with the default prefix): the seed ({@code seed:run_id}, {@code seed:floor}), one field per lock
- * ({@code lock:<name>} = {@code <token>|<owner>}, the newest write accepted) and the ids of
- * recently applied writes. One key, so that Redis can only lose all of it at once, which the fence
- * detects. It has no TTL and is never deleted by nolock.
+ * with the default prefix): the seed ({@code seed:run_id}, {@code seed:replid}, {@code seed:floor},
+ * {@code seed:id}), one field per lock ({@code lock:<name>} = {@code <token>|<owner>}, the newest
+ * write accepted) and the ids of the last {@link #rememberedWrites()} applied writes. One key, so
+ * that Redis can only lose all of it at once, which the fence detects. It has no TTL and is never
+ * deleted by nolock.
  */
 public final class RedisFenceConfig {
 
   /** The key prefix used when none is configured. */
   public static final String DEFAULT_KEY_PREFIX = "nolock:fence:";
 
+  /** How many write ids are remembered when nothing else is configured. */
+  public static final int DEFAULT_REMEMBERED_WRITES = 10_000;
+
+  /** The most write ids a fence may be configured to remember. */
+  public static final int MAX_REMEMBERED_WRITES = 1_000_000;
+
   private static final RedisFenceConfig DEFAULTS = custom().build();
 
   private final String keyPrefix;
+  private final int rememberedWrites;
   private final CoordinationMetrics metrics;
 
   private RedisFenceConfig(Builder builder) {
     this.keyPrefix = builder.keyPrefix;
+    this.rememberedWrites = builder.rememberedWrites;
     this.metrics = builder.metrics;
   }
 
-  /** Every default: the key prefix {@value #DEFAULT_KEY_PREFIX}, no metrics. */
+  /**
+   * Every default: the key prefix {@value #DEFAULT_KEY_PREFIX}, {@value #DEFAULT_REMEMBERED_WRITES}
+   * remembered writes, no metrics.
+   */
   public static RedisFenceConfig ofDefaults() {
     return DEFAULTS;
   }
@@ -44,6 +56,16 @@ public final class RedisFenceConfig {
     return keyPrefix;
   }
 
+  /**
+   * How many of the latest applied writes (through this fence prefix, every lock together) have
+   * their write id remembered. A send of a write whose answer was lost, which Lettuce sends again,
+   * is recognised while its id is remembered; after that it is answered "unknown", never refused
+   * and never applied twice.
+   */
+  public int rememberedWrites() {
+    return rememberedWrites;
+  }
+
   /** Where rejections are counted. */
   public CoordinationMetrics metrics() {
     return metrics;
@@ -56,12 +78,17 @@ public final class RedisFenceConfig {
 
   @Override
   public String toString() {
-    return "RedisFenceConfig[keyPrefix=" + keyPrefix + "]";
+    return "RedisFenceConfig[keyPrefix="
+        + keyPrefix
+        + ", rememberedWrites="
+        + rememberedWrites
+        + "]";
   }
 
   /** Builds a {@link RedisFenceConfig}. */
   public static final class Builder {
     private String keyPrefix = DEFAULT_KEY_PREFIX;
+    private int rememberedWrites = DEFAULT_REMEMBERED_WRITES;
     private CoordinationMetrics metrics = CoordinationMetrics.noop();
 
     private Builder() {}
@@ -73,6 +100,32 @@ public final class RedisFenceConfig {
      */
     public Builder keyPrefix(String keyPrefix) {
       this.keyPrefix = RedisKeyNames.requirePrefix("fence key prefix", keyPrefix);
+      return this;
+    }
+
+    /**
+     * How many of the latest writes keep their write id (default {@value
+     * RedisFenceConfig#DEFAULT_REMEMBERED_WRITES}, 1 to {@value
+     * RedisFenceConfig#MAX_REMEMBERED_WRITES}). A write whose answer was lost is recognised when
+     * Lettuce resends it, as long as fewer writes than this went through the fence in between;
+     * otherwise the resend is reported unknown. Size it above your peak rate of fenced writes times
+     * the longest time a resend can take (a reconnect, at most the command timeout). Each
+     * remembered id costs about 240 bytes of the state hash; every fence using the same prefix
+     * should use the same number (the smallest one decides).
+     */
+    public Builder rememberedWrites(int rememberedWrites) {
+      if (rememberedWrites < 1 || rememberedWrites > MAX_REMEMBERED_WRITES) {
+        throw new IllegalArgumentException(
+            "rememberedWrites must be between 1 and "
+                + MAX_REMEMBERED_WRITES
+                + ", got "
+                + rememberedWrites
+                + ": pass how many of the latest fenced writes must stay recognisable when resent"
+                + " (default "
+                + DEFAULT_REMEMBERED_WRITES
+                + ").");
+      }
+      this.rememberedWrites = rememberedWrites;
       return this;
     }
 

@@ -71,4 +71,18 @@ class RedisConfigTest {
     assertThatThrownBy(() -> lock.leaseKey("x".repeat(256)))
         .isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void theFenceRemembersTenThousandWriteIdsByDefaultAndRefusesANumberOutOfRange() {
+    assertThat(fence.rememberedWrites()).isEqualTo(10_000);
+    assertThat(RedisFenceConfig.custom().rememberedWrites(1).build().rememberedWrites()).isOne();
+    assertThat(RedisFenceConfig.custom().rememberedWrites(1_000_000).build().rememberedWrites())
+        .isEqualTo(1_000_000);
+    assertThatThrownBy(() -> RedisFenceConfig.custom().rememberedWrites(0))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("between 1 and 1000000, got 0");
+    assertThatThrownBy(() -> RedisFenceConfig.custom().rememberedWrites(1_000_001))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("got 1000001");
+  }
 }

@@ -2,8 +2,8 @@ package dev.nolock.lock.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
 
+import dev.nolock.lock.redis.internal.Scripts;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FenceRejection;
@@ -19,6 +19,9 @@ import io.lettuce.core.api.sync.RedisCommands;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
@@ -197,7 +200,7 @@ class RedisFenceIT {
             e -> {
               assertThat(e.reason()).isEqualTo(FenceNotSeededException.Reason.NO_STATE);
               assertThat(e.lockName()).isEqualTo(lock);
-              assertThat(e.seededRunId()).isEmpty();
+              assertThat(e.seededOn()).isEmpty();
             })
         .hasMessageContaining("was never seeded, or Redis lost it")
         .hasMessageContaining("RedisFence.seed(floor)");
@@ -244,38 +247,45 @@ class RedisFenceIT {
   }
 
   @Test
-  void rememberedWriteIdsAreForgottenOnceTheirResendWindowHasPassed(RedisClient client) {
-    try (StatefulRedisConnection<String, String> quick = client.connect()) {
-      // A 100 ms command timeout: each write id is remembered for 2 x 100 ms + 1 s.
-      quick.setTimeout(Duration.ofMillis(100));
-      RedisFence shortWindow =
-          RedisFence.create(
-              quick, RedisFenceConfig.custom().keyPrefix(keys.key("window-fence:")).build());
-      shortWindow.seed(0);
-      String stateKey = shortWindow.config().stateKey();
-      for (int i = 0; i < 5; i++) {
-        assertThat(shortWindow.write(lease("A", 1), balance, "early " + i).isRight()).isTrue();
-      }
-      assertThat(rememberedWriteIds(stateKey)).hasSize(5);
-      long lastExpiry =
-          rememberedWriteIds(stateKey).values().stream()
-              .mapToLong(Long::parseLong)
-              .max()
-              .orElseThrow();
-      await("the server's clock passes the last window")
-          .atMost(Duration.ofSeconds(10))
-          .pollInterval(Duration.ofMillis(50))
-          .until(() -> serverMillis() > lastExpiry);
-
-      for (int i = 0; i < 3; i++) {
-        assertThat(shortWindow.write(lease("A", 1), balance, "late " + i).isRight()).isTrue();
-      }
-
-      assertThat(rememberedWriteIds(stateKey))
-          .as("each write forgets up to two expired ids: the five early ones are gone")
-          .hasSize(3);
-      assertThat(redis.get(balance)).isEqualTo("late 2");
+  void onlyTheLatestWriteIdsAreRememberedAndALowerNumberIsReachedTwoAtATime() {
+    RedisFence remembersThree =
+        RedisFence.create(
+            connection,
+            RedisFenceConfig.custom()
+                .keyPrefix(keys.key("memory-fence:"))
+                .rememberedWrites(3)
+                .build());
+    remembersThree.seed(0);
+    String stateKey = remembersThree.config().stateKey();
+    for (int i = 1; i <= 5; i++) {
+      assertThat(remembersThree.write(lease("A", 1), balance, "write " + i).isRight()).isTrue();
     }
+
+    assertThat(rememberedWriteSequences(stateKey))
+        .as("the ids of writes 3 to 5, each under its sequence number")
+        .containsExactly(3L, 4L, 5L);
+    assertThat(redis.hget(stateKey, "applied-oldest")).isEqualTo("3");
+
+    RedisFence remembersOne =
+        RedisFence.create(
+            connection,
+            RedisFenceConfig.custom()
+                .keyPrefix(keys.key("memory-fence:"))
+                .rememberedWrites(1)
+                .build());
+    assertThat(remembersOne.write(lease("A", 1), balance, "write 6").isRight()).isTrue();
+    assertThat(rememberedWriteSequences(stateKey))
+        .as("write 6 forgot two: 3 and 4")
+        .containsExactly(5L, 6L);
+    assertThat(remembersOne.write(lease("A", 1), balance, "write 7").isRight()).isTrue();
+    assertThat(rememberedWriteSequences(stateKey)).containsExactly(7L);
+    assertThat(redis.get(balance)).isEqualTo("write 7");
+  }
+
+  @Test
+  void theFencedWriteReadsNoClock() {
+    // Retention is counted in writes: a clock step on the Redis host cannot forget an id early.
+    assertThat(Scripts.FENCED_WRITE.source()).doesNotContainIgnoringCase("'TIME'");
   }
 
   @Test
@@ -332,23 +342,27 @@ class RedisFenceIT {
     return result;
   }
 
-  /** The remembered write ids of the fence at {@code stateKey}: id → expiry (server ms). */
-  private static Map<String, String> rememberedWriteIds(String stateKey) {
-    Map<String, String> ids = new java.util.HashMap<>();
-    redis
-        .hgetall(stateKey)
-        .forEach(
-            (field, value) -> {
-              if (field.startsWith("applied:")) {
-                ids.put(field.substring("applied:".length()), value);
-              }
-            });
-    return ids;
-  }
-
-  private static long serverMillis() {
-    java.util.List<String> time = redis.time();
-    return Long.parseLong(time.get(0)) * 1000 + Long.parseLong(time.get(1)) / 1000;
+  /**
+   * The sequence numbers of the fence's remembered write ids, in order; each id and its number
+   * point at each other.
+   */
+  private static List<Long> rememberedWriteSequences(String stateKey) {
+    Map<String, String> state = redis.hgetall(stateKey);
+    List<Long> sequences = new ArrayList<>();
+    state.forEach(
+        (field, value) -> {
+          if (field.startsWith("applied-id:")) {
+            assertThat(state.get("applied-at:" + value))
+                .as("the id remembered under %s", value)
+                .isEqualTo(field.substring("applied-id:".length()));
+            sequences.add(Long.parseLong(value));
+          }
+        });
+    assertThat(state.keySet().stream().filter(field -> field.startsWith("applied-at:")))
+        .as("one applied-at per remembered id")
+        .hasSize(sequences.size());
+    Collections.sort(sequences);
+    return sequences;
   }
 
   private double rejections() {

@@ -15,11 +15,11 @@ import java.util.concurrent.TimeUnit;
  * Runs a {@link LuaScript} and waits for its answer at most a known time, then cancels it.
  *
  * <p>Why not Lettuce's synchronous API: Lettuce resends a command whose connection dropped before
- * the answer came (at-least-once delivery), as long as the command is not done. A caller that must
- * recognise such a resend on the server (the fence remembers the id of each applied write) has to
- * know how long a resend can still arrive. The synchronous API waits for a timeout that {@code
- * TimeoutOptions} may change per command; here the wait is exactly {@code limit}, and the command
- * is cancelled when it ends, so Lettuce drops it instead of sending it again later.
+ * the answer came (at-least-once delivery), as long as the command is not done. A caller that has
+ * given up on a command (and told its own caller "unknown") should not have it run again later. The
+ * synchronous API waits for a timeout that {@code TimeoutOptions} may change per command; here the
+ * wait is exactly {@code limit}, and the command is cancelled when it ends, so Lettuce drops it
+ * instead of sending it again later.
  */
 public final class BoundedScriptCall {
 

@@ -80,140 +80,198 @@ public final class Scripts {
           """);
 
   /**
+   * The fence scripts' common start: {@code server} and {@code replid}, the identity of the server
+   * process and of its replication history, and {@code greater(a, b)} for decimal strings.
+   *
+   * <p>{@code run_id} ({@code INFO server}) is new for every process, so it tells a restarted
+   * server or a promoted replica from the one the fence was seeded on. {@code master_replid}
+   * ({@code INFO replication}) tells what the {@code run_id} cannot: the same process whose data
+   * set was replaced. Redis gives a server a new replication id whenever it is promoted ({@code
+   * REPLICAOF NO ONE}, a failover) and takes its primary's on a full resync, so a process that was
+   * a replica since the seed shows another one. It also changes without any loss: when a primary
+   * without a replication backlog gets its first replica, and when a primary frees its backlog
+   * after {@code repl-backlog-ttl} seconds without replicas; the fence then refuses until an
+   * operator resumes (see the README). A script error {@code NOLOCK_NO_SERVER_ID} says the server
+   * shows neither.
+   */
+  private static final String PRELUDE =
+      """
+      local function greater(a, b)
+        if #a ~= #b then
+          return #a > #b
+        end
+        return a > b
+      end
+      local server = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+      local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)')
+      if not server or not replid then
+        return redis.error_reply('NOLOCK_NO_SERVER_ID INFO shows no run_id or no master_replid')
+      end
+      """;
+
+  /**
+   * Reads where the fence's write sequence stands, before a fenced write is first sent. KEYS: the
+   * state hash. Replies {@code applied-seq} (the sequence number of the last applied write, {@code
+   * '0'} for none) and {@code seed:id} ({@code ''} for none).
+   *
+   * <p>Why: any send of the write runs after this read, so if one was applied its sequence number
+   * is above the one read here. A later send that finds neither its write id nor every id since
+   * that number remembered cannot tell whether an earlier send was applied, and says so (reply
+   * {@code 7} of {@link #FENCED_WRITE}).
+   */
+  public static final LuaScript FENCE_HORIZON =
+      new LuaScript(
+          "fence-horizon",
+          """
+          -- nolock fence: where the write sequence stands
+          return {redis.call('HGET', KEYS[1], 'applied-seq') or '0',
+            redis.call('HGET', KEYS[1], 'seed:id') or ''}
+          """);
+
+  /**
    * The fenced write. KEYS: the fence's state hash, then the data keys. ARGV: token, owner, lock
-   * name, write id, how long to remember the write id (milliseconds), then one value per data key.
+   * name, write id, the {@code applied-seq} and {@code seed:id} read by {@link #FENCE_HORIZON}
+   * before the first send, how many write ids to remember, then one value per data key.
    *
    * <p>Replies, first element: {@code 1} written; {@code 2} already written by an earlier send of
-   * this write id (a resend after a lost answer), nothing done; {@code 0, token, owner} refused,
-   * the lock's entry holds a newer token or the same from another owner; {@code 3, floor} refused,
-   * not by the entry but because the token is at or below the seeding floor; {@code 4} refused, the
-   * state holds no seed (never seeded, or Redis lost it); {@code 5, seeded run id, current run id}
-   * refused, the state was seeded on another server process (a restart or a failover since). Only
-   * {@code 1} writes.
+   * this write id (a resend after a lost answer), nothing done; {@code 7, horizon, oldest} unknown:
+   * the write id is not remembered, but ids applied since the horizon were forgotten (the oldest
+   * remembered is {@code oldest}), so an earlier send may have been applied; nothing done; {@code
+   * 8} unknown for the same reason: the fence was seeded again since the horizon was read; {@code
+   * 0, token, owner} refused, the lock's entry holds a newer token or the same from another owner;
+   * {@code 3, floor} refused, not by the entry but because the token is at or below the seeding
+   * floor; {@code 4} refused, the state holds no seed (never seeded, or Redis lost it); {@code 5,
+   * seeded run id, current run id, seeded replication id, current replication id} refused, the
+   * state was seeded on another server process (a restart or a failover since); {@code 6} and the
+   * same four ids, refused, seeded on this process but its replication id changed (it was a replica
+   * and was promoted again since, or its backlog was created or freed). Only {@code 1} writes.
    *
-   * <p>Server identity is the {@code run_id} of {@code INFO server}: new for every process, and a
-   * promoted replica's differs from its old primary's. A script error {@code NOLOCK_NO_RUN_ID} says
-   * the server does not show it.
+   * <p>Remembered write ids: {@code applied-id:<id>} = its sequence number, {@code
+   * applied-at:<seq>} = the id, {@code applied-seq} the last number given, {@code applied-oldest}
+   * the oldest still remembered. Each applied write forgets the oldest beyond the number to
+   * remember (at most two per write, so that a lowered number is reached gradually). No clock is
+   * read: a clock step on the Redis host changes nothing.
    */
   public static final LuaScript FENCED_WRITE =
       new LuaScript(
           "fenced-write",
-          """
-          -- nolock fence: write
-          local function greater(a, b)
-            if #a ~= #b then
-              return #a > #b
-            end
-            return a > b
-          end
-          local server = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-          if not server then
-            return redis.error_reply('NOLOCK_NO_RUN_ID INFO server shows no run_id')
-          end
-          local state = KEYS[1]
-          local seeded = redis.call('HGET', state, 'seed:run_id')
-          if not seeded then
-            return {4}
-          end
-          if redis.call('HEXISTS', state, 'applied:' .. ARGV[4]) == 1 then
-            return {2}
-          end
-          if seeded ~= server then
-            return {5, seeded, server}
-          end
-          local field = 'lock:' .. ARGV[3]
-          local entry = redis.call('HGET', state, field)
-          if entry then
-            -- token|owner: the token has no '|', the owner may.
-            local bar = string.find(entry, '|', 1, true)
-            local token, owner = string.sub(entry, 1, bar - 1), string.sub(entry, bar + 1)
-            if greater(token, ARGV[1]) or (token == ARGV[1] and owner ~= ARGV[2]) then
-              return {0, token, owner}
-            end
-          end
-          local floor = redis.call('HGET', state, 'seed:floor') or '0'
-          if not greater(ARGV[1], floor) then
-            return {3, floor}
-          end
-          local time = redis.call('TIME')
-          local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-          local tail = redis.call('HINCRBY', state, 'applied-queue:tail', 1)
-          redis.call('HSET', state, field, ARGV[1] .. '|' .. ARGV[2],
-            'applied:' .. ARGV[4], string.format('%.0f', now + tonumber(ARGV[5])),
-            'applied-queue:' .. tail, ARGV[4])
-          -- Forget at most two remembered write ids whose resend window has passed, oldest first:
-          -- the hash stays as large as the writes of one window.
-          for _ = 1, 2 do
-            local head = tonumber(redis.call('HGET', state, 'applied-queue:head') or '1')
-            if head >= tail then
-              break
-            end
-            local old = redis.call('HGET', state, 'applied-queue:' .. head)
-            local expires = old and tonumber(redis.call('HGET', state, 'applied:' .. old))
-            if expires and expires > now then
-              break
-            end
-            redis.call('HDEL', state, 'applied-queue:' .. head)
-            if old then
-              redis.call('HDEL', state, 'applied:' .. old)
-            end
-            redis.call('HSET', state, 'applied-queue:head', string.format('%.0f', head + 1))
-          end
-          for i = 2, #KEYS do
-            redis.call('SET', KEYS[i], ARGV[i + 4])
-          end
-          return {1}
-          """);
+          "-- nolock fence: write\n"
+              + PRELUDE
+              + """
+              local state = KEYS[1]
+              local seeded = redis.call('HGET', state, 'seed:run_id')
+              if not seeded then
+                return {4}
+              end
+              if redis.call('HEXISTS', state, 'applied-id:' .. ARGV[4]) == 1 then
+                return {2}
+              end
+              -- Not remembered. A send of this write can only have been applied after the horizon;
+              -- if ids of that span were forgotten, neither a refusal nor a write would be true.
+              if (redis.call('HGET', state, 'seed:id') or '') ~= ARGV[6] then
+                return {8}
+              end
+              local oldest = tonumber(redis.call('HGET', state, 'applied-oldest') or '1')
+              if oldest > tonumber(ARGV[5]) + 1 then
+                return {7, ARGV[5], string.format('%.0f', oldest)}
+              end
+              local seededReplid = redis.call('HGET', state, 'seed:replid') or ''
+              if seeded ~= server then
+                return {5, seeded, server, seededReplid, replid}
+              end
+              if seededReplid ~= replid then
+                return {6, seeded, server, seededReplid, replid}
+              end
+              local field = 'lock:' .. ARGV[3]
+              local entry = redis.call('HGET', state, field)
+              if entry then
+                -- token|owner: the token has no '|', the owner may.
+                local bar = string.find(entry, '|', 1, true)
+                local token, owner = string.sub(entry, 1, bar - 1), string.sub(entry, bar + 1)
+                if greater(token, ARGV[1]) or (token == ARGV[1] and owner ~= ARGV[2]) then
+                  return {0, token, owner}
+                end
+              end
+              local floor = redis.call('HGET', state, 'seed:floor') or '0'
+              if not greater(ARGV[1], floor) then
+                return {3, floor}
+              end
+              local seq = redis.call('HINCRBY', state, 'applied-seq', 1)
+              local seqText = string.format('%.0f', seq)
+              redis.call('HSET', state, field, ARGV[1] .. '|' .. ARGV[2],
+                'applied-id:' .. ARGV[4], seqText, 'applied-at:' .. seqText, ARGV[4])
+              local keep = tonumber(ARGV[7])
+              for _ = 1, 2 do
+                local head = tonumber(redis.call('HGET', state, 'applied-oldest') or '1')
+                if seq - head < keep then
+                  break
+                end
+                local headText = string.format('%.0f', head)
+                local old = redis.call('HGET', state, 'applied-at:' .. headText)
+                redis.call('HDEL', state, 'applied-at:' .. headText)
+                if old then
+                  redis.call('HDEL', state, 'applied-id:' .. old)
+                end
+                redis.call('HSET', state, 'applied-oldest', string.format('%.0f', head + 1))
+              end
+              for i = 2, #KEYS do
+                redis.call('SET', KEYS[i], ARGV[i + 6])
+              end
+              return {1}
+              """);
 
   /**
-   * Seeds the fence: from now on its state is trusted on this server process, and tokens at or
-   * below the floor are refused for every lock. KEYS: the state hash. ARGV: floor (decimal). Lock
-   * entries that survived are kept. Replies {@code 1, previous floor, previous run id or '', run
-   * id}; or {@code 0, floor} without a change when the state already has a higher floor.
+   * Seeds the fence: from now on its state is trusted on this server process and replication
+   * history, and tokens at or below the floor are refused for every lock. KEYS: the state hash.
+   * ARGV: floor (decimal), a new seed id. Lock entries and remembered write ids that survived are
+   * kept. The seed id changes unless the state was already seeded on this very process and
+   * replication history: a write whose horizon was read under another seed may come from another
+   * copy of the state, whose sequence numbers say nothing here. Replies {@code 1, previous floor,
+   * previous run id or '', run id}; or {@code 0, floor} without a change when the state already has
+   * a higher floor.
    */
   public static final LuaScript FENCE_SEED =
       new LuaScript(
           "fence-seed",
-          """
-          -- nolock fence: seed
-          local function greater(a, b)
-            if #a ~= #b then
-              return #a > #b
-            end
-            return a > b
-          end
-          local server = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-          if not server then
-            return redis.error_reply('NOLOCK_NO_RUN_ID INFO server shows no run_id')
-          end
-          local floor = redis.call('HGET', KEYS[1], 'seed:floor') or '0'
-          if greater(floor, ARGV[1]) then
-            return {0, floor}
-          end
-          local previous = redis.call('HGET', KEYS[1], 'seed:run_id') or ''
-          redis.call('HSET', KEYS[1], 'seed:run_id', server, 'seed:floor', ARGV[1])
-          return {1, floor, previous, server}
-          """);
+          "-- nolock fence: seed\n"
+              + PRELUDE
+              + """
+              local floor = redis.call('HGET', KEYS[1], 'seed:floor') or '0'
+              if greater(floor, ARGV[1]) then
+                return {0, floor}
+              end
+              local previous = redis.call('HGET', KEYS[1], 'seed:run_id') or ''
+              local previousReplid = redis.call('HGET', KEYS[1], 'seed:replid') or ''
+              if previous ~= server or previousReplid ~= replid
+                  or redis.call('HEXISTS', KEYS[1], 'seed:id') == 0 then
+                redis.call('HSET', KEYS[1], 'seed:id', ARGV[2])
+              end
+              redis.call('HSET', KEYS[1], 'seed:run_id', server, 'seed:replid', replid,
+                'seed:floor', ARGV[1])
+              return {1, floor, previous, server}
+              """);
 
   /**
-   * Trusts the state that survived a restart or a failover on the server process running now. KEYS:
-   * the state hash. Replies {@code 1, previous run id, run id}; or {@code 0} without a change when
-   * there is no seeded state to trust.
+   * Trusts the state that survived a restart, a failover or a change of replication id on the
+   * server process and replication history now running. KEYS: the state hash. ARGV: a new seed id,
+   * taken unless the state is already trusted here (see {@link #FENCE_SEED}). Replies {@code 1,
+   * previous run id, run id}; or {@code 0} without a change when there is no seeded state to trust.
    */
   public static final LuaScript FENCE_RESUME =
       new LuaScript(
           "fence-resume",
-          """
-          -- nolock fence: resume with the surviving state
-          local server = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
-          if not server then
-            return redis.error_reply('NOLOCK_NO_RUN_ID INFO server shows no run_id')
-          end
-          local previous = redis.call('HGET', KEYS[1], 'seed:run_id')
-          if not previous then
-            return {0}
-          end
-          redis.call('HSET', KEYS[1], 'seed:run_id', server)
-          return {1, previous, server}
-          """);
+          "-- nolock fence: resume with the surviving state\n"
+              + PRELUDE
+              + """
+              local previous = redis.call('HGET', KEYS[1], 'seed:run_id')
+              if not previous then
+                return {0}
+              end
+              if previous ~= server
+                  or (redis.call('HGET', KEYS[1], 'seed:replid') or '') ~= replid then
+                redis.call('HSET', KEYS[1], 'seed:id', ARGV[1])
+              end
+              redis.call('HSET', KEYS[1], 'seed:run_id', server, 'seed:replid', replid)
+              return {1, previous, server}
+              """);
 }
