@@ -23,7 +23,13 @@ import java.time.Duration;
  *       nothing and grants nothing.
  * </ol>
  *
- * Inputs reach a backend already validated by the facade. Losing a race is a return value; a
+ * <p>An {@code owner} names one grant, not one process: the facade passes the process's owner plus
+ * a nonce per acquisition ({@link GrantOwner}), so two grants of one process never share an owner
+ * and a renew or release by one can never act on the other's lease. An acquire by the owner that
+ * already holds the lease (a caller's retry after "unknown") grants nothing new: the backend
+ * refuses it or returns that grant's own token.
+ *
+ * <p>Inputs reach a backend already validated by the facade. Losing a race is a return value; a
  * failure of the server is a {@link BackendUnavailableException}.
  */
 public interface LockBackend {
