@@ -61,8 +61,8 @@ public final class GrantOwner {
   }
 
   /**
-   * The process owner of a grant owner made by {@link #newGrant}, or the value itself when it has no
-   * nonce (a backend written to by other code).
+   * The process owner of a grant owner made by {@link #newGrant}, or the value itself when it has
+   * no nonce (a backend written to by other code).
    */
   public static String processOf(String grantOwner) {
     int at = grantOwner.lastIndexOf(SEPARATOR);

@@ -71,12 +71,13 @@ public abstract class ElectionContract {
       auditor.assertNoStaleWriteAccepted();
 
       // onNewLeader across processes: each follower heard of every leader, once, in order.
-      assertThat(result.leadersSeen().get(result.third().owner()))
-          .containsExactly(result.first().owner(), result.second().owner(), result.third().owner());
-      assertThat(result.leadersSeen().get(result.second().owner()))
-          .containsExactly(result.first().owner(), result.second().owner());
-      assertThat(result.leadersSeen().get(result.first().owner()))
-          .startsWith(result.first().owner());
+      assertThat(result.leadersSeen().get(result.third().identity()))
+          .containsExactly(
+              result.first().identity(), result.second().identity(), result.third().identity());
+      assertThat(result.leadersSeen().get(result.second().identity()))
+          .containsExactly(result.first().identity(), result.second().identity());
+      assertThat(result.leadersSeen().get(result.first().identity()))
+          .startsWith(result.first().identity());
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.nolock.testkit;
 
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.GrantOwner;
 import dev.nolock.testkit.internal.CandidateMain;
 import java.io.IOException;
 import java.time.Duration;
@@ -48,7 +49,13 @@ public final class ElectionScenario {
   public static final String THIRD_VALUE = "leader-3";
 
   /** One term: which candidate led, under which token. */
-  public record Term(String candidate, long pid, String owner, FencingToken token) {}
+  public record Term(String candidate, long pid, String owner, FencingToken token) {
+
+    /** The candidate's identity: the lease owner without the nonce of this term's grant. */
+    public String identity() {
+      return GrantOwner.processOf(owner);
+    }
+  }
 
   /** The outcome of one run. */
   public record Result(
@@ -187,7 +194,7 @@ public final class ElectionScenario {
 
       Map<String, List<String>> leadersSeen = new LinkedHashMap<>();
       for (Elected leader : List.of(first, second, replacement)) {
-        leadersSeen.put(leader.owner, newLeaderLines(leader.child));
+        leadersSeen.put(GrantOwner.processOf(leader.owner), newLeaderLines(leader.child));
       }
       return new Result(
           first.term(),
@@ -251,7 +258,9 @@ public final class ElectionScenario {
 
   private static void awaitNewLeader(ChildJvm follower, String leader, Duration stuck)
       throws InterruptedException {
-    follower.awaitLine(l -> l.equals("NEW_LEADER " + leader), "NEW_LEADER " + leader, stuck);
+    // Followers name the candidate; the lease (and so the leader's own line) names its grant.
+    String line = "NEW_LEADER " + GrantOwner.processOf(leader);
+    follower.awaitLine(l -> l.equals(line), line, stuck);
   }
 
   private static boolean write(

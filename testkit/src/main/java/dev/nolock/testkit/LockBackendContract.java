@@ -72,7 +72,9 @@ public abstract class LockBackendContract {
     // The holder's own grant asking again (a retry after "unknown") grants nothing new: a backend
     // may refuse it or hand back the same token, never a new one.
     Option<FencingToken> again = backend().tryAcquire(name, "A", ttl());
-    assertThat(again.toJavaOptional()).as("the holding grant asking again").isIn(Optional.empty(), Optional.of(a));
+    assertThat(again.toJavaOptional())
+        .as("the holding grant asking again")
+        .isIn(Optional.empty(), Optional.of(a));
     assertThat(peek(name)).contains(new PeekedLease("A", a, false));
   }
 

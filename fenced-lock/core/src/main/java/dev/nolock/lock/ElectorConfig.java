@@ -1,5 +1,6 @@
 package dev.nolock.lock;
 
+import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
@@ -129,9 +130,13 @@ public final class ElectorConfig {
       this.name = Names.requireName("election name", name, Lease.MAX_NAME_LENGTH);
     }
 
-    /** This candidate's identity, unique per process. Default: pid plus a random UUID. */
+    /**
+     * This candidate's identity, unique per process, at most {@value
+     * GrantOwner#MAX_PROCESS_OWNER_LENGTH} characters (each term's lease adds a nonce). Default:
+     * pid plus a random UUID.
+     */
     public Builder identity(String identity) {
-      this.identity = Names.requireName("candidate identity", identity, Lease.MAX_OWNER_LENGTH);
+      this.identity = GrantOwner.requireProcessOwner("candidate identity", identity);
       return this;
     }
 

@@ -3,6 +3,7 @@ package dev.nolock.lock;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LockBackend;
@@ -32,21 +33,24 @@ import org.slf4j.LoggerFactory;
  * a strictly increasing {@link FencingToken} with which the protected resource can refuse a stale
  * holder's write ({@link dev.nolock.patterns.Fence}), that the holder learns of a lost lease at
  * once (callback and {@link dev.nolock.patterns.LeaseLostException} on its next check), and that no
- * renewal or release ever touches another holder's lease.
+ * renewal, release or fenced write of one grant ever passes as another's, even when a backend that
+ * lost its state hands an equal token to a second grant of the same process.
  *
  * <p>Algorithm:
  *
  * <ol>
- *   <li>Acquire: read the clock, ask the backend to grant the lease (it bumps the token in the same
- *       step), and count the lease from that first reading, so the round trip is subtracted. {@link
- *       #acquire} repeats this with exponential backoff and full jitter until {@code maxWait}.
+ *   <li>Acquire: read the clock, ask the backend to grant the lease to a new grant identity (the
+ *       configured owner plus a random nonce, {@link dev.nolock.patterns.GrantOwner}; the backend
+ *       bumps the token in the same step), and count the lease from that first reading, so the
+ *       round trip is subtracted. {@link #acquire} repeats this with exponential backoff and full
+ *       jitter until {@code maxWait}.
  *   <li>Renew: every renewal interval (default TTL/3) a watchdog asks the backend to extend the
- *       lease <em>if it is still this owner's and this token's</em>. Success moves the deadline to
+ *       lease <em>if it is still this grant's and this token's</em>. Success moves the deadline to
  *       the renewal's send time plus the TTL; a refusal loses the lease at once; a failed call is
  *       retried at the next interval unless the deadline has passed, which loses it.
  *   <li>A separate timer loses the lease the moment its deadline passes without a successful
  *       renewal, even when a renewal call hangs.
- *   <li>Release: the backend frees the lease only if it is still this owner's and token's.
+ *   <li>Release: the backend frees the lease only if it is still this grant's and token's.
  * </ol>
  *
  * <p>Thread-safe; one instance per process and backend is enough. Close it to release every held
@@ -208,13 +212,14 @@ public final class FencedLock implements AutoCloseable {
 
   private Option<HeldLock> attempt(String name, Duration ttl, Duration interval) {
     long sent = clock.nanoTime();
-    Option<FencingToken> token = backend.tryAcquire(name, config.owner(), ttl);
+    String owner = GrantOwner.newGrant(config.owner());
+    Option<FencingToken> token = backend.tryAcquire(name, owner, ttl);
     if (token.isEmpty()) {
       metrics.conflict();
       return Option.none();
     }
     Deadline deadline = Deadline.forHolder(clock, sent, ttl);
-    HeldLock lock = new HeldLock(this, name, token.get(), ttl, deadline, sent);
+    HeldLock lock = new HeldLock(this, name, owner, token.get(), ttl, deadline, sent);
     ScheduledFuture<?> renewal =
         config.autoRenew()
             ? renewals.scheduleWithFixedDelay(
@@ -231,7 +236,7 @@ public final class FencedLock implements AutoCloseable {
     long sent = clock.nanoTime();
     boolean renewed;
     try {
-      renewed = backend.renew(lock.name(), config.owner(), lock.token(), lock.ttl());
+      renewed = backend.renew(lock.name(), lock.owner(), lock.token(), lock.ttl());
     } catch (RuntimeException e) {
       metrics.renewalFailed();
       LOG.warn("Renewal of {} failed; retrying at the next interval", lock, e);
@@ -292,7 +297,7 @@ public final class FencedLock implements AutoCloseable {
     if (wasHeld) {
       metrics.held(since(lock.acquiredAtNanos()));
     }
-    backend.release(lock.name(), config.owner(), lock.token());
+    backend.release(lock.name(), lock.owner(), lock.token());
   }
 
   private Duration since(long startNanos) {

@@ -30,6 +30,7 @@ public final class HeldLock implements AutoCloseable {
 
   private final FencedLock lock;
   private final String name;
+  private final String owner;
   private final FencingToken token;
   private final Duration ttl;
   private final long acquiredAtNanos;
@@ -40,12 +41,14 @@ public final class HeldLock implements AutoCloseable {
   HeldLock(
       FencedLock lock,
       String name,
+      String owner,
       FencingToken token,
       Duration ttl,
       Deadline deadline,
       long acquiredAtNanos) {
     this.lock = lock;
     this.name = name;
+    this.owner = owner;
     this.token = token;
     this.ttl = ttl;
     this.deadline = deadline;
@@ -54,6 +57,15 @@ public final class HeldLock implements AutoCloseable {
 
   public String name() {
     return name;
+  }
+
+  /**
+   * The identity of this grant: the lock's {@link LockConfig#owner()} plus a nonce of its own
+   * ({@link dev.nolock.patterns.GrantOwner}), so that no other grant, not even one of this process
+   * with an equal token, can pass a fence, renew or release as this one.
+   */
+  public String owner() {
+    return owner;
   }
 
   /** When the lease ends as this holder measures it; moves forward with each renewal. */
@@ -77,8 +89,8 @@ public final class HeldLock implements AutoCloseable {
   }
 
   /**
-   * The grant to pass to a {@link dev.nolock.patterns.Fence}: lock name, owner, fencing token and
-   * the current deadline.
+   * The grant to pass to a {@link dev.nolock.patterns.Fence}: lock name, this grant's {@link
+   * #owner()}, fencing token and the current deadline.
    *
    * @throws IllegalStateException for an {@link LockPurpose#EFFICIENCY} lock, which must not guard
    *     writes a second holder would corrupt
@@ -93,7 +105,7 @@ public final class HeldLock implements AutoCloseable {
               + " would corrupt, create it with LockConfig.custom(LockPurpose.CORRECTNESS) and send"
               + " each write with lease() through a Fence.");
     }
-    return new Lease(name, lock.config().owner(), token, deadline);
+    return new Lease(name, owner, token, deadline);
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.nolock.lock;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import io.micrometer.core.instrument.Counter;
@@ -189,7 +190,8 @@ public final class LeaderElector implements AutoCloseable {
           if (got.isDefined()) {
             lead(got.get());
           } else {
-            backend.holder(config.name()).forEach(h -> observe(h.owner()));
+            // The lease names the leader's grant; observers want the candidate behind it.
+            backend.holder(config.name()).forEach(h -> observe(GrantOwner.processOf(h.owner())));
             pause(jittered(config.retryPeriod()));
           }
         } else {

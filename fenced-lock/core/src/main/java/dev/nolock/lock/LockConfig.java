@@ -1,9 +1,8 @@
 package dev.nolock.lock;
 
 import dev.nolock.patterns.CoordinationMetrics;
-import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseClock;
-import dev.nolock.patterns.Names;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Objects;
@@ -180,12 +179,14 @@ public final class LockConfig {
     }
 
     /**
-     * The holder identity; unique per process. The default is the process id plus a random UUID.
-     * Never use a bare host name: two processes on one host would share it, and the fence accepts
-     * an equal token from the same owner.
+     * The holder identity of this process, for logs and observers; at most {@value
+     * GrantOwner#MAX_PROCESS_OWNER_LENGTH} characters. Each grant adds a nonce of its own ({@code
+     * owner#nonce}, see {@link HeldLock#owner()}), so two grants never share an identity, even in
+     * one process. The default is the process id plus a random UUID; a host name plus a process id
+     * makes lease tables easier to read.
      */
     public Builder owner(String owner) {
-      this.owner = Names.requireName("lock owner", owner, Lease.MAX_OWNER_LENGTH);
+      this.owner = GrantOwner.requireProcessOwner("lock owner", owner);
       return this;
     }
 

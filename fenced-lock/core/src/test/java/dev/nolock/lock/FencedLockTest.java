@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.LockBackend;
@@ -49,7 +50,10 @@ class FencedLockTest {
     HeldLock held = lock.tryAcquire("invoice-1", TTL).get();
 
     assertThat(held.lease().name()).isEqualTo("invoice-1");
-    assertThat(held.lease().owner()).isEqualTo(lock.config().owner());
+    assertThat(held.lease().owner())
+        .isEqualTo(held.owner())
+        .startsWith(lock.config().owner() + "#");
+    assertThat(GrantOwner.processOf(held.owner())).isEqualTo(lock.config().owner());
     assertThat(held.lease().token()).isEqualTo(FencingToken.of(1));
   }
 
@@ -134,7 +138,7 @@ class FencedLockTest {
           .hasMessageContaining("Stop writing");
       assertThat(server.peek("invoice-1").get().owner())
           .as("A's renewal did not extend B's lease")
-          .isEqualTo(b.config().owner());
+          .isEqualTo(taken.owner());
       assertThat(taken.isHeld()).isTrue();
       assertThat(registry.get("nolock.lease.losses").counter().count()).isEqualTo(1);
       assertThat(registry.get("nolock.renewal.failures").counter().count())

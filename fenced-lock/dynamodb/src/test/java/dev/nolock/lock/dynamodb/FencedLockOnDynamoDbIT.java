@@ -151,8 +151,8 @@ class FencedLockOnDynamoDbIT {
     }
 
     assertThat(b.lease().token().isNewerThan(a.lease().token())).isTrue();
-    assertThat(auditor.attempts("A")).isEqualTo(1);
-    assertThat(auditor.refusals("A")).isEqualTo(1);
+    assertThat(auditor.attempts(a.owner())).isEqualTo(1);
+    assertThat(auditor.refusals(a.owner())).isEqualTo(1);
     assertThat(
             dynamo
                 .getItem(get -> get.tableName(dataTable).key(invoice).consistentRead(true))

@@ -79,12 +79,12 @@ class FencedLockOnPostgresIT {
     HeldLock held = lockA.tryAcquire(name, TTL).get();
     FencingToken token = held.lease().token();
 
-    assertThat(rows.peek(name)).contains(new PeekedLease(lockA.config().owner(), token, false));
+    assertThat(rows.peek(name)).contains(new PeekedLease(held.owner(), token, false));
     assertThat(lockB.tryAcquire(name, TTL).isEmpty()).as("B while A holds it").isTrue();
 
     held.release();
 
-    assertThat(rows.peek(name)).contains(new PeekedLease(lockA.config().owner(), token, true));
+    assertThat(rows.peek(name)).contains(new PeekedLease(held.owner(), token, true));
     HeldLock next = lockB.tryAcquire(name, TTL).get();
     assertThat(next.lease().token().value()).isEqualTo(token.value() + 1);
     assertThat(registry.get("nolock.conflicts").counter().count()).isZero();
@@ -94,7 +94,7 @@ class FencedLockOnPostgresIT {
   void theWatchdogKeepsTheLeaseBeyondItsTtl() {
     Duration ttl = Duration.ofMillis(1500);
     HeldLock held = lockA.tryAcquire(name, ttl).get();
-    PeekedLease stillA = new PeekedLease(lockA.config().owner(), held.lease().token(), false);
+    PeekedLease stillA = new PeekedLease(held.owner(), held.lease().token(), false);
 
     // Holding a condition for a while is an assertion, not a synchronisation.
     await()
@@ -125,10 +125,40 @@ class FencedLockOnPostgresIT {
     assertThat(leaseB.token().isNewerThan(leaseA.token())).isTrue();
     assertThat(rows.peek(name))
         .as("A's refused renewal left B's lease alone")
-        .contains(new PeekedLease(lockB.config().owner(), leaseB.token(), false));
+        .contains(new PeekedLease(b.owner(), leaseB.token(), false));
     assertThat(b.isHeld()).isTrue();
     assertThat(registry.get("nolock.lease.losses").counter().count()).isOne();
     assertThat(registry.get("nolock.renewal.failures").counter().count()).isOne();
+  }
+
+  /**
+   * The lease row is deleted (an operator's clean-up, a restored backup) while a grant holds it, so
+   * the backend hands token 1 out again, to a second thread of the same process. With one owner per
+   * process both grants would carry (1, owner) and both would pass the fence, and the first grant's
+   * release would free the second's lease.
+   */
+  @Test
+  void aReissuedTokenDoesNotLetTwoGrantsOfOneLockBothPassTheFence() {
+    Fence fence = Fence.onTable(Fence.DEFAULT_TABLE);
+    HeldLock first = lockA.tryAcquire(name, TTL).get();
+    rows.delete(name);
+    HeldLock second = lockA.tryAcquire(name, TTL).get();
+    assertThat(second.lease().token())
+        .as("the backend reissued the first grant's token")
+        .isEqualTo(first.lease().token());
+
+    Either<FenceRejection, Integer> firstWrite = fence.write(dsl, first.lease(), tx -> 1);
+    Either<FenceRejection, Integer> secondWrite = fence.write(dsl, second.lease(), tx -> 2);
+    first.release();
+
+    assertThat(firstWrite.isRight()).as("the first grant's write").isTrue();
+    assertThat(secondWrite.isLeft())
+        .as("the second grant, with an equal token from the same process, is refused")
+        .isTrue();
+    assertThat(rows.peek(name))
+        .as("the first grant's release left the second grant's lease alone")
+        .contains(new PeekedLease(second.owner(), second.lease().token(), false));
+    assertThat(first.owner()).isNotEqualTo(second.owner());
   }
 
   @Test

@@ -50,6 +50,19 @@ final class LockRows {
   }
 
   /** Ends the stored lease now, as a pause past the TTL would from the database's view. */
+  /** Deletes the lease row, as an operator's clean-up would: the token counter starts again. */
+  void delete(String name) {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement s = c.prepareStatement("DELETE FROM " + table + " WHERE name = ?")) {
+      s.setString(1, name);
+      if (s.executeUpdate() != 1) {
+        throw new IllegalStateException("no lease row for " + name);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   void expireNow(String name) {
     try (Connection c = dataSource.getConnection();
         PreparedStatement s =
