@@ -1,8 +1,8 @@
 package dev.nolock.patterns;
 
 /**
- * The caller's name for one intended fenced write, repeated on every retry of that write, so that
- * a {@link Fence} can tell a retry whose earlier attempt committed from a new write: see {@link
+ * The caller's name for one intended fenced write, repeated on every retry of that write, so that a
+ * {@link Fence} can tell a retry whose earlier attempt committed from a new write: see {@link
  * Fence#write(org.jooq.DSLContext, Lease, WriteId, java.util.function.Function)}.
  *
  * <p>Choose it once, before the first attempt (a UUID, or a business key such as {@code

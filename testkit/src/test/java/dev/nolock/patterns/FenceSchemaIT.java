@@ -15,8 +15,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@link Fence#createTableIfMissing} on the real PostgreSQL: it adds the {@code last_write} column
- * to a fence table made before write ids existed, and a role that does not own a complete table
- * can call it.
+ * to a fence table made before write ids existed, and a role that does not own a complete table can
+ * call it.
  */
 @ExtendWith(PostgresExtension.class)
 class FenceSchemaIT {
@@ -44,8 +44,7 @@ class FenceSchemaIT {
 
     assertThat(lastWriteColumns("old_fences")).isEqualTo(1);
     Lease lease = lease("invoice-42", "A", 7);
-    assertThat(fence.write(dsl, lease, WriteId.of("w1"), tx -> 1).get().alreadyWritten())
-        .isFalse();
+    assertThat(fence.write(dsl, lease, WriteId.of("w1"), tx -> 1).get().alreadyWritten()).isFalse();
     assertThat(fence.write(dsl, lease, WriteId.of("w1"), tx -> 1).get().alreadyWritten()).isTrue();
     assertThat(fence.write(dsl, lease("invoice-42", "B", 6), tx -> 1).isLeft())
         .as("the row written before the column existed still fences")
@@ -105,16 +104,20 @@ class FenceSchemaIT {
                         c -> {
                           DSLContext tx = c.dsl();
                           tx.execute("create role " + role + " nologin");
-                          tx.execute("grant usage on schema " + schema.schemaName() + " to " + role);
                           tx.execute(
-                              "grant select, insert, update on " + table + " to " + role);
+                              "grant usage on schema " + schema.schemaName() + " to " + role);
+                          tx.execute("grant select, insert, update on " + table + " to " + role);
                           tx.execute("set local role " + role);
                           body.accept(tx);
                           throw rolledBack;
                         }))
         .isSameAs(rolledBack);
     assertThat(
-            schema.dsl().fetchCount(org.jooq.impl.DSL.table("pg_roles"), org.jooq.impl.DSL.field("rolname").eq(role)))
+            schema
+                .dsl()
+                .fetchCount(
+                    org.jooq.impl.DSL.table("pg_roles"),
+                    org.jooq.impl.DSL.field("rolname").eq(role)))
         .as("the role was rolled back")
         .isZero();
   }

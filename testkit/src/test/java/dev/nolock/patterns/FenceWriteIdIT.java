@@ -27,8 +27,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * A fenced write whose {@code COMMIT} PostgreSQL applied but whose answer was lost with the
  * connection ({@link JdbcFaults}), retried by the caller as it would after the exception: with a
- * {@link WriteId} the retry runs nothing and says so; without one (the negative control) the
- * writes run twice.
+ * {@link WriteId} the retry runs nothing and says so; without one (the negative control) the writes
+ * run twice.
  */
 @ExtendWith(PostgresExtension.class)
 class FenceWriteIdIT {
@@ -77,7 +77,9 @@ class FenceWriteIdIT {
     }
 
     assertThat(balance())
-        .as("the balance after one credit of %d whose COMMIT answer was lost, and its retry", CREDIT)
+        .as(
+            "the balance after one credit of %d whose COMMIT answer was lost, and its retry",
+            CREDIT)
         .isEqualTo(INITIAL_BALANCE + CREDIT);
     assertThat(retried.get())
         .isEqualTo(new FencedWrite.AlreadyWritten<>(lock, FencingToken.of(7), "A", writeId));
@@ -182,15 +184,13 @@ class FenceWriteIdIT {
     assertThatThrownBy(() -> fence.write(schema.dsl(), lease("A", 7), null, this::credit))
         .isInstanceOf(NullPointerException.class)
         .hasMessageContaining("WriteId.of");
-    assertThatThrownBy(() -> fence.write(schema.dsl(), lease("A", 7), WriteId.of(" "), this::credit))
+    assertThatThrownBy(
+            () -> fence.write(schema.dsl(), lease("A", 7), WriteId.of(" "), this::credit))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("blank");
 
     assertThat(balance()).isEqualTo(INITIAL_BALANCE);
-    assertThat(
-            schema
-                .dsl()
-                .fetchCount(table(name("nolock_fences")), field(name("name")).eq(lock)))
+    assertThat(schema.dsl().fetchCount(table(name("nolock_fences")), field(name("name")).eq(lock)))
         .as("no fence row for the lock")
         .isZero();
   }
