@@ -52,7 +52,9 @@ import org.jooq.impl.SQLDataType;
  *
  * Equal tokens pass only for the same owner: a backend that loses its counter (a Redis restart
  * without persistence, a lease row deleted on release) can hand the same token out again, and the
- * fence must not take the second holder for the first.
+ * fence must not take the second holder for the first. So an owner names one grant, not a process
+ * ({@link GrantOwner}: {@code FencedLock} passes {@code owner#nonce}), or two threads of one
+ * process holding the reissued token would both pass.
  *
  * <p>A lost answer: when the connection drops after the server applied the {@code COMMIT}, the
  * caller gets jOOQ's {@link org.jooq.exception.DataAccessException} (SQLState {@code 08006}) and
