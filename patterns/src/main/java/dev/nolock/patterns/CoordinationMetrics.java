@@ -45,6 +45,7 @@ public final class CoordinationMetrics {
   private final Counter renewals;
   private final Counter renewalFailures;
   private final Counter leaseLosses;
+  private final Counter releaseFailures;
   private final Counter fenceRejections;
 
   private CoordinationMetrics(MeterRegistry registry, String component, String instance) {
@@ -71,6 +72,12 @@ public final class CoordinationMetrics {
         counter(registry, tags, "nolock.renewal.failures", "Renewals refused or failed");
     this.leaseLosses =
         counter(registry, tags, "nolock.lease.losses", "Holders told their lease was lost");
+    this.releaseFailures =
+        counter(
+            registry,
+            tags,
+            "nolock.release.failures",
+            "Releases that failed or whose answer was lost; such a lease ends at its TTL");
     this.fenceRejections =
         counter(registry, tags, "nolock.fence.rejections", "Writes refused for a stale token");
   }
@@ -122,6 +129,11 @@ public final class CoordinationMetrics {
   /** A holder was told it lost its lease. */
   public void leaseLost() {
     leaseLosses.increment();
+  }
+
+  /** A release failed or its answer was lost; the lease ends at its TTL at the latest. */
+  public void releaseFailed() {
+    releaseFailures.increment();
   }
 
   /** A write carrying a stale token was refused by the resource. */

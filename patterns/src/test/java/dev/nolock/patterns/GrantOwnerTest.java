@@ -12,7 +12,10 @@ class GrantOwnerTest {
     String first = GrantOwner.newGrant("billing-7");
     String second = GrantOwner.newGrant("billing-7");
 
-    assertThat(first).isNotEqualTo(second).startsWith("billing-7#").hasSize("billing-7#".length() + 16);
+    assertThat(first)
+        .isNotEqualTo(second)
+        .startsWith("billing-7#")
+        .hasSize("billing-7#".length() + 16);
     assertThat(GrantOwner.processOf(first)).isEqualTo("billing-7");
     assertThat(GrantOwner.processOf(second)).isEqualTo("billing-7");
   }

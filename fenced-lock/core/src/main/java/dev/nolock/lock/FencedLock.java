@@ -104,7 +104,8 @@ public final class FencedLock implements AutoCloseable {
   /**
    * Asks once.
    *
-   * @return the held lock, or empty when someone else holds it
+   * @return the held lock, or empty when someone else holds it or the grant arrived after its TTL
+   *     had run out
    * @throws IllegalArgumentException for a bad name or TTL, with how to fix it
    * @throws dev.nolock.patterns.BackendUnavailableException when the backend failed
    */
@@ -219,6 +220,19 @@ public final class FencedLock implements AutoCloseable {
       return Option.none();
     }
     Deadline deadline = Deadline.forHolder(clock, sent, ttl);
+    if (deadline.hasExpired()) {
+      // The grant came back after the whole TTL (a pause, a slow backend, a resend): another
+      // holder may have it by now. Handing it out would give the caller a lease it cannot use.
+      metrics.conflict();
+      try {
+        backend.release(name, owner, token.get());
+      } catch (RuntimeException e) {
+        metrics.releaseFailed();
+        LOG.warn(
+            "Could not release the expired grant {} of {}; it has ended anyway", owner, name, e);
+      }
+      return Option.none();
+    }
     HeldLock lock = new HeldLock(this, name, owner, token.get(), ttl, deadline, sent);
     ScheduledFuture<?> renewal =
         config.autoRenew()
@@ -297,7 +311,15 @@ public final class FencedLock implements AutoCloseable {
     if (wasHeld) {
       metrics.held(since(lock.acquiredAtNanos()));
     }
-    backend.release(lock.name(), lock.owner(), lock.token());
+    try {
+      backend.release(lock.name(), lock.owner(), lock.token());
+    } catch (RuntimeException e) {
+      // The work under the lock is done (or failed on its own): throwing here would make a
+      // finished job look failed, and a caller that retries it would do it twice. The lease,
+      // freed or not, ends at its TTL; the grant's identity is never used again.
+      metrics.releaseFailed();
+      LOG.warn("Release of {} failed or its answer was lost; it ends at its TTL", lock, e);
+    }
   }
 
   private Duration since(long startNanos) {

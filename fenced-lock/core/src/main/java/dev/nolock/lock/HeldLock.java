@@ -133,7 +133,12 @@ public final class HeldLock implements AutoCloseable {
     now.checkPointOfNoReturn(lock.config().safetyMargin(), expectedWriteTime);
   }
 
-  /** Releases the lease if it is still this holder's; idempotent. */
+  /**
+   * Releases the lease if it is still this holder's; idempotent. Never throws for the backend: a
+   * release that fails or loses its answer is logged and counted ({@code nolock.release.failures})
+   * and the lease ends at its TTL, so that closing the lock never turns finished work into a
+   * failure that a caller would retry.
+   */
   public void release() {
     State before = state.getAndSet(State.RELEASED);
     if (before == State.RELEASED) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseHolder;
@@ -281,6 +282,82 @@ class FencedLockTest {
                 .build())) {
       assertThatThrownBy(() -> bigMargin.tryAcquire("a", TTL))
           .hasMessageContaining("safety margin");
+    }
+  }
+
+  @Test
+  void aReleaseThatFailsNeverTurnsFinishedWorkIntoAFailure() {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    LockBackend releaseFails =
+        new LockBackend() {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            return server.tryAcquire(name, owner, ttl);
+          }
+
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            return server.renew(name, owner, token, ttl);
+          }
+
+          @Override
+          public boolean release(String name, String owner, FencingToken token) {
+            server.release(name, owner, token); // applied, but the answer is lost
+            throw new BackendUnavailableException("connection reset", null);
+          }
+
+          @Override
+          public Option<LeaseHolder> holder(String name) {
+            return server.holder(name);
+          }
+        };
+    try (FencedLock failing = correctness(releaseFails)) {
+      Either<NotAcquired, String> result =
+          failing.withLock("invoice-1", TTL, Duration.ZERO, held -> "charged");
+
+      assertThat(result.get()).isEqualTo("charged");
+      assertThat(registry.get("nolock.release.failures").counter().count()).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aGrantThatArrivesAfterItsWholeTtlIsNotHandedOut() {
+    ManualLeaseClock holderClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    LockBackend slow =
+        new LockBackend() {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            Option<FencingToken> granted = server.tryAcquire(name, owner, ttl);
+            holderClock.advance(ttl); // the answer took the whole TTL to come back
+            return granted;
+          }
+
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            return server.renew(name, owner, token, ttl);
+          }
+
+          @Override
+          public boolean release(String name, String owner, FencingToken token) {
+            return server.release(name, owner, token);
+          }
+
+          @Override
+          public Option<LeaseHolder> holder(String name) {
+            return server.holder(name);
+          }
+        };
+    try (FencedLock lateLock =
+        FencedLock.create(
+            slow,
+            LockConfig.custom(LockPurpose.CORRECTNESS)
+                .clock(holderClock)
+                .autoRenew(false)
+                .metrics(registry, "test")
+                .build())) {
+      assertThat(lateLock.tryAcquire("invoice-1", TTL)).as("a grant with no time left").isEmpty();
+      assertThat(server.holder("invoice-1")).as("given back at once").isEmpty();
     }
   }
 }
