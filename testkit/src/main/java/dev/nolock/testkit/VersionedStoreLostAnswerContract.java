@@ -314,6 +314,50 @@ public abstract class VersionedStoreLostAnswerContract {
         .contains(other.get());
   }
 
+  /**
+   * The key's whole life passes between the lost answer and the caller hearing of it: another
+   * writer deletes the inserted key (or, when the request was lost, inserts and deletes it). A
+   * resend of the insert then finds the key missing again and would bring back a value the other
+   * writer deleted.
+   */
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(FaultKind.class)
+  void anInsertUnderAFaultWhileAnotherWriterDeletesTheKeyNeverBringsItBack(FaultKind kind) {
+    String id = newId();
+    InjectedFault fault =
+        inject(
+            Operation.INSERT,
+            kind,
+            () -> {
+              Versioned<Long> seen =
+                  store().read(id).getOrElse(() -> store().insert(id, 99L).get());
+              assertThat(store().delete(id, seen.version()).isRight())
+                  .as("the other writer deletes the key")
+                  .isTrue();
+            });
+
+    Answer<Versioned<Long>> answer = answer(() -> faultyStore().insert(id, 5L));
+
+    assertFired(fault);
+    answer.assertNoConflict("insert", kind);
+    Option<Versioned<Long>> now = store().read(id);
+    if (kind == FaultKind.ANSWER_LOST) {
+      assertThat(now)
+          .as(
+              "insert(5) under %s landed, then another writer deleted the key: the delete stands,"
+                  + " the insert is not applied a second time (answered %s)",
+              kind, answer)
+          .isEmpty();
+    } else {
+      assertStored(answer, now);
+      assertThat(now.isEmpty() || now.get().value() == 5L)
+          .as(
+              "insert(5) under %s answered %s: the key is missing or holds 5, not %s",
+              kind, answer, now)
+          .isTrue();
+    }
+  }
+
   @ParameterizedTest(name = "{0}")
   @EnumSource(FaultKind.class)
   void aCompareAndSetUnderAFaultWhileAnotherWriterChangesTheKeyNeverOverwritesIt(FaultKind kind) {
