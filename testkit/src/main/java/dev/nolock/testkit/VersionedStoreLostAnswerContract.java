@@ -35,10 +35,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  *   <li>The caller's retry after the answer has exactly one more effect: {@code update} again adds
  *       10 once more; a write sent again with the same arguments is a {@link Conflict} with the
  *       version the key holds when the first send landed, and a success when it did not.
- *   <li>When another writer changes the key between the lost answer and the moment the caller hears
- *       of it (a resend of the store's own would come after it), the call answers "unknown",
- *       success only for a write that landed before the other writer's, a {@link Conflict} only for
- *       one that did not land; the other writer's change is never overwritten.
+ *   <li>When another writer changes or deletes the key between the lost answer and the moment the
+ *       caller hears of it (a resend of the store's own would come after it), the call answers
+ *       "unknown", success only for a write that landed before the other writer's, a {@link
+ *       Conflict} only for one that did not land; the other writer's change is never overwritten,
+ *       and a key it deleted never comes back.
  * </ol>
  *
  * Every case asserts that its fault fired: a case whose fault never happened proves nothing. The
