@@ -37,9 +37,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * The store's statements when PostgreSQL applied them (or never saw them) and the answer was lost
  * with the connection ({@link JdbcFaults}): every call reports {@link BackendUnavailableException}
  * ("outcome unknown"), never a false conflict or success, and a re-read finds exactly one effect. A
- * caller's retry after "unknown" may then get a conflict. The single-row cases of the shared
- * contract live in {@code VersionColumnStoreIT}; here are the paths only this store has: {@code
- * update}'s loop, the batch, a pool with autocommit off and the caller's transaction.
+ * caller's retry after "unknown" may then get a conflict. The single-row cases, with and without
+ * another writer in between, are testkit's {@code VersionedStoreLostAnswerContract} ({@code
+ * VersionColumnStoreLostAnswerIT}); here is what only this store promises: always "unknown" with
+ * its advice (never a success, where the contract allows one), a compare-and-set's retry meeting
+ * {@code expected + 1}, {@code update}'s read and its lost race, the batch, a pool with autocommit
+ * off and the caller's transaction.
  */
 @ExtendWith(PostgresExtension.class)
 class LostAnswerIT {
@@ -86,39 +89,6 @@ class LostAnswerIT {
   }
 
   @Test
-  void anInsertWhoseAnswerWasLostIsUnknownAndARetryFindsTheRowItWrote() {
-    String id = newId();
-    InjectedFault fault =
-        faults.onNextStatement(FaultKind.ANSWER_LOST, JdbcFaults.sqlContaining("insert"));
-
-    Throwable thrown = catchThrowable(() -> store.insert(id, 5L));
-
-    fault.assertFired();
-    assertThat(thrown)
-        .isInstanceOf(BackendUnavailableException.class)
-        .hasMessageContaining("outcome is unknown");
-    Versioned<Long> landed = healthy.read(id).get();
-    assertThat(landed.value()).isEqualTo(5L);
-    assertThat(store.insert(id, 5L).getLeft().current())
-        .as("sent again after 'unknown': a conflict with the version the first insert wrote")
-        .contains(landed.version());
-    assertThat(healthy.read(id).get()).isEqualTo(landed);
-  }
-
-  @Test
-  void anInsertLostOnTheWayIsUnknownAndARetryInserts() {
-    String id = newId();
-    InjectedFault fault =
-        faults.onNextStatement(FaultKind.REQUEST_LOST, JdbcFaults.sqlContaining("insert"));
-
-    assertThatThrownBy(() -> store.insert(id, 5L)).isInstanceOf(BackendUnavailableException.class);
-
-    fault.assertFired();
-    assertThat(healthy.read(id)).isEmpty();
-    assertThat(store.insert(id, 5L).isRight()).isTrue();
-  }
-
-  @Test
   void aCompareAndSetWhoseAnswerWasLostIsUnknownAndARetryIsAConflictWithItsOwnVersion() {
     String id = newId();
     Version v1 = healthy.insert(id, 1L).get().version();
@@ -134,21 +104,6 @@ class LostAnswerIT {
         .hasMessageContaining("outcome is unknown");
     assertThat(store.compareAndSet(id, v1, 2L).getLeft().current()).contains(v2);
     assertThat(healthy.read(id).get()).isEqualTo(new Versioned<>(2L, v2));
-  }
-
-  @Test
-  void aDeleteWhoseAnswerWasLostIsUnknownAndARetryFindsTheKeyGone() {
-    String id = newId();
-    Version v1 = healthy.insert(id, 1L).get().version();
-    InjectedFault fault =
-        faults.onNextStatement(FaultKind.ANSWER_LOST, JdbcFaults.sqlContaining("delete"));
-
-    Throwable thrown = catchThrowable(() -> store.delete(id, v1));
-
-    fault.assertFired();
-    assertThat(healthy.read(id)).isEmpty();
-    assertThat(thrown).isInstanceOf(BackendUnavailableException.class);
-    assertThat(store.delete(id, v1).getLeft().isMissing()).isTrue();
   }
 
   @Test

@@ -4,6 +4,8 @@ import dev.nolock.dynamodb.internal.ConditionalWrites;
 import dev.nolock.dynamodb.internal.ConditionalWrites.Applied;
 import dev.nolock.dynamodb.internal.ConditionalWrites.Outcome;
 import dev.nolock.dynamodb.internal.ConditionalWrites.Refused;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Resend;
+import dev.nolock.dynamodb.internal.ConditionalWrites.Unanswered;
 import dev.nolock.dynamodb.internal.DynamoDbFailures;
 import dev.nolock.dynamodb.internal.DynamoDbNames;
 import dev.nolock.dynamodb.internal.Tables;
@@ -72,11 +74,15 @@ import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
  *
  * <ol>
  *   <li>An attempt that gets no answer (or a server error) is ambiguous; one that is throttled is
- *       not. The next attempt follows a short backoff.
- *   <li>A refusal that follows an ambiguous attempt is this call's success if a consistent read
- *       finds one of this call's rvns in the item ({@code insert}, {@code compareAndSet}, each
- *       attempt of {@code update}); otherwise the outcome is unknown. For {@code delete} it is
- *       always unknown: a deleted item keeps nothing that says who deleted it.
+ *       not. The next attempt follows a short backoff. An {@code insert} is not sent again after an
+ *       ambiguous attempt: its condition, {@code attribute_not_exists}, holds again once another
+ *       writer deleted the item it inserted, so a resend could insert a second time and undo that
+ *       delete; a consistent read decides instead, as in the next step.
+ *   <li>A refusal that follows an ambiguous attempt (for {@code insert}: the ambiguous attempt
+ *       itself) is this call's success if a consistent read finds one of this call's rvns in the
+ *       item ({@code insert}, {@code compareAndSet}, each attempt of {@code update}); otherwise the
+ *       outcome is unknown. For {@code delete} it is always unknown: a deleted item keeps nothing
+ *       that says who deleted it.
  *   <li>Unknown is a {@link BackendUnavailableException}, never a {@link Conflict}; {@code update}
  *       then stops, so its function is never applied twice to this call's own write.
  * </ol>
@@ -169,6 +175,15 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
     return readItem(id);
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>An attempt that gets no answer is not sent again (only a throttled one is): a consistent
+   * read then finds this call's rvn in the item (inserted), or the outcome is unknown, a {@link
+   * BackendUnavailableException}, also when the request never reached DynamoDB. A resend could not
+   * tell an item that was never inserted from one this call inserted and another writer deleted
+   * since, and would bring the deleted item back.
+   */
   @Override
   public Either<Conflict, Versioned<T>> insert(String id, T value) {
     requireId(id);
@@ -178,6 +193,7 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
     Outcome<?> outcome =
         conditionally(
             what,
+            Resend.ONLY_WHEN_NOT_APPLIED,
             attempt -> {
               Version version = newVersion();
               sent.add(version);
@@ -196,8 +212,16 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
     if (outcome instanceof Applied<?> applied) {
       return Either.right(new Versioned<>(value, sent.get(applied.attempt() - 1)));
     }
-    if (((Refused<?>) outcome).afterAmbiguousAttempt()) {
-      return Either.right(new Versioned<>(value, ownVersionOrUnknown(id, what, sent)));
+    if (outcome instanceof Unanswered<?>) {
+      return Either.right(
+          new Versioned<>(
+              value,
+              ownVersionOrUnknown(
+                  id,
+                  what,
+                  sent,
+                  "an insert is not sent again (had it landed and the item been deleted since, a"
+                      + " resend would insert it a second time)")));
     }
     return Either.left(conflict(id, readItem(id)));
   }
@@ -227,6 +251,7 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
     Outcome<?> outcome =
         conditionally(
             what,
+            Resend.ALWAYS,
             attempt ->
                 client.deleteItem(
                     delete ->
@@ -318,6 +343,7 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
     Outcome<?> outcome =
         conditionally(
             what,
+            Resend.ALWAYS,
             attempt -> {
               Version version = newVersion();
               sent.add(version);
@@ -341,7 +367,8 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
       return Either.right(new Versioned<>(value, sent.get(applied.attempt() - 1)));
     }
     if (((Refused<?>) outcome).afterAmbiguousAttempt()) {
-      return Either.right(new Versioned<>(value, ownVersionOrUnknown(id, what, sent)));
+      return Either.right(
+          new Versioned<>(value, ownVersionOrUnknown(id, what, sent, "a resend was refused")));
     }
     metrics.conflict();
     return Either.left(readItem(id));
@@ -351,31 +378,35 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
    * Sends one conditional write, each attempt counted, with the SDK's retries off and the library's
    * own on ({@link ConditionalWrites}).
    */
-  private Outcome<?> conditionally(String what, IntFunction<?> attempt) {
+  private Outcome<?> conditionally(String what, Resend resend, IntFunction<?> attempt) {
     return ConditionalWrites.send(
         config.clock(),
         n -> {
           attempts.increment();
           return attempt.apply(n);
         },
-        e -> DynamoDbFailures.translate(e, what, table, config.keyAttribute()));
+        e -> DynamoDbFailures.translate(e, what, table, config.keyAttribute()),
+        resend);
   }
 
   /**
-   * After a refusal that followed an attempt whose answer was lost: the version one of this call's
-   * attempts wrote, if the item holds it now; otherwise the outcome is unknown.
+   * After an attempt whose answer was lost and no later attempt that was applied: the version one
+   * of this call's attempts wrote, if the item holds it now; otherwise the outcome is unknown.
+   *
+   * @param why why the item has to decide, for the message
    */
-  private Version ownVersionOrUnknown(String id, String what, List<Version> sent) {
+  private Version ownVersionOrUnknown(String id, String what, List<Version> sent, String why) {
     Option<Version> now = readItem(id).map(Versioned::version);
     if (now.isDefined() && sent.contains(now.get())) {
       return now.get();
     }
     throw unknown(
         what,
-        "a resend was refused, and the item now holds "
+        why
+            + ", and the item now holds "
             + (now.isDefined() ? "version " + now.get().value() : "nothing")
-            + ", not one this call wrote: the first attempt may have landed and been overwritten."
-            + " Re-read the item");
+            + ", not one this call wrote: an attempt may have landed and been overwritten or"
+            + " deleted since, or none landed. Re-read the item");
   }
 
   private Conflict conflict(String id, Option<Versioned<T>> now) {

@@ -8,7 +8,8 @@ import java.util.function.UnaryOperator;
  * Compare-and-swap on a version, without a lock: a writer proves it saw the latest state by naming
  * its version, and the store refuses it otherwise. Implemented on a PostgreSQL version column
  * ({@code nolock-cas-versioning}) and on a DynamoDB record version number ({@code
- * nolock-conditional-writes}); both pass testkit's {@code VersionedStoreContract}.
+ * nolock-conditional-writes}); both pass testkit's {@code VersionedStoreContract} and {@code
+ * VersionedStoreLostAnswerContract}.
  *
  * <p>Guarantee: a write that names version {@code v} commits only if the stored version is still
  * {@code v}, and every committed change gets a version the key has not had before, also across a
@@ -21,8 +22,10 @@ import java.util.function.UnaryOperator;
  *
  * <p>After a lost answer (the backend may have applied a write whose answer never arrived) a store
  * reports the true outcome or {@link BackendUnavailableException}, never a conflict for a write
- * that landed, and {@link #update} never applies its change twice in one call. A caller that sends
- * a write again after "unknown" may get a conflict caused by its own first write: read the key.
+ * that landed; one call's write lands at most once (a resent insert must not bring back a key that
+ * another writer deleted after the first send landed), and {@link #update} never applies its change
+ * twice in one call. A caller that sends a write again after "unknown" may get a conflict caused by
+ * its own first write: read the key.
  *
  * @param <K> the key type
  * @param <T> the value type

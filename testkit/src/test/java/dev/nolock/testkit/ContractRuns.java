@@ -4,6 +4,7 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass
 
 import java.util.Map;
 import java.util.stream.Collectors;
+import org.junit.platform.engine.TestDescriptor;
 import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
@@ -21,16 +22,28 @@ final class ContractRuns {
         .testEvents();
   }
 
-  /** Each failed test's display name and its failure message. */
+  /**
+   * Each failed test's name and its failure message: the display name, prefixed by the method's
+   * name for an invocation of a parameterized test ({@code "method ANSWER_LOST"}).
+   */
   static Map<String, String> failures(Events tests) {
     return tests.failed().stream()
         .collect(
             Collectors.toMap(
-                e -> e.getTestDescriptor().getDisplayName(),
+                e -> name(e.getTestDescriptor()),
                 e ->
                     e.getPayload(TestExecutionResult.class)
                         .flatMap(TestExecutionResult::getThrowable)
                         .map(Throwable::getMessage)
                         .orElse("")));
+  }
+
+  private static String name(TestDescriptor test) {
+    return test.getUniqueId().getSegments().stream()
+            .filter(segment -> segment.getType().equals("test-template"))
+            .map(segment -> segment.getValue().replaceFirst("\\(.*", "") + " ")
+            .findFirst()
+            .orElse("")
+        + test.getDisplayName();
   }
 }

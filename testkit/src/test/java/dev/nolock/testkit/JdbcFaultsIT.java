@@ -2,10 +2,13 @@ package dev.nolock.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
@@ -47,6 +50,31 @@ class JdbcFaultsIT {
       assertThat(count("answer-lost")).isEqualTo(1);
       insert(faults.dsl(), "after");
       assertThat(count("after")).as("the pool replaced the broken connection").isEqualTo(1);
+    }
+  }
+
+  @Test
+  void aFaultsMeanwhileActionRunsAfterTheServerAppliedAndBeforeTheCallerHears() {
+    try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
+      AtomicInteger seenMeanwhile = new AtomicInteger(-1);
+      AtomicBoolean callerHeard = new AtomicBoolean();
+      InjectedFault fault =
+          faults.onNextStatement(
+              FaultKind.ANSWER_LOST,
+              JdbcFaults.sqlContaining("insert"),
+              () -> {
+                assertThat(callerHeard).as("the caller has not heard yet").isFalse();
+                seenMeanwhile.set(count("meanwhile"));
+                insert(schema.dsl(), "meanwhile-other");
+              });
+
+      Throwable thrown = catchThrowable(() -> insert(faults.dsl(), "meanwhile"));
+      callerHeard.set(true);
+
+      fault.assertFired();
+      assertThat(thrown).isInstanceOf(DataAccessException.class);
+      assertThat(seenMeanwhile).as("the statement was applied before the action").hasValue(1);
+      assertThat(count("meanwhile-other")).isEqualTo(1);
     }
   }
 

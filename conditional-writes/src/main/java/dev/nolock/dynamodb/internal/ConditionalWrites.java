@@ -35,9 +35,10 @@ import software.amazon.awssdk.services.dynamodb.model.DynamoDbException;
  *   <li>Applied: return {@link Applied}. Refused by the condition: return {@link Refused}, saying
  *       whether an earlier attempt was ambiguous.
  *   <li>Failed without an answer (I/O error, time-out) or with a server error (5xx): the write may
- *       have been applied; remember that. Throttled: it was not applied. Any other error (a missing
- *       table, a validation error, no permission) is thrown at once, translated: retrying cannot
- *       help.
+ *       have been applied; remember that, or, with {@link Resend#ONLY_WHEN_NOT_APPLIED}, return
+ *       {@link Unanswered} without sending it again. Throttled: it was not applied. Any other error
+ *       (a missing table, a validation error, no permission) is thrown at once, translated:
+ *       retrying cannot help.
  *   <li>After {@value #MAX_ATTEMPTS} attempts, throw the last failure translated (a {@link
  *       dev.nolock.patterns.BackendUnavailableException}: whether the write took effect is
  *       unknown). Otherwise wait a backoff with full jitter (from 25 ms, at most 1 s) and go to 1.
@@ -73,8 +74,20 @@ public final class ConditionalWrites {
 
   private ConditionalWrites() {}
 
+  /** When {@link #send} sends an attempt again. */
+  public enum Resend {
+    /** After throttling, and after a failure that may have been applied. */
+    ALWAYS,
+    /**
+     * After throttling only. For a write whose condition a later write of the item can make true
+     * again, such as an insert's {@code attribute_not_exists}: after its first send landed and
+     * another writer deleted the item, a resend would land a second time and undo that delete.
+     */
+    ONLY_WHEN_NOT_APPLIED
+  }
+
   /** What one conditional write came to. */
-  public sealed interface Outcome<R> permits Applied, Refused {}
+  public sealed interface Outcome<R> permits Applied, Refused, Unanswered {}
 
   /**
    * DynamoDB applied attempt {@code attempt} (from 1) and answered {@code response}. Where each
@@ -93,6 +106,12 @@ public final class ConditionalWrites {
   public record Refused<R>(boolean afterAmbiguousAttempt) implements Outcome<R> {}
 
   /**
+   * The last attempt got no answer or a server error, and was not sent again ({@link
+   * Resend#ONLY_WHEN_NOT_APPLIED}): it may have been applied, and only the item can say.
+   */
+  public record Unanswered<R>() implements Outcome<R> {}
+
+  /**
    * Sends {@code attempt(n)} until it is applied or refused, at most {@value #MAX_ATTEMPTS} times.
    *
    * @param clock what the backoff waits on
@@ -106,7 +125,22 @@ public final class ConditionalWrites {
       LeaseClock clock,
       IntFunction<R> attempt,
       Function<SdkException, RuntimeException> translate) {
+    return send(clock, attempt, translate, Resend.ALWAYS);
+  }
+
+  /**
+   * Like {@link #send(LeaseClock, IntFunction, Function)}, resending as {@code resend} says.
+   *
+   * @return {@link Applied}, {@link Refused}, or with {@link Resend#ONLY_WHEN_NOT_APPLIED} also
+   *     {@link Unanswered}
+   */
+  public static <R> Outcome<R> send(
+      LeaseClock clock,
+      IntFunction<R> attempt,
+      Function<SdkException, RuntimeException> translate,
+      Resend resend) {
     Objects.requireNonNull(clock, "clock");
+    Objects.requireNonNull(resend, "resend");
     boolean ambiguous = false;
     for (int n = 1; ; n++) {
       try {
@@ -117,6 +151,9 @@ public final class ConditionalWrites {
         if (isThrottled(e)) {
           // Refused before it was applied: this attempt leaves no doubt behind.
         } else if (isAmbiguous(e)) {
+          if (resend == Resend.ONLY_WHEN_NOT_APPLIED) {
+            return new Unanswered<>();
+          }
           ambiguous = true;
         } else {
           throw translate.apply(e);
