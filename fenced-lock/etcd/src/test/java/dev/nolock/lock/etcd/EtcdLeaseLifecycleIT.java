@@ -29,8 +29,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * What becomes of a grant's own etcd lease, read on the real etcd with {@code LeaseTimeToLive}:
- * the TTL asked for, its revocation on every release (refused or failed too), and a renewal on an
+ * What becomes of a grant's own etcd lease, read on the real etcd with {@code LeaseTimeToLive}: the
+ * TTL asked for, its revocation on every release (refused or failed too), and a renewal on an
  * interrupted thread. Faults are injected by a {@link Client} whose calls go to the real one except
  * for the one call a test arms.
  */
@@ -40,7 +40,8 @@ class EtcdLeaseLifecycleIT {
   private static final Duration TTL = Duration.ofSeconds(30);
 
   private final Client client;
-  private final String prefix = "/nolock-test/" + UUID.randomUUID().toString().substring(0, 8) + "/";
+  private final String prefix =
+      "/nolock-test/" + UUID.randomUUID().toString().substring(0, 8) + "/";
   private final AtomicBoolean failReleaseTxn = new AtomicBoolean();
   private final AtomicBoolean interruptAtKeepAlive = new AtomicBoolean();
   private final EtcdLockBackend backend;
@@ -217,9 +218,7 @@ class EtcdLeaseLifecycleIT {
 
   @SuppressWarnings("unchecked")
   private static <T> T proxy(Class<T> type, Call call) {
-    return (T)
-        Proxy.newProxyInstance(
-            type.getClassLoader(), new Class<?>[] {type}, call::apply);
+    return (T) Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, call::apply);
   }
 
   private static Object invoke(Method method, Object target, Object[] args) throws Throwable {
