@@ -136,7 +136,7 @@ public class RedisLockBenchmark {
     locks = FencedLock.create(RedisLockBackend.create(connection, backendConfig), lockConfig);
     fence = RedisFence.create(connection, fenceConfig);
     // The operator's one-time step; the trial's prefix is new, so nothing was ever issued.
-    fence.seed(0);
+    fence.establish(0);
 
     // The floor sends the same owner (same length in every lease value) and byte-identical
     // scripts: taking the library's source text rather than a copy keeps them from drifting.

@@ -27,7 +27,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * The whole {@link LockBackendContract} against the real Redis, with a peek that reads the lease
  * key natively ({@code GET} and {@code PTTL}), plus what is particular to Redis: the keys, the
- * counter that outlives releases, the seeding remedy and the errors.
+ * counter that outlives releases, raising the counter ({@code ensureTokensAbove}) and the errors.
  */
 @ExtendWith(RedisExtension.class)
 class RedisLockBackendIT extends LockBackendContract {
@@ -132,7 +132,7 @@ class RedisLockBackendIT extends LockBackendContract {
 
   @Test
   void ensureTokensAboveRaisesTheCounterButNeverLowersIt() {
-    String name = name("seed");
+    String name = name("floor");
     assertThat(backend.ensureTokensAbove(name, 41)).isEqualTo(41);
     FencingToken token = backend.tryAcquire(name, "A", TTL).get();
     assertThat(token).isEqualTo(FencingToken.of(42));
