@@ -366,7 +366,7 @@ public final class ConvoyHarness {
 
     {
       // The operator's one-time step; the prefix is new, so nothing was ever issued.
-      fence.seed(0);
+      fence.establish(0);
     }
 
     private final String counter = prefix + "counter";

@@ -1,6 +1,9 @@
 package dev.nolock.testkit;
 
-/** A scenario's events with the seconds since it started, the way the seeds tell them. */
+/**
+ * A scenario's events, each with the seconds since the scenario started, so that a failure report
+ * reads as a timeline ({@code t= 0.4s ...}).
+ */
 final class Timeline {
   private final long start = System.nanoTime();
   private final StringBuilder text = new StringBuilder();

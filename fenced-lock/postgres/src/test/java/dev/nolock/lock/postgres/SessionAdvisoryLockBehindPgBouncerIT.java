@@ -19,9 +19,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The seeds' claim, run through the real PgBouncer in transaction pooling: a session-level advisory
- * lock is held by two clients at once, released by the wrong client, and leaked on a server backend
- * after its client disconnects; the transaction-scoped lock behaves correctly.
+ * Why session-level advisory locks do not work behind a pooler in transaction mode (PgBouncer's <a
+ * href="https://www.pgbouncer.org/features.html">feature map</a> lists them as never supported in
+ * transaction pooling), run through the real PgBouncer: a session-level advisory lock is held by
+ * two clients at once, released by the wrong client, and leaked on a server backend after its
+ * client disconnects; the transaction-scoped lock behaves correctly.
  *
  * <p>The session-level cases use PgBouncer's {@code nolock_single} database (one server connection,
  * see scripts/services), so that two clients land on the same server session every time, as they do

@@ -32,45 +32,46 @@ import java.util.UUID;
  * has not written yet, because the fence guards what the <em>lock</em> guards: there is one entry
  * per lock name, not one per data key. The guarantee holds across a Redis restart without
  * persistence, {@code FLUSHALL}/{@code FLUSHDB}, an eviction, a failover and a failback to the
- * seeded process: the fence detects each and refuses every write ({@link FenceNotSeededException})
- * until an operator {@linkplain #seed(long) seeds} it again with a floor at or above every token
- * issued before; the guarantee after that rests on the floor being right.
+ * process it was established on: the fence detects each and refuses every write ({@link
+ * FenceNotEstablishedException}) until an operator {@linkplain #establish(long) establishes} it
+ * again with a floor at or above every token issued before; the guarantee after that rests on the
+ * floor being right.
  *
  * <p>Why the fence cannot simply start again: the lock's token counter lives in the same Redis and
  * is lost with it, so after a loss the next holder gets a low token (1 after a flush), writes, and
  * the stale holder's higher token would then pass too. The fence therefore keeps its whole state in
- * one hash ({@link RedisFenceConfig#stateKey()}), seeded once by an operator; that hash is lost
- * whole or not at all. The server identity recorded in it at the seed tells a server whose copy may
- * be behind from the one it was seeded on: the {@code run_id} changes with every restart and
- * differs on a promoted replica; the replication id ({@code master_replid}) changes when the same
- * process was a replica and is promoted again, after a full resync that may have replaced the state
- * by a lagging copy. (It also changes, without a loss, when a primary gets its first replica or
- * frees its replication backlog after {@code repl-backlog-ttl}; the fence then refuses too, until
- * an operator {@linkplain #resumeWithSurvivingState() resumes}.)
+ * one hash ({@link RedisFenceConfig#stateKey()}), established once by an operator; that hash is
+ * lost whole or not at all. The server identity recorded in it when it was established tells a
+ * server whose copy may be behind from the one it was established on: the {@code run_id} changes
+ * with every restart and differs on a promoted replica; the replication id ({@code master_replid})
+ * changes when the same process was a replica and is promoted again, after a full resync that may
+ * have replaced the state by a lagging copy. (It also changes, without a loss, when a primary gets
+ * its first replica or frees its replication backlog after {@code repl-backlog-ttl}; the fence then
+ * refuses too, until an operator {@linkplain #resumeWithSurvivingState() resumes}.)
  *
  * <p>Algorithm of {@link #write} / {@link #writeAll}: one read, then one Lua script, atomic on the
  * server:
  *
  * <ol>
- *   <li>Read the state's write horizon: the sequence number of the last applied write and the seed
- *       id. Every send of this call's script runs after this read.
+ *   <li>Read the state's write horizon: the sequence number of the last applied write and the
+ *       establishment id. Every send of this call's script runs after this read.
  *   <li>Script: read the server's {@code run_id} ({@code INFO server}), its {@code master_replid}
- *       ({@code INFO replication}) and the state's seed. No seed: refuse, {@link
- *       FenceNotSeededException.Reason#NO_STATE}.
+ *       ({@code INFO replication}) and the server identity the state was established on. None:
+ *       refuse, {@link FenceNotEstablishedException.Reason#NO_STATE}.
  *   <li>If the state remembers this call's write id, an earlier send of this same call was applied
  *       (Lettuce resends a command whose answer was lost): report it written and do nothing.
  *   <li>If write ids applied after the horizon were forgotten since (the state remembers the last
- *       {@link RedisFenceConfig#rememberedWrites()}), or the fence was seeded again since, an
+ *       {@link RedisFenceConfig#rememberedWrites()}), or the fence was established again since, an
  *       earlier send of this call may have been applied and forgotten: do nothing, and report the
  *       outcome unknown ({@link dev.nolock.patterns.BackendUnavailableException}) — never a
  *       refusal, never a second application.
- *   <li>Seeded on another {@code run_id}: refuse, {@link
- *       FenceNotSeededException.Reason#SEEDED_ON_ANOTHER_SERVER}. Seeded on this one but with
- *       another {@code master_replid}: refuse, {@link
- *       FenceNotSeededException.Reason#REPLICATION_ID_CHANGED}.
+ *   <li>Established on another {@code run_id}: refuse, {@link
+ *       FenceNotEstablishedException.Reason#ESTABLISHED_ON_ANOTHER_SERVER}. Established on this one
+ *       but with another {@code master_replid}: refuse, {@link
+ *       FenceNotEstablishedException.Reason#REPLICATION_ID_CHANGED}.
  *   <li>Read the lock's entry ({@code token|owner}). If it holds a higher token, or the same token
  *       from another owner, refuse with a {@link FenceRejection} naming it; nothing is written.
- *   <li>A token at or below the seed's floor: refuse with a {@link FenceRejection} whose current
+ *   <li>A token at or below the fence's floor: refuse with a {@link FenceRejection} whose current
  *       token is the floor and current owner {@value #FLOOR_OWNER}.
  *   <li>Otherwise record {@code (token, owner)} as the lock's entry, remember the write id under
  *       the next sequence number, forget the oldest beyond the number to remember, and {@code SET}
@@ -93,7 +94,7 @@ import java.util.UUID;
 public final class RedisFence {
 
   /** The current owner of a {@link FenceRejection} that refused a token at or below the floor. */
-  public static final String FLOOR_OWNER = "(seed floor)";
+  public static final String FLOOR_OWNER = "(fence floor)";
 
   private final StatefulRedisConnection<String, String> connection;
   private final RedisScriptingAsyncCommands<String, String> redis;
@@ -134,11 +135,11 @@ public final class RedisFence {
    *
    * @return right (null) when written (by this send or by an earlier send of this same call); the
    *     rejection when a newer token, or the same token from another owner, has written through
-   *     this lock's fence, or the token is at or below the seed's floor. On a rejection nothing of
+   *     this lock's fence, or the token is at or below the fence's floor. On a rejection nothing of
    *     this call was written, by any send.
    * @throws IllegalArgumentException when {@code key} starts with the fence key prefix
-   * @throws FenceNotSeededException when the fence's state is not seeded on this server: nothing is
-   *     written until an operator seeds it
+   * @throws FenceNotEstablishedException when the fence's state is not established on this server:
+   *     nothing is written until an operator establishes it
    * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed, or a resend could
    *     not tell whether an earlier send was applied: unknown whether written
    */
@@ -153,7 +154,7 @@ public final class RedisFence {
    *
    * @return right (null) when written; the rejection otherwise, with nothing written
    * @throws IllegalArgumentException for no values, or a key that starts with the fence key prefix
-   * @throws FenceNotSeededException when the fence's state is not seeded on this server
+   * @throws FenceNotEstablishedException when the fence's state is not established on this server
    * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed, or a resend could
    *     not tell whether an earlier send was applied: unknown whether written
    */
@@ -214,7 +215,7 @@ public final class RedisFence {
                       + ", and the oldest id remembered is that of write "
                       + reply.get(2)
                       + "; a larger RedisFenceConfig.rememberedWrites makes this rarer"
-                  : "the fence was seeded again while the call was under way")
+                  : "the fence was established again while the call was under way")
               + "). The outcome is unknown: re-read the data before writing again.",
           null);
     }
@@ -230,48 +231,54 @@ public final class RedisFence {
               floor ? FLOOR_OWNER : (String) reply.get(2)));
     }
     if (outcome == 4L) {
-      throw new FenceNotSeededException(
-          FenceNotSeededException.Reason.NO_STATE, lease.name(), config.stateKey(), null, null);
-    }
-    if (outcome == 5L || outcome == 6L) {
-      throw new FenceNotSeededException(
-          outcome == 5L
-              ? FenceNotSeededException.Reason.SEEDED_ON_ANOTHER_SERVER
-              : FenceNotSeededException.Reason.REPLICATION_ID_CHANGED,
+      throw new FenceNotEstablishedException(
+          FenceNotEstablishedException.Reason.NO_STATE,
           lease.name(),
           config.stateKey(),
-          new FenceNotSeededException.ServerIdentity((String) reply.get(1), (String) reply.get(3)),
-          new FenceNotSeededException.ServerIdentity((String) reply.get(2), (String) reply.get(4)));
+          null,
+          null);
+    }
+    if (outcome == 5L || outcome == 6L) {
+      throw new FenceNotEstablishedException(
+          outcome == 5L
+              ? FenceNotEstablishedException.Reason.ESTABLISHED_ON_ANOTHER_SERVER
+              : FenceNotEstablishedException.Reason.REPLICATION_ID_CHANGED,
+          lease.name(),
+          config.stateKey(),
+          new FenceNotEstablishedException.ServerIdentity(
+              (String) reply.get(1), (String) reply.get(3)),
+          new FenceNotEstablishedException.ServerIdentity(
+              (String) reply.get(2), (String) reply.get(4)));
     }
     throw new IllegalStateException("The fenced-write script answered " + reply + ": a bug.");
   }
 
   /**
-   * Seeds the fence on the Redis server it is connected to: from now on its state counts as
+   * Establishes the fence on the Redis server it is connected to: from now on its state counts as
    * complete on this server process and replication history ({@code run_id} and {@code
    * master_replid}), and every token at or below {@code floor} is refused for every lock. Entries
    * of locks that survived are kept; the floor only ever rises.
    *
    * <p>An operator step, never an automatic one: once before the fence is first used ({@code
-   * seed(0)} on a Redis that never had this fence), and after {@link FenceNotSeededException} with
-   * a floor at or above the highest token any holder may still write with (see the README,
-   * "Re-seeding the fence"). A floor that is too low lets a stale holder whose token is above it
-   * write again. Then raise each lock's token counter above the floor ({@link
-   * RedisLockBackend#ensureTokensAbove}), or every new grant is refused at the floor.
+   * establish(0)} on a Redis that never had this fence), and after {@link
+   * FenceNotEstablishedException} with a floor at or above the highest token any holder may still
+   * write with (see the README, "Re-establishing the fence"). A floor that is too low lets a stale
+   * holder whose token is above it write again. Then raise each lock's token counter above the
+   * floor ({@link RedisLockBackend#ensureTokensAbove}), or every new grant is refused at the floor.
    *
-   * <p>Idempotent: seeding again with the same floor changes nothing.
+   * <p>Idempotent: establishing again with the same floor changes nothing.
    *
    * @param floor 0 for a fence that never had state, else the highest token that may still be in
    *     use; at most {@code Long.MAX_VALUE - 1}
    * @throws IllegalArgumentException when {@code floor} is negative or {@code Long.MAX_VALUE}, or
    *     below the floor the fence already has
-   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: retry (seeding again
-   *     is harmless)
+   * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: retry (establishing
+   *     again is harmless)
    */
-  public void seed(long floor) {
+  public void establish(long floor) {
     if (floor < 0 || floor == Long.MAX_VALUE) {
       throw new IllegalArgumentException(
-          "The seed floor must be between 0 and "
+          "The floor must be between 0 and "
               + (Long.MAX_VALUE - 1)
               + ", got "
               + floor
@@ -280,8 +287,8 @@ public final class RedisFence {
     }
     List<Object> reply =
         run(
-            Scripts.FENCE_SEED,
-            "seed the fence at \"" + config.stateKey() + "\"",
+            Scripts.FENCE_ESTABLISH,
+            "establish the fence at \"" + config.stateKey() + "\"",
             commandTimeout(),
             new String[] {config.stateKey()},
             Long.toString(floor),
@@ -308,13 +315,14 @@ public final class RedisFence {
    * <p>Only for an operator who knows that Redis lost nothing the fence wrote: it persisted every
    * write ({@code appendonly yes}, {@code appendfsync always}) and restarted from that file, a
    * {@code FAILOVER} waited for the replica to have everything, or ({@link
-   * FenceNotSeededException.Reason#REPLICATION_ID_CHANGED}) the server stayed a primary all along
-   * and only got its first replica or freed its backlog. After a restart without persistence, a
-   * failover to a replica that may have lagged, or an {@code appendfsync everysec} crash, call
-   * {@link #seed(long)} with a floor instead: the surviving copy may be behind what was accepted.
+   * FenceNotEstablishedException.Reason#REPLICATION_ID_CHANGED}) the server stayed a primary all
+   * along and only got its first replica or freed its backlog. After a restart without persistence,
+   * a failover to a replica that may have lagged, or an {@code appendfsync everysec} crash, call
+   * {@link #establish(long)} with a floor instead: the surviving copy may be behind what was
+   * accepted.
    *
-   * @throws IllegalStateException when there is no seeded state to trust: it was lost, call {@link
-   *     #seed(long)}
+   * @throws IllegalStateException when there is no established state to trust: it was lost, call
+   *     {@link #establish(long)}
    * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed: retry
    */
   public void resumeWithSurvivingState() {
@@ -327,10 +335,10 @@ public final class RedisFence {
             UUID.randomUUID().toString());
     if ((Long) reply.get(0) == 0L) {
       throw new IllegalStateException(
-          "Redis has no seeded fence state at \""
+          "Redis has no established fence state at \""
               + config.stateKey()
-              + "\" to resume with: it was never seeded or it was lost. Call seed(floor) with a"
-              + " floor at or above the highest token any holder may still write with.");
+              + "\" to resume with: it was never established or it was lost. Call establish(floor)"
+              + " with a floor at or above the highest token any holder may still write with.");
     }
   }
 
@@ -345,7 +353,7 @@ public final class RedisFence {
                 + what
                 + ": its INFO shows no run_id (server) or no master_replid (replication)."
                 + " RedisFence needs both to tell a restarted, promoted or resynced server from the"
-                + " one it was seeded on; use a Redis that shows them (4.0 or later, INFO not"
+                + " one it was established on; use a Redis that shows them (4.0 or later, INFO not"
                 + " renamed).",
             e);
       }

@@ -9,11 +9,11 @@ import java.util.Objects;
  * at once.
  *
  * <p>The fence keeps its whole state in one hash, {@link #stateKey()} ({@code nolock:fence:state}
- * with the default prefix): the seed ({@code seed:run_id}, {@code seed:replid}, {@code seed:floor},
- * {@code seed:id}), one field per lock ({@code lock:<name>} = {@code <token>|<owner>}, the newest
- * write accepted) and the ids of the last {@link #rememberedWrites()} applied writes. One key, so
- * that Redis can only lose all of it at once, which the fence detects. It has no TTL and is never
- * deleted by nolock.
+ * with the default prefix): where it was established ({@code established:run_id}, {@code
+ * established:replid}, {@code established:floor}, {@code established:id}), one field per lock
+ * ({@code lock:<name>} = {@code <token>|<owner>}, the newest write accepted) and the ids of the
+ * last {@link #rememberedWrites()} applied writes. One key, so that Redis can only lose all of it
+ * at once, which the fence detects. It has no TTL and is never deleted by nolock.
  */
 public final class RedisFenceConfig {
 
@@ -96,7 +96,7 @@ public final class RedisFenceConfig {
     /**
      * The prefix of the fence's key (default {@value RedisFenceConfig#DEFAULT_KEY_PREFIX}): 1 to
      * 128 printable characters without whitespace, <code>{</code> or <code>}</code>. Fences with
-     * different prefixes are independent: each is seeded on its own.
+     * different prefixes are independent: each is established on its own.
      */
     public Builder keyPrefix(String keyPrefix) {
       this.keyPrefix = RedisKeyNames.requirePrefix("fence key prefix", keyPrefix);

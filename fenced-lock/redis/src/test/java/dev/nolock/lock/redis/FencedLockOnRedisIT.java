@@ -56,7 +56,7 @@ class FencedLockOnRedisIT {
     fence =
         RedisFence.create(
             connection, RedisFenceConfig.custom().keyPrefix(keys.key("fence:")).build());
-    fence.seed(0);
+    fence.establish(0);
   }
 
   @AfterAll

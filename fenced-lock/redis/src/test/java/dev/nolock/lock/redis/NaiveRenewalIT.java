@@ -16,10 +16,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The seeds' claim that renewal must be a compare-and-swap on the token: a naive renewal (a blind
- * {@code PEXPIRE} on the lock key) from a holder whose lease already expired extends the
- * <em>next</em> holder's lease and tells the stale holder it still holds the lock; the backend's
- * compare-and-extend refuses it and leaves the next holder's lease alone.
+ * Renewal must be a compare-and-swap on the holder's own value (as the Redis documentation's <a
+ * href="https://redis.io/docs/latest/develop/use/patterns/distributed-locks/">distributed lock
+ * pattern</a> extends a lock only "if the key exists and its value is still the random value the
+ * client assigned"): a naive renewal (a blind {@code PEXPIRE} on the lock key) from a holder whose
+ * lease already expired extends the <em>next</em> holder's lease and tells the stale holder it
+ * still holds the lock; the backend's compare-and-extend refuses it and leaves the next holder's
+ * lease alone.
  */
 @ExtendWith(RedisExtension.class)
 class NaiveRenewalIT {

@@ -21,11 +21,11 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link RedisFence} after a failover to a lagging replica followed by a failback to the very
- * process it was seeded on: that process rejoins as a replica of the promoted one, fully resyncs
- * its lagging data set (the fence's state loses stale holder A's entry) and is promoted again. Its
- * {@code run_id} is the one the fence was seeded on, so the {@code run_id} alone cannot show the
- * loss; its replication id ({@code master_replid}) changed, and the fence refuses. The negative
- * control shows what the lagging state lets through when it is trusted anyway.
+ * process it was established on: that process rejoins as a replica of the promoted one, fully
+ * resyncs its lagging data set (the fence's state loses stale holder A's entry) and is promoted
+ * again. Its {@code run_id} is the one the fence was established on, so the {@code run_id} alone
+ * cannot show the loss; its replication id ({@code master_replid}) changed, and the fence refuses.
+ * The negative control shows what the lagging state lets through when it is trusted anyway.
  *
  * <p>Then what else changes the replication id, on real servers: not a replica leaving and coming
  * back (a primary that never fails over keeps writing), but a primary's first replica and a backlog
@@ -53,7 +53,7 @@ class RedisFenceFailbackIT {
   }
 
   @Test
-  void afterAFailoverAndAFailbackToTheSeededProcessTheStaleHoldersWriteIsRefused()
+  void afterAFailoverAndAFailbackToTheProcessTheFenceWasEstablishedOnTheStaleHoldersWriteIsRefused()
       throws IOException {
     Failback failback = failover();
 
@@ -64,9 +64,9 @@ class RedisFenceFailbackIT {
         .as(
             "after a failover and a failback to the same process, whose fence state lost A's"
                 + " entry (token 5): B's write (token 2) and stale A's write must be refused until"
-                + " re-seeded (B's write / A's late write / data)")
+                + " re-established (B's write / A's late write / data)")
         .isEqualTo(
-            "not seeded: REPLICATION_ID_CHANGED / not seeded: REPLICATION_ID_CHANGED"
+            "not established: REPLICATION_ID_CHANGED / not established: REPLICATION_ID_CHANGED"
                 + " / data=warm-up");
   }
 
@@ -95,7 +95,7 @@ class RedisFenceFailbackIT {
     StatefulRedisConnection<String, String> toReplica = connect(replica);
     awaitLinkUp(toReplica);
     RedisFence fence = RedisFence.create(toPrimary, FENCE_CONFIG);
-    fence.seed(0);
+    fence.establish(0);
     String replicationId = infoField(toPrimary, "replication", "master_replid");
 
     assertThat(attempt(fence, lease("A", FencingToken.of(1)), "A")).isEqualTo("written");
@@ -123,7 +123,7 @@ class RedisFenceFailbackIT {
     PrivateRedisServer primary = track(PrivateRedisServer.start("--repl-diskless-sync-delay", "0"));
     StatefulRedisConnection<String, String> toPrimary = connect(primary);
     RedisFence fence = RedisFence.create(toPrimary, FENCE_CONFIG);
-    fence.seed(0);
+    fence.establish(0);
     assertThat(attempt(fence, lease("A", FencingToken.of(5)), "A")).isEqualTo("written");
     String replicationId = infoField(toPrimary, "replication", "master_replid");
 
@@ -148,7 +148,7 @@ class RedisFenceFailbackIT {
     StatefulRedisConnection<String, String> toPrimary = connect(primary);
     awaitLinkUp(connect(replica));
     RedisFence fence = RedisFence.create(toPrimary, FENCE_CONFIG);
-    fence.seed(0);
+    fence.establish(0);
     assertThat(attempt(fence, lease("A", FencingToken.of(5)), "A")).isEqualTo("written");
     String replicationId = infoField(toPrimary, "replication", "master_replid");
 
@@ -167,7 +167,7 @@ class RedisFenceFailbackIT {
   private static void assertRefusedUntilResumedThenStillFencing(
       RedisFence fence, StatefulRedisConnection<String, String> connection) {
     assertThat(attempt(fence, lease("B", FencingToken.of(6)), "B"))
-        .isEqualTo("not seeded: REPLICATION_ID_CHANGED");
+        .isEqualTo("not established: REPLICATION_ID_CHANGED");
     assertThat(connection.sync().get(DATA)).isEqualTo("A");
 
     fence.resumeWithSurvivingState();
@@ -211,12 +211,12 @@ class RedisFenceFailbackIT {
       FencingToken b) {}
 
   /**
-   * A primary seeded with the fence and a replica fed through a proxy; token 1 is written and
+   * A primary established with the fence and a replica fed through a proxy; token 1 is written and
    * replicated. Replication stalls; A takes tokens 2 to 5 and writes with 5 on the primary only.
    * The replica is promoted (the primary is cut off, not killed); B acquires there (token 2 again)
-   * and is refused, the promoted replica not being the seeded process. Before an operator re-seeds,
-   * the old primary rejoins as a replica of the promoted one, resyncs its data set, and is promoted
-   * again.
+   * and is refused, the promoted replica not being the process the fence was established on. Before
+   * an operator re-establishes, the old primary rejoins as a replica of the promoted one, resyncs
+   * its data set, and is promoted again.
    */
   private Failback failover() throws IOException {
     PrivateRedisServer primary = track(PrivateRedisServer.start("--repl-diskless-sync-delay", "0"));
@@ -236,7 +236,7 @@ class RedisFenceFailbackIT {
         .until(() -> toReplica.sync().info("replication").contains("master_link_status:up"));
     RedisLockBackend onPrimary = RedisLockBackend.create(toPrimary);
     RedisFence fenceOnPrimary = RedisFence.create(toPrimary, FENCE_CONFIG);
-    fenceOnPrimary.seed(0);
+    fenceOnPrimary.establish(0);
 
     FencingToken warmUp = onPrimary.tryAcquire(LOCK, "warm-up", TTL).get();
     assertThat(fenceOnPrimary.write(lease("warm-up", warmUp), DATA, "warm-up").isRight()).isTrue();
@@ -267,7 +267,7 @@ class RedisFenceFailbackIT {
     assertThat(b).as("the promoted replica lacks A's grants").isEqualTo(FencingToken.of(2));
     assertThat(attempt(RedisFence.create(toReplica, FENCE_CONFIG), lease("B", b), "B"))
         .as("on the promoted replica, another process, the loss is detected")
-        .isEqualTo("not seeded: SEEDED_ON_ANOTHER_SERVER");
+        .isEqualTo("not established: ESTABLISHED_ON_ANOTHER_SERVER");
 
     toPrimary.sync().replicaof("127.0.0.1", replica.port());
     String counterKey = RedisLockBackendConfig.ofDefaults().counterKey(LOCK);
@@ -294,8 +294,8 @@ class RedisFenceFailbackIT {
     try {
       Either<FenceRejection, Void> result = fence.write(lease, DATA, value);
       return result.isRight() ? "written" : "refused: " + result.getLeft().describe();
-    } catch (FenceNotSeededException e) {
-      return "not seeded: " + e.reason();
+    } catch (FenceNotEstablishedException e) {
+      return "not established: " + e.reason();
     }
   }
 

@@ -75,7 +75,7 @@ class RedisFenceIT {
                 .keyPrefix(keys.key("fence:"))
                 .metrics(CoordinationMetrics.of(registry, "fence", "accounts"))
                 .build());
-    fence.seed(0);
+    fence.establish(0);
   }
 
   @AfterAll
@@ -183,27 +183,27 @@ class RedisFenceIT {
   }
 
   @Test
-  void aFenceThatWasNeverSeededRefusesEveryWriteAndWritesNothing() {
-    RedisFence unseeded =
+  void aFenceThatWasNeverEstablishedRefusesEveryWriteAndWritesNothing() {
+    RedisFence unestablished =
         RedisFence.create(
             connection,
             RedisFenceConfig.custom()
-                .keyPrefix(keys.key("unseeded-fence:"))
+                .keyPrefix(keys.key("unestablished-fence:"))
                 .metrics(CoordinationMetrics.of(registry, "fence", "accounts"))
                 .build());
     double before = rejections();
     auditor.attempted(lock, FencingToken.of(1), "A");
 
-    assertThatThrownBy(() -> unseeded.write(lease("A", 1), balance, "written by A"))
+    assertThatThrownBy(() -> unestablished.write(lease("A", 1), balance, "written by A"))
         .isInstanceOfSatisfying(
-            FenceNotSeededException.class,
+            FenceNotEstablishedException.class,
             e -> {
-              assertThat(e.reason()).isEqualTo(FenceNotSeededException.Reason.NO_STATE);
+              assertThat(e.reason()).isEqualTo(FenceNotEstablishedException.Reason.NO_STATE);
               assertThat(e.lockName()).isEqualTo(lock);
-              assertThat(e.seededOn()).isEmpty();
+              assertThat(e.establishedOn()).isEmpty();
             })
-        .hasMessageContaining("was never seeded, or Redis lost it")
-        .hasMessageContaining("RedisFence.seed(floor)");
+        .hasMessageContaining("was never established, or Redis lost it")
+        .hasMessageContaining("RedisFence.establish(floor)");
     assertThat(auditor.attempts("A")).isEqualTo(1);
     assertThat(redis.exists(balance)).isZero();
     assertThat(rejections() - before).as("counted as a refused write").isEqualTo(1);
@@ -214,7 +214,7 @@ class RedisFenceIT {
     RedisFence floored =
         RedisFence.create(
             connection, RedisFenceConfig.custom().keyPrefix(keys.key("floored-fence:")).build());
-    floored.seed(40);
+    floored.establish(40);
 
     Either<FenceRejection, Void> atTheFloor = floored.write(lease("A", 40), balance, "A");
 
@@ -228,10 +228,10 @@ class RedisFenceIT {
 
   @Test
   void aNegativeOrMaximalFloorIsRefusedAtTheApiEdge() {
-    assertThatThrownBy(() -> fence.seed(-1))
+    assertThatThrownBy(() -> fence.establish(-1))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("pass 0 for a fence that never had state");
-    assertThatThrownBy(() -> fence.seed(Long.MAX_VALUE))
+    assertThatThrownBy(() -> fence.establish(Long.MAX_VALUE))
         .isInstanceOf(IllegalArgumentException.class);
   }
 
@@ -255,7 +255,7 @@ class RedisFenceIT {
                 .keyPrefix(keys.key("memory-fence:"))
                 .rememberedWrites(3)
                 .build());
-    remembersThree.seed(0);
+    remembersThree.establish(0);
     String stateKey = remembersThree.config().stateKey();
     for (int i = 1; i <= 5; i++) {
       assertThat(remembersThree.write(lease("A", 1), balance, "write " + i).isRight()).isTrue();

@@ -138,7 +138,7 @@ class RedisFenceLostAnswerIT {
     RedisFenceConfig config = RedisFenceConfig.custom().keyPrefix(keys.key("fence:")).build();
     throughProxy = RedisFence.create(proxied, config);
     directly = RedisFence.create(direct, config);
-    directly.seed(0);
+    directly.establish(0);
     // Cache the script on the server: the armed fault must hit the write, not a NOSCRIPT answer.
     assertThat(throughProxy.write(RedisFenceIT.lease(lock, "earlier", 1), data("warm"), "w"))
         .isEqualTo(Either.right(null));
@@ -295,24 +295,25 @@ class RedisFenceLostAnswerIT {
   }
 
   @Test
-  void aResendAfterTheFenceWasSeededAgainIsReportedUnknownNotAppliedAgain() {
+  void aResendAfterTheFenceWasEstablishedAgainIsReportedUnknownNotAppliedAgain() {
     RedisFenceConfig config =
-        RedisFenceConfig.custom().keyPrefix(keys.key("reseeded-fence:" + lock + ":")).build();
+        RedisFenceConfig.custom().keyPrefix(keys.key("reestablished-fence:" + lock + ":")).build();
     RedisFence aFence = RedisFence.create(proxied, config);
     RedisFence operator = RedisFence.create(direct, config);
-    operator.seed(0);
+    operator.establish(0);
     Lease a = RedisFenceIT.lease(lock, "A", 5);
 
     String first =
         loseAnswerOf(
             () -> outcomeOf(() -> aFence.write(a, data("status"), "first")),
             () -> {
-              // The fence's state alone is lost (as an eviction would), and an operator re-seeds.
+              // The fence's state alone is lost (as an eviction would), and an operator
+              // re-establishes.
               assertThat(direct.sync().del(config.stateKey()))
                   .as("the fault fired: the state, with A's write id, is gone")
                   .isOne();
               // Token 4 was the highest before A's grant: A's 5 stays above the floor.
-              operator.seed(4);
+              operator.establish(4);
               assertThat(operator.write(a, data("status"), "second"))
                   .as("A's next write, sent on another connection while the resend waits")
                   .isEqualTo(Either.right(null));
@@ -323,7 +324,7 @@ class RedisFenceLostAnswerIT {
         .isEqualTo("second");
     assertThat(first)
         .startsWith("unknown: ")
-        .contains("the fence was seeded again while the call was under way");
+        .contains("the fence was established again while the call was under way");
   }
 
   @Test
@@ -347,7 +348,7 @@ class RedisFenceLostAnswerIT {
 
   /**
    * Fences that remember only the last two write ids: one through the proxy, one direct, both on a
-   * prefix of this test's own, seeded.
+   * prefix of this test's own, established.
    */
   private ShortMemory shortMemory() {
     ShortMemory fences =
@@ -356,7 +357,7 @@ class RedisFenceLostAnswerIT {
                 .keyPrefix(keys.key("short-memory-fence:" + lock + ":"))
                 .rememberedWrites(2)
                 .build());
-    fences.directly().seed(0);
+    fences.directly().establish(0);
     return fences;
   }
 

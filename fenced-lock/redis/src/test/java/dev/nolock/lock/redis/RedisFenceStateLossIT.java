@@ -29,8 +29,8 @@ import org.junit.jupiter.api.Test;
  * a failover to a replica that lacks the latest fence. Each cause is run twice: through {@code
  * RedisFence}, and through the same fenced write without loss detection ({@link
  * FenceWithoutLossDetection}, the negative control), which accepts the stale holder's write. Then
- * what the operator does: re-seed above the highest token in use, or, after a restart that lost
- * nothing, resume with the surviving state.
+ * what the operator does: re-establish above the highest token in use, or, after a restart that
+ * lost nothing, resume with the surviving state.
  *
  * <p>Every test runs private {@code redis-server} processes ({@link PrivateRedisServer}); the
  * shared Redis is never flushed, restarted or reconfigured.
@@ -51,14 +51,15 @@ class RedisFenceStateLossIT {
   /**
    * What one write came back with.
    *
-   * @param notSeeded why {@code RedisFence} refused every write, or null
+   * @param notEstablished why {@code RedisFence} refused every write, or null
    */
-  record Attempt(boolean accepted, String detail, FenceNotSeededException.Reason notSeeded) {}
+  record Attempt(
+      boolean accepted, String detail, FenceNotEstablishedException.Reason notEstablished) {}
 
   /** How the test's writes pass the fence: {@code RedisFence}, or the control. */
   private interface Guard {
     /** The operator's step before the fence is first used on a Redis. */
-    void seedOnce();
+    void establishOnce();
 
     Attempt write(Lease lease, String key, String value);
 
@@ -87,7 +88,7 @@ class RedisFenceStateLossIT {
   @Test
   void afterARestartWithoutPersistenceTheStaleHoldersWriteIsRefused() throws IOException {
     Run run = lossOnOneServer(Cause.RESTART, RedisFenceStateLossIT::fenced);
-    assertStaleWriteRefused(run, FenceNotSeededException.Reason.NO_STATE);
+    assertStaleWriteRefused(run, FenceNotEstablishedException.Reason.NO_STATE);
   }
 
   @Test
@@ -100,7 +101,7 @@ class RedisFenceStateLossIT {
   @Test
   void afterFlushAllTheStaleHoldersWriteIsRefused() throws IOException {
     Run run = lossOnOneServer(Cause.FLUSHALL, RedisFenceStateLossIT::fenced);
-    assertStaleWriteRefused(run, FenceNotSeededException.Reason.NO_STATE);
+    assertStaleWriteRefused(run, FenceNotEstablishedException.Reason.NO_STATE);
   }
 
   @Test
@@ -113,7 +114,7 @@ class RedisFenceStateLossIT {
   @Test
   void afterFlushDbTheStaleHoldersWriteIsRefused() throws IOException {
     Run run = lossOnOneServer(Cause.FLUSHDB, RedisFenceStateLossIT::fenced);
-    assertStaleWriteRefused(run, FenceNotSeededException.Reason.NO_STATE);
+    assertStaleWriteRefused(run, FenceNotEstablishedException.Reason.NO_STATE);
   }
 
   @Test
@@ -126,7 +127,7 @@ class RedisFenceStateLossIT {
   @Test
   void afterTheFenceIsEvictedTheStaleHoldersWriteIsRefused() throws IOException {
     Run run = eviction(RedisFenceStateLossIT::fenced);
-    assertStaleWriteRefused(run, FenceNotSeededException.Reason.NO_STATE);
+    assertStaleWriteRefused(run, FenceNotEstablishedException.Reason.NO_STATE);
   }
 
   @Test
@@ -139,7 +140,7 @@ class RedisFenceStateLossIT {
   @Test
   void afterAFailoverToALaggingReplicaTheStaleHoldersWriteIsRefused() throws IOException {
     Run run = failover(RedisFenceStateLossIT::fenced);
-    assertStaleWriteRefused(run, FenceNotSeededException.Reason.SEEDED_ON_ANOTHER_SERVER);
+    assertStaleWriteRefused(run, FenceNotEstablishedException.Reason.ESTABLISHED_ON_ANOTHER_SERVER);
   }
 
   @Test
@@ -147,22 +148,22 @@ class RedisFenceStateLossIT {
     assertBothHoldersWrote(failover(RedisFenceStateLossIT::unguarded));
   }
 
-  // --- re-seeding ---
+  // --- re-establishing ---
 
   @Test
-  void reseedingAboveTheHighestTokenInUseLetsANewHolderWriteAndStillRefusesTheStaleOne()
+  void reestablishingAboveTheHighestTokenInUseLetsANewHolderWriteAndStillRefusesTheStaleOne()
       throws IOException {
     PrivateRedisServer server = track(PrivateRedisServer.start());
     StatefulRedisConnection<String, String> connection = connect(server);
     RedisLockBackend backend = RedisLockBackend.create(connection);
     RedisFence fence = RedisFence.create(connection, FENCE_CONFIG);
-    fence.seed(0);
+    fence.establish(0);
     FencingToken a = takeTokensUpTo(backend, 5, TTL);
     assertThat(fence.write(lease("A", a), DATA, "A").isRight()).isTrue();
     connection.sync().flushall();
 
     // The operator: A's token 5 is the highest in use (from the application's records).
-    fence.seed(a.value());
+    fence.establish(a.value());
 
     FencingToken reissued = backend.tryAcquire(LOCK, "B", TTL).get();
     assertThat(reissued).isEqualTo(FencingToken.of(1));
@@ -188,14 +189,14 @@ class RedisFenceStateLossIT {
   void aFloorBelowTheFencesFloorIsRefused() throws IOException {
     PrivateRedisServer server = track(PrivateRedisServer.start());
     RedisFence fence = RedisFence.create(connect(server), FENCE_CONFIG);
-    fence.seed(5);
+    fence.establish(5);
 
-    assertThatThrownBy(() -> fence.seed(3))
+    assertThatThrownBy(() -> fence.establish(3))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("already has the floor 5")
         .hasMessageContaining("Pass 5 or more");
-    fence.seed(5);
-    fence.seed(7);
+    fence.establish(5);
+    fence.establish(7);
   }
 
   @Test
@@ -206,7 +207,7 @@ class RedisFenceStateLossIT {
     StatefulRedisConnection<String, String> connection = connect(server);
     RedisLockBackend backend = RedisLockBackend.create(connection);
     RedisFence fence = RedisFence.create(connection, FENCE_CONFIG);
-    fence.seed(0);
+    fence.establish(0);
     FencingToken a = takeTokensUpTo(backend, 5, TTL);
     assertThat(recorded(fence, lease("A", a), "A").isRight()).isTrue();
     assertThat(backend.release(LOCK, "A", a)).isTrue();
@@ -218,11 +219,11 @@ class RedisFenceStateLossIT {
     FencingToken b = backend.tryAcquire(LOCK, "B", TTL).get();
     assertThat(b).as("the counter survived: the AOF kept it").isEqualTo(FencingToken.of(6));
     assertThatThrownBy(() -> fence.write(lease("B", b), DATA, "B"))
-        .isInstanceOf(FenceNotSeededException.class)
+        .isInstanceOf(FenceNotEstablishedException.class)
         .satisfies(
             e ->
-                assertThat(((FenceNotSeededException) e).reason())
-                    .isEqualTo(FenceNotSeededException.Reason.SEEDED_ON_ANOTHER_SERVER));
+                assertThat(((FenceNotEstablishedException) e).reason())
+                    .isEqualTo(FenceNotEstablishedException.Reason.ESTABLISHED_ON_ANOTHER_SERVER));
 
     fence.resumeWithSurvivingState();
 
@@ -240,19 +241,19 @@ class RedisFenceStateLossIT {
     PrivateRedisServer server = track(PrivateRedisServer.start());
     StatefulRedisConnection<String, String> connection = connect(server);
     RedisFence fence = RedisFence.create(connection, FENCE_CONFIG);
-    fence.seed(0);
+    fence.establish(0);
     connection.sync().flushall();
 
     assertThatThrownBy(fence::resumeWithSurvivingState)
         .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("Call seed(floor)");
+        .hasMessageContaining("Call establish(floor)");
     assertThatThrownBy(() -> fence.write(lease("A", FencingToken.of(1)), DATA, "A"))
-        .isInstanceOf(FenceNotSeededException.class);
+        .isInstanceOf(FenceNotEstablishedException.class);
   }
 
   // --- assertions ---
 
-  private void assertStaleWriteRefused(Run run, FenceNotSeededException.Reason reason) {
+  private void assertStaleWriteRefused(Run run, FenceNotEstablishedException.Reason reason) {
     assertThat(auditor.attempts("A")).as("A's late write was attempted").isEqualTo(2);
     assertThat(run.aLateWrite().accepted())
         .as(
@@ -260,9 +261,9 @@ class RedisFenceStateLossIT {
             run.aToken().value(), run.cause(), run.bToken().value())
         .isFalse();
     assertThat(auditor.refusals("A")).isEqualTo(1);
-    assertThat(run.aLateWrite().notSeeded()).as(run.aLateWrite().detail()).isEqualTo(reason);
-    assertThat(run.bWrite().notSeeded())
-        .as("B too is refused until an operator re-seeds")
+    assertThat(run.aLateWrite().notEstablished()).as(run.aLateWrite().detail()).isEqualTo(reason);
+    assertThat(run.bWrite().notEstablished())
+        .as("B too is refused until an operator re-establishes")
         .isEqualTo(reason);
     assertThat(run.dataAfter()).isNotEqualTo("A, late");
     auditor.assertNoStaleWriteAccepted();
@@ -302,7 +303,7 @@ class RedisFenceStateLossIT {
     StatefulRedisConnection<String, String> connection = connect(server);
     RedisLockBackend backend = RedisLockBackend.create(connection);
     Guard guard = guardOn.apply(connection);
-    guard.seedOnce();
+    guard.establishOnce();
     RedisCommands<String, String> redis = connection.sync();
 
     FencingToken a = takeTokensUpTo(backend, 5, TTL);
@@ -341,7 +342,7 @@ class RedisFenceStateLossIT {
     StatefulRedisConnection<String, String> connection = connect(server);
     RedisLockBackend backend = RedisLockBackend.create(connection);
     Guard guard = guardOn.apply(connection);
-    guard.seedOnce();
+    guard.establishOnce();
     RedisCommands<String, String> redis = connection.sync();
 
     FencingToken a = takeTokensUpTo(backend, 5, SHORT_TTL);
@@ -387,7 +388,7 @@ class RedisFenceStateLossIT {
         .until(() -> toReplica.sync().info("replication").contains("master_link_status:up"));
     RedisLockBackend onPrimary = RedisLockBackend.create(toPrimary);
     Guard guardOnPrimary = guardOn.apply(toPrimary);
-    guardOnPrimary.seedOnce();
+    guardOnPrimary.establishOnce();
 
     FencingToken first = takeTokensUpTo(onPrimary, 1, TTL);
     assertThat(write(guardOnPrimary, lease("warm-up", first), "warm-up").accepted()).isTrue();
@@ -423,8 +424,8 @@ class RedisFenceStateLossIT {
     RedisFence fence = RedisFence.create(connection, FENCE_CONFIG);
     return new Guard() {
       @Override
-      public void seedOnce() {
-        fence.seed(0);
+      public void establishOnce() {
+        fence.establish(0);
       }
 
       @Override
@@ -433,7 +434,7 @@ class RedisFenceStateLossIT {
           Either<FenceRejection, Void> result = fence.write(lease, key, value);
           return new Attempt(
               result.isRight(), result.isRight() ? "written" : result.getLeft().describe(), null);
-        } catch (FenceNotSeededException e) {
+        } catch (FenceNotEstablishedException e) {
           return new Attempt(false, e.getMessage(), e.reason());
         }
       }
@@ -449,7 +450,7 @@ class RedisFenceStateLossIT {
     FenceWithoutLossDetection fence = new FenceWithoutLossDetection(connection, FENCE_PREFIX);
     return new Guard() {
       @Override
-      public void seedOnce() {}
+      public void establishOnce() {}
 
       @Override
       public Attempt write(Lease lease, String key, String value) {

@@ -39,7 +39,7 @@ class RedisPauseIT extends PauseContract {
     prefix = keys.prefix();
     // The operator's step, once before the holders use the fence.
     try (StatefulRedisConnection<String, String> connection = client.connect()) {
-      RedisFence.create(connection, fenceConfig(prefix)).seed(0);
+      RedisFence.create(connection, fenceConfig(prefix)).establish(0);
     }
   }
 

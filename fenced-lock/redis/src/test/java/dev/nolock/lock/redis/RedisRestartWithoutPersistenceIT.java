@@ -147,7 +147,7 @@ class RedisRestartWithoutPersistenceIT {
   }
 
   @Test
-  void seedingTheCounterFromTheFenceRestoresProgressAfterARestart() {
+  void raisingTheCounterFromTheFenceRestoresProgressAfterARestart() {
     FencingToken a = holderATakesTokensOneTwoThreeAndWritesWithTheLast();
     restartRedis();
     FencingToken reissued = backend.tryAcquire(lock, "B", TTL).get();

@@ -133,7 +133,7 @@ class RedisScriptFallbackIT {
   @Test
   void theFenceScriptFallsBackToo() {
     RedisFence fence = RedisFence.create(connection);
-    fence.seed(0);
+    fence.establish(0);
     redis.scriptFlush();
 
     Either<FenceRejection, Void> written =

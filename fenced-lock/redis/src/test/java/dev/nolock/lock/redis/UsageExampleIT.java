@@ -32,9 +32,10 @@ class UsageExampleIT {
     String key = keys.key("invoice:42:status");
 
     try (StatefulRedisConnection<String, String> operator = client.connect()) {
-      // --- README: Usage, seeding ---
-      RedisFence.create(operator, RedisFenceConfig.custom().keyPrefix(fencePrefix).build()).seed(0);
-      // --- end of seeding ---
+      // --- README: Usage, establishing ---
+      RedisFence.create(operator, RedisFenceConfig.custom().keyPrefix(fencePrefix).build())
+          .establish(0);
+      // --- end of establishing ---
     }
 
     // --- README: Usage ---

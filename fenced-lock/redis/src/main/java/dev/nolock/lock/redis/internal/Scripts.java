@@ -84,15 +84,15 @@ public final class Scripts {
    * process and of its replication history, and {@code greater(a, b)} for decimal strings.
    *
    * <p>{@code run_id} ({@code INFO server}) is new for every process, so it tells a restarted
-   * server or a promoted replica from the one the fence was seeded on. {@code master_replid}
+   * server or a promoted replica from the one the fence was established on. {@code master_replid}
    * ({@code INFO replication}) tells what the {@code run_id} cannot: the same process whose data
    * set was replaced. Redis gives a server a new replication id whenever it is promoted ({@code
    * REPLICAOF NO ONE}, a failover) and takes its primary's on a full resync, so a process that was
-   * a replica since the seed shows another one. It also changes without any loss: when a primary
-   * without a replication backlog gets its first replica, and when a primary frees its backlog
-   * after {@code repl-backlog-ttl} seconds without replicas; the fence then refuses until an
-   * operator resumes (see the README). A script error {@code NOLOCK_NO_SERVER_ID} says the server
-   * shows neither.
+   * a replica since the fence was established shows another one. It also changes without any loss:
+   * when a primary without a replication backlog gets its first replica, and when a primary frees
+   * its backlog after {@code repl-backlog-ttl} seconds without replicas; the fence then refuses
+   * until an operator resumes (see the README). A script error {@code NOLOCK_NO_SERVER_ID} says the
+   * server shows neither.
    */
   private static final String PRELUDE =
       """
@@ -112,7 +112,7 @@ public final class Scripts {
   /**
    * Reads where the fence's write sequence stands, before a fenced write is first sent. KEYS: the
    * state hash. Replies {@code applied-seq} (the sequence number of the last applied write, {@code
-   * '0'} for none) and {@code seed:id} ({@code ''} for none).
+   * '0'} for none) and {@code established:id} ({@code ''} for none).
    *
    * <p>Why: any send of the write runs after this read, so if one was applied its sequence number
    * is above the one read here. A later send that finds neither its write id nor every id since
@@ -125,26 +125,28 @@ public final class Scripts {
           """
           -- nolock fence: where the write sequence stands
           return {redis.call('HGET', KEYS[1], 'applied-seq') or '0',
-            redis.call('HGET', KEYS[1], 'seed:id') or ''}
+            redis.call('HGET', KEYS[1], 'established:id') or ''}
           """);
 
   /**
    * The fenced write. KEYS: the fence's state hash, then the data keys. ARGV: token, owner, lock
-   * name, write id, the {@code applied-seq} and {@code seed:id} read by {@link #FENCE_HORIZON}
-   * before the first send, how many write ids to remember, then one value per data key.
+   * name, write id, the {@code applied-seq} and {@code established:id} read by {@link
+   * #FENCE_HORIZON} before the first send, how many write ids to remember, then one value per data
+   * key.
    *
    * <p>Replies, first element: {@code 1} written; {@code 2} already written by an earlier send of
    * this write id (a resend after a lost answer), nothing done; {@code 7, horizon, oldest} unknown:
    * the write id is not remembered, but ids applied since the horizon were forgotten (the oldest
    * remembered is {@code oldest}), so an earlier send may have been applied; nothing done; {@code
-   * 8} unknown for the same reason: the fence was seeded again since the horizon was read; {@code
-   * 0, token, owner} refused, the lock's entry holds a newer token or the same from another owner;
-   * {@code 3, floor} refused, not by the entry but because the token is at or below the seeding
-   * floor; {@code 4} refused, the state holds no seed (never seeded, or Redis lost it); {@code 5,
-   * seeded run id, current run id, seeded replication id, current replication id} refused, the
-   * state was seeded on another server process (a restart or a failover since); {@code 6} and the
-   * same four ids, refused, seeded on this process but its replication id changed (it was a replica
-   * and was promoted again since, or its backlog was created or freed). Only {@code 1} writes.
+   * 8} unknown for the same reason: the fence was established again since the horizon was read;
+   * {@code 0, token, owner} refused, the lock's entry holds a newer token or the same from another
+   * owner; {@code 3, floor} refused, not by the entry but because the token is at or below the
+   * fence's floor; {@code 4} refused, the state was not established (never established, or Redis
+   * lost it); {@code 5, established run id, current run id, established replication id, current
+   * replication id} refused, the state was established on another server process (a restart or a
+   * failover since); {@code 6} and the same four ids, refused, established on this process but its
+   * replication id changed (it was a replica and was promoted again since, or its backlog was
+   * created or freed). Only {@code 1} writes.
    *
    * <p>Remembered write ids: {@code applied-id:<id>} = its sequence number, {@code
    * applied-at:<seq>} = the id, {@code applied-seq} the last number given, {@code applied-oldest}
@@ -159,8 +161,8 @@ public final class Scripts {
               + PRELUDE
               + """
               local state = KEYS[1]
-              local seeded = redis.call('HGET', state, 'seed:run_id')
-              if not seeded then
+              local established = redis.call('HGET', state, 'established:run_id')
+              if not established then
                 return {4}
               end
               if redis.call('HEXISTS', state, 'applied-id:' .. ARGV[4]) == 1 then
@@ -168,19 +170,19 @@ public final class Scripts {
               end
               -- Not remembered. A send of this write can only have been applied after the horizon;
               -- if ids of that span were forgotten, neither a refusal nor a write would be true.
-              if (redis.call('HGET', state, 'seed:id') or '') ~= ARGV[6] then
+              if (redis.call('HGET', state, 'established:id') or '') ~= ARGV[6] then
                 return {8}
               end
               local oldest = tonumber(redis.call('HGET', state, 'applied-oldest') or '1')
               if oldest > tonumber(ARGV[5]) + 1 then
                 return {7, ARGV[5], string.format('%.0f', oldest)}
               end
-              local seededReplid = redis.call('HGET', state, 'seed:replid') or ''
-              if seeded ~= server then
-                return {5, seeded, server, seededReplid, replid}
+              local establishedReplid = redis.call('HGET', state, 'established:replid') or ''
+              if established ~= server then
+                return {5, established, server, establishedReplid, replid}
               end
-              if seededReplid ~= replid then
-                return {6, seeded, server, seededReplid, replid}
+              if establishedReplid ~= replid then
+                return {6, established, server, establishedReplid, replid}
               end
               local field = 'lock:' .. ARGV[3]
               local entry = redis.call('HGET', state, field)
@@ -192,7 +194,7 @@ public final class Scripts {
                   return {0, token, owner}
                 end
               end
-              local floor = redis.call('HGET', state, 'seed:floor') or '0'
+              local floor = redis.call('HGET', state, 'established:floor') or '0'
               if not greater(ARGV[1], floor) then
                 return {3, floor}
               end
@@ -221,41 +223,42 @@ public final class Scripts {
               """);
 
   /**
-   * Seeds the fence: from now on its state is trusted on this server process and replication
+   * Establishes the fence: from now on its state is trusted on this server process and replication
    * history, and tokens at or below the floor are refused for every lock. KEYS: the state hash.
-   * ARGV: floor (decimal), a new seed id. Lock entries and remembered write ids that survived are
-   * kept. The seed id changes unless the state was already seeded on this very process and
-   * replication history: a write whose horizon was read under another seed may come from another
-   * copy of the state, whose sequence numbers say nothing here. Replies {@code 1, previous floor,
-   * previous run id or '', run id}; or {@code 0, floor} without a change when the state already has
-   * a higher floor.
+   * ARGV: floor (decimal), a new establishment id. Lock entries and remembered write ids that
+   * survived are kept. The establishment id changes unless the state was already established on
+   * this very process and replication history: a write whose horizon was read under another
+   * establishment may come from another copy of the state, whose sequence numbers say nothing here.
+   * Replies {@code 1, previous floor, previous run id or '', run id}; or {@code 0, floor} without a
+   * change when the state already has a higher floor.
    */
-  public static final LuaScript FENCE_SEED =
+  public static final LuaScript FENCE_ESTABLISH =
       new LuaScript(
-          "fence-seed",
-          "-- nolock fence: seed\n"
+          "fence-establish",
+          "-- nolock fence: establish\n"
               + PRELUDE
               + """
-              local floor = redis.call('HGET', KEYS[1], 'seed:floor') or '0'
+              local floor = redis.call('HGET', KEYS[1], 'established:floor') or '0'
               if greater(floor, ARGV[1]) then
                 return {0, floor}
               end
-              local previous = redis.call('HGET', KEYS[1], 'seed:run_id') or ''
-              local previousReplid = redis.call('HGET', KEYS[1], 'seed:replid') or ''
+              local previous = redis.call('HGET', KEYS[1], 'established:run_id') or ''
+              local previousReplid = redis.call('HGET', KEYS[1], 'established:replid') or ''
               if previous ~= server or previousReplid ~= replid
-                  or redis.call('HEXISTS', KEYS[1], 'seed:id') == 0 then
-                redis.call('HSET', KEYS[1], 'seed:id', ARGV[2])
+                  or redis.call('HEXISTS', KEYS[1], 'established:id') == 0 then
+                redis.call('HSET', KEYS[1], 'established:id', ARGV[2])
               end
-              redis.call('HSET', KEYS[1], 'seed:run_id', server, 'seed:replid', replid,
-                'seed:floor', ARGV[1])
+              redis.call('HSET', KEYS[1], 'established:run_id', server, 'established:replid', replid,
+                'established:floor', ARGV[1])
               return {1, floor, previous, server}
               """);
 
   /**
    * Trusts the state that survived a restart, a failover or a change of replication id on the
-   * server process and replication history now running. KEYS: the state hash. ARGV: a new seed id,
-   * taken unless the state is already trusted here (see {@link #FENCE_SEED}). Replies {@code 1,
-   * previous run id, run id}; or {@code 0} without a change when there is no seeded state to trust.
+   * server process and replication history now running. KEYS: the state hash. ARGV: a new
+   * establishment id, taken unless the state is already trusted here (see {@link
+   * #FENCE_ESTABLISH}). Replies {@code 1, previous run id, run id}; or {@code 0} without a change
+   * when there is no established state to trust.
    */
   public static final LuaScript FENCE_RESUME =
       new LuaScript(
@@ -263,15 +266,15 @@ public final class Scripts {
           "-- nolock fence: resume with the surviving state\n"
               + PRELUDE
               + """
-              local previous = redis.call('HGET', KEYS[1], 'seed:run_id')
+              local previous = redis.call('HGET', KEYS[1], 'established:run_id')
               if not previous then
                 return {0}
               end
               if previous ~= server
-                  or (redis.call('HGET', KEYS[1], 'seed:replid') or '') ~= replid then
-                redis.call('HSET', KEYS[1], 'seed:id', ARGV[1])
+                  or (redis.call('HGET', KEYS[1], 'established:replid') or '') ~= replid then
+                redis.call('HSET', KEYS[1], 'established:id', ARGV[1])
               end
-              redis.call('HSET', KEYS[1], 'seed:run_id', server, 'seed:replid', replid)
+              redis.call('HSET', KEYS[1], 'established:run_id', server, 'established:replid', replid)
               return {1, previous, server}
               """);
 }
