@@ -53,7 +53,9 @@ public abstract class ElectionContract {
           result.killToNewLeader().toMillis() / 1e3,
           result.electionBound().toMillis() / 1e3);
 
-      assertThat(List.of(result.first().owner(), result.second().owner(), result.third().owner()))
+      assertThat(
+              List.of(
+                  result.first().identity(), result.second().identity(), result.third().identity()))
           .as("three different candidates led in turn")
           .doesNotHaveDuplicates();
       assertThat(result.second().token().isNewerThan(result.first().token())).isTrue();

@@ -1,5 +1,6 @@
 package dev.nolock.lock;
 
+import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
@@ -224,13 +225,7 @@ public final class FencedLock implements AutoCloseable {
       // The grant came back after the whole TTL (a pause, a slow backend, a resend): another
       // holder may have it by now. Handing it out would give the caller a lease it cannot use.
       metrics.conflict();
-      try {
-        backend.release(name, owner, token.get());
-      } catch (RuntimeException e) {
-        metrics.releaseFailed();
-        LOG.warn(
-            "Could not release the expired grant {} of {}; it has ended anyway", owner, name, e);
-      }
+      releaseQuietly(name, owner, token.get());
       return Option.none();
     }
     HeldLock lock = new HeldLock(this, name, owner, token.get(), ttl, deadline, sent);
@@ -265,6 +260,12 @@ public final class FencedLock implements AutoCloseable {
       return;
     }
     Deadline deadline = Deadline.forHolder(clock, sent, lock.ttl());
+    if (!lock.isHeld()) {
+      // The renewal landed after the holder gave the lease up (lost at its deadline, or released
+      // while the call was out): nobody believes they hold it, so free it now, not a TTL later.
+      releaseQuietly(lock.name(), lock.owner(), lock.token());
+      return;
+    }
     lock.renewed(deadline);
     metrics.renewed();
     held.computeIfPresent(
@@ -296,7 +297,7 @@ public final class FencedLock implements AutoCloseable {
     metrics.leaseLost();
     metrics.held(since(lock.acquiredAtNanos()));
     try {
-      config.onLeaseLost().accept(new LostLease(lock.name(), lock.token(), reason));
+      config.onLeaseLost().accept(new LostLease(lock.name(), lock.owner(), lock.token(), reason));
     } catch (RuntimeException e) {
       LOG.error("The lease-lost callback for {} threw", lock, e);
     }
@@ -311,14 +312,35 @@ public final class FencedLock implements AutoCloseable {
     if (wasHeld) {
       metrics.held(since(lock.acquiredAtNanos()));
     }
+    releaseQuietly(lock.name(), lock.owner(), lock.token());
+  }
+
+  /**
+   * Releases a grant and never throws for the backend. The work under the lock is done (or failed
+   * on its own): throwing here would make a finished job look failed, and a caller that retries it
+   * would do it twice. The lease, freed or not, ends at its TTL; the grant's identity is never used
+   * again.
+   */
+  private void releaseQuietly(String name, String owner, FencingToken token) {
     try {
-      backend.release(lock.name(), lock.owner(), lock.token());
+      backend.release(name, owner, token);
     } catch (RuntimeException e) {
-      // The work under the lock is done (or failed on its own): throwing here would make a
-      // finished job look failed, and a caller that retries it would do it twice. The lease,
-      // freed or not, ends at its TTL; the grant's identity is never used again.
       metrics.releaseFailed();
-      LOG.warn("Release of {} failed or its answer was lost; it ends at its TTL", lock, e);
+      if (e instanceof BackendUnavailableException) {
+        LOG.warn(
+            "Release of {} by {} (token {}) failed or lost its answer; it ends at its TTL",
+            name,
+            owner,
+            token.value(),
+            e);
+      } else {
+        LOG.error(
+            "Release of {} by {} (token {}) failed on an unexpected exception; it ends at its TTL",
+            name,
+            owner,
+            token.value(),
+            e);
+      }
     }
   }
 

@@ -190,6 +190,8 @@ public final class HeldLock implements AutoCloseable {
   public String toString() {
     return "HeldLock["
         + name
+        + ", "
+        + owner
         + ", token="
         + token.value()
         + ", "

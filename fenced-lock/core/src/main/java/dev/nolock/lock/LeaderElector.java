@@ -190,8 +190,14 @@ public final class LeaderElector implements AutoCloseable {
           if (got.isDefined()) {
             lead(got.get());
           } else {
-            // The lease names the leader's grant; observers want the candidate behind it.
-            backend.holder(config.name()).forEach(h -> observe(GrantOwner.processOf(h.owner())));
+            // The lease names the leader's grant; observers want the candidate behind it. A grant
+            // of this candidate's own that it does not hold (an acquire whose answer was lost)
+            // leads nobody: it is not reported, and it ends within one lease duration.
+            backend
+                .holder(config.name())
+                .map(h -> GrantOwner.processOf(h.owner()))
+                .filter(leader -> !leader.equals(config.identity()))
+                .forEach(this::observe);
             pause(jittered(config.retryPeriod()));
           }
         } else {
