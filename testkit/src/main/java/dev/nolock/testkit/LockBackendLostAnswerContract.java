@@ -59,10 +59,16 @@ public abstract class LockBackendLostAnswerContract {
   /** Time on top of a TTL for the round trips of a wait on a busy machine. */
   private static final Duration ROUND_TRIPS = Duration.ofSeconds(2);
 
-  /** A backend with no fault on its path (same server, same table/keyspace as faultyBackend()). */
+  /**
+   * A backend with no fault on its path (same server, same table/keyspace as faultyBackend()): the
+   * process of the other owner, B.
+   */
   protected abstract LockBackend backend();
 
-  /** The backend whose requests {@link #inject} faults; it goes to the same server and data. */
+  /**
+   * The backend whose requests {@link #inject} faults; it goes to the same server and data. It is
+   * owner A's process: every call of A goes through it, and only an armed request is faulted.
+   */
   protected abstract LockBackend faultyBackend();
 
   /** The stored lease of {@code name}, read natively (not through a faulty path), or empty. */
@@ -131,7 +137,7 @@ public abstract class LockBackendLostAnswerContract {
               assertThat(lease)
                   .as("what an acquire answered unknown left stored")
                   .isEqualTo(new PeekedLease("A", lease.token(), false)));
-      Option<FencingToken> retry = backend().tryAcquire(name, "A", ttl());
+      Option<FencingToken> retry = faultyBackend().tryAcquire(name, "A", ttl());
       if (landed.isPresent()) {
         assertThat(retry.toJavaOptional())
             .as("the same owner's retry after unknown, with its lease landed: nothing new")
@@ -150,7 +156,7 @@ public abstract class LockBackendLostAnswerContract {
     assertThat(backend().tryAcquire(name, "B", ttl()).isEmpty())
         .as("another owner while A's grant stands")
         .isTrue();
-    assertThat(backend().release(name, "A", held)).as("A's release of its grant").isTrue();
+    assertThat(faultyBackend().release(name, "A", held)).as("A's release of its grant").isTrue();
     FencingToken next = backend().tryAcquire(name, "B", ttl()).get();
     assertThat(next.isNewerThan(held))
         .as("the next grant's token %s after %s", next, held)
@@ -172,22 +178,13 @@ public abstract class LockBackendLostAnswerContract {
     }
     Optional<FencingToken> landed = peek(name).map(PeekedLease::token);
     // Nobody renews the lease: whether A learnt of it or not, it must free itself.
-    AtomicReference<FencingToken> next = new AtomicReference<>();
-    await("another owner gets a lease its holder never renews, within the TTL + server slack")
-        .atMost(shortTtl().plus(serverSlack()).plus(ROUND_TRIPS))
-        .pollInterval(Duration.ofMillis(50))
-        .until(
-            () -> {
-              Option<FencingToken> b = backend().tryAcquire(name, "B", ttl());
-              b.forEach(next::set);
-              return b.isDefined();
-            });
+    FencingToken next = awaitTakeover(name, shortTtl());
     landed.ifPresent(
         token ->
-            assertThat(next.get().isNewerThan(token))
-                .as("B's token %s after the landed %s", next.get(), token)
+            assertThat(next.isNewerThan(token))
+                .as("B's token %s after the landed %s", next, token)
                 .isTrue());
-    assertThat(peek(name)).contains(new PeekedLease("B", next.get(), false));
+    assertThat(peek(name)).contains(new PeekedLease("B", next, false));
   }
 
   @ParameterizedTest(name = "{displayName} [{0}]")
@@ -196,13 +193,7 @@ public abstract class LockBackendLostAnswerContract {
     String name = name("acquire-overtaken-" + kind);
     AtomicReference<FencingToken> b = new AtomicReference<>();
     InjectedFault fault =
-        inject(
-            Operation.ACQUIRE,
-            kind,
-            () -> {
-              awaitExpiry(name);
-              backend().tryAcquire(name, "B", ttl()).forEach(b::set);
-            });
+        inject(Operation.ACQUIRE, kind, () -> b.set(awaitTakeover(name, shortTtl())));
 
     Outcome<Option<FencingToken>> answer =
         call(() -> faultyBackend().tryAcquire(name, "A", shortTtl()));
@@ -225,7 +216,7 @@ public abstract class LockBackendLostAnswerContract {
   @EnumSource(FaultKind.class)
   void renewUnderAFaultAnswersTrueOrUnknownNeverFalseWhileTheGrantStands(FaultKind kind) {
     String name = name("renew-" + kind);
-    FencingToken a = backend().tryAcquire(name, "A", shortTtl()).get();
+    FencingToken a = faultyBackend().tryAcquire(name, "A", shortTtl()).get();
     InjectedFault fault = inject(Operation.RENEW, kind, () -> {});
 
     Outcome<Boolean> answer = call(() -> faultyBackend().renew(name, "A", a, ttl()));
@@ -256,16 +247,10 @@ public abstract class LockBackendLostAnswerContract {
   @EnumSource(FaultKind.class)
   void aRenewAnsweredAfterTheLeaseExpiredAndBTookItIsNeverTrue(FaultKind kind) {
     String name = name("renew-overtaken-" + kind);
-    FencingToken a = backend().tryAcquire(name, "A", shortTtl()).get();
+    FencingToken a = faultyBackend().tryAcquire(name, "A", shortTtl()).get();
     AtomicReference<FencingToken> b = new AtomicReference<>();
     InjectedFault fault =
-        inject(
-            Operation.RENEW,
-            kind,
-            () -> {
-              awaitExpiry(name);
-              backend().tryAcquire(name, "B", ttl()).forEach(b::set);
-            });
+        inject(Operation.RENEW, kind, () -> b.set(awaitTakeover(name, shortTtl())));
 
     Outcome<Boolean> answer = call(() -> faultyBackend().renew(name, "A", a, shortTtl()));
 
@@ -283,7 +268,7 @@ public abstract class LockBackendLostAnswerContract {
   @EnumSource(FaultKind.class)
   void releaseUnderAFaultAnswersTrueOrUnknownAndFreesTheName(FaultKind kind) {
     String name = name("release-" + kind);
-    FencingToken a = backend().tryAcquire(name, "A", ttl()).get();
+    FencingToken a = faultyBackend().tryAcquire(name, "A", ttl()).get();
     InjectedFault fault = inject(Operation.RELEASE, kind, () -> {});
 
     Outcome<Boolean> answer = call(() -> faultyBackend().release(name, "A", a));
@@ -304,23 +289,13 @@ public abstract class LockBackendLostAnswerContract {
           .as("what an unknown release left")
           .contains(new PeekedLease("A", a, false));
     }
-    AtomicReference<FencingToken> next = new AtomicReference<>();
-    await("another owner gets the name within one TTL of an unknown release")
-        .atMost(ttl().plus(serverSlack()).plus(ROUND_TRIPS))
-        .pollInterval(Duration.ofMillis(50))
-        .until(
-            () -> {
-              Option<FencingToken> b = backend().tryAcquire(name, "B", ttl());
-              b.forEach(next::set);
-              return b.isDefined();
-            });
-    assertThat(next.get().isNewerThan(a)).isTrue();
+    assertThat(awaitTakeover(name, ttl()).isNewerThan(a)).isTrue();
   }
 
   @Test
   void aReleaseWhoseAnswerIsLostWhileBTakesTheFreedLeaseIsNeverFalse() {
     String name = name("release-overtaken");
-    FencingToken a = backend().tryAcquire(name, "A", ttl()).get();
+    FencingToken a = faultyBackend().tryAcquire(name, "A", ttl()).get();
     AtomicReference<FencingToken> b = new AtomicReference<>();
     InjectedFault fault =
         inject(
@@ -340,12 +315,25 @@ public abstract class LockBackendLostAnswerContract {
         .contains(new PeekedLease("B", b.get(), false));
   }
 
-  /** Waits until the server itself considers the lease of {@code name} expired (or gone). */
-  protected void awaitExpiry(String name) {
-    await()
-        .atMost(shortTtl().multipliedBy(5).plus(serverSlack()).plus(ROUND_TRIPS))
+  /**
+   * Owner B, through {@link #backend()}, asks for the lease of {@code name} until it is granted,
+   * for at most {@code ttl} + {@link #serverSlack()} + the round trips: a lease that nobody renews
+   * must free itself within its TTL. Asking (rather than peeking first) is what lets a backend that
+   * judges expiry by watching the lease (DynamoDB's rvn) start its watch.
+   *
+   * @return B's token
+   */
+  protected FencingToken awaitTakeover(String name, Duration ttl) {
+    AtomicReference<FencingToken> taken = new AtomicReference<>();
+    await("owner B gets the lease of " + name + " within " + ttl + " + the server's slack")
+        .atMost(ttl.plus(serverSlack()).plus(ROUND_TRIPS))
         .pollInterval(Duration.ofMillis(50))
-        .until(() -> peek(name).map(PeekedLease::expired).orElse(true));
+        .until(
+            () -> {
+              backend().tryAcquire(name, "B", ttl()).forEach(taken::set);
+              return taken.get() != null;
+            });
+    return taken.get();
   }
 
   private static void assertFired(InjectedFault fault) {
