@@ -354,6 +354,7 @@ public final class JdbcFaults implements AutoCloseable {
     if (fault.kind == FaultKind.ANSWER_LOST) {
       request.send();
     }
+    fault.meanwhile.run();
     try {
       real.close();
     } catch (SQLException ignored) {
