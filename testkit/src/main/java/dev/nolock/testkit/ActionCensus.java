@@ -11,9 +11,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 
 /**
- * How often each action of a stateful property ran, over the whole property run (all tries, and
- * the shrinking runs after a failure), and the floor that makes a green run mean something: a
- * property whose fault actions hardly ran proved little, however green it is.
+ * How often each action of a stateful property ran, over the whole property run (all tries, and the
+ * shrinking runs after a failure), and the floor that makes a green run mean something: a property
+ * whose fault actions hardly ran proved little, however green it is.
  *
  * <p>Guarantee: {@link #check()} fails unless every required action (a fault action that fired,
  * named by {@link #fault}) ran at least {@link #minimum()} times. The properties in this package
@@ -81,8 +81,13 @@ public final class ActionCensus {
       // reported below
     }
     throw new IllegalArgumentException(
-        "-D" + TRIES_PROPERTY + "=" + value + " is not a positive integer: pass e.g. -D"
-            + TRIES_PROPERTY + "=200.");
+        "-D"
+            + TRIES_PROPERTY
+            + "="
+            + value
+            + " is not a positive integer: pass e.g. -D"
+            + TRIES_PROPERTY
+            + "=200.");
   }
 
   /** Counts one run of {@code action}. */
@@ -141,8 +146,12 @@ public final class ActionCensus {
     counts()
         .forEach(
             (action, count) ->
-                out.append(String.format("  %-40s %6d%s%n", action, count,
-                    required.contains(action) ? "  (required >= " + minimum + ")" : "")));
+                out.append(
+                    String.format(
+                        "  %-40s %6d%s%n",
+                        action,
+                        count,
+                        required.contains(action) ? "  (required >= " + minimum + ")" : "")));
     return out.toString();
   }
 

@@ -80,8 +80,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
   /**
    * Arms one fault on the next request of {@code op} that {@link #faultyBackend()} sends.
    * ANSWER_LOST: the server applies the request, then {@code meanwhile} runs, then the caller's
-   * connection drops (its driver or SDK may resend by itself). REQUEST_LOST: {@code meanwhile} runs,
-   * then the connection drops before the server sees the request.
+   * connection drops (its driver or SDK may resend by itself). REQUEST_LOST: {@code meanwhile}
+   * runs, then the connection drops before the server sees the request.
    */
   protected abstract InjectedFault inject(Operation op, FaultKind kind, Runnable meanwhile);
 
@@ -147,7 +147,7 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
         .withAction(1, new Acquire(true))
         .withAction(5, new AcquireUnderFault())
         .withAction(2, new Renew())
-        .withAction(5, new RenewUnderFault())
+        .withAction(9, new RenewUnderFault())
         .withAction(2, new Release())
         .withAction(5, new ReleaseUnderFault())
         .withAction(2, new ReleaseLostWhileTheNextGrantTakesOver())
@@ -287,7 +287,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     /** Tries to acquire; the answer, or null for "unknown". */
     Option<FencingToken> acquire(Grant grant, Duration ttl, boolean retry, Supplier<String> fault) {
       long sent = System.nanoTime();
-      Option<FencingToken> answer = unknownAsNull(() -> via(grant).tryAcquire(grant.name, grant.owner, ttl));
+      Option<FencingToken> answer =
+          unknownAsNull(() -> via(grant).tryAcquire(grant.name, grant.owner, ttl));
       String how = (retry ? "a retry of the acquire by " : "the acquire by ") + grant + fault.get();
       if (answer == null) {
         grant.ttl = max(grant.ttl, ttl);
@@ -332,7 +333,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     Boolean renew(Grant grant, Supplier<String> fault) {
       long sent = System.nanoTime();
       Duration ttl = grant.ttl;
-      Boolean answer = unknownAsNull(() -> via(grant).renew(grant.name, grant.owner, grant.token, ttl));
+      Boolean answer =
+          unknownAsNull(() -> via(grant).renew(grant.name, grant.owner, grant.token, ttl));
       String how = "the renew by " + grant + fault.get();
       if (answer == null) {
         return null;
@@ -355,7 +357,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
 
     Boolean release(Grant grant, Supplier<String> fault) {
       long sent = System.nanoTime();
-      Boolean answer = unknownAsNull(() -> via(grant).release(grant.name, grant.owner, grant.token));
+      Boolean answer =
+          unknownAsNull(() -> via(grant).release(grant.name, grant.owner, grant.token));
       String how = "the release by " + grant + fault.get();
       if (answer == null) {
         if (grant.status == Status.HELD) {
@@ -384,8 +387,10 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
           && !stored.get().expired()
           && stored.get().owner().equals(grant.owner)
           && stored.get().token().equals(grant.token)) {
-        fail(how + " answered false while the store still shows this grant's unexpired lease: "
-            + stored.get());
+        fail(
+            how
+                + " answered false while the store still shows this grant's unexpired lease: "
+                + stored.get());
       }
     }
 
@@ -408,9 +413,18 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                   return got.isDefined();
                 });
       } catch (org.awaitility.core.ConditionTimeoutException e) {
-        fail("a lease nobody believes they hold was not free within " + bound
-            + " (TTL " + shortTtl() + " + serverSlack " + serverSlack() + " + the expiry tests'"
-            + " allowance for a busy machine); grants: " + on(name) + ", stored: " + peek(name));
+        fail(
+            "a lease nobody believes they hold was not free within "
+                + bound
+                + " (TTL "
+                + shortTtl()
+                + " + serverSlack "
+                + serverSlack()
+                + " + the expiry tests'"
+                + " allowance for a busy machine); grants: "
+                + on(name)
+                + ", stored: "
+                + peek(name));
       }
       newToken(next, token.get(), "the takeover by " + next);
       confirm(next, token.get(), shortTtl(), sent.get());
@@ -429,8 +443,12 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
         }
         if (stored.isEmpty()) {
           if (!certain.isEmpty()) {
-            fail("the store shows no lease of " + name + " while " + certain.get(0)
-                + " certainly holds it");
+            fail(
+                "the store shows no lease of "
+                    + name
+                    + " while "
+                    + certain.get(0)
+                    + " certainly holds it");
           }
           on(name).forEach(g -> g.status = Status.OUT);
           continue;
@@ -438,21 +456,36 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
         PeekedLease lease = stored.get();
         Grant owner = grants.get(lease.owner());
         if (!certain.isEmpty() && lease.expired()) {
-          fail("the store shows the lease of " + name + " expired while " + certain.get(0)
-              + " certainly holds it unexpired: " + lease);
+          fail(
+              "the store shows the lease of "
+                  + name
+                  + " expired while "
+                  + certain.get(0)
+                  + " certainly holds it unexpired: "
+                  + lease);
         }
         if (!certain.isEmpty()
             && (!certain.get(0).owner.equals(lease.owner())
                 || !lease.token().equals(certain.get(0).token))) {
-          fail("the store shows " + lease + " for " + name + " while " + certain.get(0)
-              + " certainly holds it: two holders");
+          fail(
+              "the store shows "
+                  + lease
+                  + " for "
+                  + name
+                  + " while "
+                  + certain.get(0)
+                  + " certainly holds it: two holders");
         }
         if (owner == null || !owner.name.equals(name)) {
           fail("the store shows " + lease + " for " + name + ", a grant this chain never made");
         }
         if (!lease.expired() && owner.status == Status.OUT) {
-          fail("the store shows the unexpired lease " + lease + " of " + owner
-              + ", a grant the backend said had ended (released, lost or refused)");
+          fail(
+              "the store shows the unexpired lease "
+                  + lease
+                  + " of "
+                  + owner
+                  + ", a grant the backend said had ended (released, lost or refused)");
         }
         if (owner.token == null) {
           newToken(owner, lease.token(), "the stored lease of " + owner);
@@ -506,7 +539,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
   // ----- actions. Transformers name grants by owner and lock names by index, so that a shrunk
   // chain replayed on a fresh model resolves them again; one that no longer applies does nothing.
 
-  private Transformer<Model> step(String action, String description, java.util.function.Consumer<Model> body) {
+  private Transformer<Model> step(
+      String action, String description, java.util.function.Consumer<Model> body) {
     return Transformer.mutate(
         description,
         model -> {
@@ -542,7 +576,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                       model -> {
                         String name = model.names().get(i);
                         Grant grant =
-                            new Grant(model.newOwner(), name, true, shortLease ? shortTtl() : ttl());
+                            new Grant(
+                                model.newOwner(), name, true, shortLease ? shortTtl() : ttl());
                         model.grants.put(grant.owner, grant);
                         model.acquire(grant, grant.ttl, false, LockBackendProperties::none);
                       }));
@@ -738,8 +773,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
   }
 
   /**
-   * The holder's release lands, and before its answer (or its resend) arrives a new grant takes
-   * the freed lease: the release must then be reported true or unknown, never false.
+   * The holder's release lands, and before its answer (or its resend) arrives a new grant takes the
+   * freed lease: the release must then be reported true or unknown, never false.
    */
   final class ReleaseLostWhileTheNextGrantTakesOver implements Action.Dependent<Model> {
     @Override
@@ -781,8 +816,7 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                             () -> {
                               Boolean released =
                                   unknownAsNull(
-                                      () ->
-                                          m.faulty.release(grant.name, grant.owner, grant.token));
+                                      () -> m.faulty.release(grant.name, grant.owner, grant.token));
                               String how =
                                   "the release by "
                                       + grant
@@ -799,13 +833,16 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                                 m.confirm(next, got.get(), shortTtl(), takenSent.get());
                                 m.onlyHolder(next.name, next);
                               } else if (heldAtSend) {
-                                m.fail(how.replace("took", "was refused")
-                                    + ": the release landed (its answer was lost), so the lease"
-                                    + " was free");
+                                m.fail(
+                                    how.replace("took", "was refused")
+                                        + ": the release landed (its answer was lost), so the lease"
+                                        + " was free");
                               }
                               if (Boolean.FALSE.equals(released) && heldAtSend) {
-                                m.fail(how + " answered false: the release landed before the"
-                                    + " takeover, a false definite outcome");
+                                m.fail(
+                                    how
+                                        + " answered false: the release landed before the"
+                                        + " takeover, a false definite outcome");
                               }
                               if (released != null || got != null && got.isDefined()) {
                                 grant.status = Status.OUT;

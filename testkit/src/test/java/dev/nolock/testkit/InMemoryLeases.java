@@ -9,7 +9,9 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 
-/** A correct lease per name in memory, expiry on {@link System#nanoTime()}: the properties' subject. */
+/**
+ * A correct lease per name in memory, expiry on {@link System#nanoTime()}: the properties' subject.
+ */
 final class InMemoryLeases implements LockBackend {
 
   private record Stored(String owner, long token, long expiresAt) {

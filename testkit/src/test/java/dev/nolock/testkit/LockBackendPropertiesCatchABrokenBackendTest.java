@@ -65,10 +65,7 @@ class LockBackendPropertiesCatchABrokenBackendTest {
   }
 
   static Events run(Class<?> properties) {
-    return EngineTestKit.engine("jqwik")
-        .selectors(selectClass(properties))
-        .execute()
-        .testEvents();
+    return EngineTestKit.engine("jqwik").selectors(selectClass(properties)).execute().testEvents();
   }
 
   static String failure(Events events) {
