@@ -60,7 +60,8 @@ class PostgresLockBackendPropertiesIT extends LockBackendProperties {
     PostgresLockConfig lockConfig = PostgresLockConfig.custom().table(TABLE).build();
     plain = PostgresLockBackend.create(pool, lockConfig);
     plain.createTableIfMissing();
-    faulty = new MeanwhileAfterTheFault(PostgresLockBackend.create(faults.dataSource(), lockConfig));
+    faulty =
+        new MeanwhileAfterTheFault(PostgresLockBackend.create(faults.dataSource(), lockConfig));
     rows = new LockRows(pool, TABLE);
   }
 
