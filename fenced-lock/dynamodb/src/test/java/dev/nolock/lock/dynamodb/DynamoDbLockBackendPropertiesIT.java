@@ -1,0 +1,75 @@
+package dev.nolock.lock.dynamodb;
+
+import dev.nolock.patterns.LockBackend;
+import dev.nolock.testkit.DynamoDbExtension;
+import dev.nolock.testkit.DynamoDbFaults;
+import dev.nolock.testkit.Endpoints;
+import dev.nolock.testkit.FaultKind;
+import dev.nolock.testkit.InjectedFault;
+import dev.nolock.testkit.LockBackendProperties;
+import dev.nolock.testkit.PeekedLease;
+import java.util.Optional;
+import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.lifecycle.BeforeContainer;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+
+/**
+ * {@link LockBackendProperties} on dynalite: the backend under faults sends through {@link
+ * DynamoDbFaults} (every conditional write is an {@code UpdateItem}), the plain one through an
+ * ordinary client, on a table of this class's own.
+ *
+ * <p>DynamoDB stores no expiry, so "expired" is an observer's judgement: the peek asks the faulty
+ * instance itself ({@link DynamoDbLockBackend#inspect}), which judges its own grants by their
+ * holders' deadlines and others' by its watch, exactly as its own {@code renew} and {@code
+ * tryAcquire} do.
+ */
+class DynamoDbLockBackendPropertiesIT extends LockBackendProperties {
+
+  private static DynamoDbClient client;
+  private static DynamoDbFaults faults;
+  private static DynamoDbLockBackendConfig config;
+  private static DynamoDbLockBackend plain;
+  private static DynamoDbLockBackend faulty;
+
+  @BeforeContainer
+  static void createTable() {
+    client = DynamoDbExtension.newClient(Endpoints.fromEnvironment().dynamoDbEndpoint());
+    faults = DynamoDbFaults.create();
+    config =
+        DynamoDbLockBackendConfig.custom().tableName(LockTables.unique("nolock_props_")).build();
+    plain = DynamoDbLockBackend.create(client, config);
+    plain.createTableIfMissing();
+    faulty = DynamoDbLockBackend.create(faults.client(), config);
+  }
+
+  @AfterContainer
+  static void dropTable() {
+    LockTables.drop(client, config.tableName());
+    faults.close();
+    client.close();
+  }
+
+  @Override
+  protected LockBackend backend() {
+    return plain;
+  }
+
+  @Override
+  protected LockBackend faultyBackend() {
+    return faulty;
+  }
+
+  @Override
+  protected Optional<PeekedLease> peek(String name) {
+    return faulty
+        .inspect(name)
+        .filter(lease -> !lease.released())
+        .map(lease -> new PeekedLease(lease.owner(), lease.token(), lease.isExpired()))
+        .toJavaOptional();
+  }
+
+  @Override
+  protected InjectedFault inject(Operation op, FaultKind kind, Runnable meanwhile) {
+    return faults.onNext("UpdateItem", kind, meanwhile);
+  }
+}
