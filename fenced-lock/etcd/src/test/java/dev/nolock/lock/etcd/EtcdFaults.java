@@ -50,16 +50,16 @@ import java.util.function.Predicate;
  * <p>Guarantees, in order:
  *
  * <ol>
- *   <li>{@link #client()} goes to the real etcd; every call passes untouched except the one a
- *       fault is armed for.
+ *   <li>{@link #client()} goes to the real etcd; every call passes untouched except the one a fault
+ *       is armed for.
  *   <li>{@link #onNext} arms a fault for the next request message of one gRPC method (e.g. {@link
  *       #TXN}) that a predicate accepts. It fires once, on the first such message sent after
  *       arming:
  *       <ul>
- *         <li>{@link FaultKind#ANSWER_LOST}: the request is sent; when etcd's answer arrives (it has
- *             applied the request), the answer is dropped and the call cancelled, {@code meanwhile}
- *             runs, and then the caller's call fails with {@code UNAVAILABLE}, as a connection that
- *             dropped after etcd wrote its answer would.
+ *         <li>{@link FaultKind#ANSWER_LOST}: the request is sent; when etcd's answer arrives (it
+ *             has applied the request), the answer is dropped and the call cancelled, {@code
+ *             meanwhile} runs, and then the caller's call fails with {@code UNAVAILABLE}, as a
+ *             connection that dropped after etcd wrote its answer would.
  *         <li>{@link FaultKind#REQUEST_LOST}: the message is never sent; {@code meanwhile} runs,
  *             the call is cancelled (etcd saw at most an empty stream) and fails with {@code
  *             UNAVAILABLE}.
@@ -129,7 +129,8 @@ final class EtcdFaults implements AutoCloseable {
     /** These messages or {@code other}'s. */
     Request or(Request other) {
       return new Request(
-          what + " or " + other.what, (m, request) -> accepts.test(m, request) || other.accepts.test(m, request));
+          what + " or " + other.what,
+          (m, request) -> accepts.test(m, request) || other.accepts.test(m, request));
     }
 
     @Override
@@ -272,8 +273,7 @@ final class EtcdFaults implements AutoCloseable {
                 realClosed.join();
                 listener.onClose(
                     Status.UNAVAILABLE
-                        .withDescription(
-                            "EtcdFaults: connection reset, " + lost + where + ")")
+                        .withDescription("EtcdFaults: connection reset, " + lost + where + ")")
                         .withCause(failed),
                     new Metadata());
               },

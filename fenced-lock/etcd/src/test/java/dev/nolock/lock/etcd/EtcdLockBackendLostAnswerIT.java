@@ -2,12 +2,12 @@ package dev.nolock.lock.etcd;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.lock.etcd.EtcdFaults.Request;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LockBackend;
-import dev.nolock.lock.etcd.EtcdFaults.Request;
-import dev.nolock.testkit.EtcdExtension;
 import dev.nolock.testkit.Endpoints;
+import dev.nolock.testkit.EtcdExtension;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.LockBackendLostAnswerContract;
@@ -134,7 +134,8 @@ class EtcdLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
 
     fault.assertFired();
     assertThat(answer)
-        .as("A's renew of its standing grant, whose keepAliveOnce lost its %s (empty: unknown)",
+        .as(
+            "A's renew of its standing grant, whose keepAliveOnce lost its %s (empty: unknown)",
             kind == FaultKind.ANSWER_LOST ? "answer" : "request")
         .isNotEqualTo(Optional.of(false));
     assertThat(peek(name)).as("A's grant").contains(new PeekedLease("A", a, false));
