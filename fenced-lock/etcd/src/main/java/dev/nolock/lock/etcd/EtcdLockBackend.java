@@ -6,12 +6,16 @@ import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.common.exception.ErrorCode;
+import io.etcd.jetcd.common.exception.EtcdException;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.DeleteOption;
+import io.etcd.jetcd.options.GetOption;
 import io.etcd.jetcd.options.PutOption;
 import io.vavr.control.Option;
 import java.nio.charset.StandardCharsets;
@@ -40,19 +44,28 @@ import java.util.concurrent.TimeoutException;
  *       value, bound to that lease. The transaction's revision is the key's create revision: the
  *       {@link FencingToken}, strictly increasing across the whole cluster, across releases and
  *       expiries. On refusal, revoke the unused lease.
- *   <li>Renew: only this backend instance knows the holder's lease. A transaction checks that the
- *       key still has this create revision and owner (a compare-and-swap on the token), then the
- *       holder's own lease is kept alive (or, for a different TTL, the key is re-bound to a new
- *       lease in the same compare). A holder can never extend someone else's key, because keys live
- *       and die with their own lease.
+ *   <li>Renew: only this backend instance knows the holder's lease. For the same TTL, a transaction
+ *       checks that the key still has this create revision and owner (a compare-and-swap on the
+ *       token) and reads which lease it lives on; if that is the grant's lease, it is kept alive
+ *       with {@code keepAliveOnce}, whose "lease not found" means the lease is lost. For a
+ *       different TTL, the key is re-bound to a new lease in the same compare. A holder can never
+ *       extend someone else's key, because keys live and die with their own lease.
+ *   <li>A renew whose re-binding transaction fails (its answer may be lost after etcd applied it)
+ *       reads the key: on the new lease, the renewal happened (true); no longer ours, false; still
+ *       on the old lease, or unreadable, "outcome unknown" — and if unreadable the new lease is
+ *       revoked, deleting the key if the put landed. A key found on a lease other than the grant's
+ *       (that revoke failed too) is never reported renewed: "outcome unknown" until it expires.
  *   <li>Release: delete the key only if its create revision and owner are still ours. Then,
  *       whatever the answer (deleted, refused, or failed), forget the grant and revoke its lease,
  *       waiting up to {@code rpcTimeout} for etcd; a failed revoke only leaves the lease to expire.
  * </ol>
  *
- * A call interrupted while it waits for etcd throws {@link BackendUnavailableException} (the
- * outcome is unknown; a renewal is not reported as lost) and leaves the thread's interrupt flag
- * set.
+ * A call whose request or answer is lost (a failed or timed-out etcd call) throws {@link
+ * BackendUnavailableException}, meaning "outcome unknown", unless the renew above learns the
+ * outcome; it never answers a false refusal. jetcd resends neither a transaction nor a {@code
+ * keepAliveOnce} after a dropped connection. A call interrupted while it waits for etcd throws
+ * {@link BackendUnavailableException} too (a renewal is not reported as lost) and leaves the
+ * thread's interrupt flag set.
  *
  * <p>Expiry is decided by etcd's leader on its own clock; etcd rounds TTLs up to whole seconds and
  * enforces a minimum (about 1.5 s with default timing), so the server may hold a lease longer than
@@ -121,9 +134,21 @@ public final class EtcdLockBackend implements LockBackend {
     }
     long seconds = seconds(ttl);
     if (seconds == held.seconds()) {
-      if (!stillOurs(name, owner, token)) {
+      Option<Long> keyLease = leaseIfOurs(name, owner, token);
+      if (keyLease.isEmpty()) {
         forget(grant, held);
         return false;
+      }
+      if (keyLease.get() != held.leaseId()) {
+        // Only a re-bind whose answer was lost and whose new lease could not be revoked does
+        // this: the key lives on a lease this instance does not keep alive, until it expires.
+        throw new BackendUnavailableException(
+            "etcd holds lock \""
+                + name
+                + "\" on a lease that an earlier renewal, whose answer was lost, bound it to; it"
+                + " cannot be renewed and ends with that lease. Whether the grant still stands is"
+                + " unknown; retry later.",
+            null);
       }
       try {
         long left =
@@ -135,8 +160,14 @@ public final class EtcdLockBackend implements LockBackend {
         if (left > 0) {
           return true;
         }
-      } catch (ExecutionException expiredOrGone) {
-        // etcd answers "requested lease not found" for an expired lease: the lease is lost.
+      } catch (ExecutionException e) {
+        // etcd answers an expired lease with TTL 0, which jetcd reports as NOT_FOUND: the lease
+        // is lost. Anything else (a dropped connection: UNAVAILABLE, which jetcd does not resend
+        // for keepAliveOnce) says nothing about the lease.
+        if (!(e.getCause() instanceof EtcdException etcd
+            && etcd.getErrorCode() == ErrorCode.NOT_FOUND)) {
+          throw unavailable(name, "renew", e);
+        }
       } catch (TimeoutException e) {
         throw unavailable(name, "renew", e);
       } catch (InterruptedException e) {
@@ -148,19 +179,27 @@ public final class EtcdLockBackend implements LockBackend {
       return false;
     }
     long newLease = await(name, "grant a lease", client.getLeaseClient().grant(seconds)).getID();
-    TxnResponse txn =
-        await(
-            name,
-            "renew",
-            client
-                .getKVClient()
-                .txn()
-                .If(ours(name, owner, token))
-                .Then(
-                    Op.put(
-                        key(name), bytes(owner), PutOption.builder().withLeaseId(newLease).build()))
-                .commit());
-    if (!txn.isSucceeded()) {
+    boolean rebound;
+    try {
+      rebound =
+          await(
+                  name,
+                  "renew",
+                  client
+                      .getKVClient()
+                      .txn()
+                      .If(ours(name, owner, token))
+                      .Then(
+                          Op.put(
+                              key(name),
+                              bytes(owner),
+                              PutOption.builder().withLeaseId(newLease).build()))
+                      .commit())
+              .isSucceeded();
+    } catch (BackendUnavailableException unknown) {
+      rebound = landed(name, owner, token, newLease, unknown);
+    }
+    if (!rebound) {
       revokeQuietly(newLease);
       forget(grant, held);
       return false;
@@ -214,9 +253,60 @@ public final class EtcdLockBackend implements LockBackend {
                     FencingToken.of(kv.getCreateRevision())));
   }
 
-  private boolean stillOurs(String name, String owner, FencingToken token) {
-    return await(name, "renew", client.getKVClient().txn().If(ours(name, owner, token)).commit())
-        .isSucceeded();
+  /**
+   * After a re-binding transaction that failed (its answer may have been lost after etcd applied
+   * it), reads where the key lives to learn whether the put landed.
+   *
+   * @return true if the key is ours on {@code newLease}, false if it is no longer ours
+   * @throws BackendUnavailableException {@code unknown}, when the key is still ours on its old
+   *     lease (this renewal did not happen) or etcd cannot tell
+   */
+  private boolean landed(
+      String name,
+      String owner,
+      FencingToken token,
+      long newLease,
+      BackendUnavailableException unknown) {
+    Option<Long> keyLease;
+    try {
+      keyLease = leaseIfOurs(name, owner, token);
+    } catch (BackendUnavailableException stillUnknown) {
+      // A key left on the new lease would live on a lease this instance does not keep alive, and
+      // renewals of the old one would answer true over a key about to expire. Revoking the new
+      // lease deletes such a key (the next renew then answers false) and is a no-op otherwise.
+      revokeAndWait(newLease);
+      throw unknown;
+    }
+    if (keyLease.contains(newLease)) {
+      return true;
+    }
+    if (keyLease.isDefined()) {
+      revokeQuietly(newLease);
+      throw unknown;
+    }
+    return false;
+  }
+
+  /** The id of the lease the key lives on, if the key is still this grant's. */
+  private Option<Long> leaseIfOurs(String name, String owner, FencingToken token) {
+    TxnResponse txn =
+        await(
+            name,
+            "renew",
+            client
+                .getKVClient()
+                .txn()
+                .If(ours(name, owner, token))
+                .Then(Op.get(key(name), GetOption.DEFAULT))
+                .commit());
+    if (!txn.isSucceeded()) {
+      return Option.none();
+    }
+    return Option.ofOptional(
+        txn.getGetResponses().stream()
+            .flatMap(got -> got.getKvs().stream())
+            .findFirst()
+            .map(KeyValue::getLease));
   }
 
   private Cmp[] ours(String name, String owner, FencingToken token) {

@@ -16,6 +16,8 @@ import io.vavr.control.Option;
 import java.time.Duration;
 import java.time.ZonedDateTime;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -32,8 +34,9 @@ import java.util.function.Supplier;
  * KubernetesLeaseLockConfig#leaseName}). Fields written: {@code holderIdentity} (the owner; absent
  * when free), {@code leaseDurationSeconds} (the TTL <b>rounded up</b> to whole seconds, because the
  * field is an integer number of seconds), {@code leaseTransitions} (the token), {@code acquireTime}
- * and {@code renewTime} (wall-clock time, for people and tools only: this class never reads them).
- * The Lease is never deleted, because the token counter lives in it.
+ * and {@code renewTime} (wall-clock time, for people and tools; this class never compares them with
+ * a clock, it only recognises the exact values its own write sent, see below). The Lease is never
+ * deleted, because the token counter lives in it.
  *
  * <h2>Algorithm</h2>
  *
@@ -71,7 +74,15 @@ import java.util.function.Supplier;
  *       takeover, finds someone else's (or no) holder and returns false without writing.
  * </ol>
  *
- * A renewal or release whose update conflicts re-reads and tries again while the Lease is still
+ * A write whose answer was lost is resent by fabric8 (after an {@code IOException}), and the resend
+ * meets the first send's own write as a conflict. So a grant refused with 409 re-reads the Lease:
+ * if it shows this owner and token with the {@code acquireTime} this write sent, it is the grant
+ * (no other write carries that value). A release refused with 409 whose re-read shows the Lease
+ * free with the token and a {@code renewTime} one of its sends wrote answers true; one that finds
+ * another grant throws {@link BackendUnavailableException} (it may have landed, or the grant
+ * expired and was taken over first) and forgets the grant.
+ *
+ * <p>A renewal or release whose update conflicts re-reads and tries again while the Lease is still
  * {@code (owner, token)} (someone edited, say, a label), at most {@value #MAX_CONFLICTS} times;
  * then it throws {@link BackendUnavailableException}.
  *
@@ -220,19 +231,29 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     requireOwner(owner);
     Objects.requireNonNull(token, "token");
     Grant grant = new Grant(name, token.value());
+    List<ZonedDateTime> sent = new ArrayList<>();
     for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       Lease lease = read(name, leaseName);
       if (lease == null || !stored(name, lease).isHeldBy(owner, token)) {
         forget(grant, owner);
-        return false; // already free, or someone else's: change nothing
+        if (sent.isEmpty()) {
+          return false; // already free, or someone else's: change nothing
+        }
+        if (isOwnRelease(name, lease, token, sent)) {
+          observations.remove(name);
+          return true; // our update landed; its answer was lost and the resend met it
+        }
+        throw lostRelease(name);
       }
+      ZonedDateTime at = now();
       Lease released =
           new LeaseBuilder(lease)
               .editSpec()
               .withHolderIdentity(null)
-              .withRenewTime(now())
+              .withRenewTime(at)
               .endSpec()
               .build();
+      sent.add(at);
       if (updateOrNull(released, "release lock \"" + name + "\"") != null) {
         forget(grant, owner);
         observations.remove(name);
@@ -346,6 +367,10 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     long sent = clock.nanoTime();
     Lease written = seen == null ? createOrNull(desired, what) : updateOrNull(desired, what);
     if (written == null) {
+      // fabric8 resends a write whose answer was lost; the resend then meets our own write.
+      written = ownGrant(name, leaseName, owner, next, now);
+    }
+    if (written == null) {
       return Option.none(); // another contender was faster, or the holder renewed
     }
     Integer stored = written.getSpec() == null ? null : written.getSpec().getLeaseTransitions();
@@ -369,6 +394,48 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     holdings.put(new Grant(name, next), new Holding(owner, deadline));
     observations.put(name, new Observation(resourceVersion(name, written), deadline));
     return Option.some(FencingToken.of(next));
+  }
+
+  /**
+   * The Lease, if it shows the grant whose create or update was refused as a conflict: the same
+   * owner and token, and the {@code acquireTime} that this very write sent (which no other write
+   * carries), so that the conflict was our own earlier send, whose answer was lost.
+   */
+  private Lease ownGrant(
+      String name, String leaseName, String owner, long token, ZonedDateTime acquiredAt) {
+    Lease lease = read(name, leaseName);
+    if (lease == null || !stored(name, lease).isHeldBy(owner, FencingToken.of(token))) {
+      return null;
+    }
+    ZonedDateTime stored = lease.getSpec().getAcquireTime();
+    return stored != null && stored.isEqual(acquiredAt) ? lease : null;
+  }
+
+  /**
+   * Whether {@code lease} is free with the token and a {@code renewTime} one of our sends wrote.
+   */
+  private boolean isOwnRelease(
+      String name, Lease lease, FencingToken token, List<ZonedDateTime> sent) {
+    if (lease == null) {
+      return false;
+    }
+    Stored stored = stored(name, lease);
+    ZonedDateTime renewed = lease.getSpec().getRenewTime();
+    return stored.isFree()
+        && stored.transitions() == token.value()
+        && renewed != null
+        && sent.stream().anyMatch(renewed::isEqual);
+  }
+
+  private static BackendUnavailableException lostRelease(String name) {
+    return new BackendUnavailableException(
+        "The release of lock \""
+            + name
+            + "\" met a conflict, and its Lease now belongs to another"
+            + " grant: the release may have landed with its answer lost (the HTTP client resent"
+            + " it), or the grant had expired and been taken over first. Whether it took effect"
+            + " is unknown; the grant is over either way, do not retry it.",
+        null);
   }
 
   private Lease read(String name, String leaseName) {
