@@ -27,8 +27,8 @@ import java.util.function.Predicate;
 /**
  * A fabric8 {@link KubernetesClient} whose HTTP layer loses one request or one answer on purpose:
  * the fault a client meets when its connection drops mid-call. It is an {@link Interceptor}, whose
- * {@code before} fabric8 runs on every attempt, below its own retry, so fabric8 decides what happens
- * next, as it would in production.
+ * {@code before} fabric8 runs on every attempt, below its own retry, so fabric8 decides what
+ * happens next, as it would in production.
  *
  * <p>What fabric8 8.0 does after such a fault ({@code StandardHttpClient.shouldRetry}): it resends
  * any request, a POST or PUT included, after an {@link IOException} (and after 429 or 5xx), up to
@@ -53,8 +53,8 @@ import java.util.function.Predicate;
  *             connect; the server never sees it.
  *       </ul>
  *   <li>{@code meanwhile} runs on the calling thread, before fabric8's request timeout starts.
- *   <li>A fault counts the {@linkplain Fault#attempts() requests} it matched since it was armed, the
- *       lost one included: fabric8's resends show up there.
+ *   <li>A fault counts the {@linkplain Fault#attempts() requests} it matched since it was armed,
+ *       the lost one included: fabric8's resends show up there.
  * </ol>
  */
 final class KubernetesFaults implements Interceptor {

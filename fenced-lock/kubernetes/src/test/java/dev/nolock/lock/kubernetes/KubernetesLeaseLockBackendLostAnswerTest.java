@@ -29,8 +29,8 @@ import org.junit.jupiter.api.BeforeAll;
  * <p>{@link #backend()} and {@link #faultyBackend()} are the same instance: only the instance that
  * made a grant renews it, and a contender's takeover waits on that instance's own observation of
  * the Lease (so {@link #awaitExpiry} waits on it too). Its path is clean except for the one armed
- * request, and a fault fires before its {@code meanwhile} runs. {@link #peek} reads through a second
- * instance, as in {@link KubernetesLeaseLockBackendTest}.
+ * request, and a fault fires before its {@code meanwhile} runs. {@link #peek} reads through a
+ * second instance, as in {@link KubernetesLeaseLockBackendTest}.
  */
 class KubernetesLeaseLockBackendLostAnswerTest extends LockBackendLostAnswerContract {
 
