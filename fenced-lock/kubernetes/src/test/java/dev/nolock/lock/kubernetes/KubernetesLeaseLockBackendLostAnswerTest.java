@@ -1,6 +1,5 @@
 package dev.nolock.lock.kubernetes;
 
-import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LockBackend;
@@ -119,18 +118,6 @@ class KubernetesLeaseLockBackendLostAnswerTest extends LockBackendLostAnswerCont
   @Override
   protected Duration shortTtl() {
     return Duration.ofSeconds(1);
-  }
-
-  /**
-   * Expiry is judged by the contender that will take the Lease over (client-go's rule), here the
-   * instance under test: wait until its own observation has run out.
-   */
-  @Override
-  protected void awaitExpiry(String name) {
-    await()
-        .atMost(shortTtl().multipliedBy(5).plusSeconds(2))
-        .pollInterval(Duration.ofMillis(50))
-        .until(() -> backend.inspect(name).map(ObservedLease::isExpired).getOrElse(true));
   }
 
   private interface WriteTest {
