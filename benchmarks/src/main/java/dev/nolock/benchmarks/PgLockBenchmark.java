@@ -47,7 +47,8 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *         <li>{@code tryAcquire(name, 10 s)}: {@code INSERT INTO nolock_locks ... ON CONFLICT
  *             (name) DO UPDATE ... WHERE l.expires_at <= clock_timestamp() RETURNING token},
  *             autocommit; no row is a conflict.
- *         <li>{@code checkPointOfNoReturn} (local, no I/O), then {@code Fence.write}: in one
+ *         <li>{@code checkPointOfNoReturn} (local, no I/O), then {@code Fence.write} without a
+ *             write id (the benchmark never retries a write, so it records none): in one
  *             transaction the fence upsert {@code INSERT INTO nolock_fences ... ON CONFLICT ...
  *             WHERE f.token < excluded.token OR ...} for the lease's token, the counter {@code
  *             UPDATE}, {@code COMMIT}.
@@ -93,6 +94,7 @@ public class PgLockBenchmark {
 
   // The statements below are what jOOQ 3.19 renders for PostgresLockBackend, Fence and
   // PostgresAdvisoryLock, verbatim, so the server parses and plans the same text for both.
+  // PgLockBenchmarkSqlTest holds FENCE to what Fence.write renders.
   private static final String ACQUIRE =
       "insert into \"nolock_locks\" as \"l\" (\"name\", \"owner\", \"token\", \"expires_at\")"
           + " values (?, ?, 1, (clock_timestamp() + (? * cast(interval '0 years 0 mons 0 days 0"
@@ -100,7 +102,7 @@ public class PgLockBenchmark {
           + " update set \"owner\" = excluded.\"owner\", \"token\" = (\"l\".\"token\" + 1),"
           + " \"expires_at\" = excluded.\"expires_at\" where \"l\".\"expires_at\" <="
           + " clock_timestamp() returning \"token\"";
-  private static final String FENCE =
+  static final String FENCE =
       "insert into \"nolock_fences\" as \"f\" (\"name\", \"token\", \"owner\") values (?, ?, ?)"
           + " on conflict (\"name\") do update set \"token\" = excluded.\"token\", \"owner\" ="
           + " excluded.\"owner\" where (\"f\".\"token\" < excluded.\"token\" or (\"f\".\"token\" ="

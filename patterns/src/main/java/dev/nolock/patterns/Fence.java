@@ -1,22 +1,26 @@
 package dev.nolock.patterns;
 
-import static org.jooq.impl.DSL.coalesce;
 import static org.jooq.impl.DSL.excluded;
 import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
-import static org.jooq.impl.DSL.when;
+import static org.jooq.impl.DSL.val;
 
 import io.vavr.control.Either;
+import java.time.Duration;
+import java.time.OffsetDateTime;
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Name;
-import org.jooq.Record3;
 import org.jooq.Table;
+import org.jooq.exception.DataAccessException;
 import org.jooq.impl.SQLDataType;
 
 /**
@@ -27,30 +31,42 @@ import org.jooq.impl.SQLDataType;
  * committed, no write with a token lower than {@code t}, and none with {@code t} from another
  * owner, commits through this fence. A refused write changes nothing, including rows that the newer
  * holder has not touched yet, because the fence guards what the <em>lock</em> guards (one row per
- * lock name), not each data row. A write that carries a {@link WriteId} and is retried with the
- * same lease and id after a lost answer commits once: the retry of an attempt that committed runs
- * nothing and answers {@link FencedWrite.AlreadyWritten}, provided no other write with a write id
- * committed under that lease in between.
+ * lock name), not each data row. A write that carries a {@link WriteId} commits at most once per
+ * lock name while its id is kept (see {@link #forgetWritesOlderThan}): a later call with the same
+ * lock name and id, from any grant and after any number of other writes, runs nothing and answers
+ * {@link FencedWrite.AlreadyWritten}, naming the grant that wrote it.
  *
- * <p>Algorithm of {@link #write}, in one transaction:
+ * <p>Two tables: the fence table (one row per lock name: the highest token and its owner) and the
+ * write-id table (one row per lock name and write id that committed: the token and owner that wrote
+ * it and when, by the server's clock). Algorithm of {@link #write}, in one transaction:
  *
  * <ol>
- *   <li>Advance the lock's fence row: {@code INSERT ... (name, token, owner, last_write) VALUES
- *       (:lock, :t, :o, :id) ON CONFLICT (name) DO UPDATE SET token = :t, owner = :o, last_write =
- *       (CASE WHEN token < :t THEN :id ELSE coalesce(:id, last_write) END) WHERE token < :t OR
- *       (token = :t AND owner = :o AND (:id IS NULL OR last_write IS DISTINCT FROM :id))}; {@code
- *       :id} is the call's write id, or null without one. The conflicting row is locked whether or
- *       not it is updated, so concurrent writers for one lock are ordered by that row lock and each
- *       sees the token committed before it.
- *   <li>No row advanced: read the current token, owner and last write id. If they are the call's
- *       token, owner and write id, return {@link FencedWrite.AlreadyWritten} without running the
- *       caller's writes. Otherwise count the rejection and return it as a {@link FenceRejection}
- *       without running the caller's writes.
- *   <li>One row advanced: run the caller's writes on the same transaction and commit them together
- *       with the fence row. If the writes throw, everything rolls back.
+ *   <li>Advance the lock's fence row: {@code INSERT INTO fences AS f (name, token, owner) VALUES
+ *       (:lock, :t, :o) ON CONFLICT (name) DO UPDATE SET token = excluded.token, owner =
+ *       excluded.owner WHERE f.token < excluded.token OR (f.token = excluded.token AND f.owner =
+ *       excluded.owner)}. The conflicting row is locked whether or not it is updated, and stays
+ *       locked until the transaction ends, so writers for one lock are ordered by that row lock and
+ *       each sees what the one before it committed.
+ *   <li>With a write id: {@code SELECT token, owner FROM writes WHERE name = :lock AND write_id =
+ *       :id}. Every write id of a lock is recorded by a transaction that holds the lock's fence row
+ *       until it commits, and this statement runs after step 1 took that row, so under READ
+ *       COMMITTED it sees every id of the lock that committed, and no recording of this id is in
+ *       flight. Found: roll back (this call's advance too) and return {@link
+ *       FencedWrite.AlreadyWritten} with the recorded token and owner, whatever this call's token;
+ *       the caller's writes never run.
+ *   <li>No row advanced in step 1: count the rejection and return it as a {@link FenceRejection};
+ *       the caller's writes never run and nothing changed.
+ *   <li>One row advanced: with a write id, {@code INSERT INTO writes (name, write_id, token, owner,
+ *       written_at) VALUES (:lock, :id, :t, :o, clock_timestamp())}; then run the caller's writes
+ *       on the same transaction and commit them together with the fence row and the id. If the
+ *       writes throw, everything rolls back, the id with it.
  * </ol>
  *
- * Equal tokens pass only for the same owner: a backend that loses its counter (a Redis restart
+ * Two attempts with one id at once are ordered by the fence row: the second runs step 2 after the
+ * first has committed (it finds the id: {@code AlreadyWritten}) or rolled back (it does not: it may
+ * apply). Never both apply.
+ *
+ * <p>Equal tokens pass only for the same owner: a backend that loses its counter (a Redis restart
  * without persistence, a lease row deleted on release) can hand the same token out again, and the
  * fence must not take the second holder for the first. So an owner names one grant, not a process
  * ({@link GrantOwner}: {@code FencedLock} passes {@code owner#nonce}), or two threads of one
@@ -61,116 +77,188 @@ import org.jooq.impl.SQLDataType;
  * cannot tell whether its writes committed. Retried without a write id, the same lease passes the
  * fence again and the writes run a second time, so <b>writes without a write id must be
  * idempotent</b> (set a value, not add to it). With a write id, the retry of a write that committed
- * runs nothing and answers {@link FencedWrite.AlreadyWritten}.
+ * runs nothing and answers {@link FencedWrite.AlreadyWritten}, under the same lease or a new one.
  *
- * <p>The fence remembers only the latest write id per lock, for the grant (token and owner) that
- * made it; a write without an id leaves it in place, a higher token replaces it (with its own id,
- * or none). So a retry is recognised only while no other write with a write id has committed under
- * the same lease since its first attempt: retry a write whose answer was lost before making the
- * next one. If another write did commit in between, the retry runs again; re-read the data to
- * decide instead of retrying. After a {@link FenceRejection} on a retry, the earlier attempt may or
- * may not have committed before the newer holder's writes: re-read the data if it matters.
+ * <p>Retention: write ids are kept until {@link #forgetWritesOlderThan} deletes them. Run it
+ * periodically with a retention longer than any retry can take; a retry after its id was forgotten
+ * runs again.
  *
  * <p>Use it under PostgreSQL's default READ COMMITTED isolation. Under REPEATABLE READ or
  * SERIALIZABLE a concurrent advance of the same fence row aborts the transaction with a
  * serialization failure instead of a rejection value; that is still safe, but the caller sees an
- * exception. Inside a caller's own transaction jOOQ runs this as a savepoint; on a rejection the
- * caller must roll back anything it wrote before.
+ * exception. Inside a caller's own transaction jOOQ runs this as a savepoint, and the caller must
+ * roll its whole transaction back on {@link FencedWrite.AlreadyWritten} as on a rejection: the
+ * caller's own statements before the fenced write ran again on a retry, and only the fenced writes
+ * were recognised.
  *
- * <p>Immutable and thread-safe. The table comes from configuration and is validated as an SQL
- * identifier; every value is bound.
+ * <p>Immutable and thread-safe. The table names come from configuration and are validated as SQL
+ * identifiers; every value is bound.
  */
 public final class Fence {
 
   /** The table name used when none is configured. */
   public static final String DEFAULT_TABLE = "nolock_fences";
 
-  private static final String LAST_WRITE = "last_write";
+  /** Appended to the fence table's name to name its write-id table, unless one is configured. */
+  public static final String WRITES_SUFFIX = "_writes";
+
+  /**
+   * What PostgreSQL answers a {@code CREATE TABLE IF NOT EXISTS} that raced another creator of the
+   * same table: {@code 23505} (its row type's entry in {@code pg_type}), {@code 42P07} (duplicate
+   * table), {@code 42710} (duplicate object).
+   */
+  private static final Set<String> CREATED_CONCURRENTLY = Set.of("23505", "42P07", "42710");
 
   private final Name tableName;
+  private final Name writesName;
   private final Table<?> table;
   private final Table<?> alias;
+  private final Table<?> writesTable;
   private final Field<String> name;
   private final Field<Long> token;
   private final Field<String> owner;
-  private final Field<String> lastWrite;
+  private final Field<String> writeIdColumn;
+  private final Field<OffsetDateTime> writtenAt;
   private final Field<Long> aliasToken;
   private final Field<String> aliasOwner;
-  private final Field<String> aliasLastWrite;
   private final CoordinationMetrics metrics;
 
-  private Fence(Name tableName, CoordinationMetrics metrics) {
+  private Fence(Name tableName, Name writesName, CoordinationMetrics metrics) {
     this.tableName = tableName;
+    this.writesName = writesName;
     this.table = table(tableName);
     this.alias = table.as("f");
+    this.writesTable = table(writesName);
     this.name = field(name("name"), SQLDataType.VARCHAR(Lease.MAX_NAME_LENGTH).nullable(false));
     this.token = field(name("token"), SQLDataType.BIGINT.nullable(false));
     this.owner = field(name("owner"), SQLDataType.VARCHAR(Lease.MAX_OWNER_LENGTH).nullable(false));
-    this.lastWrite =
-        field(name(LAST_WRITE), SQLDataType.VARCHAR(WriteId.MAX_LENGTH).nullable(true));
+    this.writeIdColumn =
+        field(name("write_id"), SQLDataType.VARCHAR(WriteId.MAX_LENGTH).nullable(false));
+    this.writtenAt = field(name("written_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
     this.aliasToken = field(name("f", "token"), SQLDataType.BIGINT);
     this.aliasOwner = field(name("f", "owner"), SQLDataType.VARCHAR);
-    this.aliasLastWrite = field(name("f", LAST_WRITE), SQLDataType.VARCHAR);
     this.metrics = Objects.requireNonNull(metrics, "metrics");
   }
 
   /**
-   * A fence on {@code table} (optionally {@code schema.table}), counting rejections in {@code
-   * metrics}.
+   * A fence on {@code table} (optionally {@code schema.table}), with its write ids in {@code
+   * table_writes} (see {@link #WRITES_SUFFIX}), counting rejections in {@code metrics}.
    */
   public static Fence onTable(String table, CoordinationMetrics metrics) {
-    return new Fence(Names.requireSqlIdentifier("fence table", table), metrics);
+    Name tableName = Names.requireSqlIdentifier("fence table", table);
+    String derived = table + WRITES_SUFFIX;
+    if (tableName.last().length() + WRITES_SUFFIX.length() > Names.MAX_SQL_IDENTIFIER_LENGTH) {
+      throw new IllegalArgumentException(
+          "The fence table \""
+              + table
+              + "\" is too long to name its write-id table \""
+              + derived
+              + "\" (at most "
+              + Names.MAX_SQL_IDENTIFIER_LENGTH
+              + " characters a part): shorten it, or name the write-id table with"
+              + " Fence.onTables(fenceTable, writesTable, metrics).");
+    }
+    return new Fence(tableName, Names.requireSqlIdentifier("write-id table", derived), metrics);
   }
 
-  /** A fence on {@code table} that records no metrics. */
+  /**
+   * A fence on {@code table} that records no metrics; see {@link #onTable(String,
+   * CoordinationMetrics)}.
+   */
   public static Fence onTable(String table) {
     return onTable(table, CoordinationMetrics.noop());
   }
 
   /**
-   * Creates the fence table if it does not exist: {@code (name varchar(255) primary key, token
-   * bigint not null check (token > 0), owner varchar(255) not null, last_write varchar(255))}, and
-   * adds the {@code last_write} column to a table made by an earlier version ({@code ALTER TABLE
-   * ... ADD COLUMN IF NOT EXISTS}).
+   * A fence on {@code fenceTable} with its write ids in {@code writesTable} (each optionally {@code
+   * schema.table}), counting rejections in {@code metrics}.
+   */
+  public static Fence onTables(String fenceTable, String writesTable, CoordinationMetrics metrics) {
+    Name tableName = Names.requireSqlIdentifier("fence table", fenceTable);
+    Name writesName = Names.requireSqlIdentifier("write-id table", writesTable);
+    if (tableName.equals(writesName)) {
+      throw new IllegalArgumentException(
+          "The fence table and the write-id table are both \""
+              + fenceTable
+              + "\": give the write-id table its own name, e.g. \""
+              + fenceTable
+              + WRITES_SUFFIX
+              + "\".");
+    }
+    return new Fence(tableName, writesName, metrics);
+  }
+
+  /**
+   * Creates the fence table and the write-id table if they do not exist:
    *
-   * <p>It looks the table and column up in the catalog first and issues DDL only for what is
-   * missing, so a role that may write the table but does not own it can call this once the schema
-   * is complete.
+   * <pre>{@code
+   * fences (name varchar(255) primary key, token bigint not null check (token > 0),
+   *         owner varchar(255) not null)
+   * fences_writes (name varchar(255), write_id varchar(255), token bigint not null,
+   *                owner varchar(255) not null, written_at timestamptz not null,
+   *                primary key (name, write_id))
+   * }</pre>
+   *
+   * A fence table made by an earlier version, with or without its {@code last_write} column, is
+   * left as it is (the column is no longer used) and gets its write-id table.
+   *
+   * <p>It looks each table up in the catalog first and issues DDL only for what is missing, so a
+   * role that may write the tables but does not own them can call this once the schema is complete.
+   * Processes that start at once may all call it: a creator that loses the race to another
+   * (SQLState {@code 23505}, {@code 42P07} or {@code 42710}) finds the table there and carries on.
    */
   public void createTableIfMissing(DSLContext dsl) {
     Objects.requireNonNull(dsl, "dsl");
-    if (!tableExists(dsl)) {
-      dsl.createTableIfNotExists(table)
-          .column(name)
-          .column(token)
-          .column(owner)
-          .column(lastWrite)
-          .primaryKey(name)
-          .check(token.gt(0L))
-          .execute();
+    createIfMissing(
+        dsl,
+        tableName,
+        tx ->
+            tx.createTableIfNotExists(table)
+                .column(name)
+                .column(token)
+                .column(owner)
+                .primaryKey(name)
+                .check(token.gt(0L))
+                .execute());
+    createIfMissing(
+        dsl,
+        writesName,
+        tx ->
+            tx.createTableIfNotExists(writesTable)
+                .column(name)
+                .column(writeIdColumn)
+                .column(token)
+                .column(owner)
+                .column(writtenAt)
+                .primaryKey(name, writeIdColumn)
+                .check(token.gt(0L))
+                .execute());
+  }
+
+  private static void createIfMissing(DSLContext dsl, Name table, Consumer<DSLContext> create) {
+    if (exists(dsl, table)) {
+      return;
     }
-    if (!lastWriteColumnExists(dsl)) {
-      dsl.alterTable(table).addColumnIfNotExists(lastWrite).execute();
+    try {
+      // A transaction of its own: inside a caller's transaction a savepoint, so losing the race
+      // leaves the caller's transaction usable for the re-check.
+      dsl.transaction(configuration -> create.accept(configuration.dsl()));
+    } catch (DataAccessException e) {
+      if (!CREATED_CONCURRENTLY.contains(e.sqlState()) || !exists(dsl, table)) {
+        throw e;
+      }
     }
   }
 
-  private boolean tableExists(DSLContext dsl) {
-    return dsl.fetchSingle("select to_regclass(?) is not null", regclass()).get(0, Boolean.class);
-  }
-
-  private boolean lastWriteColumnExists(DSLContext dsl) {
-    return dsl.fetchSingle(
-            "select exists (select 1 from pg_catalog.pg_attribute"
-                + " where attrelid = to_regclass(?) and attname = ? and not attisdropped)",
-            regclass(),
-            LAST_WRITE)
+  private static boolean exists(DSLContext dsl, Name table) {
+    return dsl.fetchSingle("select to_regclass(?) is not null", regclass(table))
         .get(0, Boolean.class);
   }
 
-  /** The table's name as to_regclass reads it, resolved on the same search_path as the DDL. */
-  private String regclass() {
+  /** A table's name as to_regclass reads it, resolved on the same search_path as the DDL. */
+  private static String regclass(Name table) {
     // Each part is a validated [a-z_][a-z0-9_]* identifier; quoting keeps keywords literal.
-    return Arrays.stream(tableName.getName())
+    return Arrays.stream(table.getName())
         .map(part -> '"' + part + '"')
         .collect(Collectors.joining("."));
   }
@@ -186,7 +274,8 @@ public final class Fence {
    * are not idempotent (adding to a balance), use {@link #write(DSLContext, Lease, WriteId,
    * Function)}.
    *
-   * @param dsl where to run; a {@code DSLContext} already in a transaction gets a savepoint
+   * @param dsl where to run; a {@code DSLContext} already in a transaction gets a savepoint, and on
+   *     a rejection the caller must roll back what it wrote before
    * @param lease the lease the writes are made under; its name, owner and token are checked
    * @param writes the protected data writes, run on the fenced transaction's context
    * @return the writes' result, or the rejection when the lease's token is stale; on a rejection
@@ -201,29 +290,34 @@ public final class Fence {
   }
 
   /**
-   * Runs {@code writes} in one transaction with the advance of {@code lease}'s fence row, unless
-   * the fence refuses them or an earlier call with the same lease and {@code writeId} already
-   * committed them.
+   * Runs {@code writes} in one transaction with the advance of {@code lease}'s fence row and the
+   * record of {@code writeId}, unless a call with the same lock name and {@code writeId} already
+   * committed them, or the fence refuses them.
    *
    * <p>Choose {@code writeId} once per intended write and pass the same id when retrying it after
    * an exception whose outcome is unknown (a lost {@code COMMIT} answer is jOOQ's {@link
-   * org.jooq.exception.DataAccessException} with SQLState {@code 08006}). The retry then answers:
+   * org.jooq.exception.DataAccessException} with SQLState {@code 08006}), under the same lease or a
+   * new one. The retry then answers:
    *
    * <ul>
-   *   <li>{@link FencedWrite.Applied}: the earlier attempt had not committed; this one did.
-   *   <li>{@link FencedWrite.AlreadyWritten}: the earlier attempt committed; nothing ran now. The
-   *       lease still holds the fence.
-   *   <li>{@link FenceRejection}: a newer holder (or the same token from another owner) has written
-   *       through the fence; stop writing. The earlier attempt may have committed before it:
-   *       re-read the data if that matters.
+   *   <li>{@link FencedWrite.Applied}: no attempt had committed; this one did.
+   *   <li>{@link FencedWrite.AlreadyWritten}: an earlier attempt committed, under the grant it
+   *       names; nothing ran now. It says nothing about whether this lease still holds the fence.
+   *   <li>{@link FenceRejection}: no attempt had committed, and a newer holder (or the same token
+   *       from another owner) has written through the fence; stop writing.
    * </ul>
    *
-   * The fence remembers only the latest write id per lock: retry before making another write with a
-   * write id under the same lease, or the retry is not recognised and runs again.
+   * The id is kept until {@link #forgetWritesOlderThan} deletes it; a retry after that runs again.
+   *
+   * <p>In the caller's own transaction ({@code dsl} already in one): roll your transaction back on
+   * {@link FencedWrite.AlreadyWritten} too, as on a rejection. Your statements before this call ran
+   * again in the retried transaction; committing them next to {@code AlreadyWritten} applies them
+   * twice.
    *
    * @param dsl where to run; a {@code DSLContext} already in a transaction gets a savepoint
    * @param lease the lease the writes are made under; its name, owner and token are checked
-   * @param writeId the caller's id of this intended write, the same on each of its retries
+   * @param writeId the caller's id of this intended write, the same on each of its retries, unique
+   *     among the lock's writes while it is kept
    * @param writes the protected data writes, run on the fenced transaction's context
    * @return what happened, or the rejection when the lease's token is stale; on a rejection and on
    *     {@link FencedWrite.AlreadyWritten} this call wrote nothing
@@ -239,74 +333,132 @@ public final class Fence {
     return run(dsl, lease, writeId, writes);
   }
 
+  /**
+   * Deletes the write ids recorded more than {@code retention} ago by the server's clock, and
+   * returns how many. Run it periodically (a scheduled job, one statement) with a retention longer
+   * than any retry of a fenced write can take, the caller's own retries and backoff included: a
+   * retry after its id was forgotten is not recognised and runs its writes again.
+   *
+   * @param retention how long to keep each id, positive
+   * @throws org.jooq.exception.DataAccessException when PostgreSQL or the connection failed
+   */
+  public int forgetWritesOlderThan(DSLContext dsl, Duration retention) {
+    Objects.requireNonNull(dsl, "dsl");
+    if (retention == null || retention.isNegative() || retention.isZero()) {
+      throw new IllegalArgumentException(
+          "The write-id retention is "
+              + retention
+              + ": pass a positive duration longer than any retry of a fenced write can take,"
+              + " e.g. Duration.ofDays(7).");
+    }
+    return dsl.deleteFrom(writesTable)
+        .where(
+            writtenAt.lt(
+                field(
+                    "clock_timestamp() - ({0} * interval '1 millisecond')",
+                    SQLDataType.TIMESTAMPWITHTIMEZONE, val(retention.toMillis()))))
+        .execute();
+  }
+
   private <T> Either<FenceRejection, FencedWrite<T>> run(
       DSLContext dsl, Lease lease, WriteId writeId, Function<DSLContext, ? extends T> writes) {
     Objects.requireNonNull(dsl, "dsl");
     Objects.requireNonNull(lease, "lease");
     Objects.requireNonNull(writes, "writes");
-    return dsl.transactionResult(
-        configuration -> {
-          DSLContext tx = configuration.dsl();
-          int advanced = advance(tx, lease, writeId);
-          if (advanced == 0) {
-            return notAdvanced(tx, lease, writeId);
-          }
-          if (advanced != 1) {
-            throw new IllegalStateException(
-                "The fence advanced "
-                    + advanced
-                    + " rows for one lock name: the fence table "
-                    + table
-                    + " has lost its primary key on name. Recreate it with"
-                    + " createTableIfMissing on an empty schema.");
-          }
-          return Either.right(new FencedWrite.Applied<>(writeId, writes.apply(tx)));
-        });
+    try {
+      return dsl.transactionResult(
+          configuration -> {
+            DSLContext tx = configuration.dsl();
+            int advanced = advance(tx, lease);
+            if (advanced > 1) {
+              throw new IllegalStateException(
+                  "The fence advanced "
+                      + advanced
+                      + " rows for one lock name: the fence table "
+                      + table
+                      + " has lost its primary key on name. Recreate it with"
+                      + " createTableIfMissing on an empty schema.");
+            }
+            if (writeId != null) {
+              Optional<FencedWrite.AlreadyWritten<T>> earlier = recorded(tx, lease, writeId);
+              if (earlier.isPresent()) {
+                throw new AlreadyWrittenRollback(earlier.get());
+              }
+            }
+            if (advanced == 0) {
+              return Either.left(rejected(tx, lease));
+            }
+            if (writeId != null) {
+              record(tx, lease, writeId);
+            }
+            return Either.right(new FencedWrite.Applied<>(writeId, writes.apply(tx)));
+          });
+    } catch (AlreadyWrittenRollback rolledBack) {
+      FencedWrite.AlreadyWritten<?> earlier = rolledBack.earlier;
+      return Either.right(
+          new FencedWrite.AlreadyWritten<>(
+              earlier.lockName(), earlier.token(), earlier.owner(), earlier.writeId()));
+    }
   }
 
-  private int advance(DSLContext tx, Lease lease, WriteId writeId) {
-    long t = lease.token().value();
-    return tx.insertInto(alias, name, token, owner, lastWrite)
-        .values(lease.name(), t, lease.owner(), writeId == null ? null : writeId.value())
+  private int advance(DSLContext tx, Lease lease) {
+    return tx.insertInto(alias, name, token, owner)
+        .values(lease.name(), lease.token().value(), lease.owner())
         .onConflict(name)
         .doUpdate()
         .set(token, excluded(token))
         .set(owner, excluded(owner))
-        // A new grant starts with its own id (or none); within a grant an id-less write keeps the
-        // last id, so it does not make a lost-answer retry of that id run again.
-        .set(
-            lastWrite,
-            when(aliasToken.lt(excluded(token)), excluded(lastWrite))
-                .otherwise(coalesce(excluded(lastWrite), aliasLastWrite)))
         .where(
             aliasToken
                 .lt(excluded(token))
-                .or(
-                    aliasToken
-                        .eq(excluded(token))
-                        .and(aliasOwner.eq(excluded(owner)))
-                        .and(
-                            excluded(lastWrite)
-                                .isNull()
-                                .or(aliasLastWrite.isDistinctFrom(excluded(lastWrite))))))
+                .or(aliasToken.eq(excluded(token)).and(aliasOwner.eq(excluded(owner)))))
         .execute();
   }
 
-  private <T> Either<FenceRejection, FencedWrite<T>> notAdvanced(
+  private <T> Optional<FencedWrite.AlreadyWritten<T>> recorded(
       DSLContext tx, Lease lease, WriteId writeId) {
-    Record3<Long, String, String> current =
-        tx.select(token, owner, lastWrite).from(table).where(name.eq(lease.name())).fetchSingle();
-    FencingToken currentToken = FencingToken.of(current.value1());
-    String currentOwner = current.value2();
-    if (writeId != null
-        && currentToken.equals(lease.token())
-        && currentOwner.equals(lease.owner())
-        && writeId.value().equals(current.value3())) {
-      return Either.right(
-          new FencedWrite.AlreadyWritten<>(lease.name(), lease.token(), lease.owner(), writeId));
-    }
+    return tx.select(token, owner)
+        .from(writesTable)
+        .where(name.eq(lease.name()).and(writeIdColumn.eq(writeId.value())))
+        .fetchOptional()
+        .map(
+            writer ->
+                new FencedWrite.AlreadyWritten<>(
+                    lease.name(), FencingToken.of(writer.value1()), writer.value2(), writeId));
+  }
+
+  private void record(DSLContext tx, Lease lease, WriteId writeId) {
+    tx.insertInto(writesTable, name, writeIdColumn, token, owner, writtenAt)
+        .values(
+            val(lease.name()),
+            val(writeId.value()),
+            val(lease.token().value()),
+            val(lease.owner()),
+            field("clock_timestamp()", SQLDataType.TIMESTAMPWITHTIMEZONE))
+        .execute();
+  }
+
+  private FenceRejection rejected(DSLContext tx, Lease lease) {
+    var current = tx.select(token, owner).from(table).where(name.eq(lease.name())).fetchSingle();
     metrics.fenceRejected();
-    return Either.left(
-        new FenceRejection(lease.name(), lease.token(), lease.owner(), currentToken, currentOwner));
+    return new FenceRejection(
+        lease.name(),
+        lease.token(),
+        lease.owner(),
+        FencingToken.of(current.value1()),
+        current.value2());
+  }
+
+  /**
+   * Thrown out of the fenced transaction to roll back this call's advance of the fence row when the
+   * write id had already committed: the answer is that nothing ran, so nothing may change.
+   */
+  private static final class AlreadyWrittenRollback extends RuntimeException {
+    private final transient FencedWrite.AlreadyWritten<?> earlier;
+
+    AlreadyWrittenRollback(FencedWrite.AlreadyWritten<?> earlier) {
+      super(null, null, false, false);
+      this.earlier = earlier;
+    }
   }
 }

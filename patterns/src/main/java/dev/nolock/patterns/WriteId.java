@@ -6,8 +6,9 @@ package dev.nolock.patterns;
  * Fence#write(org.jooq.DSLContext, Lease, WriteId, java.util.function.Function)}.
  *
  * <p>Choose it once, before the first attempt (a UUID, or a business key such as {@code
- * "credit-order-42"}), and pass the same id to every retry of that write; a different write needs a
- * different id. At most {@value #MAX_LENGTH} characters, not blank.
+ * "credit-order-42"}), and pass the same id to every retry of that write, under the same lease or a
+ * new one; a different write of the same lock needs a different id, for as long as the fence keeps
+ * ids ({@link Fence#forgetWritesOlderThan}). At most {@value #MAX_LENGTH} characters, not blank.
  *
  * @param value the id, compared exactly (case-sensitive)
  */

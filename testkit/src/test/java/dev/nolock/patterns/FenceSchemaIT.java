@@ -6,7 +6,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
@@ -14,17 +22,24 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * {@link Fence#createTableIfMissing} on the real PostgreSQL: it adds the {@code last_write} column
- * to a fence table made before write ids existed, and a role that does not own a complete table can
- * call it.
+ * {@link Fence#createTableIfMissing} on the real PostgreSQL: it adds the write-id table next to a
+ * fence table made by an earlier version (with or without its unused {@code last_write} column), a
+ * role that does not own a complete schema can call it, and concurrent creators both succeed.
  */
 @ExtendWith(PostgresExtension.class)
 class FenceSchemaIT {
 
   /** The fence table as versions without write ids created it. */
-  private static final String OLD_DDL =
+  private static final String OLDEST_DDL =
       "create table %s (name varchar(255) primary key, token bigint not null check (token > 0),"
           + " owner varchar(255) not null)";
+
+  /** The fence table as the version that kept the latest write id in the fence row created it. */
+  private static final String LAST_WRITE_DDL =
+      "create table %s (name varchar(255) primary key, token bigint not null check (token > 0),"
+          + " owner varchar(255) not null, last_write varchar(255))";
+
+  private static final int CREATOR_ROUNDS = 40;
 
   private final PostgresSchema schema;
 
@@ -33,35 +48,78 @@ class FenceSchemaIT {
   }
 
   @Test
-  void anOldTableGetsTheLastWriteColumnAndKeepsItsRows() {
-    DSLContext dsl = schema.dsl();
-    dsl.execute(String.format(OLD_DDL, "old_fences"));
-    dsl.execute("insert into old_fences values ('invoice-42', 7, 'A')");
-    Fence fence = Fence.onTable("old_fences");
-
-    fence.createTableIfMissing(dsl);
-    fence.createTableIfMissing(dsl);
-
-    assertThat(lastWriteColumns("old_fences")).isEqualTo(1);
-    Lease lease = lease("invoice-42", "A", 7);
-    assertThat(fence.write(dsl, lease, WriteId.of("w1"), tx -> 1).get().alreadyWritten()).isFalse();
-    assertThat(fence.write(dsl, lease, WriteId.of("w1"), tx -> 1).get().alreadyWritten()).isTrue();
-    assertThat(fence.write(dsl, lease("invoice-42", "B", 6), tx -> 1).isLeft())
-        .as("the row written before the column existed still fences")
-        .isTrue();
+  void aTableWithoutWriteIdsGetsItsWriteIdTableAndKeepsItsRows() {
+    upgradesAndKeepsFencing(
+        OLDEST_DDL,
+        "oldest_fences",
+        "insert into oldest_fences values" + " ('invoice-42', 7, 'A')");
   }
 
   @Test
-  void aSchemaQualifiedTableIsCreatedWithTheColumn() {
+  void aTableWithTheLastWriteColumnGetsItsWriteIdTableAndKeepsItsRows() {
+    upgradesAndKeepsFencing(
+        LAST_WRITE_DDL,
+        "last_write_fences",
+        "insert into last_write_fences" + " values ('invoice-42', 7, 'A', 'w1')");
+  }
+
+  private void upgradesAndKeepsFencing(String ddl, String table, String row) {
+    DSLContext dsl = schema.dsl();
+    dsl.execute(String.format(ddl, table));
+    dsl.execute(row);
+    Fence fence = Fence.onTable(table);
+
+    fence.createTableIfMissing(dsl);
+    fence.createTableIfMissing(dsl);
+
+    assertThat(columns(table + "_writes"))
+        .containsExactly("name", "write_id", "token", "owner", "written_at");
+    assertThat(fence.write(dsl, lease("invoice-42", "B", 6), tx -> 1).isLeft())
+        .as("the row written before the upgrade still fences")
+        .isTrue();
+    Lease lease = lease("invoice-42", "A", 8);
+    assertThat(fence.write(dsl, lease, WriteId.of("w2"), tx -> 1).get().alreadyWritten()).isFalse();
+    assertThat(fence.write(dsl, lease, WriteId.of("w2"), tx -> 1).get().alreadyWritten()).isTrue();
+  }
+
+  @Test
+  void aSchemaQualifiedTableIsCreatedWithItsWriteIdTable() {
     Fence fence = Fence.onTable(schema.schemaName() + ".qualified_fences");
 
     fence.createTableIfMissing(schema.dsl());
 
-    assertThat(lastWriteColumns("qualified_fences")).isEqualTo(1);
+    assertThat(columns("qualified_fences")).containsExactly("name", "token", "owner");
+    assertThat(columns("qualified_fences_writes"))
+        .containsExactly("name", "write_id", "token", "owner", "written_at");
   }
 
   @Test
-  void aRoleThatDoesNotOwnACompleteTableCanCallCreateTableIfMissing() {
+  void aConfiguredWriteIdTableIsUsed() {
+    Fence fence = Fence.onTables("named_fences", "named_fence_ids", CoordinationMetrics.noop());
+    fence.createTableIfMissing(schema.dsl());
+
+    fence.write(schema.dsl(), lease("invoice-42", "A", 7), WriteId.of("w1"), tx -> 1);
+
+    assertThat(schema.dsl().fetchCount(org.jooq.impl.DSL.table("named_fence_ids"))).isEqualTo(1);
+    assertThat(columns("named_fences_writes")).isEmpty();
+  }
+
+  @Test
+  void tableNamesThatCannotBeUsedAreRefusedWithTheFix() {
+    assertThatThrownBy(() -> Fence.onTable("f".repeat(60)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Fence.onTables(fenceTable, writesTable, metrics)");
+    assertThatThrownBy(() -> Fence.onTables("fences", "fences", CoordinationMetrics.noop()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("its own name");
+    assertThatThrownBy(
+            () -> Fence.onTables("fences", "fence ids; drop", CoordinationMetrics.noop()))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("write-id table");
+  }
+
+  @Test
+  void aRoleThatDoesNotOwnACompleteSchemaCanCallCreateTableIfMissing() {
     Fence fence = Fence.onTable("complete_fences");
     fence.createTableIfMissing(schema.dsl());
 
@@ -69,12 +127,16 @@ class FenceSchemaIT {
         "complete_fences",
         tx -> {
           fence.createTableIfMissing(tx);
-          assertThat(fence.write(tx, lease("invoice-42", "A", 7), tx2 -> 1).isRight()).isTrue();
+          assertThat(
+                  fence
+                      .write(tx, lease("invoice-42", "A", 7), WriteId.of("w1"), tx2 -> 1)
+                      .isRight())
+              .isTrue();
         });
   }
 
   @Test
-  void negativeControlThatRoleIssuingTheAlterUnconditionallyFails() {
+  void negativeControlThatRoleIssuingTheCreateUnconditionallyFails() {
     Fence.onTable("complete_fences_2").createTableIfMissing(schema.dsl());
 
     asWriterRole(
@@ -83,15 +145,60 @@ class FenceSchemaIT {
             assertThatThrownBy(
                     () ->
                         tx.execute(
-                            "alter table complete_fences_2 add column if not exists last_write"
-                                + " varchar(255)"))
+                            "create table if not exists complete_fences_2_writes (name"
+                                + " varchar(255))"))
                 .isInstanceOf(DataAccessException.class)
-                .hasMessageContaining("must be owner"));
+                .hasMessageContaining("permission denied for schema"));
+  }
+
+  /**
+   * Two processes starting at once on an empty schema both see the tables missing and both create
+   * them; each round uses fresh table names. Neither may fail because the other created a table
+   * first.
+   */
+  @Test
+  void twoConcurrentCreatorsBothSucceed() throws Exception {
+    ExecutorService creators = Executors.newFixedThreadPool(2);
+    List<String> failures = new ArrayList<>();
+    try {
+      for (int round = 0; round < CREATOR_ROUNDS; round++) {
+        Fence fence = Fence.onTable("racing_fences_" + round);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<?>> calls = new ArrayList<>();
+        for (int creator = 0; creator < 2; creator++) {
+          calls.add(
+              creators.submit(
+                  () -> {
+                    start.await();
+                    fence.createTableIfMissing(schema.dsl());
+                    return null;
+                  }));
+        }
+        start.countDown();
+        for (Future<?> call : calls) {
+          try {
+            call.get(30, TimeUnit.SECONDS);
+          } catch (ExecutionException e) {
+            failures.add("round " + round + ": " + e.getCause());
+          }
+        }
+      }
+    } finally {
+      creators.shutdownNow();
+    }
+
+    assertThat(failures)
+        .as(
+            "createTableIfMissing calls that failed because a concurrent creator made the table"
+                + " first, in %d rounds",
+            CREATOR_ROUNDS)
+        .isEmpty();
   }
 
   /**
    * Runs {@code body} in one transaction as a fresh role that may use the schema and read and write
-   * {@code table} but owns nothing; the transaction, the role with it, is rolled back afterwards.
+   * {@code table} and its write-id table but owns nothing; the transaction, the role with it, is
+   * rolled back afterwards.
    */
   private void asWriterRole(String table, Consumer<DSLContext> body) {
     String role = "nolock_fence_writer_" + UUID.randomUUID().toString().replace("-", "");
@@ -107,6 +214,8 @@ class FenceSchemaIT {
                           tx.execute(
                               "grant usage on schema " + schema.schemaName() + " to " + role);
                           tx.execute("grant select, insert, update on " + table + " to " + role);
+                          tx.execute(
+                              "grant select, insert, delete on " + table + "_writes to " + role);
                           tx.execute("set local role " + role);
                           body.accept(tx);
                           throw rolledBack;
@@ -122,15 +231,15 @@ class FenceSchemaIT {
         .isZero();
   }
 
-  private int lastWriteColumns(String table) {
+  private List<String> columns(String table) {
     return schema
         .dsl()
-        .fetchSingle(
-            "select count(*) from information_schema.columns where table_schema = ?"
-                + " and table_name = ? and column_name = 'last_write'",
+        .fetch(
+            "select column_name from information_schema.columns where table_schema = ?"
+                + " and table_name = ? order by ordinal_position",
             schema.schemaName(),
             table)
-        .get(0, Integer.class);
+        .getValues(0, String.class);
   }
 
   private static Lease lease(String lock, String owner, long token) {

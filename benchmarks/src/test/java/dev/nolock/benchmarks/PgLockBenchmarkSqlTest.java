@@ -1,0 +1,47 @@
+package dev.nolock.benchmarks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.Fence;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.ManualLeaseClock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+import org.jooq.tools.jdbc.MockConnection;
+import org.jooq.tools.jdbc.MockResult;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The raw-JDBC floor of {@link PgLockBenchmark} must send what {@code Fence.write} sends, or it
+ * measures another statement: the SQL jOOQ renders for the fenced write without a write id (the
+ * path the benchmark takes) is captured through jOOQ's mock connection, no server needed.
+ */
+class PgLockBenchmarkSqlTest {
+
+  @Test
+  void theRawFenceStatementIsTheOneFenceWriteRuns() {
+    List<String> sent = new CopyOnWriteArrayList<>();
+    MockConnection connection =
+        new MockConnection(
+            context -> {
+              sent.add(context.sql());
+              return new MockResult[] {new MockResult(1)};
+            });
+    Lease lease =
+        new Lease(
+            "counter-0",
+            "bench#0000000000000000",
+            FencingToken.of(1),
+            Deadline.forHolder(new ManualLeaseClock(), 0, Duration.ofSeconds(10)));
+
+    Fence.onTable(Fence.DEFAULT_TABLE)
+        .write(DSL.using(connection, SQLDialect.POSTGRES), lease, tx -> 0);
+
+    assertThat(sent).containsExactly(PgLockBenchmark.FENCE);
+  }
+}
