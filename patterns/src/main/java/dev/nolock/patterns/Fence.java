@@ -199,8 +199,7 @@ public final class Fence {
    *                primary key (name, write_id))
    * }</pre>
    *
-   * A fence table made by an earlier version, with or without its {@code last_write} column, is
-   * left as it is (the column is no longer used) and gets its write-id table.
+   * A fence table made by an earlier version is left as it is and gets its write-id table.
    *
    * <p>It looks each table up in the catalog first and issues DDL only for what is missing, so a
    * role that may write the tables but does not own them can call this once the schema is complete.

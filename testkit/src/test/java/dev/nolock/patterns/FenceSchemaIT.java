@@ -23,8 +23,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@link Fence#createTableIfMissing} on the real PostgreSQL: it adds the write-id table next to a
- * fence table made by an earlier version (with or without its unused {@code last_write} column), a
- * role that does not own a complete schema can call it, and concurrent creators both succeed.
+ * fence table made by an earlier version, a role that does not own a complete schema can call it,
+ * and concurrent creators both succeed.
  */
 @ExtendWith(PostgresExtension.class)
 class FenceSchemaIT {
@@ -33,11 +33,6 @@ class FenceSchemaIT {
   private static final String OLDEST_DDL =
       "create table %s (name varchar(255) primary key, token bigint not null check (token > 0),"
           + " owner varchar(255) not null)";
-
-  /** The fence table as the version that kept the latest write id in the fence row created it. */
-  private static final String LAST_WRITE_DDL =
-      "create table %s (name varchar(255) primary key, token bigint not null check (token > 0),"
-          + " owner varchar(255) not null, last_write varchar(255))";
 
   private static final int CREATOR_ROUNDS = 40;
 
@@ -53,14 +48,6 @@ class FenceSchemaIT {
         OLDEST_DDL,
         "oldest_fences",
         "insert into oldest_fences values" + " ('invoice-42', 7, 'A')");
-  }
-
-  @Test
-  void aTableWithTheLastWriteColumnGetsItsWriteIdTableAndKeepsItsRows() {
-    upgradesAndKeepsFencing(
-        LAST_WRITE_DDL,
-        "last_write_fences",
-        "insert into last_write_fences" + " values ('invoice-42', 7, 'A', 'w1')");
   }
 
   private void upgradesAndKeepsFencing(String ddl, String table, String row) {

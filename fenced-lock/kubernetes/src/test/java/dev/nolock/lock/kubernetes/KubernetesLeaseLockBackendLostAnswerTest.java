@@ -1,6 +1,5 @@
 package dev.nolock.lock.kubernetes;
 
-
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.testkit.FaultKind;
