@@ -52,14 +52,19 @@ import org.redisson.config.Config;
  *         <li>{@code tryAcquire(name, 10 s)}: {@code EVALSHA} acquire ({@code EXISTS}, {@code INCR}
  *             the token counter, {@code SET lease owner|token PX}).
  *         <li>{@code checkPointOfNoReturn} (local), {@code GET} the counter.
- *         <li>{@link RedisFence#write}: {@code EVALSHA} fenced write ({@code INFO server} for the
- *             run id, {@code HGET}s of the fence's seed and the lock's entry, refuse a stale token,
- *             else {@code HSET} the entry and the write id, {@code SET} the counter).
+ *         <li>{@link RedisFence#write}, two round trips: {@code EVALSHA} of the horizon read (the
+ *             fence's write sequence number and establishment id, read before the write is first
+ *             sent so that a resend after a lost answer can tell whether it was applied), then
+ *             {@code EVALSHA} of the fenced write ({@code INFO server} and {@code INFO replication}
+ *             for the server's identity, {@code HGET}s of the fence's state and the lock's entry,
+ *             refuse a stale token, else {@code HSET} the entry and the write id, {@code SET} the
+ *             counter).
  *         <li>Close the {@link HeldLock}: {@code EVALSHA} compare-and-delete release.
  *       </ol>
- *   <li>{@code lockRedisRaw}: the floor, the same four round trips with the same Lua scripts (the
- *       library's own source text, loaded once with {@code SCRIPT LOAD}) through plain Lettuce
- *       {@code EVALSHA} and {@code GET}: no facade, no watchdog, no deadline, no validation.
+ *   <li>{@code lockRedisRaw}: the floor, the same five round trips with the same Lua scripts and
+ *       arguments (the library's own source text, loaded once with {@code SCRIPT LOAD}) through
+ *       plain Lettuce {@code EVALSHA} and {@code GET}: no facade, no watchdog, no deadline, no
+ *       validation.
  *   <li>{@code lockRedissonRLock}: the peer, Redisson's {@code RLock.tryLock(0, 10, SECONDS)}, the
  *       same unfenced {@code GET} + {@code SET} of the counter (an {@code RLock} has no token to
  *       fence with), {@code unlock()}.
@@ -69,15 +74,18 @@ import org.redisson.config.Config;
  *       is unfenced here too.
  * </ul>
  *
- * Why the comparison is fair: every variant makes four round trips per acquired lock (acquire,
- * {@code GET}, write, release) and one per refused attempt, and every counter read and write goes
- * through the same shared Lettuce connection, which is what nolock's README recommends (one
- * multiplexed, thread-safe connection for all threads); only the lock differs. Redisson's lock
- * commands go through its own pool, sized to the thread count, as Redisson is meant to be used.
- * Both Redisson variants pass an explicit lease time, so Redisson's watchdog never runs. nolock's
- * design keeps its default ({@code autoRenew}, as its README uses it): every grant schedules a
- * renewal and an expiry timer and every release cancels them, which never fire in a critical
- * section this short; that cost is part of the design and shows in its ratio to the floor.
+ * What the comparison measures: the Redisson variants make four round trips per acquired lock
+ * (acquire, {@code GET}, {@code SET}, release); nolock's two make five, because a fenced write is
+ * two (the horizon read, then the write); every variant makes one per refused attempt. The fifth
+ * round trip is the price of a write whose outcome stays decidable after a lost answer, and shows
+ * in the ratio to Redisson. Every counter read and write goes through the same shared Lettuce
+ * connection, which is what nolock's README recommends (one multiplexed, thread-safe connection for
+ * all threads); only the lock differs. Redisson's lock commands go through its own pool, sized to
+ * the thread count, as Redisson is meant to be used. Both Redisson variants pass an explicit lease
+ * time, so Redisson's watchdog never runs. nolock's design keeps its default ({@code autoRenew}, as
+ * its README uses it): every grant schedules a renewal and an expiry timer and every release
+ * cancels them, which never fire in a critical section this short; that cost is part of the design
+ * and shows in its ratio to the floor.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -86,9 +94,6 @@ public class RedisLockBenchmark {
   private static final Duration TTL = Duration.ofSeconds(10);
   private static final long TTL_SECONDS = TTL.toSeconds();
   private static final String TTL_MILLIS = Long.toString(TTL.toMillis());
-
-  /** What {@link RedisFence} sends for the 2 s command timeout: 2 x 2 s + 1 s. */
-  private static final String RESEND_WINDOW_MILLIS = "5000";
 
   private static final Duration EXPECTED_WRITE = Duration.ofMillis(50);
 
@@ -107,7 +112,9 @@ public class RedisLockBenchmark {
   private RedisFence fence;
 
   private String owner;
+  private String rememberedWrites;
   private String acquireSha;
+  private String fenceHorizonSha;
   private String fencedWriteSha;
   private String releaseSha;
 
@@ -134,7 +141,9 @@ public class RedisLockBenchmark {
     // The floor sends the same owner (same length in every lease value) and byte-identical
     // scripts: taking the library's source text rather than a copy keeps them from drifting.
     owner = lockConfig.owner();
+    rememberedWrites = Integer.toString(fenceConfig.rememberedWrites());
     acquireSha = redis.scriptLoad(Scripts.ACQUIRE.source());
+    fenceHorizonSha = redis.scriptLoad(Scripts.FENCE_HORIZON.source());
     fencedWriteSha = redis.scriptLoad(Scripts.FENCED_WRITE.source());
     releaseSha = redis.scriptLoad(Scripts.RELEASE.source());
 
@@ -216,6 +225,9 @@ public class RedisLockBenchmark {
       String key = counterKey(name);
       String value = redis.get(key);
       long next = value == null ? 1 : Long.parseLong(value) + 1;
+      List<Object> horizon =
+          redis.evalsha(
+              fenceHorizonSha, ScriptOutputType.MULTI, new String[] {fenceConfig.stateKey()});
       List<Object> reply =
           redis.evalsha(
               fencedWriteSha,
@@ -225,7 +237,9 @@ public class RedisLockBenchmark {
               owner,
               name,
               UUID.randomUUID().toString(),
-              RESEND_WINDOW_MILLIS,
+              (String) horizon.get(0),
+              (String) horizon.get(1),
+              rememberedWrites,
               Long.toString(next));
       outcomes.of(Long.valueOf(1L).equals(reply.get(0)));
     } finally {

@@ -25,9 +25,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * A {@link LockBackend} on etcd: the consensus-backed lease the seeds recommend. A grant is agreed
- * by a Raft majority before etcd answers, so a failover cannot lose it the way an asynchronous
- * Redis replica can.
+ * A {@link LockBackend} on etcd: a consensus-backed lease, the kind of lock service recommended
+ * when a lock matters for correctness (Martin Kleppmann, <a
+ * href="https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html">How to do
+ * distributed locking</a>, 2016: "use a proper consensus system", together with fencing tokens). A
+ * grant is agreed by a Raft majority before etcd answers, so a failover cannot lose it the way an
+ * asynchronous Redis replica can.
  *
  * <p>Algorithm:
  *
@@ -42,11 +45,16 @@ import java.util.concurrent.TimeoutException;
  *       holder's own lease is kept alive (or, for a different TTL, the key is re-bound to a new
  *       lease in the same compare). A holder can never extend someone else's key, because keys live
  *       and die with their own lease.
- *   <li>Release: delete the key only if its create revision and owner are still ours; revoke the
- *       lease.
+ *   <li>Release: delete the key only if its create revision and owner are still ours. Then,
+ *       whatever the answer (deleted, refused, or failed), forget the grant and revoke its lease,
+ *       waiting up to {@code rpcTimeout} for etcd; a failed revoke only leaves the lease to expire.
  * </ol>
  *
- * Expiry is decided by etcd's leader on its own clock; etcd rounds TTLs up to whole seconds and
+ * A call interrupted while it waits for etcd throws {@link BackendUnavailableException} (the
+ * outcome is unknown; a renewal is not reported as lost) and leaves the thread's interrupt flag
+ * set.
+ *
+ * <p>Expiry is decided by etcd's leader on its own clock; etcd rounds TTLs up to whole seconds and
  * enforces a minimum (about 1.5 s with default timing), so the server may hold a lease longer than
  * the holder counts, never shorter. What etcd cannot do without a fence: stop a holder that was
  * paused past its lease from writing; hand the token to the resource.
@@ -129,7 +137,11 @@ public final class EtcdLockBackend implements LockBackend {
         }
       } catch (ExecutionException expiredOrGone) {
         // etcd answers "requested lease not found" for an expired lease: the lease is lost.
-      } catch (TimeoutException | InterruptedException e) {
+      } catch (TimeoutException e) {
+        throw unavailable(name, "renew", e);
+      } catch (InterruptedException e) {
+        // Whoever interrupted must still see it; the lease is not known to be lost.
+        Thread.currentThread().interrupt();
         throw unavailable(name, "renew", e);
       }
       forget(grant, held);
@@ -153,29 +165,41 @@ public final class EtcdLockBackend implements LockBackend {
       forget(grant, held);
       return false;
     }
-    leases.put(grant, new Held(newLease, seconds));
+    if (!leases.replace(grant, held, new Held(newLease, seconds))) {
+      // Released meanwhile: the release revoked the old lease; the key must not outlive it.
+      revokeQuietly(newLease);
+      return false;
+    }
     revokeQuietly(held.leaseId());
     return true;
   }
 
+  /**
+   * Deletes the key if it is still this grant's, and in every case (deleted, refused, or failed)
+   * forgets the grant and revokes its etcd lease: the caller is done with the grant, and an
+   * unrevoked lease would only hold on to a key that should be gone. Revoking the lease also
+   * deletes a key still bound to it, so a release whose delete failed still frees the lock when the
+   * revoke gets through. A key bound to another grant's lease is never touched.
+   */
   @Override
   public boolean release(String name, String owner, FencingToken token) {
-    TxnResponse txn =
-        await(
-            name,
-            "release",
-            client
-                .getKVClient()
-                .txn()
-                .If(ours(name, owner, token))
-                .Then(Op.delete(key(name), DeleteOption.DEFAULT))
-                .commit());
-    Grant grant = new Grant(name, owner, token.value());
-    Held held = leases.get(grant);
-    if (held != null && txn.isSucceeded()) {
-      forget(grant, held);
+    Held held = leases.remove(new Grant(name, owner, token.value()));
+    try {
+      return await(
+              name,
+              "release",
+              client
+                  .getKVClient()
+                  .txn()
+                  .If(ours(name, owner, token))
+                  .Then(Op.delete(key(name), DeleteOption.DEFAULT))
+                  .commit())
+          .isSucceeded();
+    } finally {
+      if (held != null) {
+        revokeAndWait(held.leaseId());
+      }
     }
-    return txn.isSucceeded();
   }
 
   /** A GET of the key: etcd deletes it when its lease expires, so present = held. */
@@ -209,6 +233,24 @@ public final class EtcdLockBackend implements LockBackend {
     }
   }
 
+  /**
+   * Best effort, like {@link #revokeQuietly}, but waits up to {@code rpcTimeout} for etcd's answer,
+   * so that a released lease is gone when {@code release} returns. Never throws; keeps an
+   * interrupt.
+   */
+  private void revokeAndWait(long leaseId) {
+    try {
+      client
+          .getLeaseClient()
+          .revoke(leaseId)
+          .get(config.rpcTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      // The lease then lives out its TTL; nothing else depends on it.
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   private void revokeQuietly(long leaseId) {
     // Best effort: an unrevoked lease only lives out its TTL.
     client.getLeaseClient().revoke(leaseId).exceptionally(e -> null);
@@ -222,9 +264,13 @@ public final class EtcdLockBackend implements LockBackend {
     return ByteSequence.from(s, StandardCharsets.UTF_8);
   }
 
-  /** etcd leases are whole seconds; round up so the server never holds less than asked. */
+  /**
+   * etcd leases are whole seconds; round up (from the whole {@code ttl}, nanoseconds included) so
+   * the server never holds less than the holder counts.
+   */
   private static long seconds(Duration ttl) {
-    return Math.max(1, (ttl.toMillis() + 999) / 1000);
+    long seconds = ttl.getSeconds();
+    return Math.max(1, ttl.getNano() == 0 ? seconds : seconds + 1);
   }
 
   private <T> T await(String name, String what, CompletableFuture<T> call) {

@@ -33,9 +33,9 @@ import java.util.Objects;
  *
  * <ol>
  *   <li>Acquire: if the lease key exists, return nil (held). Otherwise {@code INCR} the counter and
- *       {@code SET lease "owner|token" PX ttl}; return the token. Granting and bumping happen
- *       together, so no grant goes without a new token and no token is used twice while Redis keeps
- *       its data.
+ *       {@code SET lease "owner|token" PX ttl}, the TTL rounded up to whole milliseconds; return
+ *       the token. Granting and bumping happen together, so no grant goes without a new token and
+ *       no token is used twice while Redis keeps its data.
  *   <li>Renew: compare-and-extend. If {@code GET lease} equals {@code "owner|token"}, {@code
  *       PEXPIRE lease ttl} and return 1, else 0. Never a blind {@code PEXPIRE}: an expired lease
  *       that someone else now holds is left alone.
@@ -243,6 +243,10 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
     Names.requireName("lease owner", owner, Lease.MAX_OWNER_LENGTH);
   }
 
+  /**
+   * The TTL to send as {@code PX}, in whole milliseconds rounded up: the holder counts the whole
+   * {@code ttl}, so the server must keep the lease at least as long, never a fraction shorter.
+   */
   private static String millis(Duration ttl) {
     Objects.requireNonNull(ttl, "ttl");
     if (ttl.toMillis() < 1) {
@@ -251,7 +255,8 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
               + ttl
               + ": pass a TTL a few times longer than the critical section.");
     }
-    return Long.toString(ttl.toMillis());
+    long millis = ttl.toMillis();
+    return Long.toString(ttl.equals(Duration.ofMillis(millis)) ? millis : millis + 1);
   }
 
   @Override

@@ -12,7 +12,12 @@ import dev.nolock.testkit.RedisKeys;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -173,5 +178,64 @@ class RedisLockBackendIT extends LockBackendContract {
     assertThatThrownBy(() -> backend.tryAcquire(name, " ", TTL))
         .isInstanceOf(IllegalArgumentException.class);
     assertThat(redis.exists(backend.config().counterKey(name))).isZero();
+  }
+
+  @Test
+  void theTtlIsSentRoundedUpToWholeMilliseconds() {
+    List<List<String>> scriptArgs = new ArrayList<>();
+    RedisLockBackend recorded =
+        RedisLockBackend.create(recordingScriptArgs(connection, scriptArgs), backend.config());
+    String name = name("ttl-rounding");
+
+    FencingToken token = recorded.tryAcquire(name, "A", Duration.ofNanos(600_000_001)).get();
+    assertThat(recorded.renew(name, "A", token, Duration.ofNanos(700_500_000))).isTrue();
+    assertThat(recorded.renew(name, "A", token, Duration.ofMillis(800))).isTrue();
+
+    assertThat(scriptArgs)
+        .as(
+            "the PX the server is asked for must cover the whole TTL the holder counts:"
+                + " 600.000001 ms -> 601, 700.5 ms -> 701, exactly 800 ms -> 800")
+        .extracting(args -> args.get(args.size() - 1))
+        .containsExactly("601", "701", "800");
+  }
+
+  /**
+   * A connection that runs every command on {@code real} and records the arguments of each answered
+   * script call ({@code EVALSHA} or {@code EVAL}): what the backend sends, read without a race,
+   * where the key's {@code PTTL} has already started counting down.
+   */
+  @SuppressWarnings("unchecked")
+  private static StatefulRedisConnection<String, String> recordingScriptArgs(
+      StatefulRedisConnection<String, String> real, List<List<String>> scriptArgs) {
+    RedisCommands<String, String> sync =
+        (RedisCommands<String, String>)
+            Proxy.newProxyInstance(
+                RedisCommands.class.getClassLoader(),
+                new Class<?>[] {RedisCommands.class},
+                (proxy, method, args) -> {
+                  Object answer = invoke(method, real.sync(), args);
+                  // Recorded once answered: an EVALSHA refused with NOSCRIPT is sent again as EVAL.
+                  if ((method.getName().equals("evalsha") || method.getName().equals("eval"))
+                      && args.length == 4
+                      && args[3] instanceof String[] values) {
+                    scriptArgs.add(Arrays.asList(values));
+                  }
+                  return answer;
+                });
+    return (StatefulRedisConnection<String, String>)
+        Proxy.newProxyInstance(
+            StatefulRedisConnection.class.getClassLoader(),
+            new Class<?>[] {StatefulRedisConnection.class},
+            (proxy, method, args) ->
+                method.getName().equals("sync") ? sync : invoke(method, real, args));
+  }
+
+  private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args)
+      throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
   }
 }
