@@ -131,12 +131,30 @@ public final class JdbcFaults implements AutoCloseable {
    *     before the statement is sent
    */
   public InjectedFault onNextStatement(FaultKind kind, Predicate<String> sql) {
-    return arm(new Armed(false, kind, Objects.requireNonNull(sql, "sql"), "statement: " + sql));
+    return onNextStatement(kind, sql, () -> {});
+  }
+
+  /**
+   * Like {@link #onNextStatement(FaultKind, Predicate)}, and runs {@code meanwhile} when the fault
+   * fires, on the calling thread: after the server executed the statement ({@link
+   * FaultKind#ANSWER_LOST}) or before it was sent ({@link FaultKind#REQUEST_LOST}), and before the
+   * caller sees the failure. It is the place of another client's request that lands between the
+   * lost request and the caller's next step; it must use another pool, or its statements could
+   * match a fault of this one.
+   */
+  public InjectedFault onNextStatement(FaultKind kind, Predicate<String> sql, Runnable meanwhile) {
+    return arm(
+        new Armed(
+            false,
+            kind,
+            Objects.requireNonNull(sql, "sql"),
+            "statement: " + sql,
+            Objects.requireNonNull(meanwhile, "meanwhile")));
   }
 
   /** Arms a fault on the next {@code COMMIT} ({@link Connection#commit()}) of the pool. */
   public InjectedFault onNextCommit(FaultKind kind) {
-    return arm(new Armed(true, kind, COMMIT::equals, COMMIT));
+    return arm(new Armed(true, kind, COMMIT::equals, COMMIT, () -> {}));
   }
 
   /**
@@ -146,7 +164,7 @@ public final class JdbcFaults implements AutoCloseable {
    * back, the call fails as a dropped connection would.
    */
   public InjectedFault onNextTransactionEnd(FaultKind kind) {
-    return arm(new Armed(true, kind, end -> true, COMMIT + " or " + ROLLBACK));
+    return arm(new Armed(true, kind, end -> true, COMMIT + " or " + ROLLBACK, () -> {}));
   }
 
   /** Disarms every fault that has not fired yet. */
@@ -183,13 +201,15 @@ public final class JdbcFaults implements AutoCloseable {
     final FaultKind kind;
     final Predicate<String> sql;
     final String target;
+    final Runnable meanwhile;
     final AtomicBoolean fired = new AtomicBoolean();
 
-    Armed(boolean end, FaultKind kind, Predicate<String> sql, String target) {
+    Armed(boolean end, FaultKind kind, Predicate<String> sql, String target, Runnable meanwhile) {
       this.end = end;
       this.kind = Objects.requireNonNull(kind, "kind");
       this.sql = sql;
       this.target = target;
+      this.meanwhile = meanwhile;
     }
 
     @Override
@@ -334,6 +354,7 @@ public final class JdbcFaults implements AutoCloseable {
     if (fault.kind == FaultKind.ANSWER_LOST) {
       request.send();
     }
+    fault.meanwhile.run();
     try {
       real.close();
     } catch (SQLException ignored) {

@@ -16,6 +16,14 @@ import java.util.Objects;
  *
  * <p>Expiry is judged on the injected {@link LeaseClock}, which plays the server's clock. The token
  * counter per name lives apart from the leases, so a release never resets it.
+ *
+ * <p>Lost answers: a call here has no network, so its answer cannot be lost and nothing resends it;
+ * behind a connection that loses answers and a client that reports "unknown" it passes testkit's
+ * {@code LockBackendLostAnswerContract}. It is not a model for a backend whose client resends a
+ * request after a lost answer: there the resend meets the first send's effect, and this class would
+ * answer a resent acquire empty (it refuses the holding owner) and a resent release false (already
+ * free), both false answers. Such a backend must recognise its own first effect (as {@code
+ * DynamoDbLockBackend} does with the rvn it wrote) or answer unknown.
  */
 public final class InMemoryLockBackend implements LockBackend {
 
