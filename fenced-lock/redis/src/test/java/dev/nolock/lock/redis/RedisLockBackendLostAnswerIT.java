@@ -147,8 +147,8 @@ class RedisLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
   }
 
   /**
-   * No answer within the command timeout: the command is cancelled and the call is unknown, never
-   * a refusal or false. The proxy holds every byte back (a partition that heals later), so whether
+   * No answer within the command timeout: the command is cancelled and the call is unknown, never a
+   * refusal or false. The proxy holds every byte back (a partition that heals later), so whether
    * the server ran the script is indeed unknown when the call returns.
    */
   @Test
