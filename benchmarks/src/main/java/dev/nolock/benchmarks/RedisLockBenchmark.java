@@ -9,6 +9,7 @@ import dev.nolock.lock.redis.RedisFenceConfig;
 import dev.nolock.lock.redis.RedisLockBackend;
 import dev.nolock.lock.redis.RedisLockBackendConfig;
 import dev.nolock.lock.redis.internal.Scripts;
+import dev.nolock.patterns.GrantOwner;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -59,12 +60,14 @@ import org.redisson.config.Config;
  *             for the server's identity, {@code HGET}s of the fence's state and the lock's entry,
  *             refuse a stale token, else {@code HSET} the entry and the write id, {@code SET} the
  *             counter).
- *         <li>Close the {@link HeldLock}: {@code EVALSHA} compare-and-delete release.
+ *         <li>Close the {@link HeldLock}: {@code EVALSHA} compare-and-delete release, which also
+ *             {@code SET}s the grant's release marker ({@code PX} the 2 s command timeout) so that
+ *             a resend after a lost answer answers true: one short-lived key per release.
  *       </ol>
  *   <li>{@code lockRedisRaw}: the floor, the same five round trips with the same Lua scripts and
- *       arguments (the library's own source text, loaded once with {@code SCRIPT LOAD}) through
- *       plain Lettuce {@code EVALSHA} and {@code GET}: no facade, no watchdog, no deadline, no
- *       validation.
+ *       arguments (the library's own source text, loaded once with {@code SCRIPT LOAD}; an owner
+ *       per grant, a call id per release) through plain Lettuce {@code EVALSHA} and {@code GET}: no
+ *       facade, no watchdog, no deadline, no validation.
  *   <li>{@code lockRedissonRLock}: the peer, Redisson's {@code RLock.tryLock(0, 10, SECONDS)}, the
  *       same unfenced {@code GET} + {@code SET} of the counter (an {@code RLock} has no token to
  *       fence with), {@code unlock()}.
@@ -117,6 +120,7 @@ public class RedisLockBenchmark {
   private String fenceHorizonSha;
   private String fencedWriteSha;
   private String releaseSha;
+  private String releaseMarkerMillis;
 
   private RedissonClient redisson;
 
@@ -138,10 +142,12 @@ public class RedisLockBenchmark {
     // The operator's one-time step; the trial's prefix is new, so nothing was ever issued.
     fence.establish(0);
 
-    // The floor sends the same owner (same length in every lease value) and byte-identical
-    // scripts: taking the library's source text rather than a copy keeps them from drifting.
+    // The floor sends the same process owner, with a nonce per grant as the facade does (same
+    // length in every lease value), and byte-identical scripts: taking the library's source text
+    // rather than a copy keeps them from drifting.
     owner = lockConfig.owner();
     rememberedWrites = Integer.toString(fenceConfig.rememberedWrites());
+    releaseMarkerMillis = Long.toString(uri.getTimeout().toMillis());
     acquireSha = redis.scriptLoad(Scripts.ACQUIRE.source());
     fenceHorizonSha = redis.scriptLoad(Scripts.FENCE_HORIZON.source());
     fencedWriteSha = redis.scriptLoad(Scripts.FENCED_WRITE.source());
@@ -210,12 +216,15 @@ public class RedisLockBenchmark {
     String name = Integer.toString(Bench.pick(keys));
     String tag = "{" + name + "}";
     String leaseKey = prefix + "lock:" + tag;
+    // One owner per grant, as the facade sends: the acquire script gives a grant that asks again
+    // its own token, so threads sharing one owner would all "hold" the hot key at once.
+    String grant = GrantOwner.newGrant(owner);
     String token =
         redis.evalsha(
             acquireSha,
             ScriptOutputType.VALUE,
             new String[] {leaseKey, leaseKey + ":token"},
-            owner,
+            grant,
             TTL_MILLIS);
     if (token == null) {
       outcomes.of(false);
@@ -234,7 +243,7 @@ public class RedisLockBenchmark {
               ScriptOutputType.MULTI,
               new String[] {fenceConfig.stateKey(), key},
               token,
-              owner,
+              grant,
               name,
               UUID.randomUUID().toString(),
               (String) horizon.get(0),
@@ -244,7 +253,12 @@ public class RedisLockBenchmark {
       outcomes.of(Long.valueOf(1L).equals(reply.get(0)));
     } finally {
       redis.evalsha(
-          releaseSha, ScriptOutputType.INTEGER, new String[] {leaseKey}, owner + '|' + token);
+          releaseSha,
+          ScriptOutputType.INTEGER,
+          new String[] {leaseKey, leaseKey + RedisLockBackendConfig.RELEASED_INFIX + token},
+          grant + '|' + token,
+          UUID.randomUUID().toString(),
+          releaseMarkerMillis);
     }
   }
 

@@ -29,6 +29,8 @@ import org.netcrusher.tcp.TcpCrusherBuilder;
  *   <li>{@link #loseNext(FaultKind)}: the next request's answer (or the request itself) is
  *       discarded and its connection dropped; the client reconnects through the proxy, and its
  *       driver decides whether to send the request again (Lettuce does, for commands in flight).
+ *       {@link #loseNext(FaultKind, Runnable)} runs an action between the discard and the drop:
+ *       what others do while the client still waits for its answer.
  * </ul>
  */
 public final class TcpProxy implements AutoCloseable {
@@ -107,7 +109,23 @@ public final class TcpProxy implements AutoCloseable {
    * dedicated client connection, scripts loaded beforehand.
    */
   public InjectedFault loseNext(FaultKind kind) {
-    Loss loss = new Loss(kind);
+    return loseNext(kind, () -> {});
+  }
+
+  /**
+   * Like {@link #loseNext(FaultKind)}, and runs {@code meanwhile} while the victim's client waits:
+   * {@link FaultKind#ANSWER_LOST}: the server has applied the request, its answer is discarded,
+   * then {@code meanwhile} runs, then the connection is closed (and the client may resend); {@link
+   * FaultKind#REQUEST_LOST}: the request is discarded, then {@code meanwhile} runs, then the
+   * connection is closed, so the server never sees that send.
+   *
+   * <p>{@code meanwhile} runs on the proxy's own closing thread (the client's calling thread is
+   * blocked on its answer), so it must not send anything through this proxy. It may take as long as
+   * the client's command timeout allows. If it throws, the connection is closed all the same, and
+   * {@link InjectedFault#assertFired()} of the returned fault fails with what it threw.
+   */
+  public InjectedFault loseNext(FaultKind kind, Runnable meanwhile) {
+    Loss loss = new Loss(kind, Objects.requireNonNull(meanwhile, "meanwhile"));
     (kind == FaultKind.ANSWER_LOST ? toClient : toServer).set(loss);
     return loss;
   }
@@ -128,16 +146,41 @@ public final class TcpProxy implements AutoCloseable {
 
   private final class Loss implements InjectedFault {
     final FaultKind kind;
+    final Runnable meanwhile;
     final AtomicBoolean fired = new AtomicBoolean();
+    final AtomicReference<Throwable> meanwhileFailed = new AtomicReference<>();
     volatile InetSocketAddress victim;
 
-    Loss(FaultKind kind) {
+    Loss(FaultKind kind, Runnable meanwhile) {
       this.kind = Objects.requireNonNull(kind, "kind");
+      this.meanwhile = meanwhile;
     }
 
     @Override
     public boolean fired() {
       return fired.get();
+    }
+
+    @Override
+    public void assertFired() {
+      InjectedFault.super.assertFired();
+      Throwable failed = meanwhileFailed.get();
+      if (failed != null) {
+        throw new AssertionError(
+            this + " fired, but its meanwhile action threw: " + failed, failed);
+      }
+    }
+
+    /** Runs on the closing thread: the meanwhile action, then the drop of the connection. */
+    void strike(InetSocketAddress client, AtomicReference<Loss> slot) {
+      try {
+        meanwhile.run();
+      } catch (Throwable e) {
+        meanwhileFailed.set(e);
+      } finally {
+        crusher.closeClient(client);
+        slot.compareAndSet(this, null);
+      }
     }
 
     @Override
@@ -167,11 +210,7 @@ public final class TcpProxy implements AutoCloseable {
       }
       if (loss.fired.compareAndSet(false, true)) {
         loss.victim = client;
-        closer.execute(
-            () -> {
-              crusher.closeClient(client);
-              slot.compareAndSet(loss, null);
-            });
+        closer.execute(() -> loss.strike(client, slot));
       } else if (!client.equals(loss.victim)) {
         return;
       }

@@ -1,5 +1,6 @@
 package dev.nolock.lock.redis;
 
+import dev.nolock.lock.redis.internal.BoundedScriptCall;
 import dev.nolock.lock.redis.internal.LuaScript;
 import dev.nolock.lock.redis.internal.RedisFailures;
 import dev.nolock.lock.redis.internal.Scripts;
@@ -12,10 +13,12 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.UUID;
 
 /**
  * A {@link LockBackend} on one Redis server, through Lettuce: a lease key per lock name with a
@@ -32,20 +35,37 @@ import java.util.Objects;
  * for the keys):
  *
  * <ol>
- *   <li>Acquire: if the lease key exists, return nil (held). Otherwise {@code INCR} the counter and
- *       {@code SET lease "owner|token" PX ttl}, the TTL rounded up to whole milliseconds; return
- *       the token. Granting and bumping happen together, so no grant goes without a new token and
- *       no token is used twice while Redis keeps its data.
+ *   <li>Acquire: if the lease key holds another owner's lease, return nil (held). If it holds this
+ *       owner's ({@code "owner|t"}: a resend of this call, or the owner's own retry), return {@code
+ *       t}, and {@code PEXPIRE} the lease to the TTL if less is left: the caller counts the TTL
+ *       from this call. Otherwise {@code INCR} the counter and {@code SET lease "owner|token" PX
+ *       ttl}, the TTL rounded up to whole milliseconds; return the token. Granting and bumping
+ *       happen together, so no grant goes without a new token and no token is used twice while
+ *       Redis keeps its data.
  *   <li>Renew: compare-and-extend. If {@code GET lease} equals {@code "owner|token"}, {@code
  *       PEXPIRE lease ttl} and return 1, else 0. Never a blind {@code PEXPIRE}: an expired lease
  *       that someone else now holds is left alone.
- *   <li>Release: compare-and-delete. If {@code GET lease} equals {@code "owner|token"}, {@code DEL
- *       lease} and return 1, else 0. The counter is never deleted.
+ *   <li>Release: compare-and-delete. Each call draws a random id. If {@code GET lease} equals
+ *       {@code "owner|token"}, {@code DEL lease}, {@code SET} the grant's release marker ({@code
+ *       lease:released:token}) to the call's id {@code PX} the command timeout, and return 1. Else
+ *       return 1 if the marker holds this call's id (an earlier send of this very call freed the
+ *       lease), else 0. The counter is never deleted.
  * </ol>
  *
  * Scripts run with {@code EVALSHA}; when the server answers {@code NOSCRIPT} (a restart, a
  * failover, {@code SCRIPT FLUSH}) the same call falls back to {@code EVAL}, which caches the script
- * again.
+ * again. Each waits at most the connection's command timeout, counted from just before it is sent,
+ * and is then cancelled: a {@link dev.nolock.patterns.BackendUnavailableException}, outcome
+ * unknown.
+ *
+ * <p><b>After a lost answer.</b> When the connection drops after Redis ran a script but before its
+ * answer arrived, Lettuce reconnects and sends the script again by itself, so it runs twice. Each
+ * script recognises its own first run and answers what that run did: the acquire finds its own
+ * lease and returns its token (nothing new is granted); the renew finds its own value and extends
+ * again; the release finds its marker, kept as long as the caller can still hear an answer (the
+ * command timeout from before the send), and answers true. So a caller never hears a false refusal.
+ * A resend that runs after the caller gave up is answered to nobody: an acquire's lease then blocks
+ * others for its TTL at most, unless renewed.
  *
  * <p><b>A single-instance lock.</b> Redis replication is asynchronous: a primary can grant a lease
  * (and bump the counter), then fail before a replica received it, and the promoted replica grants
@@ -63,13 +83,16 @@ import java.util.Objects;
  * always} to keep the counters across restarts (not across a failover to an asynchronous replica).
  *
  * <p>Thread-safe: Lettuce connections are thread-safe and every call is one script. Failures of the
- * connection or the server are {@link dev.nolock.patterns.BackendUnavailableException}s; a key
- * under the prefix that holds another type is an {@link IllegalStateException}.
+ * connection or the server, and a script without an answer within the command timeout, are {@link
+ * dev.nolock.patterns.BackendUnavailableException}s (whether it took effect is unknown; never a
+ * refusal or {@code false}); a key under the prefix that holds another type is an {@link
+ * IllegalStateException}.
  */
 public final class RedisLockBackend implements LockBackend, AutoCloseable {
 
   private final StatefulRedisConnection<String, String> connection;
   private final RedisCommands<String, String> redis;
+  private final RedisScriptingAsyncCommands<String, String> scripts;
   private final RedisLockBackendConfig config;
   private final boolean ownsConnection;
 
@@ -80,12 +103,16 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
     this.connection = Objects.requireNonNull(connection, "connection");
     this.config = Objects.requireNonNull(config, "config");
     this.redis = connection.sync();
+    this.scripts = connection.async();
     this.ownsConnection = ownsConnection;
+    commandTimeout();
   }
 
   /**
    * A backend on {@code connection} with the default key prefix. The caller keeps owning the
    * connection: {@link #close()} leaves it open.
+   *
+   * @throws IllegalArgumentException when the connection has no positive command timeout
    */
   public static RedisLockBackend create(StatefulRedisConnection<String, String> connection) {
     return create(connection, RedisLockBackendConfig.ofDefaults());
@@ -94,6 +121,8 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
   /**
    * A backend on {@code connection} with {@code config}. The caller keeps owning the connection:
    * {@link #close()} leaves it open.
+   *
+   * @throws IllegalArgumentException when the connection has no positive command timeout
    */
   public static RedisLockBackend create(
       StatefulRedisConnection<String, String> connection, RedisLockBackendConfig config) {
@@ -104,6 +133,7 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
    * A backend on a new connection from {@code client}; {@link #close()} closes that connection.
    *
    * @throws dev.nolock.patterns.BackendUnavailableException when the connection cannot be made
+   * @throws IllegalArgumentException when the client's URI sets no positive command timeout
    */
   public static RedisLockBackend connect(RedisClient client, RedisLockBackendConfig config) {
     Objects.requireNonNull(client, "client");
@@ -114,7 +144,12 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
     } catch (RedisException e) {
       throw RedisFailures.translate(e, "open a connection for the lock backend");
     }
-    return new RedisLockBackend(connection, config, true);
+    try {
+      return new RedisLockBackend(connection, config, true);
+    } catch (IllegalArgumentException e) {
+      connection.close();
+      throw e;
+    }
   }
 
   public RedisLockBackendConfig config() {
@@ -150,13 +185,17 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
 
   @Override
   public boolean release(String name, String owner, FencingToken token) {
+    String value = leaseValue(owner, token);
     Long released =
         run(
             Scripts.RELEASE,
             ScriptOutputType.INTEGER,
             "release lock \"" + name + "\"",
-            new String[] {config.leaseKey(name)},
-            leaseValue(owner, token));
+            new String[] {config.leaseKey(name), config.releaseMarkerKey(name, token)},
+            value,
+            // The call's id: Lettuce's resend of this call carries it, a second call does not.
+            UUID.randomUUID().toString(),
+            wholeMillisUp(commandTimeout()));
     return released != null && released == 1L;
   }
 
@@ -227,10 +266,28 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
   private <T> T run(
       LuaScript script, ScriptOutputType type, String what, String[] keys, String... args) {
     try {
-      return script.run(redis, type, keys, args);
+      return BoundedScriptCall.run(scripts, script, type, commandTimeout(), keys, args);
     } catch (RedisException e) {
       throw RedisFailures.translate(e, what);
     }
+  }
+
+  /**
+   * How long one script call waits for Redis: the connection's command timeout, read at each call.
+   * It also bounds how long a resend of the call can still be answered to the caller, which is how
+   * long a release marker is kept.
+   */
+  private Duration commandTimeout() {
+    Duration timeout = connection.getTimeout();
+    if (timeout == null || timeout.isZero() || timeout.isNegative()) {
+      throw new IllegalArgumentException(
+          "The connection has no command timeout ("
+              + timeout
+              + "): RedisLockBackend must bound how long a call waits and how long a lost"
+              + " answer can be resent. Set one well below your lease TTL, e.g."
+              + " RedisURI.setTimeout(Duration.ofSeconds(2)).");
+    }
+    return timeout;
   }
 
   private static String leaseValue(String owner, FencingToken token) {
@@ -255,8 +312,12 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
               + ttl
               + ": pass a TTL a few times longer than the critical section.");
     }
-    long millis = ttl.toMillis();
-    return Long.toString(ttl.equals(Duration.ofMillis(millis)) ? millis : millis + 1);
+    return wholeMillisUp(ttl);
+  }
+
+  private static String wholeMillisUp(Duration duration) {
+    long millis = duration.toMillis();
+    return Long.toString(duration.equals(Duration.ofMillis(millis)) ? millis : millis + 1);
   }
 
   @Override

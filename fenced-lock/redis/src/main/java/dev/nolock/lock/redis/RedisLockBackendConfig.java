@@ -1,6 +1,8 @@
 package dev.nolock.lock.redis;
 
 import dev.nolock.lock.redis.internal.RedisKeyNames;
+import dev.nolock.patterns.FencingToken;
+import java.util.Objects;
 
 /**
  * Immutable settings of a {@link RedisLockBackend}, built with {@link #custom()}; each setter
@@ -12,10 +14,13 @@ import dev.nolock.lock.redis.internal.RedisKeyNames;
  *   <li>{@code nolock:lock:{orders}}: the lease, a string {@code owner|token} with a millisecond
  *       TTL ({@code PX});
  *   <li>{@code nolock:lock:{orders}:token}: the token counter, an integer without TTL that is never
- *       deleted.
+ *       deleted;
+ *   <li>{@code nolock:lock:{orders}:released:17}: the release marker of the grant with token 17,
+ *       the id of the release call that freed it, kept for the connection's command timeout so a
+ *       resend of that call (Lettuce's, after a lost answer) answers true.
  * </ul>
  *
- * The braces are a Redis Cluster hash tag, so both keys of a lock land in one slot. Lock names are
+ * The braces are a Redis Cluster hash tag, so every key of a lock lands in one slot. Lock names are
  * escaped inside it ({@code %} → {@code %25}, <code>{</code> → {@code %7B}, <code>}</code> → {@code
  * %7D}) so that no lock name can end the tag early or share a key with another name.
  */
@@ -26,6 +31,9 @@ public final class RedisLockBackendConfig {
 
   /** What follows the lease key to make the counter key. */
   public static final String COUNTER_SUFFIX = ":token";
+
+  /** What follows the lease key, before the token, to make a release marker key. */
+  public static final String RELEASED_INFIX = ":released:";
 
   private static final RedisLockBackendConfig DEFAULTS = custom().build();
 
@@ -66,6 +74,14 @@ public final class RedisLockBackendConfig {
    */
   public String counterKey(String lockName) {
     return leaseKey(lockName) + COUNTER_SUFFIX;
+  }
+
+  /**
+   * The release marker key of the grant of {@code lockName} with {@code token}, in the same slot as
+   * its lease key, e.g. {@code nolock:lock:{orders}:released:17}.
+   */
+  public String releaseMarkerKey(String lockName, FencingToken token) {
+    return leaseKey(lockName) + RELEASED_INFIX + Objects.requireNonNull(token, "token").value();
   }
 
   @Override

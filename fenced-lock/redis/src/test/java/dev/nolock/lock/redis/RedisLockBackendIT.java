@@ -3,6 +3,7 @@ package dev.nolock.lock.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.lock.redis.internal.Scripts;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.testkit.LockBackendContract;
@@ -10,7 +11,9 @@ import dev.nolock.testkit.PeekedLease;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -131,6 +134,115 @@ class RedisLockBackendIT extends LockBackendContract {
   }
 
   @Test
+  void anAcquireByTheGrantThatHoldsTheLeaseReturnsItsOwnTokenAndGrantsNothingNew() {
+    String name = name("same-grant");
+    String leaseKey = backend.config().leaseKey(name);
+    FencingToken token = backend.tryAcquire(name, "w|7#1", Duration.ofSeconds(2)).get();
+
+    assertThat(backend.tryAcquire(name, "w|7#1", TTL).toJavaOptional())
+        .as("the holding grant asking again (a resend, or its retry after unknown)")
+        .contains(token);
+    assertThat(redis.get(backend.config().counterKey(name)))
+        .as("no new token")
+        .isEqualTo(token.value() + "");
+    assertThat(redis.get(leaseKey)).isEqualTo("w|7#1|" + token.value());
+    assertThat(redis.pttl(leaseKey))
+        .as("the caller counts the TTL from its last call: the lease lasts that long")
+        .isGreaterThan(2_000L);
+    assertThat(backend.tryAcquire(name, "w|7#1", Duration.ofMillis(500)).toJavaOptional())
+        .contains(token);
+    assertThat(redis.pttl(leaseKey)).as("never shortened").isGreaterThan(2_000L);
+
+    // Negative controls: another grant of the same process, and owners that share a prefix.
+    assertThat(backend.tryAcquire(name, "w|7#2", TTL).toJavaOptional()).isEmpty();
+    assertThat(backend.tryAcquire(name, "w", TTL).toJavaOptional()).isEmpty();
+    assertThat(backend.tryAcquire(name, "w|7", TTL).toJavaOptional()).isEmpty();
+    assertThat(backend.tryAcquire(name, "w|7#1|" + token.value(), TTL).toJavaOptional()).isEmpty();
+    assertThat(redis.get(leaseKey)).isEqualTo("w|7#1|" + token.value());
+  }
+
+  @Test
+  void aReleaseLeavesAMarkerOfItsCallForTheCommandTimeout() {
+    String name = name("release-marker");
+    FencingToken token = backend.tryAcquire(name, "A", TTL).get();
+    String markerKey = backend.config().releaseMarkerKey(name, token);
+
+    assertThat(backend.release(name, "A", token)).isTrue();
+
+    assertThat(markerKey).isEqualTo(backend.config().leaseKey(name) + ":released:" + token.value());
+    assertThat(redis.get(markerKey))
+        .as("the id of the release call that freed the lease")
+        .matches("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+    assertThat(redis.pttl(markerKey))
+        .as("kept at most the command timeout: as long as the caller can hear a resend's answer")
+        .isBetween(1L, connection.getTimeout().toMillis());
+    assertThat(backend.release(name, "A", token))
+        .as("a second release call, with an id of its own")
+        .isFalse();
+
+    FencingToken next = backend.tryAcquire(name, "B", TTL).get();
+    assertThat(backend.release(name, "A", next)).as("another owner's release").isFalse();
+    assertThat(redis.exists(backend.config().releaseMarkerKey(name, next)))
+        .as("a release that freed nothing leaves no marker")
+        .isZero();
+  }
+
+  @Test
+  void aResendOfTheReleaseCallThatFreedTheLeaseAnswersTrueAndNoOtherCallDoes() {
+    String name = name("release-resend");
+    FencingToken token = backend.tryAcquire(name, "A", TTL).get();
+    String[] keys = {
+      backend.config().leaseKey(name), backend.config().releaseMarkerKey(name, token)
+    };
+    redis.scriptLoad(Scripts.RELEASE.source());
+
+    // The script as Lettuce sends it, and resends after a lost answer: the same call id.
+    Long first =
+        redis.evalsha(
+            Scripts.RELEASE.sha(),
+            ScriptOutputType.INTEGER,
+            keys,
+            "A|" + token.value(),
+            "call-1",
+            "10000");
+    FencingToken next = backend.tryAcquire(name, "B", TTL).get();
+    Long resent =
+        redis.evalsha(
+            Scripts.RELEASE.sha(),
+            ScriptOutputType.INTEGER,
+            keys,
+            "A|" + token.value(),
+            "call-1",
+            "10000");
+    Long another =
+        redis.evalsha(
+            Scripts.RELEASE.sha(),
+            ScriptOutputType.INTEGER,
+            keys,
+            "A|" + token.value(),
+            "call-2",
+            "10000");
+
+    assertThat(first).as("the first send frees the lease").isEqualTo(1L);
+    assertThat(resent).as("its resend, after the next holder took the lease").isEqualTo(1L);
+    assertThat(another).as("another call of the same grant (negative control)").isZero();
+    assertThat(peek(name))
+        .as("the next holder's lease, untouched")
+        .contains(new PeekedLease("B", next, false));
+  }
+
+  @Test
+  void aConnectionWithoutACommandTimeoutIsRefused(RedisClient client) {
+    try (StatefulRedisConnection<String, String> unbounded = client.connect()) {
+      unbounded.setTimeout(Duration.ZERO);
+
+      assertThatThrownBy(() -> RedisLockBackend.create(unbounded))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("RedisURI.setTimeout");
+    }
+  }
+
+  @Test
   void ensureTokensAboveRaisesTheCounterButNeverLowersIt() {
     String name = name("floor");
     assertThat(backend.ensureTokensAbove(name, 41)).isEqualTo(41);
@@ -183,6 +295,9 @@ class RedisLockBackendIT extends LockBackendContract {
   @Test
   void theTtlIsSentRoundedUpToWholeMilliseconds() {
     List<List<String>> scriptArgs = new ArrayList<>();
+    // Cached first: a NOSCRIPT answer would have the call sent again as EVAL, and recorded twice.
+    redis.scriptLoad(Scripts.ACQUIRE.source());
+    redis.scriptLoad(Scripts.RENEW.source());
     RedisLockBackend recorded =
         RedisLockBackend.create(recordingScriptArgs(connection, scriptArgs), backend.config());
     String name = name("ttl-rounding");
@@ -200,34 +315,32 @@ class RedisLockBackendIT extends LockBackendContract {
   }
 
   /**
-   * A connection that runs every command on {@code real} and records the arguments of each answered
-   * script call ({@code EVALSHA} or {@code EVAL}): what the backend sends, read without a race,
-   * where the key's {@code PTTL} has already started counting down.
+   * A connection that runs every command on {@code real} and records the arguments of each script
+   * call ({@code EVALSHA} or {@code EVAL}) as it is sent: what the backend sends, read without a
+   * race, where the key's {@code PTTL} has already started counting down.
    */
   @SuppressWarnings("unchecked")
   private static StatefulRedisConnection<String, String> recordingScriptArgs(
       StatefulRedisConnection<String, String> real, List<List<String>> scriptArgs) {
-    RedisCommands<String, String> sync =
-        (RedisCommands<String, String>)
+    RedisAsyncCommands<String, String> async =
+        (RedisAsyncCommands<String, String>)
             Proxy.newProxyInstance(
-                RedisCommands.class.getClassLoader(),
-                new Class<?>[] {RedisCommands.class},
+                RedisAsyncCommands.class.getClassLoader(),
+                new Class<?>[] {RedisAsyncCommands.class},
                 (proxy, method, args) -> {
-                  Object answer = invoke(method, real.sync(), args);
-                  // Recorded once answered: an EVALSHA refused with NOSCRIPT is sent again as EVAL.
                   if ((method.getName().equals("evalsha") || method.getName().equals("eval"))
                       && args.length == 4
                       && args[3] instanceof String[] values) {
                     scriptArgs.add(Arrays.asList(values));
                   }
-                  return answer;
+                  return invoke(method, real.async(), args);
                 });
     return (StatefulRedisConnection<String, String>)
         Proxy.newProxyInstance(
             StatefulRedisConnection.class.getClassLoader(),
             new Class<?>[] {StatefulRedisConnection.class},
             (proxy, method, args) ->
-                method.getName().equals("sync") ? sync : invoke(method, real, args));
+                method.getName().equals("async") ? async : invoke(method, real, args));
   }
 
   private static Object invoke(java.lang.reflect.Method method, Object target, Object[] args)

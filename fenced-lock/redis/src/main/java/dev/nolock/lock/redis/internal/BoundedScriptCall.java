@@ -27,7 +27,7 @@ public final class BoundedScriptCall {
 
   /**
    * {@code EVALSHA}, then {@code EVAL} when the server answers {@code NOSCRIPT}; each waited for at
-   * most {@code limit}.
+   * most {@code limit}, counted from just before it is handed to Lettuce.
    *
    * @throws RedisCommandTimeoutException when an answer did not come within {@code limit} (the
    *     command is cancelled; whether the server ran it is unknown)
@@ -41,15 +41,23 @@ public final class BoundedScriptCall {
       String[] keys,
       String... args) {
     try {
-      return await(redis.evalsha(script.sha(), type, keys, args), limit);
+      long sent = System.nanoTime();
+      return await(redis.evalsha(script.sha(), type, keys, args), sent, limit);
     } catch (RedisNoScriptException e) {
-      return await(redis.eval(script.source(), type, keys, args), limit);
+      long sent = System.nanoTime();
+      return await(redis.eval(script.source(), type, keys, args), sent, limit);
     }
   }
 
-  private static <T> T await(RedisFuture<T> command, Duration limit) {
+  /**
+   * Waits until {@code limit} after {@code sent}, a time taken before the command was handed to
+   * Lettuce: the server cannot have run it earlier, so whatever it leaves for {@code limit} (a
+   * release marker) still stands when the last answer this call accepts arrives.
+   */
+  private static <T> T await(RedisFuture<T> command, long sent, Duration limit) {
     try {
-      if (!command.await(limit.toNanos(), TimeUnit.NANOSECONDS)) {
+      long left = limit.toNanos() - (System.nanoTime() - sent);
+      if (!command.await(Math.max(0, left), TimeUnit.NANOSECONDS)) {
         command.cancel(true);
         throw new RedisCommandTimeoutException("Command timed out after " + limit);
       }

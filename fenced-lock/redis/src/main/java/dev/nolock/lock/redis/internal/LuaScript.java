@@ -1,8 +1,5 @@
 package dev.nolock.lock.redis.internal;
 
-import io.lettuce.core.RedisNoScriptException;
-import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.sync.RedisScriptingCommands;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -11,8 +8,9 @@ import java.util.Objects;
 
 /**
  * A Lua script run by its SHA-1 ({@code EVALSHA}), falling back to {@code EVAL} when the server
- * does not have it cached ({@code NOSCRIPT}: after a restart, a failover or {@code SCRIPT FLUSH}).
- * The {@code EVAL} caches the script again, so the next call is an {@code EVALSHA} that hits.
+ * does not have it cached ({@code NOSCRIPT}: after a restart, a failover or {@code SCRIPT FLUSH});
+ * {@link BoundedScriptCall} runs it. The {@code EVAL} caches the script again, so the next call is
+ * an {@code EVALSHA} that hits.
  *
  * <p>The digest is computed here, so nothing is sent to the server when the script is created.
  * Immutable and thread-safe.
@@ -43,22 +41,6 @@ public final class LuaScript {
   /** The lowercase hex SHA-1 of the source, as {@code SCRIPT LOAD} returns it. */
   public String sha() {
     return sha;
-  }
-
-  /**
-   * Runs the script: {@code EVALSHA}, then {@code EVAL} if the server answered {@code NOSCRIPT}.
-   * Other failures propagate as Lettuce threw them; see {@link RedisFailures}.
-   */
-  public <T> T run(
-      RedisScriptingCommands<String, String> redis,
-      ScriptOutputType type,
-      String[] keys,
-      String... args) {
-    try {
-      return redis.evalsha(sha, type, keys, args);
-    } catch (RedisNoScriptException e) {
-      return redis.eval(source, type, keys, args);
-    }
   }
 
   private static String sha1Hex(String source) {

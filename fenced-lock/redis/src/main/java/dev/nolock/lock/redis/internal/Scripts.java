@@ -14,15 +14,31 @@ public final class Scripts {
 
   /**
    * Grants the lease and bumps the token in one step. KEYS: lease, counter. ARGV: owner, TTL in
-   * milliseconds. Returns the new token as a string, or nil when a lease is stored.
+   * milliseconds. Returns the new token as a string; the stored token when the lease is this
+   * owner's already (a resend of this call after a lost answer, or the owner's own retry), whose
+   * lease then lasts at least the TTL from now; nil when another owner's lease is stored.
+   *
+   * <p>The stored value is {@code owner|token}; the token has no {@code '|'}, the owner may, so the
+   * lease is this owner's exactly when the value starts with {@code owner|} and has no {@code '|'}
+   * after it.
    */
   public static final LuaScript ACQUIRE =
       new LuaScript(
           "acquire",
           """
           -- nolock fenced lock: acquire
-          if redis.call('EXISTS', KEYS[1]) == 1 then
-            return false
+          local held = redis.call('GET', KEYS[1])
+          if held then
+            local mine = ARGV[1] .. '|'
+            if string.sub(held, 1, #mine) ~= mine or string.find(held, '|', #mine + 1, true) then
+              return false
+            end
+            -- This owner's grant asked again: nothing new, its own token. The caller counts the
+            -- TTL from this call, so the lease must last that long from now too (never shortened).
+            if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+              redis.call('PEXPIRE', KEYS[1], ARGV[2])
+            end
+            return string.sub(held, #mine + 1)
           end
           redis.call('INCR', KEYS[2])
           -- Read the counter back as a string: INCR's reply is a Lua number (a double).
@@ -33,7 +49,8 @@ public final class Scripts {
 
   /**
    * Compare-and-extend. KEYS: lease. ARGV: {@code owner|token}, TTL in milliseconds. Returns 1 when
-   * extended, 0 when the lease is gone or another holder's.
+   * extended, 0 when the lease is gone or another holder's. A resend after a lost answer finds the
+   * same value and extends again: the true answer.
    */
   public static final LuaScript RENEW =
       new LuaScript(
@@ -47,8 +64,13 @@ public final class Scripts {
           """);
 
   /**
-   * Compare-and-delete. KEYS: lease. ARGV: {@code owner|token}. Returns 1 when deleted, 0 when the
-   * lease is gone or another holder's.
+   * Compare-and-delete, leaving a marker of the call that deleted. KEYS: lease, the grant's release
+   * marker. ARGV: {@code owner|token}, the call's id, the marker's TTL in milliseconds. Returns 1
+   * when this call deleted the lease, now or in an earlier send of the same call (the marker holds
+   * its id); 0 when the lease is gone or another holder's.
+   *
+   * <p>Without the marker, a resend after a lost answer finds the lease gone (or the next holder's)
+   * and answers 0: "not released", which is false. The marker is one key per release, and expires.
    */
   public static final LuaScript RELEASE =
       new LuaScript(
@@ -56,7 +78,12 @@ public final class Scripts {
           """
           -- nolock fenced lock: release
           if redis.call('GET', KEYS[1]) == ARGV[1] then
-            return redis.call('DEL', KEYS[1])
+            redis.call('DEL', KEYS[1])
+            redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+            return 1
+          end
+          if redis.call('GET', KEYS[2]) == ARGV[2] then
+            return 1
           end
           return 0
           """);
