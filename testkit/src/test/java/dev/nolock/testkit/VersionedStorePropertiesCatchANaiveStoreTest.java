@@ -21,8 +21,7 @@ class VersionedStorePropertiesCatchANaiveStoreTest {
   static class Sound extends VersionedStoreProperties {
     final InMemoryVersions server = new InMemoryVersions();
     final LostAnswerVersions plain = new LostAnswerVersions(server, Reaction.UNKNOWN);
-    final LostAnswerVersions faulty =
-        new LostAnswerVersions(server, Reaction.RESEND, naiveOn());
+    final LostAnswerVersions faulty = new LostAnswerVersions(server, Reaction.RESEND, naiveOn());
 
     /** The operations whose lost answer the client resends; none for the sound store. */
     Set<LostAnswerVersions.Operation> naiveOn() {
