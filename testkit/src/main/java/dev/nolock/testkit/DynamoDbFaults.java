@@ -52,6 +52,9 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
  *       this client from the moment it was armed, the lost one included: a test asserts that the
  *       SDK (or the library) resent the request with {@link Fault#assertRetried()}.
  *   <li>Faults armed for the same operation fire one per request, in the order they were armed.
+ *   <li>{@link #disarmAll()} drops the faults that have not fired: a fault armed for a call that
+ *       never sent its operation (an update of a missing item reads and stops) would otherwise fire
+ *       on a later call.
  * </ol>
  *
  * <p>A test of what happens <em>between</em> the lost answer and the resend (another writer gets
@@ -142,6 +145,11 @@ public final class DynamoDbFaults implements AutoCloseable {
             Objects.requireNonNull(meanwhile, "meanwhile"));
     armed.add(fault);
     return fault;
+  }
+
+  /** Disarms every fault that has not fired yet; fired ones keep counting their attempts. */
+  public void disarmAll() {
+    armed.removeIf(fault -> !fault.fired());
   }
 
   @Override

@@ -56,10 +56,10 @@ class ActionCensusTest {
 
   @Test
   void aGreenPropertyWhoseFaultActionsHardlyRanFailsTheRun() {
-    Events events = LockBackendPropertiesCatchABrokenBackendTest.run(NeverFaults.class);
+    Events events = ContractRuns.runProperties(NeverFaults.class);
 
     assertThat(events.failed().count()).isEqualTo(1);
-    assertThat(LockBackendPropertiesCatchABrokenBackendTest.failure(events))
+    assertThat(ContractRuns.firstFailure(events))
         .contains("below the floor of 4")
         .contains(LOST + "=0");
   }

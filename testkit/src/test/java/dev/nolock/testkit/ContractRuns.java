@@ -9,7 +9,10 @@ import org.junit.platform.engine.TestExecutionResult;
 import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
 
-/** Runs a contract subclass through the JUnit engine, for the suites' own negative controls. */
+/**
+ * Runs a contract subclass through the JUnit engine (a property container through jqwik's), for the
+ * suites' own negative controls.
+ */
 final class ContractRuns {
 
   private ContractRuns() {}
@@ -20,6 +23,21 @@ final class ContractRuns {
         .selectors(selectClass(contract))
         .execute()
         .testEvents();
+  }
+
+  /** The test events of running the jqwik properties of {@code properties} (a nested class). */
+  static Events runProperties(Class<?> properties) {
+    return EngineTestKit.engine("jqwik").selectors(selectClass(properties)).execute().testEvents();
+  }
+
+  /** The failure message of the first failed test, or "" when none failed. */
+  static String firstFailure(Events tests) {
+    return tests.failed().stream()
+        .findFirst()
+        .flatMap(
+            e -> e.getPayload(TestExecutionResult.class).flatMap(TestExecutionResult::getThrowable))
+        .map(Throwable::getMessage)
+        .orElse("");
   }
 
   /**

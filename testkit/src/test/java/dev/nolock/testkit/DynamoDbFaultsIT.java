@@ -126,6 +126,30 @@ class DynamoDbFaultsIT {
   }
 
   @Test
+  void disarmAllDropsTheFaultsThatHaveNotFiredAndKeepsTheFiredOnesCounting() {
+    DynamoDbFaults.Fault fired = faults.onNext("PutItem", FaultKind.REQUEST_LOST);
+    faults.client().putItem(putIfAbsent("k-disarm", "first"));
+    DynamoDbFaults.Fault left = faults.onNext("PutItem", FaultKind.ANSWER_LOST);
+
+    faults.disarmAll();
+    faults.client().putItem(put("k-disarm", "second"));
+
+    assertThat(left.fired()).as("disarmed before the put").isFalse();
+    assertThat(left.attempts()).isZero();
+    assertThat(fired.attempts()).as("lost, resent, then the put after disarmAll").isEqualTo(3);
+    assertThat(item("k-disarm")).containsEntry("writer", AttributeValue.fromS("second"));
+  }
+
+  @Test
+  void withoutDisarmAllAFaultArmedForACallThatSentNothingFiresOnTheNext() {
+    DynamoDbFaults.Fault left = faults.onNext("PutItem", FaultKind.REQUEST_LOST);
+
+    faults.client().putItem(put("k-left", "second"));
+
+    assertThat(left.fired()).isTrue();
+  }
+
+  @Test
   void anOperationThatIsNoDynamoDbActionIsRefused() {
     assertThatThrownBy(() -> faults.onNext("updateItem ", FaultKind.ANSWER_LOST))
         .isInstanceOf(IllegalArgumentException.class)

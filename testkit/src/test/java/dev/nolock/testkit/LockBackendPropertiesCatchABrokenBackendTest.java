@@ -1,13 +1,11 @@
 package dev.nolock.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
 
 import dev.nolock.patterns.LockBackend;
 import java.time.Duration;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
-import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
 
 /**
@@ -64,34 +62,21 @@ class LockBackendPropertiesCatchABrokenBackendTest {
     }
   }
 
-  static Events run(Class<?> properties) {
-    return EngineTestKit.engine("jqwik").selectors(selectClass(properties)).execute().testEvents();
-  }
-
-  static String failure(Events events) {
-    return events.failed().stream()
-        .findFirst()
-        .flatMap(
-            e ->
-                e.getPayload(org.junit.platform.engine.TestExecutionResult.class)
-                    .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable))
-        .map(Throwable::getMessage)
-        .orElse("");
-  }
-
   @Test
   void anHonestBackendPassesWithEveryFaultActionOverItsFloor() {
-    Events events = run(Honest.class);
+    Events events = ContractRuns.runProperties(Honest.class);
 
-    assertThat(failure(events)).isEmpty();
+    assertThat(ContractRuns.firstFailure(events)).isEmpty();
     assertThat(events.succeeded().count()).isEqualTo(1);
   }
 
   @Test
   void aClientThatTrustsItsResendFailsOnAFalseDefiniteOutcome() {
-    Events events = run(TrustsItsResend.class);
+    Events events = ContractRuns.runProperties(TrustsItsResend.class);
 
     assertThat(events.failed().count()).isEqualTo(1);
-    assertThat(failure(events)).contains("answered false").contains("ANSWER_LOST");
+    assertThat(ContractRuns.firstFailure(events))
+        .contains("answered false")
+        .contains("ANSWER_LOST");
   }
 }
