@@ -354,7 +354,6 @@ public final class JdbcFaults implements AutoCloseable {
     if (fault.kind == FaultKind.ANSWER_LOST) {
       request.send();
     }
-    fault.meanwhile.run();
     try {
       real.close();
     } catch (SQLException ignored) {
