@@ -16,6 +16,7 @@ import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
@@ -358,6 +359,62 @@ class FencedLockTest {
                 .build())) {
       assertThat(lateLock.tryAcquire("invoice-1", TTL)).as("a grant with no time left").isEmpty();
       assertThat(server.holder("invoice-1")).as("given back at once").isEmpty();
+    }
+  }
+
+  @Test
+  void aRenewalThatLandsAfterTheHolderLostTheLeaseIsGivenBackAtOnce() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend(new ManualLeaseClock()); // never expires
+    CountDownLatch lostHere = new CountDownLatch(1);
+    AtomicBoolean firstRenewal = new AtomicBoolean(true);
+    LockBackend slowRenewal =
+        new LockBackend() {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            return server.tryAcquire(name, owner, ttl);
+          }
+
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            if (firstRenewal.getAndSet(false)) {
+              try {
+                // The renewal is on its way while the holder's deadline passes.
+                lostHere.await(10, TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            }
+            return server.renew(name, owner, token, ttl);
+          }
+
+          @Override
+          public boolean release(String name, String owner, FencingToken token) {
+            return server.release(name, owner, token);
+          }
+
+          @Override
+          public Option<LeaseHolder> holder(String name) {
+            return server.holder(name);
+          }
+        };
+    try (FencedLock late =
+        FencedLock.create(
+            slowRenewal,
+            LockConfig.custom(LockPurpose.CORRECTNESS)
+                .renewalInterval(Duration.ofMillis(100))
+                .onLeaseLost(lost -> lostHere.countDown())
+                .build())) {
+      HeldLock held = late.tryAcquire("invoice-1", Duration.ofMillis(300)).get();
+
+      assertThat(lostHere.await(10, TimeUnit.SECONDS)).as("the holder lost the lease").isTrue();
+      assertThat(held.isLost()).isTrue();
+      await()
+          .atMost(Duration.ofSeconds(5))
+          .untilAsserted(
+              () ->
+                  assertThat(server.holder("invoice-1"))
+                      .as("the lease the late renewal extended, which nobody holds, is freed")
+                      .isEmpty());
     }
   }
 }

@@ -14,6 +14,7 @@ import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.vavr.control.Option;
 import java.time.Duration;
+import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -504,8 +505,11 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   }
 
   private ZonedDateTime now() {
-    // MicroTime fields hold microseconds; send exactly what will be stored.
-    return ZonedDateTime.now(config.wallClock()).truncatedTo(ChronoUnit.MICROS);
+    // MicroTime fields hold microseconds, shown in UTC; send exactly what will be stored, whatever
+    // zone the configured clock is in, so that a resend's 409 is matched against the same instant.
+    return ZonedDateTime.now(config.wallClock())
+        .withZoneSameInstant(ZoneOffset.UTC)
+        .truncatedTo(ChronoUnit.MICROS);
   }
 
   private <R> R call(String what, Supplier<R> request) {

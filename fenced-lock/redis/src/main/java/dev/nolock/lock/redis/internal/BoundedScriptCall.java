@@ -26,8 +26,10 @@ public final class BoundedScriptCall {
   private BoundedScriptCall() {}
 
   /**
-   * {@code EVALSHA}, then {@code EVAL} when the server answers {@code NOSCRIPT}; each waited for at
-   * most {@code limit}, counted from just before it is handed to Lettuce.
+   * {@code EVALSHA}, then {@code EVAL} when the server answers {@code NOSCRIPT}; the whole call,
+   * fallback included, waits at most {@code limit} counted from just before the first send, so no
+   * answer is accepted later than {@code limit} after the server could first have run the script
+   * (what the script leaves for {@code limit}, a release marker, still stands then).
    *
    * @throws RedisCommandTimeoutException when an answer did not come within {@code limit} (the
    *     command is cancelled; whether the server ran it is unknown)
@@ -40,11 +42,10 @@ public final class BoundedScriptCall {
       Duration limit,
       String[] keys,
       String... args) {
+    long sent = System.nanoTime();
     try {
-      long sent = System.nanoTime();
       return await(redis.evalsha(script.sha(), type, keys, args), sent, limit);
     } catch (RedisNoScriptException e) {
-      long sent = System.nanoTime();
       return await(redis.eval(script.source(), type, keys, args), sent, limit);
     }
   }
