@@ -8,7 +8,6 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
-import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
@@ -18,12 +17,8 @@ import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.function.Predicate;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A scheduled time whose claim met a dropped connection is claimed (or recognised as this
@@ -32,33 +27,17 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * JdbcFaults} on the claim's {@code INSERT}: lost before PostgreSQL saw it, or applied with its
  * answer lost.
  */
-@ExtendWith(PostgresExtension.class)
-class ClaimFaultIT {
-
-  private static final CronSchedule DAILY_AT_3 = CronSchedule.unix("0 3 * * *");
-  private static final CronSchedule EVERY_MINUTE = CronSchedule.unix("* * * * *");
-  private static final Instant THREE_AM = Instant.parse("2026-03-10T03:00:00Z");
-  private static final Predicate<String> CLAIM = JdbcFaults.sqlContaining("insert into");
-
-  private static PostgresSchema schema;
-  private static Runs runs;
-
-  private JdbcFaults faults;
+class ClaimFaultIT extends FaultFixture {
 
   @BeforeAll
-  static void createTable(PostgresSchema s) {
-    schema = s;
-    runs = new Runs(s.dsl());
-    ScheduledSingleton.plain(
-            s.dataSource(), ScheduleConfig.custom("setup", DAILY_AT_3).build(), r -> {})
-        .createTableIfMissing();
+  static void createRanTable(PostgresSchema s) {
     s.dsl()
         .execute(
             "CREATE TABLE ran (job text NOT NULL, scheduled_at timestamptz NOT NULL,"
                 + " instance text NOT NULL)"); // no unique key: it counts runs
   }
 
-  private static void ran(String instance, ScheduledRun run) {
+  private void ran(String instance, ScheduledRun run) {
     schema
         .dsl()
         .execute(
@@ -68,21 +47,11 @@ class ClaimFaultIT {
             instance);
   }
 
-  private static List<String> ranBy(String job) {
+  private List<String> ranBy(String job) {
     return schema
         .dsl()
         .resultQuery("SELECT instance FROM ran WHERE job = ? ORDER BY ctid", job)
         .fetch(0, String.class);
-  }
-
-  @BeforeEach
-  void pool() {
-    faults = JdbcFaults.pool(schema.jdbcUrl());
-  }
-
-  @AfterEach
-  void closePool() {
-    faults.close();
   }
 
   @Test
@@ -255,12 +224,6 @@ class ClaimFaultIT {
     blip.assertFired();
     assertThat(ran).extracting(ScheduledRun::scheduledAt).containsExactly(THREE_AM);
     assertThat(outcomes).singleElement().isInstanceOf(RunOutcome.Finished.class);
-  }
-
-  private static final Instant TEN = Instant.parse("2026-03-10T10:00:00Z");
-
-  private static Instant minute(int m) {
-    return TEN.plusSeconds(60L * m);
   }
 
   /**

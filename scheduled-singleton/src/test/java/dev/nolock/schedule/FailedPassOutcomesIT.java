@@ -8,22 +8,12 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
-import dev.nolock.testkit.PostgresExtension;
-import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
-import org.jooq.DSLContext;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A pass that produced outcomes and then threw ({@link BackendUnavailableException} on a later
@@ -31,63 +21,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * again. Each is returned by the next pass that returns (and so reaches the loop's listener). The
  * faults are testkit's {@link JdbcFaults}.
  */
-@ExtendWith(PostgresExtension.class)
-class FailedPassOutcomesIT {
-
-  private static final CronSchedule DAILY_AT_3 = CronSchedule.unix("0 3 * * *");
-  private static final CronSchedule EVERY_MINUTE = CronSchedule.unix("* * * * *");
-  private static final Instant THREE_AM = Instant.parse("2026-03-10T03:00:00Z");
-  private static final Instant TEN = Instant.parse("2026-03-10T10:00:00Z");
-  private static final Predicate<String> CLAIM = JdbcFaults.sqlContaining("insert into");
+class FailedPassOutcomesIT extends FaultFixture {
 
   /** The takeover scan's {@code SELECT ... ORDER BY scheduled_at LIMIT ?} (no other has it). */
   private static final Predicate<String> EXPIRED_SCAN = JdbcFaults.sqlContaining("order by");
-
-  private static PostgresSchema schema;
-
-  private JdbcFaults faults;
-
-  @BeforeAll
-  static void createTables(PostgresSchema s) {
-    schema = s;
-    ScheduledSingleton.plain(
-            s.dataSource(), ScheduleConfig.custom("setup", DAILY_AT_3).build(), r -> {})
-        .createTableIfMissing();
-    s.dsl()
-        .execute(
-            "CREATE TABLE outcome_ledger (job text NOT NULL, scheduled_at timestamptz NOT NULL,"
-                + " attempt bigint NOT NULL)"); // no unique key: it counts effects
-  }
-
-  @BeforeEach
-  void pool() {
-    faults = JdbcFaults.pool(schema.jdbcUrl());
-  }
-
-  @AfterEach
-  void closePool() {
-    faults.close();
-  }
-
-  private static void effect(ScheduledRun run, DSLContext db) {
-    db.execute(
-        "INSERT INTO outcome_ledger (job, scheduled_at, attempt) VALUES (?, CAST(? AS"
-            + " timestamptz), ?)",
-        run.job(),
-        OffsetDateTime.ofInstant(run.scheduledAt(), ZoneOffset.UTC),
-        run.attempt().value());
-  }
-
-  private static List<Long> effects(String job) {
-    return schema
-        .dsl()
-        .resultQuery("SELECT attempt FROM outcome_ledger WHERE job = ? ORDER BY attempt", job)
-        .fetch(0, Long.class);
-  }
-
-  private static Instant minute(int m) {
-    return TEN.plusSeconds(60L * m);
-  }
 
   /**
    * A pass settles an unknown finish (the {@code COMMIT} had landed) and then fails on its takeover
@@ -102,11 +39,8 @@ class FailedPassOutcomesIT {
     try (ScheduledSingleton instance =
         ScheduledSingleton.fenced(
             faults.dataSource(),
-            ScheduleConfig.custom(job, DAILY_AT_3)
-                .clock(clock)
-                .lease(Duration.ofMinutes(10))
-                .build(),
-            FailedPassOutcomesIT::effect)) {
+            ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).build(),
+            FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST);
       assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);

@@ -7,21 +7,10 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
-import dev.nolock.testkit.PostgresExtension;
-import dev.nolock.testkit.PostgresSchema;
-import java.time.Duration;
-import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
-import org.jooq.DSLContext;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A finish whose answer was lost: {@code runDueNow()} throws "unknown", and the next pass (the
@@ -32,65 +21,14 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * sent again, never its job. The faults are testkit's {@link JdbcFaults}; the ledgers have no
  * unique key on what they count.
  */
-@ExtendWith(PostgresExtension.class)
-class FinishFaultIT {
-
-  private static final CronSchedule DAILY_AT_3 = CronSchedule.unix("0 3 * * *");
-  private static final Instant THREE_AM = Instant.parse("2026-03-10T03:00:00Z");
-
-  /** Ten minutes: a run left to its lease would not run again within the test. */
-  private static final Duration LEASE = Duration.ofMinutes(10);
+class FinishFaultIT extends FaultFixture {
 
   /** The finish's {@code UPDATE} (in autocommit for a plain job). */
   private static final Predicate<String> FINISH =
       JdbcFaults.sqlContaining("\"finished_at\" = clock_timestamp()");
 
-  private static PostgresSchema schema;
-  private static Runs runs;
-
-  private JdbcFaults faults;
-
-  @BeforeAll
-  static void createTables(PostgresSchema s) {
-    schema = s;
-    runs = new Runs(s.dsl());
-    ScheduledSingleton.plain(
-            s.dataSource(), ScheduleConfig.custom("setup", DAILY_AT_3).build(), r -> {})
-        .createTableIfMissing();
-    s.dsl()
-        .execute(
-            "CREATE TABLE finish_ledger (job text NOT NULL, scheduled_at timestamptz NOT NULL,"
-                + " attempt bigint NOT NULL)"); // no unique key: it counts effects
-  }
-
-  @BeforeEach
-  void pool() {
-    faults = JdbcFaults.pool(schema.jdbcUrl());
-  }
-
-  @AfterEach
-  void closePool() {
-    faults.close();
-  }
-
   private static ScheduleConfig config(String job, MutableClock clock) {
     return ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).build();
-  }
-
-  private static void effect(ScheduledRun run, DSLContext db) {
-    db.execute(
-        "INSERT INTO finish_ledger (job, scheduled_at, attempt) VALUES (?, CAST(? AS timestamptz),"
-            + " ?)",
-        run.job(),
-        OffsetDateTime.ofInstant(run.scheduledAt(), ZoneOffset.UTC),
-        run.attempt().value());
-  }
-
-  private static List<Long> effects(String job) {
-    return schema
-        .dsl()
-        .resultQuery("SELECT attempt FROM finish_ledger WHERE job = ? ORDER BY attempt", job)
-        .fetch(0, Long.class);
   }
 
   @Test
@@ -98,7 +36,7 @@ class FinishFaultIT {
     String job = "commit-answer-lost";
     MutableClock clock = new MutableClock(THREE_AM.minusSeconds(60));
     try (ScheduledSingleton instance =
-        ScheduledSingleton.fenced(faults.dataSource(), config(job, clock), FinishFaultIT::effect)) {
+        ScheduledSingleton.fenced(faults.dataSource(), config(job, clock), FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST);
 
@@ -123,7 +61,7 @@ class FinishFaultIT {
     String job = "commit-request-lost";
     MutableClock clock = new MutableClock(THREE_AM.minusSeconds(60));
     try (ScheduledSingleton instance =
-        ScheduledSingleton.fenced(faults.dataSource(), config(job, clock), FinishFaultIT::effect)) {
+        ScheduledSingleton.fenced(faults.dataSource(), config(job, clock), FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostRequest = faults.onNextCommit(FaultKind.REQUEST_LOST);
 
@@ -157,7 +95,7 @@ class FinishFaultIT {
         ScheduledSingleton.fenced(
             faults.dataSource(),
             ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).maxAttempts(1).build(),
-            FinishFaultIT::effect)) {
+            FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostRequest = faults.onNextCommit(FaultKind.REQUEST_LOST);
       assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
@@ -194,7 +132,7 @@ class FinishFaultIT {
     List<InjectedFault> armed = new CopyOnWriteArrayList<>();
     try (ScheduledSingleton takeover =
             ScheduledSingleton.fenced(
-                schema.dataSource(), config(job, clock), FinishFaultIT::effect);
+                schema.dataSource(), config(job, clock), FaultFixture::effect);
         ScheduledSingleton paused =
             ScheduledSingleton.fenced(
                 faults.dataSource(),

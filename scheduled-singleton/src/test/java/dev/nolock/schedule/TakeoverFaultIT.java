@@ -8,59 +8,21 @@ import dev.nolock.schedule.internal.RunTable;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
-import dev.nolock.testkit.PostgresExtension;
-import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A takeover whose {@code UPDATE} met a dropped connection: applied with its answer lost, the next
  * pass recognises the run as this instance's own and runs it, instead of leaving it held by a lease
  * nobody uses; lost before PostgreSQL saw it, the next pass takes the run over again.
  */
-@ExtendWith(PostgresExtension.class)
-class TakeoverFaultIT {
-
-  private static final CronSchedule DAILY_AT_3 = CronSchedule.unix("0 3 * * *");
-  private static final Instant THREE_AM = Instant.parse("2026-03-10T03:00:00Z");
-
-  /** Ten minutes: a run left to its lease would not run again within the test. */
-  private static final Duration LEASE = Duration.ofMinutes(10);
+class TakeoverFaultIT extends FaultFixture {
 
   private static final Predicate<String> TAKEOVER =
       JdbcFaults.sqlContaining("\"attempt\" = (\"attempt\" + 1)");
-
-  private static PostgresSchema schema;
-  private static Runs runs;
-
-  private JdbcFaults faults;
-
-  @BeforeAll
-  static void createTable(PostgresSchema s) {
-    schema = s;
-    runs = new Runs(s.dsl());
-    ScheduledSingleton.plain(
-            s.dataSource(), ScheduleConfig.custom("setup", DAILY_AT_3).build(), r -> {})
-        .createTableIfMissing();
-  }
-
-  @BeforeEach
-  void pool() {
-    faults = JdbcFaults.pool(schema.jdbcUrl());
-  }
-
-  @AfterEach
-  void closePool() {
-    faults.close();
-  }
 
   @Test
   void aTakeoverThatLandedWhileItsAnswerWasLostRunsAtTheNextPassNotALeaseLater() {

@@ -10,8 +10,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -74,7 +72,7 @@ public final class DynamoDbFaults implements AutoCloseable {
 
   private final SdkHttpClient transport;
   private final DynamoDbClient client;
-  private final List<Fault> armed = new CopyOnWriteArrayList<>();
+  private final List<ArmedFault<String>> armed = new CopyOnWriteArrayList<>();
 
   private DynamoDbFaults(String endpoint) {
     this.transport =
@@ -138,13 +136,14 @@ public final class DynamoDbFaults implements AutoCloseable {
               + (operation == null ? "is null" : "\"" + operation + "\" is not a DynamoDB action")
               + ": pass the action as in the X-Amz-Target header, e.g. \"UpdateItem\".");
     }
-    Fault fault =
-        new Fault(
+    ArmedFault<String> fault =
+        new ArmedFault<>(
             operation,
+            operation::equals,
             Objects.requireNonNull(kind, "kind"),
             Objects.requireNonNull(meanwhile, "meanwhile"));
     armed.add(fault);
-    return fault;
+    return new Fault(operation, fault);
   }
 
   /** Disarms every fault that has not fired yet; fired ones keep counting their attempts. */
@@ -180,19 +179,11 @@ public final class DynamoDbFaults implements AutoCloseable {
       return new ExecutableHttpRequest() {
         @Override
         public HttpExecuteResponse call() throws IOException {
-          Fault fault = null;
-          for (Fault candidate : armed) {
-            if (candidate.operation.equals(operation)) {
-              candidate.attempts.incrementAndGet();
-              if (fault == null && candidate.fire()) {
-                fault = candidate;
-              }
-            }
-          }
+          ArmedFault<String> fault = ArmedFault.fireFirst(armed, operation);
           if (fault == null) {
             return send.call();
           }
-          if (fault.kind == FaultKind.REQUEST_LOST) {
+          if (fault.kind() == FaultKind.REQUEST_LOST) {
             send.abort();
           } else {
             HttpExecuteResponse answer = send.call();
@@ -202,11 +193,11 @@ public final class DynamoDbFaults implements AutoCloseable {
               }
             }
           }
-          fault.meanwhile.run();
+          fault.meanwhile().run();
           throw new IOException(
               "Connection reset: "
                   + fault
-                  + (fault.kind == FaultKind.ANSWER_LOST
+                  + (fault.kind() == FaultKind.ANSWER_LOST
                       ? " (the server applied the request and answered; the answer was dropped)"
                       : " (dropped before the server saw it)"));
         }
@@ -237,19 +228,11 @@ public final class DynamoDbFaults implements AutoCloseable {
   /** One armed fault. */
   public static final class Fault implements InjectedFault {
     private final String operation;
-    private final FaultKind kind;
-    private final Runnable meanwhile;
-    private final AtomicBoolean fired = new AtomicBoolean();
-    private final AtomicInteger attempts = new AtomicInteger();
+    private final ArmedFault<String> armed;
 
-    private Fault(String operation, FaultKind kind, Runnable meanwhile) {
+    private Fault(String operation, ArmedFault<String> armed) {
       this.operation = operation;
-      this.kind = kind;
-      this.meanwhile = meanwhile;
-    }
-
-    private boolean fire() {
-      return fired.compareAndSet(false, true);
+      this.armed = armed;
     }
 
     /** The DynamoDB operation it is armed for. */
@@ -258,12 +241,12 @@ public final class DynamoDbFaults implements AutoCloseable {
     }
 
     public FaultKind kind() {
-      return kind;
+      return armed.kind();
     }
 
     @Override
     public boolean fired() {
-      return fired.get();
+      return armed.fired();
     }
 
     /**
@@ -271,7 +254,7 @@ public final class DynamoDbFaults implements AutoCloseable {
      * including the lost one and every resend, by the SDK or by the code under test.
      */
     public int attempts() {
-      return attempts.get();
+      return armed.attempts();
     }
 
     /**
@@ -290,14 +273,7 @@ public final class DynamoDbFaults implements AutoCloseable {
 
     @Override
     public String toString() {
-      return kind
-          + " on the next "
-          + operation
-          + " ("
-          + (fired() ? "fired" : "not fired")
-          + ", "
-          + attempts()
-          + " attempt(s) counted)";
+      return armed.toString();
     }
   }
 }

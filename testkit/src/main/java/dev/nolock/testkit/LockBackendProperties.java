@@ -111,27 +111,16 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     return 16;
   }
 
-  private volatile ActionCensus census = newCensus();
-
-  private static ActionCensus newCensus() {
-    List<String> required = new ArrayList<>();
-    for (Operation op : Operation.values()) {
-      for (FaultKind kind : FaultKind.values()) {
-        required.add(ActionCensus.fault(op.name(), kind));
-      }
-    }
-    return new ActionCensus(ActionCensus.MIN_PER_FAULT_KIND, required);
-  }
+  private final FaultCensus census = new FaultCensus(Operation.values());
 
   @Override
   public final ActionCensus startCensus() {
-    census = newCensus();
-    return census;
+    return census.start();
   }
 
   /** The census of the current (or last) property run. */
   protected final ActionCensus census() {
-    return census;
+    return census.current();
   }
 
   @Property(shrinking = net.jqwik.api.ShrinkingMode.BOUNDED)
@@ -662,113 +651,111 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
         .toList();
   }
 
-  /** Any grant with a known token renews: the holder, or a stale one that must be refused. */
-  final class Renew implements Action.Dependent<Model> {
+  /** What an action does to one grant; {@code fault} says what fault it ran under, for messages. */
+  @FunctionalInterface
+  interface GrantCall {
+    void call(Model model, Grant grant, Supplier<String> fault);
+  }
+
+  /**
+   * An action of one grant with a known token, picked by owner among {@link #ownersWithTokens}:
+   * without a fault by any such grant, or, when {@code faultOn} is set, by a grant of the faulty
+   * backend under an armed fault of each {@link FaultKind}.
+   */
+  abstract class OnGrant implements Action.Dependent<Model> {
+    private final String verb;
+    private final Operation faultOn;
+    private final boolean heldOnly;
+    private final GrantCall call;
+
+    /**
+     * @param faultOn the operation whose fault is armed, or null for none
+     * @param heldOnly only grants the model says hold the lease
+     */
+    OnGrant(String verb, Operation faultOn, boolean heldOnly, GrantCall call) {
+      this.verb = verb;
+      this.faultOn = faultOn;
+      this.heldOnly = heldOnly;
+      this.call = call;
+    }
+
+    private List<String> owners(Model model) {
+      return ownersWithTokens(model, faultOn != null, heldOnly);
+    }
+
     @Override
     public boolean precondition(Model model) {
-      return !ownersWithTokens(model, false, false).isEmpty();
+      return !owners(model).isEmpty();
     }
 
     @Override
     public Arbitrary<Transformer<Model>> transformer(Model model) {
-      return Arbitraries.of(ownersWithTokens(model, false, false))
-          .map(
-              owner ->
-                  step(
-                      "renew",
-                      "renew " + owner,
-                      m -> {
-                        Grant grant = m.grant(owner);
-                        if (grant != null && grant.token != null) {
-                          m.renew(grant, LockBackendProperties::none);
-                        }
-                      }));
+      Arbitrary<String> owners = Arbitraries.of(owners(model));
+      if (faultOn == null) {
+        return owners.map(
+            owner ->
+                step(
+                    verb,
+                    verb + " " + owner,
+                    m ->
+                        withToken(
+                            m, owner, grant -> call.call(m, grant, LockBackendProperties::none))));
+      }
+      return owners.flatMap(
+          owner ->
+              kinds()
+                  .map(
+                      kind ->
+                          step(
+                              verb + " under a fault",
+                              verb + " " + owner + " under " + kind,
+                              m ->
+                                  withToken(
+                                      m,
+                                      owner,
+                                      grant ->
+                                          armed(
+                                              faultOn,
+                                              kind,
+                                              () -> {},
+                                              () ->
+                                                  call.call(m, grant, () -> " under " + kind))))));
+    }
+
+    /** Runs {@code body} on {@code owner}'s grant, unless a shrunk chain has none with a token. */
+    private void withToken(Model m, String owner, java.util.function.Consumer<Grant> body) {
+      Grant grant = m.grant(owner);
+      if (grant != null && grant.token != null) {
+        body.accept(grant);
+      }
+    }
+  }
+
+  /** Any grant with a known token renews: the holder, or a stale one that must be refused. */
+  final class Renew extends OnGrant {
+    Renew() {
+      super("renew", null, false, Model::renew);
     }
   }
 
   /** A holder renews and loses the answer or the request. */
-  final class RenewUnderFault implements Action.Dependent<Model> {
-    @Override
-    public boolean precondition(Model model) {
-      return !ownersWithTokens(model, true, true).isEmpty();
-    }
-
-    @Override
-    public Arbitrary<Transformer<Model>> transformer(Model model) {
-      return Arbitraries.of(ownersWithTokens(model, true, true))
-          .flatMap(
-              owner ->
-                  kinds()
-                      .map(
-                          kind ->
-                              step(
-                                  "renew under a fault",
-                                  "renew " + owner + " under " + kind,
-                                  m -> {
-                                    Grant grant = m.grant(owner);
-                                    if (grant != null && grant.token != null) {
-                                      armed(
-                                          Operation.RENEW,
-                                          kind,
-                                          () -> {},
-                                          () -> m.renew(grant, () -> " under " + kind));
-                                    }
-                                  })));
+  final class RenewUnderFault extends OnGrant {
+    RenewUnderFault() {
+      super("renew", Operation.RENEW, true, Model::renew);
     }
   }
 
   /** Any grant with a known token releases: the holder, again, or a stale one. */
-  final class Release implements Action.Dependent<Model> {
-    @Override
-    public boolean precondition(Model model) {
-      return !ownersWithTokens(model, false, false).isEmpty();
-    }
-
-    @Override
-    public Arbitrary<Transformer<Model>> transformer(Model model) {
-      return Arbitraries.of(ownersWithTokens(model, false, false))
-          .map(
-              owner ->
-                  step(
-                      "release",
-                      "release " + owner,
-                      m -> {
-                        Grant grant = m.grant(owner);
-                        if (grant != null && grant.token != null) {
-                          m.release(grant, LockBackendProperties::none);
-                        }
-                      }));
+  final class Release extends OnGrant {
+    Release() {
+      super("release", null, false, Model::release);
     }
   }
 
   /** A grant with a known token releases and loses the answer or the request. */
-  final class ReleaseUnderFault implements Action.Dependent<Model> {
-    @Override
-    public boolean precondition(Model model) {
-      return !ownersWithTokens(model, true, false).isEmpty();
-    }
-
-    @Override
-    public Arbitrary<Transformer<Model>> transformer(Model model) {
-      return Arbitraries.of(ownersWithTokens(model, true, false))
-          .flatMap(
-              owner ->
-                  kinds()
-                      .map(
-                          kind ->
-                              step(
-                                  "release under a fault",
-                                  "release " + owner + " under " + kind,
-                                  m -> {
-                                    Grant grant = m.grant(owner);
-                                    if (grant != null && grant.token != null) {
-                                      armed(
-                                          Operation.RELEASE,
-                                          kind,
-                                          () -> {},
-                                          () -> m.release(grant, () -> " under " + kind));
-                                    }
-                                  })));
+  final class ReleaseUnderFault extends OnGrant {
+    ReleaseUnderFault() {
+      super("release", Operation.RELEASE, false, Model::release);
     }
   }
 

@@ -7,7 +7,6 @@ import dev.nolock.patterns.VersionedStore;
 import dev.nolock.testkit.internal.CensusHook;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -81,22 +80,11 @@ public abstract class VersionedStoreProperties implements CensusHook.Censused {
     return 20;
   }
 
-  private volatile ActionCensus census = newCensus();
-
-  private static ActionCensus newCensus() {
-    List<String> required = new ArrayList<>();
-    for (Operation op : Operation.values()) {
-      for (FaultKind kind : FaultKind.values()) {
-        required.add(ActionCensus.fault(op.name(), kind));
-      }
-    }
-    return new ActionCensus(ActionCensus.MIN_PER_FAULT_KIND, required);
-  }
+  private final FaultCensus census = new FaultCensus(Operation.values());
 
   @Override
   public final ActionCensus startCensus() {
-    census = newCensus();
-    return census;
+    return census.start();
   }
 
   @Property(shrinking = net.jqwik.api.ShrinkingMode.BOUNDED)

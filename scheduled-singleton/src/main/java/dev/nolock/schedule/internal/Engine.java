@@ -519,12 +519,7 @@ public final class Engine implements AutoCloseable {
     } catch (JobThrew e) {
       return failed(run, e.getCause());
     } catch (DataAccessException e) {
-      unknown.put(run.scheduledAt(), new UnknownFinish(run));
-      throw unavailable(
-          "finish "
-              + run.scheduledAt()
-              + " (whether it committed is unknown; the next pass finds out)",
-          e);
+      throw unknownFinish(run, e);
     }
     metrics.finished();
     return new RunOutcome.Finished(run);
@@ -544,12 +539,7 @@ public final class Engine implements AutoCloseable {
               dsl,
               d -> table.finish(d, job, run.scheduledAt(), run.attempt().value(), attemptCheck));
     } catch (DataAccessException e) {
-      unknown.put(run.scheduledAt(), new UnknownFinish(run));
-      throw unavailable(
-          "finish "
-              + run.scheduledAt()
-              + " (whether it committed is unknown; the next pass finds out)",
-          e);
+      throw unknownFinish(run, e);
     }
     if (finished == 0) {
       return stale(run);
@@ -775,6 +765,16 @@ public final class Engine implements AutoCloseable {
     } catch (DataAccessException e) {
       throw unavailable(step, e);
     }
+  }
+
+  /** Remembers {@code run}'s finish as unknown, for the next pass to find out, and says so. */
+  private BackendUnavailableException unknownFinish(ScheduledRun run, DataAccessException e) {
+    unknown.put(run.scheduledAt(), new UnknownFinish(run));
+    return unavailable(
+        "finish "
+            + run.scheduledAt()
+            + " (whether it committed is unknown; the next pass finds out)",
+        e);
   }
 
   private BackendUnavailableException unavailable(String step, DataAccessException e) {

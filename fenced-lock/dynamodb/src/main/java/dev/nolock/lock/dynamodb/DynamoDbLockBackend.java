@@ -325,35 +325,8 @@ public final class DynamoDbLockBackend implements LockBackend {
     }
     Writes mine = new Writes();
     Outcome<?> outcome =
-        conditionally(
-            "renew lock \"" + name + "\"",
-            mine,
-            rvn ->
-                client.updateItem(
-                    update ->
-                        update
-                            .tableName(table)
-                            .key(key(name))
-                            .updateExpression("SET #rvn = :rvn, #duration = :duration")
-                            .conditionExpression(
-                                "#owner = :owner AND #token = :token AND #rvn = :last"
-                                    + " AND #released = :false")
-                            .expressionAttributeNames(
-                                Map.of(
-                                    "#rvn", RVN,
-                                    "#duration", LEASE_DURATION,
-                                    "#owner", OWNER,
-                                    "#token", TOKEN,
-                                    "#released", RELEASED))
-                            .expressionAttributeValues(
-                                Map.of(
-                                    ":rvn", AttributeValue.fromS(rvn),
-                                    ":duration", number(ttlMillis),
-                                    ":owner", AttributeValue.fromS(owner),
-                                    ":token", number(token.value()),
-                                    ":last", AttributeValue.fromS(held.rvn()),
-                                    ":false", AttributeValue.fromBool(false)))
-                            .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
+        rewriteRvn(
+            "renew lock \"" + name + "\"", name, owner, token.value(), held.rvn(), ttlMillis, mine);
     String renewed = null;
     if (outcome instanceof Applied<?>) {
       renewed = mine.lastRvn();
@@ -569,39 +542,63 @@ public final class DynamoDbLockBackend implements LockBackend {
   private Option<FencingToken> refresh(
       String name, String owner, Duration ttl, long ttlMillis, Stored stored, Writes mine) {
     Outcome<?> outcome =
-        conditionally(
+        rewriteRvn(
             "acquire lock \"" + name + "\" again",
-            mine,
-            rvn ->
-                client.updateItem(
-                    update ->
-                        update
-                            .tableName(table)
-                            .key(key(name))
-                            .updateExpression("SET #rvn = :rvn, #duration = :duration")
-                            .conditionExpression(
-                                "#owner = :owner AND #token = :token AND #rvn = :seen"
-                                    + " AND #released = :false")
-                            .expressionAttributeNames(
-                                Map.of(
-                                    "#rvn", RVN,
-                                    "#duration", LEASE_DURATION,
-                                    "#owner", OWNER,
-                                    "#token", TOKEN,
-                                    "#released", RELEASED))
-                            .expressionAttributeValues(
-                                Map.of(
-                                    ":rvn", AttributeValue.fromS(rvn),
-                                    ":duration", number(ttlMillis),
-                                    ":owner", AttributeValue.fromS(owner),
-                                    ":token", number(stored.token()),
-                                    ":seen", AttributeValue.fromS(stored.rvn()),
-                                    ":false", AttributeValue.fromBool(false)))
-                            .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
+            name,
+            owner,
+            stored.token(),
+            stored.rvn(),
+            ttlMillis,
+            mine);
     if (!(outcome instanceof Applied<?>)) {
       return Option.none();
     }
     return Option.some(hold(name, owner, ttl, stored.token(), mine.lastRvn(), mine));
+  }
+
+  /**
+   * The conditional write of a grant that holds the lease and keeps it (a heartbeat, or the same
+   * grant asking again): a new rvn and duration, the same token, on {@code #owner = :owner AND
+   * #token = :token AND #rvn = :seen AND #released = false}, where {@code :seen} is {@code
+   * expectedRvn}.
+   */
+  private Outcome<UpdateItemResponse> rewriteRvn(
+      String what,
+      String name,
+      String owner,
+      long token,
+      String expectedRvn,
+      long ttlMillis,
+      Writes mine) {
+    return conditionally(
+        what,
+        mine,
+        rvn ->
+            client.updateItem(
+                update ->
+                    update
+                        .tableName(table)
+                        .key(key(name))
+                        .updateExpression("SET #rvn = :rvn, #duration = :duration")
+                        .conditionExpression(
+                            "#owner = :owner AND #token = :token AND #rvn = :seen"
+                                + " AND #released = :false")
+                        .expressionAttributeNames(
+                            Map.of(
+                                "#rvn", RVN,
+                                "#duration", LEASE_DURATION,
+                                "#owner", OWNER,
+                                "#token", TOKEN,
+                                "#released", RELEASED))
+                        .expressionAttributeValues(
+                            Map.of(
+                                ":rvn", AttributeValue.fromS(rvn),
+                                ":duration", number(ttlMillis),
+                                ":owner", AttributeValue.fromS(owner),
+                                ":token", number(token),
+                                ":seen", AttributeValue.fromS(expectedRvn),
+                                ":false", AttributeValue.fromBool(false)))
+                        .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
   }
 
   /**

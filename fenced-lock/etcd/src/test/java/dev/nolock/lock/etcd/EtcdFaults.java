@@ -1,8 +1,8 @@
 package dev.nolock.lock.etcd;
 
+import dev.nolock.testkit.ArmedFault;
 import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.FaultKind;
-import dev.nolock.testkit.InjectedFault;
 import io.etcd.jetcd.Client;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
@@ -18,8 +18,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiPredicate;
 import java.util.function.Predicate;
@@ -67,8 +65,8 @@ import java.util.function.Predicate;
  *   <li>{@code meanwhile} runs on a thread of its own while the caller still waits, so it may use
  *       this very client (the fault has fired by then); it must end within the caller's own
  *       timeout.
- *   <li>A fault counts the {@linkplain Fault#attempts() messages} it matched from the moment it was
- *       armed, the lost one included: the resends of jetcd's retry show up there.
+ *   <li>A fault counts the {@linkplain ArmedFault#attempts() messages} it matched from the moment
+ *       it was armed, the lost one included: the resends of jetcd's retry show up there.
  * </ol>
  *
  * <p>Thread-safe. Close it after the test: it closes the client.
@@ -80,7 +78,7 @@ final class EtcdFaults implements AutoCloseable {
   static final String LEASE_KEEP_ALIVE = "etcdserverpb.Lease/LeaseKeepAlive";
   static final String LEASE_REVOKE = "etcdserverpb.Lease/LeaseRevoke";
 
-  private final List<Fault> armed = new CopyOnWriteArrayList<>();
+  private final List<ArmedFault<Sent>> armed = new CopyOnWriteArrayList<>();
   private final Client client;
 
   EtcdFaults(Endpoints endpoints) {
@@ -103,15 +101,20 @@ final class EtcdFaults implements AutoCloseable {
   }
 
   /** Arms {@code kind} for the next request message that {@code request} matches. */
-  Fault onNext(Request request, FaultKind kind, Runnable meanwhile) {
-    Fault fault =
-        new Fault(
-            Objects.requireNonNull(request, "request"),
-            Objects.requireNonNull(kind, "kind"),
-            Objects.requireNonNull(meanwhile, "meanwhile"));
+  ArmedFault<Sent> onNext(Request request, FaultKind kind, Runnable meanwhile) {
+    Objects.requireNonNull(request, "request");
+    ArmedFault<Sent> fault =
+        new ArmedFault<>(
+            request.what(),
+            sent -> request.accepts().test(sent.method(), sent.message()),
+            kind,
+            meanwhile);
     armed.add(fault);
     return fault;
   }
+
+  /** A request message on its way to etcd, and the full name of its gRPC method. */
+  record Sent(String method, Object message) {}
 
   /**
    * Request messages a fault is armed for.
@@ -149,20 +152,6 @@ final class EtcdFaults implements AutoCloseable {
     return "EtcdFaults" + armed;
   }
 
-  /** Counts each matching message and fires the first unfired fault. */
-  private Fault match(String method, Object message) {
-    Fault fault = null;
-    for (Fault candidate : armed) {
-      if (candidate.request.accepts.test(method, message)) {
-        candidate.attempts.incrementAndGet();
-        if (fault == null && candidate.fired.compareAndSet(false, true)) {
-          fault = candidate;
-        }
-      }
-    }
-    return fault;
-  }
-
   private final class Losing implements ClientInterceptor {
     @Override
     public <ReqT, RespT> ClientCall<ReqT, RespT> interceptCall(
@@ -189,7 +178,7 @@ final class EtcdFaults implements AutoCloseable {
     private final ClientCall<ReqT, RespT> real;
     private final AtomicReference<State> state = new AtomicReference<>(State.CLEAN);
     private final CompletableFuture<Void> realClosed = new CompletableFuture<>();
-    private volatile Fault fault;
+    private volatile ArmedFault<Sent> fault;
     private Listener<RespT> listener;
 
     LosingCall(String method, ClientCall<ReqT, RespT> real) {
@@ -226,10 +215,10 @@ final class EtcdFaults implements AutoCloseable {
         case LOST -> {} // the connection is gone: nothing more reaches etcd
         case ANSWER_PENDING -> real.sendMessage(message);
         case CLEAN -> {
-          Fault fired = match(method, message);
+          ArmedFault<Sent> fired = ArmedFault.fireFirst(armed, new Sent(method, message));
           if (fired == null) {
             real.sendMessage(message);
-          } else if (fired.kind == FaultKind.ANSWER_LOST) {
+          } else if (fired.kind() == FaultKind.ANSWER_LOST) {
             fault = fired;
             state.set(State.ANSWER_PENDING);
             real.sendMessage(message);
@@ -257,13 +246,13 @@ final class EtcdFaults implements AutoCloseable {
      * closed (its last callback), then fails the caller's call as a dropped connection would.
      */
     private void lose(String where) {
-      Fault lost = fault;
+      ArmedFault<Sent> lost = fault;
       Thread thread =
           new Thread(
               () -> {
                 Throwable failed = null;
                 try {
-                  lost.meanwhile.run();
+                  lost.meanwhile().run();
                 } catch (Throwable e) {
                   failed = e;
                 }
@@ -316,43 +305,6 @@ final class EtcdFaults implements AutoCloseable {
           listener.onClose(status, trailers);
         }
       }
-    }
-  }
-
-  /** One armed fault. */
-  static final class Fault implements InjectedFault {
-    private final Request request;
-    private final FaultKind kind;
-    private final Runnable meanwhile;
-    private final AtomicBoolean fired = new AtomicBoolean();
-    private final AtomicInteger attempts = new AtomicInteger();
-
-    private Fault(Request request, FaultKind kind, Runnable meanwhile) {
-      this.request = request;
-      this.kind = kind;
-      this.meanwhile = meanwhile;
-    }
-
-    @Override
-    public boolean fired() {
-      return fired.get();
-    }
-
-    /** Matching messages sent since this fault was armed: the lost one and every resend. */
-    int attempts() {
-      return attempts.get();
-    }
-
-    @Override
-    public String toString() {
-      return kind
-          + " on the next "
-          + request
-          + " ("
-          + (fired() ? "fired" : "not fired")
-          + ", "
-          + attempts()
-          + " attempt(s) counted)";
     }
   }
 }

@@ -172,8 +172,9 @@ class EtcdLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
     InjectedFault rebind = faults.onNext(REBIND_TXN, FaultKind.ANSWER_LOST, () -> {});
     InjectedFault check = faults.onNext(CHECK_TXN, FaultKind.REQUEST_LOST, () -> {});
     // jetcd resends a revoke twice (retryMaxAttempts): lose all three.
-    List<EtcdFaults.Fault> revokes =
-        Stream.generate(() -> faults.onNext(REVOKE, FaultKind.REQUEST_LOST, () -> {}))
+    List<InjectedFault> revokes =
+        Stream.<InjectedFault>generate(
+                () -> faults.onNext(REVOKE, FaultKind.REQUEST_LOST, () -> {}))
             .limit(3)
             .toList();
 

@@ -1,7 +1,7 @@
 package dev.nolock.lock.kubernetes;
 
+import dev.nolock.testkit.ArmedFault;
 import dev.nolock.testkit.FaultKind;
-import dev.nolock.testkit.InjectedFault;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -20,8 +20,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 
 /**
@@ -53,13 +51,13 @@ import java.util.function.Predicate;
  *             connect; the server never sees it.
  *       </ul>
  *   <li>{@code meanwhile} runs on the calling thread, before fabric8's request timeout starts.
- *   <li>A fault counts the {@linkplain Fault#attempts() requests} it matched since it was armed,
- *       the lost one included: fabric8's resends show up there.
+ *   <li>A fault counts the {@linkplain ArmedFault#attempts() requests} it matched since it was
+ *       armed, the lost one included: fabric8's resends show up there.
  * </ol>
  */
 final class KubernetesFaults implements Interceptor {
 
-  private final List<Fault> armed = new CopyOnWriteArrayList<>();
+  private final List<ArmedFault<HttpRequest>> armed = new CopyOnWriteArrayList<>();
   private final HttpClient replay =
       HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
   private final URI nowhere = closedPort();
@@ -77,34 +75,25 @@ final class KubernetesFaults implements Interceptor {
    * Arms {@code kind} for the next request that {@code request} accepts (its {@code toString()}
    * names the fault).
    */
-  Fault onNext(Predicate<HttpRequest> request, FaultKind kind, Runnable meanwhile) {
-    Fault fault =
-        new Fault(
-            Objects.requireNonNull(request, "request"),
-            Objects.requireNonNull(kind, "kind"),
-            Objects.requireNonNull(meanwhile, "meanwhile"));
+  ArmedFault<HttpRequest> onNext(
+      Predicate<HttpRequest> request, FaultKind kind, Runnable meanwhile) {
+    ArmedFault<HttpRequest> fault =
+        new ArmedFault<>(
+            String.valueOf(Objects.requireNonNull(request, "request")), request, kind, meanwhile);
     armed.add(fault);
     return fault;
   }
 
   @Override
   public void before(BasicBuilder builder, HttpRequest request, RequestTags tags) {
-    Fault fault = null;
-    for (Fault candidate : armed) {
-      if (candidate.request.test(request)) {
-        candidate.attempts.incrementAndGet();
-        if (fault == null && candidate.fired.compareAndSet(false, true)) {
-          fault = candidate;
-        }
-      }
-    }
+    ArmedFault<HttpRequest> fault = ArmedFault.fireFirst(armed, request);
     if (fault == null) {
       return;
     }
-    if (fault.kind == FaultKind.ANSWER_LOST) {
+    if (fault.kind() == FaultKind.ANSWER_LOST) {
       applyAndDiscardTheAnswer(request);
     }
-    fault.meanwhile.run();
+    fault.meanwhile().run();
     builder.uri(nowhere.resolve(request.uri().getRawPath()));
   }
 
@@ -142,42 +131,5 @@ final class KubernetesFaults implements Interceptor {
   @Override
   public String toString() {
     return "KubernetesFaults" + armed;
-  }
-
-  /** One armed fault. */
-  static final class Fault implements InjectedFault {
-    private final Predicate<HttpRequest> request;
-    private final FaultKind kind;
-    private final Runnable meanwhile;
-    private final AtomicBoolean fired = new AtomicBoolean();
-    private final AtomicInteger attempts = new AtomicInteger();
-
-    private Fault(Predicate<HttpRequest> request, FaultKind kind, Runnable meanwhile) {
-      this.request = request;
-      this.kind = kind;
-      this.meanwhile = meanwhile;
-    }
-
-    @Override
-    public boolean fired() {
-      return fired.get();
-    }
-
-    /** Matching requests sent since this fault was armed: the lost one and every resend. */
-    int attempts() {
-      return attempts.get();
-    }
-
-    @Override
-    public String toString() {
-      return kind
-          + " on the next "
-          + request
-          + " ("
-          + (fired() ? "fired" : "not fired")
-          + ", "
-          + attempts()
-          + " attempt(s) counted)";
-    }
   }
 }

@@ -365,15 +365,8 @@ public final class RedisFence {
 
   /** How long one call waits for Redis: the connection's command timeout, read at each call. */
   private Duration commandTimeout() {
-    Duration timeout = connection.getTimeout();
-    if (timeout == null || timeout.isZero() || timeout.isNegative()) {
-      throw new IllegalArgumentException(
-          "The connection has no command timeout ("
-              + timeout
-              + "): RedisFence must bound how long a lost answer can be resent. Set one well below"
-              + " your lease TTL, e.g. RedisURI.setTimeout(Duration.ofSeconds(2)).");
-    }
-    return timeout;
+    return BoundedScriptCall.commandTimeout(
+        connection, "RedisFence must bound how long a lost answer can be resent");
   }
 
   private String requireDataKey(String key) {

@@ -278,16 +278,10 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
    * long a release marker is kept.
    */
   private Duration commandTimeout() {
-    Duration timeout = connection.getTimeout();
-    if (timeout == null || timeout.isZero() || timeout.isNegative()) {
-      throw new IllegalArgumentException(
-          "The connection has no command timeout ("
-              + timeout
-              + "): RedisLockBackend must bound how long a call waits and how long a lost"
-              + " answer can be resent. Set one well below your lease TTL, e.g."
-              + " RedisURI.setTimeout(Duration.ofSeconds(2)).");
-    }
-    return timeout;
+    return BoundedScriptCall.commandTimeout(
+        connection,
+        "RedisLockBackend must bound how long a call waits and how long a lost answer can be"
+            + " resent");
   }
 
   private static String leaseValue(String owner, FencingToken token) {

@@ -6,6 +6,7 @@ import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import java.time.Duration;
 import java.util.concurrent.ExecutionException;
@@ -24,6 +25,27 @@ import java.util.concurrent.TimeUnit;
 public final class BoundedScriptCall {
 
   private BoundedScriptCall() {}
+
+  /**
+   * The {@code limit} of a call on {@code connection}: its command timeout, read at each call.
+   *
+   * @param mustBound what the caller bounds with it, for the message when there is none (e.g.
+   *     {@code "RedisFence must bound how long a lost answer can be resent"})
+   * @throws IllegalArgumentException when the connection has no positive command timeout
+   */
+  public static Duration commandTimeout(StatefulConnection<?, ?> connection, String mustBound) {
+    Duration timeout = connection.getTimeout();
+    if (timeout == null || timeout.isZero() || timeout.isNegative()) {
+      throw new IllegalArgumentException(
+          "The connection has no command timeout ("
+              + timeout
+              + "): "
+              + mustBound
+              + ". Set one well below your lease TTL, e.g."
+              + " RedisURI.setTimeout(Duration.ofSeconds(2)).");
+    }
+    return timeout;
+  }
 
   /**
    * {@code EVALSHA}, then {@code EVAL} when the server answers {@code NOSCRIPT}; the whole call,
