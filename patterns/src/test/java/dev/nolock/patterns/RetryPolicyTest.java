@@ -20,7 +20,7 @@ class RetryPolicyTest {
       @ForAll @IntRange(min = 1, max = 10_000) int failures,
       @ForAll @LongRange(min = 0, max = 3_600_000) long baseMillis,
       @ForAll @LongRange(min = 1, max = 3_600_000) long maxMillis,
-      @ForAll long seed) {
+      @ForAll long randomStart) {
     if (maxMillis < baseMillis) {
       return;
     }
@@ -32,7 +32,7 @@ class RetryPolicyTest {
     double exponential = baseMillis * Math.pow(2, Math.min(failures - 1, 1000));
     long ceilingMillis = (long) Math.min(maxMillis, exponential);
 
-    Duration backoff = policy.backoff(failures, new SplittableRandom(seed));
+    Duration backoff = policy.backoff(failures, new SplittableRandom(randomStart));
 
     assertThat(backoff).isBetween(Duration.ZERO, Duration.ofMillis(ceilingMillis));
   }

@@ -7,7 +7,6 @@ import static org.awaitility.Awaitility.await;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.GrantOwner;
-import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
@@ -152,28 +151,13 @@ class FencedLockTest {
   void whenRenewalsFailTheLeaseIsLostAtItsDeadline() throws Exception {
     AtomicBoolean down = new AtomicBoolean();
     LockBackend flaky =
-        new LockBackend() {
-          @Override
-          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
-            return backend.tryAcquire(name, owner, ttl);
-          }
-
+        new ForwardingLockBackend(backend) {
           @Override
           public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
             if (down.get()) {
               throw new IllegalStateException("connection refused");
             }
             return backend.renew(name, owner, token, ttl);
-          }
-
-          @Override
-          public boolean release(String name, String owner, FencingToken token) {
-            return backend.release(name, owner, token);
-          }
-
-          @Override
-          public Option<LeaseHolder> holder(String name) {
-            return backend.holder(name);
           }
         };
     try (FencedLock a = correctness(flaky)) {
@@ -290,26 +274,11 @@ class FencedLockTest {
   void aReleaseThatFailsNeverTurnsFinishedWorkIntoAFailure() {
     InMemoryLockBackend server = new InMemoryLockBackend();
     LockBackend releaseFails =
-        new LockBackend() {
-          @Override
-          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
-            return server.tryAcquire(name, owner, ttl);
-          }
-
-          @Override
-          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
-            return server.renew(name, owner, token, ttl);
-          }
-
+        new ForwardingLockBackend(server) {
           @Override
           public boolean release(String name, String owner, FencingToken token) {
             server.release(name, owner, token); // applied, but the answer is lost
             throw new BackendUnavailableException("connection reset", null);
-          }
-
-          @Override
-          public Option<LeaseHolder> holder(String name) {
-            return server.holder(name);
           }
         };
     try (FencedLock failing = correctness(releaseFails)) {
@@ -326,27 +295,12 @@ class FencedLockTest {
     ManualLeaseClock holderClock = new ManualLeaseClock();
     InMemoryLockBackend server = new InMemoryLockBackend();
     LockBackend slow =
-        new LockBackend() {
+        new ForwardingLockBackend(server) {
           @Override
           public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
             Option<FencingToken> granted = server.tryAcquire(name, owner, ttl);
             holderClock.advance(ttl); // the answer took the whole TTL to come back
             return granted;
-          }
-
-          @Override
-          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
-            return server.renew(name, owner, token, ttl);
-          }
-
-          @Override
-          public boolean release(String name, String owner, FencingToken token) {
-            return server.release(name, owner, token);
-          }
-
-          @Override
-          public Option<LeaseHolder> holder(String name) {
-            return server.holder(name);
           }
         };
     try (FencedLock lateLock =
@@ -368,12 +322,7 @@ class FencedLockTest {
     CountDownLatch lostHere = new CountDownLatch(1);
     AtomicBoolean firstRenewal = new AtomicBoolean(true);
     LockBackend slowRenewal =
-        new LockBackend() {
-          @Override
-          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
-            return server.tryAcquire(name, owner, ttl);
-          }
-
+        new ForwardingLockBackend(server) {
           @Override
           public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
             if (firstRenewal.getAndSet(false)) {
@@ -385,16 +334,6 @@ class FencedLockTest {
               }
             }
             return server.renew(name, owner, token, ttl);
-          }
-
-          @Override
-          public boolean release(String name, String owner, FencingToken token) {
-            return server.release(name, owner, token);
-          }
-
-          @Override
-          public Option<LeaseHolder> holder(String name) {
-            return server.holder(name);
           }
         };
     try (FencedLock late =

@@ -222,6 +222,8 @@ public final class PipelineLoop<KI, VI, KO, VO> {
             delay.toMillis(),
             e.toString());
         try {
+          // A sleep is right here: this thread owns the producer, and Kafka wants the very same
+          // call again on it, so there is nothing else the thread could do meanwhile.
           Thread.sleep(delay.toMillis());
         } catch (InterruptedException interrupted) {
           Thread.currentThread().interrupt();
