@@ -72,7 +72,7 @@ public abstract class VersionedStoreProperties implements CensusHook.Censused {
 
   @Override
   public int defaultTries() {
-    return 12;
+    return 20; // an update of an absent key sends nothing: its faults fire about one time in four
   }
 
   /** Actions per chain. */
