@@ -6,10 +6,13 @@ import com.cronutils.model.definition.CronDefinitionBuilder;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
 import java.time.Instant;
+import java.time.LocalDateTime;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.temporal.ChronoUnit;
+import java.time.zone.ZoneOffsetTransition;
+import java.time.zone.ZoneRules;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -93,7 +96,24 @@ public final class CronSchedule {
   public Optional<Instant> nextAfter(Instant instant) {
     Objects.requireNonNull(instant, "instant");
     // cron-utils carries sub-second parts into its answer; scheduled times are whole seconds.
-    return executionTime.nextExecution(wholeSeconds(instant)).map(CronSchedule::toInstant);
+    ZonedDateTime from = wholeSeconds(instant);
+    while (true) {
+      Optional<Instant> next = executionTime.nextExecution(from).map(CronSchedule::toInstant);
+      if (next.isEmpty()) {
+        return next;
+      }
+      Optional<ZoneOffsetTransition> overlap = repeatingOverlap(next.get());
+      if (overlap.isEmpty()) {
+        return next;
+      }
+      // A second occurrence (see repeatingOverlap): every second occurrence of this overlap lies
+      // in [transition, transition + overlap length); ask again from the last second of it. If
+      // cron-utils answers a time not after its argument, step one second so the loop ends.
+      Instant lastRepeated =
+          overlap.get().getInstant().plus(overlap.get().getDuration().negated()).minusSeconds(1);
+      Instant asked = from.toInstant();
+      from = (lastRepeated.isAfter(asked) ? lastRepeated : asked.plusSeconds(1)).atZone(zone);
+    }
   }
 
   /**
@@ -103,9 +123,7 @@ public final class CronSchedule {
   public Optional<Instant> latestAtOrBefore(Instant instant) {
     Objects.requireNonNull(instant, "instant");
     // lastExecution is strictly before its argument: ask just after this whole second.
-    return executionTime
-        .lastExecution(wholeSeconds(instant).plusSeconds(1))
-        .map(CronSchedule::toInstant);
+    return lastBefore(wholeSeconds(instant).plusSeconds(1));
   }
 
   /** The latest scheduled time strictly before {@code instant}; empty when there is none. */
@@ -114,7 +132,47 @@ public final class CronSchedule {
     Instant whole = instant.truncatedTo(ChronoUnit.SECONDS);
     ZonedDateTime from =
         whole.equals(instant) ? wholeSeconds(instant) : wholeSeconds(instant).plusSeconds(1);
-    return executionTime.lastExecution(from).map(CronSchedule::toInstant);
+    return lastBefore(from);
+  }
+
+  /** The latest scheduled time strictly before {@code before}, second occurrences stepped over. */
+  private Optional<Instant> lastBefore(ZonedDateTime before) {
+    while (true) {
+      Optional<Instant> last = executionTime.lastExecution(before).map(CronSchedule::toInstant);
+      if (last.isEmpty()) {
+        return last;
+      }
+      Optional<ZoneOffsetTransition> overlap = repeatingOverlap(last.get());
+      if (overlap.isEmpty()) {
+        return last;
+      }
+      // Every second occurrence of this overlap is at or after the transition: the answer is the
+      // latest time before it (the first occurrences of the repeated local times among them).
+      Instant transition = overlap.get().getInstant();
+      Instant asked = before.toInstant();
+      before = (transition.isBefore(asked) ? transition : asked.minusSeconds(1)).atZone(zone);
+    }
+  }
+
+  /**
+   * The overlap (clocks going back) in which {@code time} is the <em>second</em> occurrence of its
+   * local time; empty when {@code time} is not one.
+   *
+   * <p>Why: cron-utils (9.2.1) evaluates the expression on local date-times, so both occurrences of
+   * a local time that happens twice match: for {@code 0 30 2 * * ?} in Europe/Berlin on 2026-10-25,
+   * {@code nextExecution} just after 00:30Z (02:30 CEST) answers 01:30Z (02:30 CET), and {@code
+   * lastExecution} just after 01:30Z answers 01:30Z. Every instance would claim both, and the job
+   * would run twice that night. A local time that happens twice is scheduled once, at its first
+   * occurrence (the earlier offset), like cron(8) does for fixed times.
+   */
+  private Optional<ZoneOffsetTransition> repeatingOverlap(Instant time) {
+    ZoneRules rules = zone.getRules();
+    ZoneOffsetTransition transition = rules.getTransition(LocalDateTime.ofInstant(time, zone));
+    return transition != null
+            && transition.isOverlap()
+            && rules.getOffset(time).equals(transition.getOffsetAfter())
+        ? Optional.of(transition)
+        : Optional.empty();
   }
 
   private ZonedDateTime wholeSeconds(Instant instant) {

@@ -93,4 +93,29 @@ class CatchUpTest {
     assertThatThrownBy(() -> CatchUp.plan(EVERY_MINUTE, MissedSchedules.skip(), T0, T0, 10))
         .isInstanceOf(IllegalArgumentException.class);
   }
+
+  @Test
+  void aCatchUpAcrossTheNightTheClocksGoBackCountsTheRepeatedHourOnce() {
+    // Every quarter in Berlin; the fleet ran 01:45 CEST (2026-10-24T23:45Z) and was down until
+    // after 03:00 CET (02:00Z). The quarters of the repeated 02:00-02:59 were due once each, at
+    // 02:xx CEST (00:00Z-00:45Z); their second occurrences (01:00Z-01:45Z) are no times at all.
+    CronSchedule berlin =
+        CronSchedule.quartz("0 */15 * * * ?").inZone(java.time.ZoneId.of("Europe/Berlin"));
+    Instant floor = Instant.parse("2026-10-24T23:45:00Z");
+    Instant due = Instant.parse("2026-10-25T02:00:00Z");
+
+    CatchUp.Plan each = CatchUp.plan(berlin, MissedSchedules.runEach(10), floor, due, 1000);
+    CatchUp.Plan skip = CatchUp.plan(berlin, MissedSchedules.skip(), floor, due, 1000);
+
+    assertThat(each.slots())
+        .extracting(CatchUp.Slot::scheduledAt)
+        .containsExactly(
+            Instant.parse("2026-10-25T00:00:00Z"),
+            Instant.parse("2026-10-25T00:15:00Z"),
+            Instant.parse("2026-10-25T00:30:00Z"),
+            Instant.parse("2026-10-25T00:45:00Z"),
+            due);
+    assertThat(skip.slots()).containsExactly(new CatchUp.Slot(due, due, 4));
+    assertThat(skip.firstMissed()).contains(Instant.parse("2026-10-25T00:00:00Z"));
+  }
 }
