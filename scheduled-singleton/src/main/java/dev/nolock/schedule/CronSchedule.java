@@ -32,9 +32,10 @@ import java.util.Optional;
  * <p>A scheduled time is an {@link Instant} with whole seconds: it is half of the identity of a run
  * ({@code (job, scheduled_at)}), so every instance of a fleet must compute the same instants. That
  * needs the same expression, dialect and zone on every instance; the default zone is UTC. In a zone
- * with daylight saving time, cron-utils (9.2.1) skips a local time that does not exist on the day
- * the clocks spring forward, and runs a local time that happens twice once, at its first
- * occurrence; prefer UTC when every day must have its run.
+ * with daylight saving time, a local time that does not exist on the day the clocks spring forward
+ * is not scheduled that day (cron-utils 9.2.1 skips it), and a local time that happens twice when
+ * the clocks go back is scheduled once, at its first occurrence (cron-utils matches both; this
+ * class steps over the second); prefer UTC when every day must have its run.
  *
  * <p>Immutable and thread-safe.
  */

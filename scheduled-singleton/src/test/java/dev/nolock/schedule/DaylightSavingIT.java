@@ -43,7 +43,8 @@ class DaylightSavingIT {
    * Two instances of one job wake just after each of {@code wakes} (100 ms late) and run what is
    * due; answers the scheduled times the job ran, in order.
    */
-  private static List<Instant> fleetWakingAt(String job, CronSchedule schedule, List<Instant> wakes) {
+  private static List<Instant> fleetWakingAt(
+      String job, CronSchedule schedule, List<Instant> wakes) {
     MutableClock clock = new MutableClock(wakes.get(0).minusSeconds(60));
     List<Instant> ran = new CopyOnWriteArrayList<>();
     ScheduleConfig config =
@@ -51,7 +52,8 @@ class DaylightSavingIT {
             .missedSchedules(MissedSchedules.runEach())
             .clock(clock)
             .build();
-    try (ScheduledSingleton a = ScheduledSingleton.plain(pool, config, r -> ran.add(r.scheduledAt()));
+    try (ScheduledSingleton a =
+            ScheduledSingleton.plain(pool, config, r -> ran.add(r.scheduledAt()));
         ScheduledSingleton b =
             ScheduledSingleton.plain(pool, config, r -> ran.add(r.scheduledAt()))) {
       for (Instant wake : wakes) {
@@ -117,8 +119,7 @@ class DaylightSavingIT {
     Instant second = Instant.parse("2026-10-25T01:30:00Z");
 
     List<Instant> ran =
-        fleetWakingAt(
-            "dst-control", CronSchedule.quartz("0 30 0,1 * * ?"), List.of(first, second));
+        fleetWakingAt("dst-control", CronSchedule.quartz("0 30 0,1 * * ?"), List.of(first, second));
 
     assertThat(ran).containsExactly(first, second);
     assertThat(runs.of("dst-control"))
