@@ -152,11 +152,26 @@ public abstract class VersionedStoreProperties implements CensusHook.Censused {
 
     void write(String key, Operation op, FaultKind kind, long operand) {
       Version expected = someVersion(key);
+      // A state whose version is unknown (a write that answered "unknown") may hold the expected
+      // version, unless the key had that version before (versions never come back): the write may
+      // then succeed or be refused.
       Predicate<State> succeeds =
           switch (op) {
             case INSERT -> s -> !s.exists();
-            case COMPARE_AND_SET, DELETE -> s -> s.exists() && expected.value().equals(s.version());
+            case COMPARE_AND_SET, DELETE ->
+                s ->
+                    s.exists()
+                        && (s.version() == null
+                            ? !seen.get(key).contains(expected.value())
+                            : expected.value().equals(s.version()));
             case UPDATE -> State::exists;
+          };
+      Predicate<State> mayBeRefused =
+          switch (op) {
+            case INSERT -> State::exists;
+            case COMPARE_AND_SET, DELETE ->
+                s -> !s.exists() || s.version() == null || !expected.value().equals(s.version());
+            case UPDATE -> s -> !s.exists();
           };
       UnaryOperator<State> after =
           switch (op) {
@@ -238,7 +253,7 @@ public abstract class VersionedStoreProperties implements CensusHook.Censused {
       } else {
         Conflict conflict = answer.getLeft();
         String current = conflict.current().map(Version::value).getOrNull();
-        List<State> refusing = before.stream().filter(succeeds.negate()).toList();
+        List<State> refusing = before.stream().filter(mayBeRefused).toList();
         if (refusing.isEmpty()) {
           throw new AssertionError(
               how
