@@ -6,8 +6,6 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Conflict;
-import dev.nolock.patterns.ManualLeaseClock;
-import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.Version;
 import dev.nolock.patterns.Versioned;
 import dev.nolock.testkit.FaultKind;
@@ -76,12 +74,7 @@ class LostAnswerIT {
   }
 
   private static VersionColumnStore<String, Long> store(DataSource dataSource) {
-    return VersionColumnStore.create(
-        dataSource,
-        VersionColumnStoreConfig.custom(TABLE, String.class, ValueCodec.longs())
-            .retryPolicy(RetryPolicy.custom().maxAttempts(5).build())
-            .clock(new ManualLeaseClock()) // backoff waits advance it instead of sleeping
-            .build());
+    return Tables.counterStore(dataSource);
   }
 
   private static String newId() {

@@ -4,6 +4,9 @@ import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
 
+import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.patterns.RetryPolicy;
+import javax.sql.DataSource;
 import org.jooq.DSLContext;
 
 /** Test tables and the blind writes that bypass the store. */
@@ -15,6 +18,19 @@ final class Tables {
           + " (id text PRIMARY KEY, version bigint NOT NULL, value bigint NOT NULL)";
 
   private Tables() {}
+
+  /**
+   * The store on {@code counters} that the lost-answer tests use: five attempts, with a manual
+   * clock that its backoff advances instead of sleeping.
+   */
+  static VersionColumnStore<String, Long> counterStore(DataSource dataSource) {
+    return VersionColumnStore.create(
+        dataSource,
+        VersionColumnStoreConfig.custom("counters", String.class, ValueCodec.longs())
+            .retryPolicy(RetryPolicy.custom().maxAttempts(5).build())
+            .clock(new ManualLeaseClock())
+            .build());
+  }
 
   /** Creates {@code name} shaped like {@code counters}. */
   static void createCounters(DSLContext dsl, String tableName) {

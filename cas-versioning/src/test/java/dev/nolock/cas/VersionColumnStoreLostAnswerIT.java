@@ -1,7 +1,5 @@
 package dev.nolock.cas;
 
-import dev.nolock.patterns.ManualLeaseClock;
-import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.VersionedStore;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
@@ -24,8 +22,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class VersionColumnStoreLostAnswerIT extends VersionedStoreLostAnswerContract {
 
-  private static final String TABLE = "counters";
-
   private final JdbcFaults faults;
   private final VersionColumnStore<String, Long> healthy;
   private final VersionColumnStore<String, Long> faulty;
@@ -47,12 +43,7 @@ class VersionColumnStoreLostAnswerIT extends VersionedStoreLostAnswerContract {
   }
 
   private static VersionColumnStore<String, Long> store(DataSource dataSource) {
-    return VersionColumnStore.create(
-        dataSource,
-        VersionColumnStoreConfig.custom(TABLE, String.class, ValueCodec.longs())
-            .retryPolicy(RetryPolicy.custom().maxAttempts(5).build())
-            .clock(new ManualLeaseClock()) // backoff waits advance it instead of sleeping
-            .build());
+    return Tables.counterStore(dataSource);
   }
 
   @Override

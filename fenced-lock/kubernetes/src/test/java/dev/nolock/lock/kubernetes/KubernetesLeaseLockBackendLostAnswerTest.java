@@ -1,6 +1,5 @@
 package dev.nolock.lock.kubernetes;
 
-import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
@@ -78,14 +77,7 @@ class KubernetesLeaseLockBackendLostAnswerTest extends LockBackendLostAnswerCont
 
   @Override
   protected Optional<PeekedLease> peek(String name) {
-    return peeker
-        .inspect(name)
-        .filter(lease -> !lease.isFree())
-        .map(
-            lease ->
-                new PeekedLease(
-                    lease.holder(), FencingToken.of(lease.leaseTransitions()), lease.isExpired()))
-        .toJavaOptional();
+    return KubernetesLeaseLockBackendTest.peek(peeker, name);
   }
 
   @Override

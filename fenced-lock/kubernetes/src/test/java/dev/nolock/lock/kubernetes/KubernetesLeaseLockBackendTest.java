@@ -69,6 +69,11 @@ class KubernetesLeaseLockBackendTest extends LockBackendContract {
 
   @Override
   protected Optional<PeekedLease> peek(String name) {
+    return peek(peeker, name);
+  }
+
+  /** The Lease of {@code name} as {@code peeker} observes it, or empty when it is free. */
+  static Optional<PeekedLease> peek(KubernetesLeaseLockBackend peeker, String name) {
     return peeker
         .inspect(name)
         .filter(lease -> !lease.isFree())
