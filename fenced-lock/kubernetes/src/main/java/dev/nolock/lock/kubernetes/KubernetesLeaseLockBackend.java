@@ -23,6 +23,8 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A {@link LockBackend} on Kubernetes {@code coordination.k8s.io/v1} {@code Lease} objects, one per
@@ -111,6 +113,14 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   /** How often a renewal or release re-reads after a conflict while the Lease is still ours. */
   public static final int MAX_CONFLICTS = 5;
 
+  /**
+   * The finalizer every grant and renewal puts on its Lease, so that deleting the Lease (which
+   * would restart the token counter at 1) needs a second, deliberate step: removing this finalizer.
+   */
+  public static final String FINALIZER = "nolock.dev/fencing-token";
+
+  private static final Logger LOG = LoggerFactory.getLogger(KubernetesLeaseLockBackend.class);
+
   private static final int PRUNE_ABOVE = 10_000;
 
   private record Observation(String resourceVersion, Deadline takeoverAt) {}
@@ -118,6 +128,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   private record Grant(String name, long token) {}
 
   private record Holding(String owner, Deadline deadline) {}
+
+  /** The highest {@code leaseTransitions} this instance has seen for a name, and on which Lease. */
+  private record HighWater(long token, String uid) {}
 
   /** What a read showed; {@code holder} is empty when the Lease is free. */
   private record Stored(
@@ -142,6 +155,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   private final String namespace;
   private final ConcurrentMap<String, Observation> observations = new ConcurrentHashMap<>();
   private final ConcurrentMap<Grant, Holding> holdings = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, HighWater> highWater = new ConcurrentHashMap<>();
 
   private KubernetesLeaseLockBackend(KubernetesClient client, KubernetesLeaseLockConfig config) {
     this.client = Objects.requireNonNull(client, "client");
@@ -170,8 +184,12 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     String leaseName = leaseName(name);
     requireOwner(owner);
     int seconds = leaseSeconds(ttl);
+    // Only what was recorded before the read was sent must show in it: another thread may record
+    // a higher token while this read is on its way.
+    HighWater before = highWater.get(name);
     Lease lease = read(name, leaseName);
     long returned = clock.nanoTime();
+    requireContinuousCounter(name, leaseName, lease, before);
     if (lease == null) {
       return grant(name, leaseName, owner, seconds, null);
     }
@@ -206,8 +224,11 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
         holdings.remove(grant, held);
         return false; // released, or taken over
       }
+      if (isBeingDeleted(lease)) {
+        throw beingDeleted(name, leaseName, stored(name, lease));
+      }
       Lease renewed =
-          new LeaseBuilder(lease)
+          new LeaseBuilder(protect(lease))
               .editSpec()
               .withRenewTime(now())
               .withLeaseDurationSeconds(seconds)
@@ -291,6 +312,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
       return Option.none();
     }
     Stored stored = stored(name, lease);
+    record(name, lease, stored.transitions());
     Duration waitLeft =
         stored.isFree() ? Duration.ZERO : observe(name, stored, returned).takeoverAt().remaining();
     return Option.some(
@@ -354,8 +376,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
                     .withNewMetadata()
                     .withName(leaseName)
                     .withNamespace(namespace)
+                    .withFinalizers(FINALIZER)
                     .endMetadata()
-                : new LeaseBuilder(seen.lease()))
+                : new LeaseBuilder(protect(seen.lease())))
             .editOrNewSpec()
             .withHolderIdentity(owner)
             .withLeaseDurationSeconds(seconds)
@@ -394,7 +417,133 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     }
     holdings.put(new Grant(name, next), new Holding(owner, deadline));
     observations.put(name, new Observation(resourceVersion(name, written), deadline));
+    record(name, written, next);
     return Option.some(FencingToken.of(next));
+  }
+
+  /**
+   * Refuses to grant on a Lease whose counter could not continue above every token this instance
+   * had seen for {@code name} before it read {@code lease} ({@code seen}), and records what {@code
+   * lease} shows otherwise:
+   *
+   * <ol>
+   *   <li>a Lease marked for deletion is refused (a grant would outlive it, and the next Lease
+   *       would start again at token 1);
+   *   <li>an absent Lease, after this instance has seen one with a positive token, was deleted: a
+   *       new one would start at token 1, which a fence that saw the old tokens refuses;
+   *   <li>a Lease whose {@code leaseTransitions} is below the highest this instance has seen was
+   *       re-created (or its counter set back): its next grant's token would not be higher than an
+   *       earlier grant's.
+   * </ol>
+   *
+   * Each refusal is an {@link IllegalStateException}, logged at ERROR, naming the operator's
+   * remedy.
+   */
+  private void requireContinuousCounter(
+      String name, String leaseName, Lease lease, HighWater seen) {
+    if (lease == null) {
+      if (seen != null && seen.token() > 0) {
+        throw loud(
+            "The Lease \""
+                + leaseName
+                + "\" in namespace \""
+                + namespace
+                + "\" was deleted after this process saw leaseTransitions "
+                + seen.token()
+                + " on it (someone removed its finalizer "
+                + FINALIZER
+                + "). Re-creating it would restart the fencing tokens at 1, and a fence that has"
+                + " seen a higher token refuses every holder until the tokens pass it: no grant"
+                + " is made. Create the Lease again with spec.leaseTransitions at least the highest"
+                + " token your fences have seen (at least "
+                + seen.token()
+                + "); see \"When the Lease is deleted\" in the README of"
+                + " nolock-fenced-lock-kubernetes.");
+      }
+      return;
+    }
+    Stored stored = stored(name, lease);
+    if (isBeingDeleted(lease)) {
+      throw beingDeleted(name, leaseName, stored);
+    }
+    if (seen != null && stored.transitions() < seen.token()) {
+      String uid = uid(lease);
+      boolean recreated = seen.uid() != null && uid != null && !seen.uid().equals(uid);
+      throw loud(
+          "The Lease \""
+              + leaseName
+              + "\" in namespace \""
+              + namespace
+              + "\" "
+              + (recreated
+                  ? "was deleted and re-created (uid " + seen.uid() + ", now " + uid + ")"
+                  : "was re-created or had its counter set back")
+              + ": it shows leaseTransitions "
+              + stored.transitions()
+              + ", but this process saw "
+              + seen.token()
+              + " on it. A grant now would get a token no higher than an earlier grant's, which"
+              + " a fence refuses: no grant is made. Set spec.leaseTransitions to at least the"
+              + " highest token your fences have seen (at least "
+              + seen.token()
+              + "), e.g. kubectl patch lease "
+              + leaseName
+              + " --type=merge -p '{\"spec\":{\"leaseTransitions\":"
+              + seen.token()
+              + "}}'; see \"When the Lease is deleted\" in the README of"
+              + " nolock-fenced-lock-kubernetes.");
+    }
+    record(name, lease, stored.transitions());
+  }
+
+  /** Remembers {@code token} as seen on {@code lease} if it is the highest yet for the name. */
+  private void record(String name, Lease lease, long token) {
+    highWater.merge(
+        name,
+        new HighWater(token, uid(lease)),
+        (before, now) -> now.token() > before.token() ? now : before);
+  }
+
+  private static boolean isBeingDeleted(Lease lease) {
+    return lease.getMetadata() != null && lease.getMetadata().getDeletionTimestamp() != null;
+  }
+
+  private IllegalStateException beingDeleted(String name, String leaseName, Stored stored) {
+    return loud(
+        "The Lease \""
+            + leaseName
+            + "\" of lock \""
+            + name
+            + "\" in namespace \""
+            + namespace
+            + "\" is being deleted (it has a deletionTimestamp; its finalizer "
+            + FINALIZER
+            + " keeps it), at leaseTransitions "
+            + stored.transitions()
+            + ": no grant or renewal is made on it, because its successor would start again at"
+            + " token 1. A deletion cannot be undone: to keep the lock, note leaseTransitions,"
+            + " remove the finalizer (kubectl patch lease "
+            + leaseName
+            + " --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'),"
+            + " and create the Lease again with spec.leaseTransitions at least that value; see"
+            + " \"When the Lease is deleted\" in the README of nolock-fenced-lock-kubernetes.");
+  }
+
+  private static IllegalStateException loud(String message) {
+    LOG.error(message);
+    return new IllegalStateException(message);
+  }
+
+  /** {@code lease} with {@link #FINALIZER} among its finalizers. */
+  private static Lease protect(Lease lease) {
+    List<String> finalizers = lease.getMetadata().getFinalizers();
+    return finalizers != null && finalizers.contains(FINALIZER)
+        ? lease
+        : new LeaseBuilder(lease).editMetadata().addToFinalizers(FINALIZER).endMetadata().build();
+  }
+
+  private static String uid(Lease lease) {
+    return lease.getMetadata() == null ? null : lease.getMetadata().getUid();
   }
 
   /**
