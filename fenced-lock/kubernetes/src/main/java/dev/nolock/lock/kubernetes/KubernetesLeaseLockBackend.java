@@ -19,7 +19,9 @@ import java.time.ZonedDateTime;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.Supplier;
@@ -118,6 +120,13 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
    * would restart the token counter at 1) needs a second, deliberate step: removing this finalizer.
    */
   public static final String FINALIZER = "nolock.dev/fencing-token";
+
+  /**
+   * The annotation each grant and release write carries: a random mark of that one call, by which a
+   * call that meets a conflict recognises its own earlier send (resent by the HTTP client after its
+   * answer was lost).
+   */
+  public static final String ATTEMPT_ANNOTATION = "nolock.dev/attempt";
 
   private static final Logger LOG = LoggerFactory.getLogger(KubernetesLeaseLockBackend.class);
 
@@ -253,7 +262,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     requireOwner(owner);
     Objects.requireNonNull(token, "token");
     Grant grant = new Grant(name, token.value());
-    List<ZonedDateTime> sent = new ArrayList<>();
+    List<String> sent = new ArrayList<>();
     for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       Lease lease = read(name, leaseName);
       if (lease == null || !stored(name, lease).isHeldBy(owner, token)) {
@@ -267,15 +276,18 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
         }
         throw lostRelease(name);
       }
-      ZonedDateTime at = now();
+      String mark = UUID.randomUUID().toString();
       Lease released =
           new LeaseBuilder(lease)
+              .editMetadata()
+              .addToAnnotations(ATTEMPT_ANNOTATION, mark)
+              .endMetadata()
               .editSpec()
               .withHolderIdentity(null)
-              .withRenewTime(at)
+              .withRenewTime(now())
               .endSpec()
               .build();
-      sent.add(at);
+      sent.add(mark);
       if (updateOrNull(released, "release lock \"" + name + "\"") != null) {
         forget(grant, owner);
         observations.remove(name);
@@ -370,6 +382,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
               + " Use a new lock name (and a new fence row for it).");
     }
     ZonedDateTime now = now();
+    String mark = UUID.randomUUID().toString();
     Lease desired =
         (seen == null
                 ? new LeaseBuilder()
@@ -379,6 +392,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
                     .withFinalizers(FINALIZER)
                     .endMetadata()
                 : new LeaseBuilder(protect(seen.lease())))
+            .editMetadata()
+            .addToAnnotations(ATTEMPT_ANNOTATION, mark)
+            .endMetadata()
             .editOrNewSpec()
             .withHolderIdentity(owner)
             .withLeaseDurationSeconds(seconds)
@@ -392,7 +408,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     Lease written = seen == null ? createOrNull(desired, what) : updateOrNull(desired, what);
     if (written == null) {
       // fabric8 resends a write whose answer was lost; the resend then meets our own write.
-      written = ownGrant(name, leaseName, owner, next, now);
+      written = ownGrant(name, leaseName, owner, next, mark);
     }
     if (written == null) {
       return Option.none(); // another contender was faster, or the holder renewed
@@ -548,33 +564,33 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
 
   /**
    * The Lease, if it shows the grant whose create or update was refused as a conflict: the same
-   * owner and token, and the {@code acquireTime} that this very write sent (which no other write
-   * carries), so that the conflict was our own earlier send, whose answer was lost.
+   * owner and token, and this call's {@code mark} (which no other write carries), so that the
+   * conflict was this call's own earlier send, whose answer was lost. Owner, token and times are
+   * not enough: another call of the same owner can take the Lease between this call's read and
+   * write, at the same wall-clock instant (a coarse or stopped clock), and its grant's deadline
+   * counts from its own send, not this one's.
    */
-  private Lease ownGrant(
-      String name, String leaseName, String owner, long token, ZonedDateTime acquiredAt) {
+  private Lease ownGrant(String name, String leaseName, String owner, long token, String mark) {
     Lease lease = read(name, leaseName);
     if (lease == null || !stored(name, lease).isHeldBy(owner, FencingToken.of(token))) {
       return null;
     }
-    ZonedDateTime stored = lease.getSpec().getAcquireTime();
-    return stored != null && stored.isEqual(acquiredAt) ? lease : null;
+    return mark.equals(mark(lease)) ? lease : null;
   }
 
-  /**
-   * Whether {@code lease} is free with the token and a {@code renewTime} one of our sends wrote.
-   */
-  private boolean isOwnRelease(
-      String name, Lease lease, FencingToken token, List<ZonedDateTime> sent) {
+  /** Whether {@code lease} is free with the token and the mark of one of our sends. */
+  private boolean isOwnRelease(String name, Lease lease, FencingToken token, List<String> sent) {
     if (lease == null) {
       return false;
     }
     Stored stored = stored(name, lease);
-    ZonedDateTime renewed = lease.getSpec().getRenewTime();
-    return stored.isFree()
-        && stored.transitions() == token.value()
-        && renewed != null
-        && sent.stream().anyMatch(renewed::isEqual);
+    return stored.isFree() && stored.transitions() == token.value() && sent.contains(mark(lease));
+  }
+
+  private static String mark(Lease lease) {
+    Map<String, String> annotations =
+        lease.getMetadata() == null ? null : lease.getMetadata().getAnnotations();
+    return annotations == null ? null : annotations.get(ATTEMPT_ANNOTATION);
   }
 
   private static BackendUnavailableException lostRelease(String name) {
@@ -654,8 +670,8 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   }
 
   private ZonedDateTime now() {
-    // MicroTime fields hold microseconds, shown in UTC; send exactly what will be stored, whatever
-    // zone the configured clock is in, so that a resend's 409 is matched against the same instant.
+    // MicroTime fields hold microseconds, shown in UTC (as client-go writes them): send what will
+    // be stored, whatever zone the configured clock is in.
     return ZonedDateTime.now(config.wallClock())
         .withZoneSameInstant(ZoneOffset.UTC)
         .truncatedTo(ChronoUnit.MICROS);
