@@ -39,9 +39,14 @@ import org.slf4j.LoggerFactory;
  * KubernetesLeaseLockConfig#leaseName}). Fields written: {@code holderIdentity} (the owner; absent
  * when free), {@code leaseDurationSeconds} (the TTL <b>rounded up</b> to whole seconds, because the
  * field is an integer number of seconds), {@code leaseTransitions} (the token), {@code acquireTime}
- * and {@code renewTime} (wall-clock time, for people and tools; this class never compares them with
- * a clock, it only recognises the exact values its own write sent, see below). The Lease is never
- * deleted, because the token counter lives in it.
+ * and {@code renewTime} (wall-clock time, for people and tools; this class never reads them), the
+ * annotation {@value #ATTEMPT_ANNOTATION} (a random mark of the call that last granted or released
+ * it, see below) and the finalizer {@value #FINALIZER}.
+ *
+ * <p>The token counter lives in the Lease, so a deleted Lease would start again at token 1, and a
+ * fence that remembers a higher token would refuse every new holder. Hence the finalizer, added by
+ * every grant and renewal: a {@code kubectl delete} only marks the Lease for deletion until someone
+ * also removes the finalizer; this class never removes it and never deletes a Lease.
  *
  * <h2>Algorithm</h2>
  *
@@ -51,7 +56,12 @@ import org.slf4j.LoggerFactory;
  * return value.
  *
  * <ol>
- *   <li><b>Acquire</b> ({@link #tryAcquire}): read the Lease.
+ *   <li><b>Acquire</b> ({@link #tryAcquire}): read the Lease. Refuse (an {@link
+ *       IllegalStateException}, logged at ERROR, that names the operator's remedy) if it is marked
+ *       for deletion, or if its {@code leaseTransitions} is lower than the highest this instance
+ *       had seen for the name before the read, or if it is absent although this instance had seen
+ *       one with a positive token: it was deleted or re-created, and its next token would not be
+ *       higher than an earlier grant's. Otherwise:
  *       <ul>
  *         <li>Absent: create it with {@code leaseTransitions = 1}.
  *         <li>Free (no {@code holderIdentity}): update it with {@code leaseTransitions + 1}.
@@ -72,20 +82,24 @@ import org.slf4j.LoggerFactory;
  *       stored duration counted from before its last successful write was sent) has not passed;
  *       otherwise false without a request. Read the Lease; if {@code holderIdentity} and {@code
  *       leaseTransitions} are still {@code (owner, token)}, update {@code renewTime} and {@code
- *       leaseDurationSeconds} on the read {@code resourceVersion}.
+ *       leaseDurationSeconds} on the read {@code resourceVersion}; a Lease marked for deletion is
+ *       refused as in step 1.
  *   <li><b>Release</b> ({@link #release}): read; if still {@code (owner, token)}, remove {@code
  *       holderIdentity} with an update on the read {@code resourceVersion}. Any instance may
  *       release (owner and token name the grant). A second release, or a stale one after a
- *       takeover, finds someone else's (or no) holder and returns false without writing.
+ *       takeover, finds someone else's (or no) holder and returns false without writing. A Lease
+ *       marked for deletion may still be released: giving a lock up is always safe.
  * </ol>
  *
- * A write whose answer was lost is resent by fabric8 (after an {@code IOException}), and the resend
- * meets the first send's own write as a conflict. So a grant refused with 409 re-reads the Lease:
- * if it shows this owner and token with the {@code acquireTime} this write sent, it is the grant
- * (no other write carries that value). A release refused with 409 whose re-read shows the Lease
- * free with the token and a {@code renewTime} one of its sends wrote answers true; one that finds
- * another grant throws {@link BackendUnavailableException} (it may have landed, or the grant
- * expired and was taken over first) and forgets the grant.
+ * A write whose answer was lost is resent by fabric8 (after an {@code IOException}, 429 or 5xx),
+ * and the resend meets the first send's own write as a conflict. So every grant and release write
+ * carries a fresh random mark in the annotation {@value #ATTEMPT_ANNOTATION}, and a grant refused
+ * with 409 re-reads the Lease: if it shows this owner, the token and this call's mark, it is the
+ * grant (no other write carries that mark; owner, token and times are not enough, since another
+ * call of the same owner may take the Lease in between at the same wall-clock instant). A release
+ * refused with 409 whose re-read shows the Lease free with the token and the mark of one of its
+ * sends answers true; one that finds another grant throws {@link BackendUnavailableException} (it
+ * may have landed, or the grant expired and was taken over first) and forgets the grant.
  *
  * <p>A renewal or release whose update conflicts re-reads and tries again while the Lease is still
  * {@code (owner, token)} (someone edited, say, a label), at most {@value #MAX_CONFLICTS} times;
@@ -101,10 +115,12 @@ import org.slf4j.LoggerFactory;
  * of the same instance may take it over once that deadline has passed. A holder paused past its
  * deadline can still write late: that is what the fence at the resource is for.
  *
- * <p>State is per instance: observations of Leases held by others, and the deadline of each grant
- * made here. Use one instance per process, shared by all threads. Memory: one small entry per lock
- * name seen held and per grant held; grants are forgotten on release or a refused renewal, and
- * expired entries are pruned once there are more than 10,000.
+ * <p>State is per instance: observations of Leases held by others, the deadline of each grant made
+ * here, and the highest token seen per lock name (with the Lease's uid). Use one instance per
+ * process, shared by all threads. Memory: one small entry per lock name seen held and per grant
+ * held; grants are forgotten on release or a refused renewal, and expired entries are pruned once
+ * there are more than 10,000; the highest token of every name this instance has read is kept for
+ * its lifetime (a long and a uid per name), since forgetting it would let a re-created Lease pass.
  *
  * <p>Thread-safe. A failed API call other than 409 and 404 (unreachable server, timeout, 403
  * Forbidden, 5xx) is a {@link BackendUnavailableException}; nothing is known about whether it took

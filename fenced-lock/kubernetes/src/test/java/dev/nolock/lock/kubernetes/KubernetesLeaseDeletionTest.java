@@ -119,6 +119,14 @@ class KubernetesLeaseDeletionTest {
         .as("the finalizer added next to someone else's")
         .containsExactly("example.com/keep", KubernetesLeaseLockBackend.FINALIZER);
 
+    // A held Lease without it (written by an earlier version, or stripped by hand) gets it back on
+    // its holder's next renewal.
+    kubectlRemoveFinalizers(created);
+    assertThat(backend.renew(created, "A", FencingToken.of(1), TTL)).isTrue();
+    assertThat(lease(created).get().getMetadata().getFinalizers())
+        .as("the finalizer after a renewal")
+        .containsExactly(KubernetesLeaseLockBackend.FINALIZER);
+
     kubectlDelete(created);
     Lease marked = lease(created).get();
     assertThat(marked).as("the Lease after kubectl delete").isNotNull();
