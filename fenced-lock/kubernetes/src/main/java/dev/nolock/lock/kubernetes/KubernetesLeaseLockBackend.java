@@ -19,10 +19,14 @@ import java.time.ZonedDateTime;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A {@link LockBackend} on Kubernetes {@code coordination.k8s.io/v1} {@code Lease} objects, one per
@@ -35,9 +39,14 @@ import java.util.function.Supplier;
  * KubernetesLeaseLockConfig#leaseName}). Fields written: {@code holderIdentity} (the owner; absent
  * when free), {@code leaseDurationSeconds} (the TTL <b>rounded up</b> to whole seconds, because the
  * field is an integer number of seconds), {@code leaseTransitions} (the token), {@code acquireTime}
- * and {@code renewTime} (wall-clock time, for people and tools; this class never compares them with
- * a clock, it only recognises the exact values its own write sent, see below). The Lease is never
- * deleted, because the token counter lives in it.
+ * and {@code renewTime} (wall-clock time, for people and tools; this class never reads them), the
+ * annotation {@value #ATTEMPT_ANNOTATION} (a random mark of the call that last granted or released
+ * it, see below) and the finalizer {@value #FINALIZER}.
+ *
+ * <p>The token counter lives in the Lease, so a deleted Lease would start again at token 1, and a
+ * fence that remembers a higher token would refuse every new holder. Hence the finalizer, added by
+ * every grant and renewal: a {@code kubectl delete} only marks the Lease for deletion until someone
+ * also removes the finalizer; this class never removes it and never deletes a Lease.
  *
  * <h2>Algorithm</h2>
  *
@@ -47,7 +56,12 @@ import java.util.function.Supplier;
  * return value.
  *
  * <ol>
- *   <li><b>Acquire</b> ({@link #tryAcquire}): read the Lease.
+ *   <li><b>Acquire</b> ({@link #tryAcquire}): read the Lease. Refuse (an {@link
+ *       IllegalStateException}, logged at ERROR, that names the operator's remedy) if it is marked
+ *       for deletion, or if its {@code leaseTransitions} is lower than the highest this instance
+ *       had seen for the name before the read, or if it is absent although this instance had seen
+ *       one with a positive token: it was deleted or re-created, and its next token would not be
+ *       higher than an earlier grant's. Otherwise:
  *       <ul>
  *         <li>Absent: create it with {@code leaseTransitions = 1}.
  *         <li>Free (no {@code holderIdentity}): update it with {@code leaseTransitions + 1}.
@@ -68,20 +82,24 @@ import java.util.function.Supplier;
  *       stored duration counted from before its last successful write was sent) has not passed;
  *       otherwise false without a request. Read the Lease; if {@code holderIdentity} and {@code
  *       leaseTransitions} are still {@code (owner, token)}, update {@code renewTime} and {@code
- *       leaseDurationSeconds} on the read {@code resourceVersion}.
+ *       leaseDurationSeconds} on the read {@code resourceVersion}; a Lease marked for deletion is
+ *       refused as in step 1.
  *   <li><b>Release</b> ({@link #release}): read; if still {@code (owner, token)}, remove {@code
  *       holderIdentity} with an update on the read {@code resourceVersion}. Any instance may
  *       release (owner and token name the grant). A second release, or a stale one after a
- *       takeover, finds someone else's (or no) holder and returns false without writing.
+ *       takeover, finds someone else's (or no) holder and returns false without writing. A Lease
+ *       marked for deletion may still be released: giving a lock up is always safe.
  * </ol>
  *
- * A write whose answer was lost is resent by fabric8 (after an {@code IOException}), and the resend
- * meets the first send's own write as a conflict. So a grant refused with 409 re-reads the Lease:
- * if it shows this owner and token with the {@code acquireTime} this write sent, it is the grant
- * (no other write carries that value). A release refused with 409 whose re-read shows the Lease
- * free with the token and a {@code renewTime} one of its sends wrote answers true; one that finds
- * another grant throws {@link BackendUnavailableException} (it may have landed, or the grant
- * expired and was taken over first) and forgets the grant.
+ * A write whose answer was lost is resent by fabric8 (after an {@code IOException}, 429 or 5xx),
+ * and the resend meets the first send's own write as a conflict. So every grant and release write
+ * carries a fresh random mark in the annotation {@value #ATTEMPT_ANNOTATION}, and a grant refused
+ * with 409 re-reads the Lease: if it shows this owner, the token and this call's mark, it is the
+ * grant (no other write carries that mark; owner, token and times are not enough, since another
+ * call of the same owner may take the Lease in between at the same wall-clock instant). A release
+ * refused with 409 whose re-read shows the Lease free with the token and the mark of one of its
+ * sends answers true; one that finds another grant throws {@link BackendUnavailableException} (it
+ * may have landed, or the grant expired and was taken over first) and forgets the grant.
  *
  * <p>A renewal or release whose update conflicts re-reads and tries again while the Lease is still
  * {@code (owner, token)} (someone edited, say, a label), at most {@value #MAX_CONFLICTS} times;
@@ -97,10 +115,12 @@ import java.util.function.Supplier;
  * of the same instance may take it over once that deadline has passed. A holder paused past its
  * deadline can still write late: that is what the fence at the resource is for.
  *
- * <p>State is per instance: observations of Leases held by others, and the deadline of each grant
- * made here. Use one instance per process, shared by all threads. Memory: one small entry per lock
- * name seen held and per grant held; grants are forgotten on release or a refused renewal, and
- * expired entries are pruned once there are more than 10,000.
+ * <p>State is per instance: observations of Leases held by others, the deadline of each grant made
+ * here, and the highest token seen per lock name (with the Lease's uid). Use one instance per
+ * process, shared by all threads. Memory: one small entry per lock name seen held and per grant
+ * held; grants are forgotten on release or a refused renewal, and expired entries are pruned once
+ * there are more than 10,000; the highest token of every name this instance has read is kept for
+ * its lifetime (a long and a uid per name), since forgetting it would let a re-created Lease pass.
  *
  * <p>Thread-safe. A failed API call other than 409 and 404 (unreachable server, timeout, 403
  * Forbidden, 5xx) is a {@link BackendUnavailableException}; nothing is known about whether it took
@@ -111,6 +131,21 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   /** How often a renewal or release re-reads after a conflict while the Lease is still ours. */
   public static final int MAX_CONFLICTS = 5;
 
+  /**
+   * The finalizer every grant and renewal puts on its Lease, so that deleting the Lease (which
+   * would restart the token counter at 1) needs a second, deliberate step: removing this finalizer.
+   */
+  public static final String FINALIZER = "nolock.dev/fencing-token";
+
+  /**
+   * The annotation each grant and release write carries: a random mark of that one call, by which a
+   * call that meets a conflict recognises its own earlier send (resent by the HTTP client after its
+   * answer was lost).
+   */
+  public static final String ATTEMPT_ANNOTATION = "nolock.dev/attempt";
+
+  private static final Logger LOG = LoggerFactory.getLogger(KubernetesLeaseLockBackend.class);
+
   private static final int PRUNE_ABOVE = 10_000;
 
   private record Observation(String resourceVersion, Deadline takeoverAt) {}
@@ -118,6 +153,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   private record Grant(String name, long token) {}
 
   private record Holding(String owner, Deadline deadline) {}
+
+  /** The highest {@code leaseTransitions} this instance has seen for a name, and on which Lease. */
+  private record HighWater(long token, String uid) {}
 
   /** What a read showed; {@code holder} is empty when the Lease is free. */
   private record Stored(
@@ -142,6 +180,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   private final String namespace;
   private final ConcurrentMap<String, Observation> observations = new ConcurrentHashMap<>();
   private final ConcurrentMap<Grant, Holding> holdings = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, HighWater> highWater = new ConcurrentHashMap<>();
 
   private KubernetesLeaseLockBackend(KubernetesClient client, KubernetesLeaseLockConfig config) {
     this.client = Objects.requireNonNull(client, "client");
@@ -170,8 +209,12 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     String leaseName = leaseName(name);
     requireOwner(owner);
     int seconds = leaseSeconds(ttl);
+    // Only what was recorded before the read was sent must show in it: another thread may record
+    // a higher token while this read is on its way.
+    HighWater before = highWater.get(name);
     Lease lease = read(name, leaseName);
     long returned = clock.nanoTime();
+    requireContinuousCounter(name, leaseName, lease, before);
     if (lease == null) {
       return grant(name, leaseName, owner, seconds, null);
     }
@@ -206,8 +249,11 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
         holdings.remove(grant, held);
         return false; // released, or taken over
       }
+      if (isBeingDeleted(lease)) {
+        throw beingDeleted(name, leaseName, stored(name, lease));
+      }
       Lease renewed =
-          new LeaseBuilder(lease)
+          new LeaseBuilder(protect(lease))
               .editSpec()
               .withRenewTime(now())
               .withLeaseDurationSeconds(seconds)
@@ -232,7 +278,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     requireOwner(owner);
     Objects.requireNonNull(token, "token");
     Grant grant = new Grant(name, token.value());
-    List<ZonedDateTime> sent = new ArrayList<>();
+    List<String> sent = new ArrayList<>();
     for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       Lease lease = read(name, leaseName);
       if (lease == null || !stored(name, lease).isHeldBy(owner, token)) {
@@ -246,15 +292,18 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
         }
         throw lostRelease(name);
       }
-      ZonedDateTime at = now();
+      String mark = UUID.randomUUID().toString();
       Lease released =
           new LeaseBuilder(lease)
+              .editMetadata()
+              .addToAnnotations(ATTEMPT_ANNOTATION, mark)
+              .endMetadata()
               .editSpec()
               .withHolderIdentity(null)
-              .withRenewTime(at)
+              .withRenewTime(now())
               .endSpec()
               .build();
-      sent.add(at);
+      sent.add(mark);
       if (updateOrNull(released, "release lock \"" + name + "\"") != null) {
         forget(grant, owner);
         observations.remove(name);
@@ -291,6 +340,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
       return Option.none();
     }
     Stored stored = stored(name, lease);
+    record(name, lease, stored.transitions());
     Duration waitLeft =
         stored.isFree() ? Duration.ZERO : observe(name, stored, returned).takeoverAt().remaining();
     return Option.some(
@@ -348,14 +398,19 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
               + " Use a new lock name (and a new fence row for it).");
     }
     ZonedDateTime now = now();
+    String mark = UUID.randomUUID().toString();
     Lease desired =
         (seen == null
                 ? new LeaseBuilder()
                     .withNewMetadata()
                     .withName(leaseName)
                     .withNamespace(namespace)
+                    .withFinalizers(FINALIZER)
                     .endMetadata()
-                : new LeaseBuilder(seen.lease()))
+                : new LeaseBuilder(protect(seen.lease())))
+            .editMetadata()
+            .addToAnnotations(ATTEMPT_ANNOTATION, mark)
+            .endMetadata()
             .editOrNewSpec()
             .withHolderIdentity(owner)
             .withLeaseDurationSeconds(seconds)
@@ -369,7 +424,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     Lease written = seen == null ? createOrNull(desired, what) : updateOrNull(desired, what);
     if (written == null) {
       // fabric8 resends a write whose answer was lost; the resend then meets our own write.
-      written = ownGrant(name, leaseName, owner, next, now);
+      written = ownGrant(name, leaseName, owner, next, mark);
     }
     if (written == null) {
       return Option.none(); // another contender was faster, or the holder renewed
@@ -394,38 +449,164 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     }
     holdings.put(new Grant(name, next), new Holding(owner, deadline));
     observations.put(name, new Observation(resourceVersion(name, written), deadline));
+    record(name, written, next);
     return Option.some(FencingToken.of(next));
   }
 
   /**
-   * The Lease, if it shows the grant whose create or update was refused as a conflict: the same
-   * owner and token, and the {@code acquireTime} that this very write sent (which no other write
-   * carries), so that the conflict was our own earlier send, whose answer was lost.
+   * Refuses to grant on a Lease whose counter could not continue above every token this instance
+   * had seen for {@code name} before it read {@code lease} ({@code seen}), and records what {@code
+   * lease} shows otherwise:
+   *
+   * <ol>
+   *   <li>a Lease marked for deletion is refused (a grant would outlive it, and the next Lease
+   *       would start again at token 1);
+   *   <li>an absent Lease, after this instance has seen one with a positive token, was deleted: a
+   *       new one would start at token 1, which a fence that saw the old tokens refuses;
+   *   <li>a Lease whose {@code leaseTransitions} is below the highest this instance has seen was
+   *       re-created (or its counter set back): its next grant's token would not be higher than an
+   *       earlier grant's.
+   * </ol>
+   *
+   * Each refusal is an {@link IllegalStateException}, logged at ERROR, naming the operator's
+   * remedy.
    */
-  private Lease ownGrant(
-      String name, String leaseName, String owner, long token, ZonedDateTime acquiredAt) {
+  private void requireContinuousCounter(
+      String name, String leaseName, Lease lease, HighWater seen) {
+    if (lease == null) {
+      if (seen != null && seen.token() > 0) {
+        throw loud(
+            "The Lease \""
+                + leaseName
+                + "\" in namespace \""
+                + namespace
+                + "\" was deleted after this process saw leaseTransitions "
+                + seen.token()
+                + " on it (someone removed its finalizer "
+                + FINALIZER
+                + "). Re-creating it would restart the fencing tokens at 1, and a fence that has"
+                + " seen a higher token refuses every holder until the tokens pass it: no grant"
+                + " is made. Create the Lease again with spec.leaseTransitions at least the highest"
+                + " token your fences have seen (at least "
+                + seen.token()
+                + "); see \"When the Lease is deleted\" in the README of"
+                + " nolock-fenced-lock-kubernetes.");
+      }
+      return;
+    }
+    Stored stored = stored(name, lease);
+    if (isBeingDeleted(lease)) {
+      throw beingDeleted(name, leaseName, stored);
+    }
+    if (seen != null && stored.transitions() < seen.token()) {
+      String uid = uid(lease);
+      boolean recreated = seen.uid() != null && uid != null && !seen.uid().equals(uid);
+      throw loud(
+          "The Lease \""
+              + leaseName
+              + "\" in namespace \""
+              + namespace
+              + "\" "
+              + (recreated
+                  ? "was deleted and re-created (uid " + seen.uid() + ", now " + uid + ")"
+                  : "was re-created or had its counter set back")
+              + ": it shows leaseTransitions "
+              + stored.transitions()
+              + ", but this process saw "
+              + seen.token()
+              + " on it. A grant now would get a token no higher than an earlier grant's, which"
+              + " a fence refuses: no grant is made. Set spec.leaseTransitions to at least the"
+              + " highest token your fences have seen (at least "
+              + seen.token()
+              + "), e.g. kubectl patch lease "
+              + leaseName
+              + " --type=merge -p '{\"spec\":{\"leaseTransitions\":"
+              + seen.token()
+              + "}}'; see \"When the Lease is deleted\" in the README of"
+              + " nolock-fenced-lock-kubernetes.");
+    }
+    record(name, lease, stored.transitions());
+  }
+
+  /** Remembers {@code token} as seen on {@code lease} if it is the highest yet for the name. */
+  private void record(String name, Lease lease, long token) {
+    highWater.merge(
+        name,
+        new HighWater(token, uid(lease)),
+        (before, now) -> now.token() > before.token() ? now : before);
+  }
+
+  private static boolean isBeingDeleted(Lease lease) {
+    return lease.getMetadata() != null && lease.getMetadata().getDeletionTimestamp() != null;
+  }
+
+  private IllegalStateException beingDeleted(String name, String leaseName, Stored stored) {
+    return loud(
+        "The Lease \""
+            + leaseName
+            + "\" of lock \""
+            + name
+            + "\" in namespace \""
+            + namespace
+            + "\" is being deleted (it has a deletionTimestamp; its finalizer "
+            + FINALIZER
+            + " keeps it), at leaseTransitions "
+            + stored.transitions()
+            + ": no grant or renewal is made on it, because its successor would start again at"
+            + " token 1. A deletion cannot be undone: to keep the lock, note leaseTransitions,"
+            + " remove the finalizer (kubectl patch lease "
+            + leaseName
+            + " --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'),"
+            + " and create the Lease again with spec.leaseTransitions at least that value; see"
+            + " \"When the Lease is deleted\" in the README of nolock-fenced-lock-kubernetes.");
+  }
+
+  private static IllegalStateException loud(String message) {
+    LOG.error(message);
+    return new IllegalStateException(message);
+  }
+
+  /** {@code lease} with {@link #FINALIZER} among its finalizers. */
+  private static Lease protect(Lease lease) {
+    List<String> finalizers = lease.getMetadata().getFinalizers();
+    return finalizers != null && finalizers.contains(FINALIZER)
+        ? lease
+        : new LeaseBuilder(lease).editMetadata().addToFinalizers(FINALIZER).endMetadata().build();
+  }
+
+  private static String uid(Lease lease) {
+    return lease.getMetadata() == null ? null : lease.getMetadata().getUid();
+  }
+
+  /**
+   * The Lease, if it shows the grant whose create or update was refused as a conflict: the same
+   * owner and token, and this call's {@code mark} (which no other write carries), so that the
+   * conflict was this call's own earlier send, whose answer was lost. Owner, token and times are
+   * not enough: another call of the same owner can take the Lease between this call's read and
+   * write, at the same wall-clock instant (a coarse or stopped clock), and its grant's deadline
+   * counts from its own send, not this one's.
+   */
+  private Lease ownGrant(String name, String leaseName, String owner, long token, String mark) {
     Lease lease = read(name, leaseName);
     if (lease == null || !stored(name, lease).isHeldBy(owner, FencingToken.of(token))) {
       return null;
     }
-    ZonedDateTime stored = lease.getSpec().getAcquireTime();
-    return stored != null && stored.isEqual(acquiredAt) ? lease : null;
+    return mark.equals(mark(lease)) ? lease : null;
   }
 
-  /**
-   * Whether {@code lease} is free with the token and a {@code renewTime} one of our sends wrote.
-   */
-  private boolean isOwnRelease(
-      String name, Lease lease, FencingToken token, List<ZonedDateTime> sent) {
+  /** Whether {@code lease} is free with the token and the mark of one of our sends. */
+  private boolean isOwnRelease(String name, Lease lease, FencingToken token, List<String> sent) {
     if (lease == null) {
       return false;
     }
     Stored stored = stored(name, lease);
-    ZonedDateTime renewed = lease.getSpec().getRenewTime();
-    return stored.isFree()
-        && stored.transitions() == token.value()
-        && renewed != null
-        && sent.stream().anyMatch(renewed::isEqual);
+    return stored.isFree() && stored.transitions() == token.value() && sent.contains(mark(lease));
+  }
+
+  private static String mark(Lease lease) {
+    Map<String, String> annotations =
+        lease.getMetadata() == null ? null : lease.getMetadata().getAnnotations();
+    return annotations == null ? null : annotations.get(ATTEMPT_ANNOTATION);
   }
 
   private static BackendUnavailableException lostRelease(String name) {
@@ -505,8 +686,8 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   }
 
   private ZonedDateTime now() {
-    // MicroTime fields hold microseconds, shown in UTC; send exactly what will be stored, whatever
-    // zone the configured clock is in, so that a resend's 409 is matched against the same instant.
+    // MicroTime fields hold microseconds, shown in UTC (as client-go writes them): send what will
+    // be stored, whatever zone the configured clock is in.
     return ZonedDateTime.now(config.wallClock())
         .withZoneSameInstant(ZoneOffset.UTC)
         .truncatedTo(ChronoUnit.MICROS);

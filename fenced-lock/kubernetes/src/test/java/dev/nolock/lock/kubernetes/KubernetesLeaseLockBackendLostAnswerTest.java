@@ -10,9 +10,7 @@ import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.http.HttpRequest;
 import io.fabric8.kubernetes.client.utils.Serialization;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.ZoneId;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Predicate;
@@ -45,13 +43,7 @@ class KubernetesLeaseLockBackendLostAnswerTest extends LockBackendLostAnswerCont
   @BeforeAll
   static void start() {
     server = CrudMockApiServer.start();
-    // A wall clock in a zone east of UTC: a resend's 409 is matched against the times the first
-    // send wrote, which the API server stores in UTC.
-    config =
-        KubernetesLeaseLockConfig.custom()
-            .namespace(CrudMockApiServer.NAMESPACE)
-            .wallClock(Clock.system(ZoneId.of("Asia/Tokyo")))
-            .build();
+    config = KubernetesLeaseLockConfig.custom().namespace(CrudMockApiServer.NAMESPACE).build();
     peeker = KubernetesLeaseLockBackend.create(server.client(), config);
   }
 
