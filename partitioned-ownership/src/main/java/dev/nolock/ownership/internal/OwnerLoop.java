@@ -111,9 +111,18 @@ public final class OwnerLoop<K, V> {
     OwnershipMetrics create(int partitions);
   }
 
+  /**
+   * {@link Owned#nextOffset} of a partition claimed with nothing applied, until its first apply:
+   * the log's first record, which retention (or {@code deleteRecords}) may have moved above 0.
+   */
+  private static final long LOG_START = -1;
+
   private static final class Owned {
     final long epoch;
+
+    /** The first offset not applied, or {@link #LOG_START}. */
     long nextOffset;
+
     boolean uncommitted;
 
     Owned(long epoch, long nextOffset) {
@@ -330,12 +339,20 @@ public final class OwnerLoop<K, V> {
     }
   }
 
-  /** Seeks every owned partition of this batch back to its first record not yet applied. */
+  /**
+   * Seeks every owned partition of this batch back to its first record not yet applied. Before the
+   * first apply of a partition claimed at the log start, that is the batch's first record of it:
+   * the consumer fetched it from the log start, and seeking to offset 0 instead would fail with
+   * {@code OffsetOutOfRangeException} once the log no longer starts there, the error that means
+   * records were deleted before they were applied. Had records been deleted since the fetch, the
+   * seek to the first one fetched fails that way too, as it should: they were not applied.
+   */
   private void rewind(ConsumerRecords<K, V> records) {
     for (TopicPartition tp : records.partitions()) {
       Owned o = owned.get(tp);
       if (o != null) {
-        consumer.seek(tp, o.nextOffset);
+        consumer.seek(
+            tp, o.nextOffset == LOG_START ? records.records(tp).get(0).offset() : o.nextOffset);
       }
     }
   }
@@ -391,7 +408,7 @@ public final class OwnerLoop<K, V> {
     long start = events.startOffset(tp.partition(), claim.lastApplied());
     if (claim.lastApplied() < 0 && start <= 0) {
       consumer.seekToBeginning(List.of(tp));
-      start = 0;
+      start = LOG_START;
     } else {
       consumer.seek(tp, start);
     }
@@ -407,11 +424,11 @@ public final class OwnerLoop<K, V> {
     metrics.owned(tp.partition());
     events.claimed(tp.partition(), claim.epoch(), claim.lastApplied());
     log.info(
-        "Owner {} claimed {} with epoch {}; applying from offset {}",
+        "Owner {} claimed {} with epoch {}; applying from {}",
         owner,
         tp,
         claim.epoch(),
-        claim.lastApplied() + 1);
+        start == LOG_START ? "the log start" : "offset " + start);
     publishView();
   }
 
