@@ -25,8 +25,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A partition whose log no longer starts at offset 0 ({@code deleteRecords}, as retention does),
- * claimed with nothing applied yet: the runner starts at the log's first record, and a rewind before
- * the first apply goes back to that record, not to offset 0 (which Kafka answers with {@code
+ * claimed with nothing applied yet: the runner starts at the log's first record, and a rewind
+ * before the first apply goes back to that record, not to offset 0 (which Kafka answers with {@code
  * OffsetOutOfRangeException}, the runner's signal that records were deleted before they were
  * applied).
  */
@@ -72,15 +72,15 @@ class LogStartAboveZeroIT {
             .until(
                 () ->
                     !owner.isRunning()
-                        || OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()
-                            == SENT - 1);
+                        || OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied() == SENT - 1);
         assertThat(owner.failure())
             .as("the rewind after the failed first apply must not be read as data lost")
             .isEmpty();
         assertThat(owner.isRunning()).isTrue();
-        assertThat(failuresLeft.get()).as("the first apply failed once, then was retried").isNegative();
-        assertThat(
-                metrics.get("nolock.ownership.backend.failures").counter().count())
+        assertThat(failuresLeft.get())
+            .as("the first apply failed once, then was retried")
+            .isNegative();
+        assertThat(metrics.get("nolock.ownership.backend.failures").counter().count())
             .as("the one transient failure, nothing else")
             .isEqualTo(1);
       }
