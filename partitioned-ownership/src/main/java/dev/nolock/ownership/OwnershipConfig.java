@@ -105,6 +105,23 @@ public final class OwnershipConfig {
               + sessionTimeout
               + "), or no record could ever be applied; e.g. a third of the session timeout.");
     }
+    Duration claimWindow = sessionTimeout.minus(safetyMargin);
+    if (pollTimeout.compareTo(claimWindow) >= 0) {
+      // A claim that failed is retried right after a poll, against the point of no return counted
+      // from that poll's start; a poll with nothing to fetch waits the whole pollTimeout.
+      throw new IllegalArgumentException(
+          "pollTimeout ("
+              + pollTimeout
+              + ") must be shorter than sessionTimeout - safetyMargin ("
+              + sessionTimeout
+              + " - "
+              + safetyMargin
+              + " = "
+              + claimWindow
+              + "): a claim retried after a poll that waited the whole pollTimeout would find the"
+              + " point of no return passed every time, and the partition would never be claimed."
+              + " Lower pollTimeout (the default is 500 ms), or raise sessionTimeout.");
+    }
     if (maxPollInterval.compareTo(sessionTimeout) < 0) {
       throw new IllegalArgumentException(
           "maxPollInterval ("
@@ -300,7 +317,11 @@ public final class OwnershipConfig {
       return this;
     }
 
-    /** How long one poll waits for records; 10 ms to 30 s. */
+    /**
+     * How long one poll waits for records; 10 ms to 30 s, and shorter than {@code sessionTimeout -
+     * safetyMargin}, so that a claim retried after a poll still has time before the point of no
+     * return.
+     */
     public Builder pollTimeout(Duration pollTimeout) {
       this.pollTimeout =
           between("pollTimeout", pollTimeout, Duration.ofMillis(10), Duration.ofSeconds(30));

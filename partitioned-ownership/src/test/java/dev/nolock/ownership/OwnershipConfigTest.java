@@ -91,6 +91,27 @@ class OwnershipConfigTest {
   }
 
   @Test
+  void aPollTimeoutThatLeavesNoTimeToClaimBeforeThePointOfNoReturnIsRefused() {
+    // Defaults: sessionTimeout 10 s - safetyMargin 2 s = 8 s.
+    assertThatThrownBy(() -> builder().pollTimeout(Duration.ofSeconds(8)).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("pollTimeout (PT8S) must be shorter than")
+        .hasMessageContaining("sessionTimeout - safetyMargin (PT10S - PT2S = PT8S)")
+        .hasMessageContaining("Lower pollTimeout");
+    assertThatThrownBy(
+            () ->
+                builder()
+                    .pollTimeout(Duration.ofSeconds(2))
+                    .sessionTimeout(Duration.ofSeconds(3))
+                    .safetyMargin(Duration.ofSeconds(1))
+                    .build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("pollTimeout (PT2S)");
+    assertThat(builder().pollTimeout(Duration.ofMillis(7_999)).build().pollTimeout())
+        .isEqualTo(Duration.ofMillis(7_999));
+  }
+
+  @Test
   void aMaxPollIntervalBelowTheSessionTimeoutIsRefused() {
     assertThatThrownBy(
             () ->

@@ -93,8 +93,11 @@ public final class OwnerLoop<K, V> {
   /** Assigned, but the claim failed on a backend error: paused until a retry claims it. */
   private final Set<TopicPartition> unclaimed = new LinkedHashSet<>();
 
-  /** Fenced while assigned: paused; re-claimed only after a later rebalance keeps it here. */
-  private final Map<TopicPartition, Integer> steppedAside = new HashMap<>();
+  /**
+   * Fenced while assigned: paused, and claimed again if it is still assigned here after a later
+   * rebalance or, failing that, a session timeout later (see {@link #retryClaims()}).
+   */
+  private final Map<TopicPartition, SteppedAside> steppedAside = new HashMap<>();
 
   private OwnershipMetrics metrics;
   private int partitionCount;
@@ -111,9 +114,21 @@ public final class OwnerLoop<K, V> {
     OwnershipMetrics create(int partitions);
   }
 
+  /**
+   * {@link Owned#nextOffset} of a partition claimed with nothing applied, until its first apply:
+   * the log's first record, which retention (or {@code deleteRecords}) may have moved above 0.
+   */
+  private static final long LOG_START = -1;
+
+  /** The consumer's generation (member epoch) and the loop clock when a partition was fenced. */
+  private record SteppedAside(int generation, long sinceNanos) {}
+
   private static final class Owned {
     final long epoch;
+
+    /** The first offset not applied, or {@link #LOG_START}. */
     long nextOffset;
+
     boolean uncommitted;
 
     Owned(long epoch, long nextOffset) {
@@ -330,12 +345,20 @@ public final class OwnerLoop<K, V> {
     }
   }
 
-  /** Seeks every owned partition of this batch back to its first record not yet applied. */
+  /**
+   * Seeks every owned partition of this batch back to its first record not yet applied. Before the
+   * first apply of a partition claimed at the log start, that is the batch's first record of it:
+   * the consumer fetched it from the log start, and seeking to offset 0 instead would fail with
+   * {@code OffsetOutOfRangeException} once the log no longer starts there, the error that means
+   * records were deleted before they were applied. Had records been deleted since the fetch, the
+   * seek to the first one fetched fails that way too, as it should: they were not applied.
+   */
   private void rewind(ConsumerRecords<K, V> records) {
     for (TopicPartition tp : records.partitions()) {
       Owned o = owned.get(tp);
       if (o != null) {
-        consumer.seek(tp, o.nextOffset);
+        consumer.seek(
+            tp, o.nextOffset == LOG_START ? records.records(tp).get(0).offset() : o.nextOffset);
       }
     }
   }
@@ -351,12 +374,17 @@ public final class OwnerLoop<K, V> {
     owned.remove(tp);
     metrics.released(tp.partition());
     consumer.pause(List.of(tp));
-    steppedAside.put(tp, consumer.groupMetadata().generationId());
+    steppedAside.put(
+        tp, new SteppedAside(consumer.groupMetadata().generationId(), clock.nanoTime()));
     events.released(tp.partition(), "fenced");
     publishView();
     // A member that was fenced is usually no longer in the group and learns it at the next poll;
-    // if it still is, a rebalance tells who owns the partition now.
-    consumer.enforceRebalance("partition " + tp + " fenced by a newer owner epoch");
+    // if it still is, a rebalance tells who owns the partition now. A member of the consumer
+    // protocol (KIP-848) cannot ask for one (the call only logs a warning): retryClaims' timer
+    // covers it.
+    if (!config.usesConsumerGroupProtocol()) {
+      consumer.enforceRebalance("partition " + tp + " fenced by a newer owner epoch");
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -391,7 +419,7 @@ public final class OwnerLoop<K, V> {
     long start = events.startOffset(tp.partition(), claim.lastApplied());
     if (claim.lastApplied() < 0 && start <= 0) {
       consumer.seekToBeginning(List.of(tp));
-      start = 0;
+      start = LOG_START;
     } else {
       consumer.seek(tp, start);
     }
@@ -407,11 +435,11 @@ public final class OwnerLoop<K, V> {
     metrics.owned(tp.partition());
     events.claimed(tp.partition(), claim.epoch(), claim.lastApplied());
     log.info(
-        "Owner {} claimed {} with epoch {}; applying from offset {}",
+        "Owner {} claimed {} with epoch {}; applying from {}",
         owner,
         tp,
         claim.epoch(),
-        claim.lastApplied() + 1);
+        start == LOG_START ? "the log start" : "offset " + start);
     publishView();
   }
 
@@ -431,19 +459,34 @@ public final class OwnerLoop<K, V> {
     consumer.seekToBeginning(List.of(tp));
   }
 
-  /** Claims that failed, and fenced partitions a later rebalance left here; after a poll only. */
+  /**
+   * Claims that failed, and fenced partitions still assigned here; after a poll only.
+   *
+   * <p>A fenced partition is claimed again when it is still assigned here after the generation
+   * changed (a rebalance kept it here), or a session timeout after it was fenced. The timer is what
+   * works with both group protocols: the consumer protocol has no rebalance a member can ask for,
+   * and its member epoch changes only when the group does. Within a session timeout of polling, a
+   * member that is no longer in the group hears so at a heartbeat and loses its partitions, so a
+   * partition still assigned after that is this member's, and whoever fenced it was a late claim.
+   * Were that wrong (the coordinator unreachable from here, so the consumer has not heard yet), the
+   * claim would fence the rightful owner until it claims back: progress would suffer, never the
+   * epoch check.
+   */
   private void retryClaims() {
     if (backingOff) {
       return;
     }
     Set<TopicPartition> assignment = consumer.assignment();
     int generation = consumer.groupMetadata().generationId();
-    for (Iterator<Map.Entry<TopicPartition, Integer>> it = steppedAside.entrySet().iterator();
+    long now = clock.nanoTime();
+    for (Iterator<Map.Entry<TopicPartition, SteppedAside>> it = steppedAside.entrySet().iterator();
         it.hasNext(); ) {
-      Map.Entry<TopicPartition, Integer> entry = it.next();
+      Map.Entry<TopicPartition, SteppedAside> entry = it.next();
+      SteppedAside aside = entry.getValue();
       if (!assignment.contains(entry.getKey())) {
         it.remove();
-      } else if (entry.getValue() != generation) {
+      } else if (aside.generation() != generation
+          || now - aside.sinceNanos() >= config.sessionTimeout().toNanos()) {
         it.remove();
         unclaimed.add(entry.getKey());
       }

@@ -1,0 +1,161 @@
+package dev.nolock.ownership;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.nolock.testkit.KafkaBroker;
+import dev.nolock.testkit.KafkaExtension;
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.awaitility.Awaitility;
+import org.jooq.exception.DataAccessException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * A partition whose log no longer starts at offset 0 ({@code deleteRecords}, as retention does),
+ * claimed with nothing applied yet: the runner starts at the log's first record, and a rewind
+ * before the first apply goes back to that record, not to offset 0 (which Kafka answers with {@code
+ * OffsetOutOfRangeException}, the runner's signal that records were deleted before they were
+ * applied).
+ */
+@ExtendWith({KafkaExtension.class, PostgresExtension.class})
+class LogStartAboveZeroIT {
+
+  private static final int SENT = 10;
+  private static final long LOG_START = 4;
+
+  @Test
+  void aFirstApplyThatFailsOnceIsRetriedFromTheLogStartAndEveryRemainingRecordAppliesOnce(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start"), 1);
+    String group = "owners-" + topic;
+    TopicPartition tp = new TopicPartition(topic, 0);
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
+    AtomicInteger failuresLeft = new AtomicInteger(1);
+    RecordHandler<String, String> applied = ledger.handler();
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    try {
+      commands.send(SENT);
+      deleteBefore(kafka, tp, LOG_START);
+      try (PartitionOwner<String, String> owner =
+          PartitionOwner.create(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "log-start")
+                  .meterRegistry(metrics)
+                  .build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              (record, tx, epoch) -> {
+                applied.apply(record, tx, epoch); // rolled back by the failure below
+                if (failuresLeft.getAndDecrement() > 0) {
+                  throw new DataAccessException(
+                      "could not serialize access", new SQLException("serialization", "40001"));
+                }
+              })) {
+        owner.createTableIfMissing();
+        owner.start();
+        Awaitility.await("every record from the log start applied, or the runner stopped")
+            .atMost(Duration.ofSeconds(60))
+            .until(
+                () ->
+                    !owner.isRunning()
+                        || OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied() == SENT - 1);
+        assertThat(owner.failure())
+            .as("the rewind after the failed first apply must not be read as data lost")
+            .isEmpty();
+        assertThat(owner.isRunning()).isTrue();
+        assertThat(failuresLeft.get())
+            .as("the first apply failed once, then was retried")
+            .isNegative();
+        assertThat(metrics.get("nolock.ownership.backend.failures").counter().count())
+            .as("the one transient failure, nothing else")
+            .isEqualTo(1);
+      }
+      Map<Long, Integer> expected = new TreeMap<>();
+      for (long offset = LOG_START; offset < SENT; offset++) {
+        expected.put(offset, 1);
+      }
+      assertThat(ledger.appliesPerOffset(0))
+          .as("each record from the log start applied once, none before it")
+          .isEqualTo(expected);
+    } finally {
+      commands.close();
+    }
+  }
+
+  /**
+   * The control: records deleted after the first fetch and before the retry, so the first one
+   * fetched is gone when the runner rewinds to it. Those records were never applied, and the runner
+   * must stop rather than skip them (which a rewind to "the beginning, wherever it is now" would).
+   */
+  @Test
+  void recordsDeletedBeforeTheRetryOfTheFirstApplyStopTheRunnerInsteadOfBeingSkipped(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-moved"), 1);
+    String group = "owners-" + topic;
+    TopicPartition tp = new TopicPartition(topic, 0);
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
+    AtomicInteger failuresLeft = new AtomicInteger(1);
+    RecordHandler<String, String> applied = ledger.handler();
+    try {
+      commands.send(SENT);
+      deleteBefore(kafka, tp, LOG_START);
+      try (PartitionOwner<String, String> owner =
+          PartitionOwner.create(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "log-start-moved").build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              (record, tx, epoch) -> {
+                applied.apply(record, tx, epoch);
+                if (failuresLeft.getAndDecrement() > 0) {
+                  deleteBefore(kafka, tp, LOG_START + 2);
+                  throw new DataAccessException(
+                      "could not serialize access", new SQLException("serialization", "40001"));
+                }
+              })) {
+        owner.createTableIfMissing();
+        owner.start();
+        assertThat(owner.awaitTermination(Duration.ofSeconds(60)))
+            .as("the runner stops on the records deleted before they were applied")
+            .isTrue();
+        assertThat(owner.failure()).get().isInstanceOf(OffsetOutOfRangeException.class);
+      }
+      assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
+      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(-1);
+    } finally {
+      commands.close();
+    }
+  }
+
+  private static void deleteBefore(KafkaBroker kafka, TopicPartition tp, long offset)
+      throws Exception {
+    kafka
+        .admin()
+        .deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(offset)))
+        .all()
+        .get(30, TimeUnit.SECONDS);
+    long start =
+        kafka
+            .admin()
+            .listOffsets(Map.of(tp, OffsetSpec.earliest()))
+            .partitionResult(tp)
+            .get(30, TimeUnit.SECONDS)
+            .offset();
+    assertThat(start).as("the log start after deleteRecords").isEqualTo(offset);
+  }
+}
