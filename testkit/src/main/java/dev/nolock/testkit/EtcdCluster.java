@@ -37,6 +37,8 @@ import org.awaitility.Awaitility;
  *   <li>{@link #leader()} waits until every member that is neither frozen nor stopped names the
  *       same leader, itself one of them, and returns it: after a freeze or a stop of the leader,
  *       that is the newly elected one.
+ *   <li>{@link #awaitNoLeader(Member)} waits until a member names no leader (after the loss of a
+ *       majority).
  *   <li>{@link #moveLeader(Member)} asks the leader to hand over leadership (etcd's {@code
  *       MoveLeader}, what {@code etcdctl move-leader} sends) and returns once every running member
  *       names the target.
@@ -78,35 +80,35 @@ public final class EtcdCluster implements AutoCloseable {
     List<Member> members = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       members.add(
-            new Member(
-                "m" + i,
-                List.of(
-                    binary,
-                    "--name",
-                    "m" + i,
-                    "--data-dir",
-                    directory.resolve("m" + i).toString(),
-                    "--listen-client-urls",
-                    "http://127.0.0.1:" + ports.get(i)[0],
-                    "--advertise-client-urls",
-                    "http://127.0.0.1:" + ports.get(i)[0],
-                    "--listen-peer-urls",
-                    "http://127.0.0.1:" + ports.get(i)[1],
-                    "--initial-advertise-peer-urls",
-                    "http://127.0.0.1:" + ports.get(i)[1],
-                    "--initial-cluster",
-                    initialCluster,
-                    "--initial-cluster-token",
-                    token,
-                    "--initial-cluster-state",
-                    "new",
-                    "--heartbeat-interval",
-                    "50",
-                    "--election-timeout",
-                    "500",
-                    "--log-level",
-                    "warn"),
-                directory.resolve("m" + i + ".log")));
+          new Member(
+              "m" + i,
+              List.of(
+                  binary,
+                  "--name",
+                  "m" + i,
+                  "--data-dir",
+                  directory.resolve("m" + i).toString(),
+                  "--listen-client-urls",
+                  "http://127.0.0.1:" + ports.get(i)[0],
+                  "--advertise-client-urls",
+                  "http://127.0.0.1:" + ports.get(i)[0],
+                  "--listen-peer-urls",
+                  "http://127.0.0.1:" + ports.get(i)[1],
+                  "--initial-advertise-peer-urls",
+                  "http://127.0.0.1:" + ports.get(i)[1],
+                  "--initial-cluster",
+                  initialCluster,
+                  "--initial-cluster-token",
+                  token,
+                  "--initial-cluster-state",
+                  "new",
+                  "--heartbeat-interval",
+                  "50",
+                  "--election-timeout",
+                  "500",
+                  "--log-level",
+                  "warn"),
+              directory.resolve("m" + i + ".log")));
     }
     EtcdCluster cluster = new EtcdCluster(members);
     try {
@@ -159,6 +161,18 @@ public final class EtcdCluster implements AutoCloseable {
         .orElseThrow();
   }
 
+  /**
+   * Waits until {@code member} names no leader: it lost its leader and, having no majority, cannot
+   * elect one (so it refuses requests that need a leader).
+   */
+  public void awaitNoLeader(Member member) {
+    Awaitility.await(member + " naming no leader")
+        .atMost(READY_TIMEOUT)
+        .pollInterval(Duration.ofMillis(20))
+        .ignoreExceptions()
+        .until(() -> status(member, CALL_TIMEOUT).getLeader() == 0);
+  }
+
   /** The running members other than the leader, in start order. */
   public List<Member> followers() {
     Member leader = leader();
@@ -172,7 +186,8 @@ public final class EtcdCluster implements AutoCloseable {
    */
   public void moveLeader(Member target) {
     if (!target.running()) {
-      throw new IllegalArgumentException(target + " is frozen or stopped; thaw or restart it first");
+      throw new IllegalArgumentException(
+          target + " is frozen or stopped; thaw or restart it first");
     }
     Member leader = leader();
     if (leader == target) {

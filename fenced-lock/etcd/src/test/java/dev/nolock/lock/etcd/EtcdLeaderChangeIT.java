@@ -92,23 +92,24 @@ class EtcdLeaderChangeIT {
     assertThat(run.falseAnswers).as("renewals answered false (lease lost)").isPositive();
     assertThat(run.violations)
         .as("the lock after the leader changes")
-        .contains("the renewal after the moves answered false")
-        .contains("the lock key is gone")
-        .contains("another backend acquired the lock");
+        .contains("the renewal after the moves answered false");
+    // Its revoke of the lease (sent without waiting, and lost itself during an election) may or
+    // may not have landed by the checks: the false answer is what the checks must catch.
   }
 
   @Test
-  void aLeaderElectorKeepsLeadingAcrossLeaderChanges() throws Exception {
-    Elected run = leadWhileMovingTheLeader(new KeepAliveFailures(false));
+  void aLeaderElectorKeepsLeadingWhenItsKeepAliveFindsNoLeader() throws Exception {
+    Elected run = leadThroughALeaderlessSpell(new KeepAliveFailures(false));
     System.out.println(run);
 
     assertThat(run.keepAliveFailures)
-        .as("the elector's keepAliveOnce calls that failed during %d leader moves", run.moves)
-        .hasSizeGreaterThanOrEqualTo(FAILURES_WANTED);
+        .as("the elector's keepAliveOnce calls that failed")
+        .isNotEmpty()
+        .allSatisfy(status -> assertThat(status.getDescription()).contains("no leader"));
     assertThat(run.stepDowns).as("times the elector stepped down (onStoppedLeading)").isZero();
-    assertThat(run.leadingAfter).as("the elector leads after the moves").isTrue();
+    assertThat(run.leadingAfter).as("the elector leads after the new election").isTrue();
     assertThat(run.holderAfter)
-        .as("the election's holder after the moves")
+        .as("the election's holder after the new election")
         .map(LeaseHolder::token)
         .contains(run.term);
   }
@@ -116,10 +117,12 @@ class EtcdLeaderChangeIT {
   @Test
   void negativeControlAnElectorTakingEveryKeepAliveFailureForAnExpiredLeaseStepsDown()
       throws Exception {
-    Elected run = leadWhileMovingTheLeader(new KeepAliveFailures(true));
+    Elected run = leadThroughALeaderlessSpell(new KeepAliveFailures(true));
     System.out.println(run);
 
-    assertThat(run.keepAliveFailures).as("the elector's keepAliveOnce calls that failed").isNotEmpty();
+    assertThat(run.keepAliveFailures)
+        .as("the elector's keepAliveOnce calls that failed")
+        .isNotEmpty();
     assertThat(run.stepDowns).as("times the elector stepped down (onStoppedLeading)").isPositive();
   }
 
@@ -133,14 +136,14 @@ class EtcdLeaderChangeIT {
       List<String> violations) {}
 
   /**
-   * Holder A renews a 10 s lock in a tight loop on its own thread while this thread moves
-   * the leader to each follower in turn, until {@link #FAILURES_WANTED} keep-alives failed or a
-   * renewal answered false; then A renews once more and the lock is read from outside.
+   * Holder A renews a 10 s lock in a tight loop on its own thread while this thread moves the
+   * leader to each follower in turn, until {@link #FAILURES_WANTED} keep-alives failed or a renewal
+   * answered false; then A renews once more and the lock is read from outside.
    */
   private Renewals renewWhileMovingTheLeader(KeepAliveFailures failures) {
     String name = "lock-" + UUID.randomUUID();
     try (Client client = cluster.clientBuilder().interceptor(failures).build()) {
-      EtcdLockBackend backend = backend(client);
+      EtcdLockBackend backend = backend(client, Duration.ofSeconds(5));
       FencingToken token = backend.tryAcquire(name, "A", TTL).get();
       long lease = keyOf(name).orElseThrow().getLease();
       AtomicBoolean moving = new AtomicBoolean(true);
@@ -160,8 +163,7 @@ class EtcdLeaderChangeIT {
                 }
               });
       int moves =
-          moveLeaderUntil(
-              () -> failures.failures().size() >= FAILURES_WANTED || renewer.isDone());
+          moveLeaderUntil(() -> failures.failures().size() >= FAILURES_WANTED || renewer.isDone());
       moving.set(false);
       renewer.join();
 
@@ -180,7 +182,8 @@ class EtcdLeaderChangeIT {
           violations.add("the key moved to another lease");
         }
       }
-      Option<FencingToken> other = backend(peekClient).tryAcquire(name, "B", TTL);
+      Option<FencingToken> other =
+          backend(peekClient, Duration.ofSeconds(5)).tryAcquire(name, "B", TTL);
       if (other.isDefined()) {
         violations.add("another backend acquired the lock");
       }
@@ -196,7 +199,6 @@ class EtcdLeaderChangeIT {
 
   /** What a leader saw while the etcd leader moved. */
   private record Elected(
-      int moves,
       List<io.grpc.Status> keepAliveFailures,
       int stepDowns,
       boolean leadingAfter,
@@ -204,11 +206,14 @@ class EtcdLeaderChangeIT {
       Option<LeaseHolder> holderAfter) {}
 
   /**
-   * A {@link LeaderElector} on the etcd backend (renewing every 50 ms, stepping down after 4 s
-   * without a renewal, not halting) leads; this thread moves the etcd leader until {@link
-   * #FAILURES_WANTED} of its keep-alives failed or it stepped down.
+   * A {@link LeaderElector} on the etcd backend (renewing every 50 ms, stepping down after 10 s
+   * without a renewal, not halting) leads. Its next keep-alive is held back before it opens its
+   * stream while the etcd leader and one follower are killed and the last member finds itself
+   * without a leader; then it goes, to that member (the only one left), which refuses it: {@code
+   * UNAVAILABLE: etcdserver: no leader}. The two members are restarted, a new etcd leader is
+   * elected, and the elector's next keep-alives are answered.
    */
-  private Elected leadWhileMovingTheLeader(KeepAliveFailures failures) throws Exception {
+  private Elected leadThroughALeaderlessSpell(KeepAliveFailures failures) throws Exception {
     String name = "election-" + UUID.randomUUID().toString().substring(0, 8);
     AtomicReference<FencingToken> term = new AtomicReference<>();
     CountDownLatch started = new CountDownLatch(1);
@@ -227,38 +232,57 @@ class EtcdLeaderChangeIT {
             stepDowns.incrementAndGet();
           }
         };
+    EtcdCluster.Member leader = cluster.leader();
+    List<EtcdCluster.Member> followers = cluster.followers();
+    List<EtcdCluster.Member> killed = List.of(leader, followers.get(0));
+    EtcdCluster.Member survivor = followers.get(1);
     try (Client client = cluster.clientBuilder().interceptor(failures).build()) {
-      EtcdLockBackend backend = backend(client);
       LeaderElector elector =
           LeaderElector.start(
-              backend,
+              backend(client, Duration.ofSeconds(10)),
               ElectorConfig.custom(name)
                   .identity("A")
-                  .leaseDuration(Duration.ofSeconds(6))
-                  .renewDeadline(Duration.ofSeconds(4))
+                  .leaseDuration(Duration.ofSeconds(15))
+                  .renewDeadline(Duration.ofSeconds(10))
                   .retryPeriod(Duration.ofMillis(50))
                   .haltOnLoss(false)
                   .build(),
               leadership);
       try {
         assertThat(started.await(30, TimeUnit.SECONDS)).as("A started leading").isTrue();
-        int moves =
-            moveLeaderUntil(
-                () -> failures.failures().size() >= FAILURES_WANTED || stepDowns.get() > 0);
-        // The elector has judged the last move once two more of its keep-alives were answered.
+        failures
+            .holdNext(
+                () -> {
+                  killed.forEach(cluster::stop);
+                  cluster.awaitNoLeader(survivor);
+                })
+            .get(30, TimeUnit.SECONDS);
+        Awaitility.await("the held keep-alive failed or was answered")
+            .atMost(Duration.ofSeconds(15))
+            .until(() -> !failures.failures().isEmpty() || failures.answers() > 0);
         int answered = failures.answers();
-        Awaitility.await("two keep-alives of A answered after the last move, or A stepped down")
-            .atMost(Duration.ofSeconds(10))
+        for (EtcdCluster.Member member : killed) {
+          cluster.restart(member);
+        }
+        cluster.leader();
+        // The elector has judged the spell once two more of its keep-alives were answered.
+        Awaitility.await("two keep-alives of A answered after the new election, or A stepped down")
+            .atMost(Duration.ofSeconds(30))
             .until(() -> failures.answers() >= answered + 2 || stepDowns.get() > 0);
         return new Elected(
-            moves,
             failures.failures(),
             stepDowns.get(),
             elector.isLeader(),
             term.get(),
-            backend.holder(name));
+            backend(peekClient, Duration.ofSeconds(5)).holder(name));
       } finally {
         elector.close();
+      }
+    } finally {
+      for (EtcdCluster.Member member : killed) {
+        if (!member.running()) {
+          cluster.restart(member);
+        }
       }
     }
   }
@@ -279,10 +303,9 @@ class EtcdLeaderChangeIT {
     return moves;
   }
 
-  private EtcdLockBackend backend(Client client) {
+  private EtcdLockBackend backend(Client client, Duration rpcTimeout) {
     return EtcdLockBackend.create(
-        client,
-        EtcdLockConfig.custom().keyPrefix(prefix).rpcTimeout(Duration.ofSeconds(5)).build());
+        client, EtcdLockConfig.custom().keyPrefix(prefix).rpcTimeout(rpcTimeout).build());
   }
 
   private Optional<KeyValue> keyOf(String name) {
