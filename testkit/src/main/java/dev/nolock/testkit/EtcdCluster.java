@@ -45,7 +45,8 @@ import org.awaitility.Awaitility;
  *   <li>{@link #freeze(Member)} and {@link #thaw(Member)} send {@code SIGSTOP} and {@code SIGCONT}
  *       and return once the kernel reports the new state; {@link #stop(Member)} kills a member
  *       ({@code SIGKILL}) and {@link #restart(Member)} starts it again on its data directory.
- *   <li>{@link #close()} kills every member; the data directories stay for a failed test's logs.
+ *   <li>{@link #close()} kills every member, and so does a shutdown hook if the JVM ends first; the
+ *       data directories stay for a failed test's logs.
  * </ol>
  *
  * Needs {@code io.etcd:jetcd-core} and the {@code etcd} binary (Debian: {@code etcd-server}).
@@ -111,6 +112,8 @@ public final class EtcdCluster implements AutoCloseable {
               directory.resolve("m" + i + ".log")));
     }
     EtcdCluster cluster = new EtcdCluster(members);
+    // A test JVM that ends without closing the cluster (killed fork, System.exit) leaves no etcd.
+    Runtime.getRuntime().addShutdownHook(new Thread(cluster::close, "etcd-cluster-stop"));
     try {
       for (Member member : members) {
         member.launch();
