@@ -90,6 +90,19 @@ public sealed interface RunOutcome {
   }
 
   /**
+   * The database refused this instance's claim of {@code scheduledAt}: the time lay further than
+   * {@link ScheduleConfig#claimWindow()} from the database's clock ({@code databaseTime}), so this
+   * instance's wall clock is that far behind or ahead (or a catch-up reached back further than the
+   * window). Nothing ran here for it; nothing was written. Fix the clock (NTP).
+   */
+  record OutsideClaimWindow(Instant scheduledAt, Instant databaseTime) implements RunOutcome {
+    public OutsideClaimWindow {
+      Objects.requireNonNull(scheduledAt, "scheduledAt");
+      Objects.requireNonNull(databaseTime, "databaseTime");
+    }
+  }
+
+  /**
    * A run whose lease expired after its last allowed attempt (its instances crashed or hung every
    * time) was recorded as failed instead of being taken over again.
    */

@@ -2,6 +2,7 @@ package dev.nolock.schedule;
 
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Names;
+import dev.nolock.schedule.internal.CatchUp;
 import dev.nolock.schedule.internal.InstanceIdentity;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
@@ -25,6 +26,11 @@ import java.util.function.Consumer;
  * the database's {@code clock_timestamp()} alone: a claim holds the run until {@code
  * clock_timestamp() + lease}, and a takeover compares against {@code clock_timestamp()}, so no
  * instance's clock takes part in deciding whether a run is still held.
+ *
+ * <p>Where the two meet, the database decides: a claim is valid only for a scheduled time within
+ * {@link #claimWindow()} of {@code clock_timestamp()}, so an instance whose wall clock is far
+ * behind cannot claim (and run again) a time whose row was deleted long ago, and one far ahead
+ * cannot claim a time that is not due yet.
  */
 public final class ScheduleConfig {
 
@@ -35,6 +41,15 @@ public final class ScheduleConfig {
   public static final int DEFAULT_MAX_ATTEMPTS = 3;
   public static final Duration DEFAULT_QUERY_TIMEOUT = Duration.ofSeconds(5);
   public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+  /** The smallest default {@link #claimWindow()}, whatever the schedule. */
+  public static final Duration MIN_DEFAULT_CLAIM_WINDOW = Duration.ofDays(7);
+
+  /** The smallest {@link Builder#claimWindow(Duration) claim window} accepted. */
+  public static final Duration MIN_CLAIM_WINDOW = Duration.ofMinutes(1);
+
+  /** The largest {@link Builder#claimWindow(Duration) claim window} accepted. */
+  public static final Duration MAX_CLAIM_WINDOW = Duration.ofDays(36_500);
 
   /** Longest job name: it is the metrics' {@code name} tag. */
   public static final int MAX_JOB_NAME_LENGTH = CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH;
@@ -56,6 +71,7 @@ public final class ScheduleConfig {
   private final CronSchedule schedule;
   private final String table;
   private final Duration lease;
+  private final Duration claimWindow;
   private final int maxAttempts;
   private final MissedSchedules missedSchedules;
   private final Clock clock;
@@ -65,12 +81,14 @@ public final class ScheduleConfig {
   private final MeterRegistry registry;
   private final Consumer<RunOutcome> onOutcome;
   private final boolean attemptCheck;
+  private final boolean renewalAttemptCheck;
 
-  private ScheduleConfig(Builder b) {
+  private ScheduleConfig(Builder b, Duration claimWindow) {
     this.job = b.job;
     this.schedule = b.schedule;
     this.table = b.table;
     this.lease = b.lease;
+    this.claimWindow = claimWindow;
     this.maxAttempts = b.maxAttempts;
     this.missedSchedules = b.missedSchedules;
     this.clock = b.clock;
@@ -80,6 +98,7 @@ public final class ScheduleConfig {
     this.registry = b.registry;
     this.onOutcome = b.onOutcome;
     this.attemptCheck = b.attemptCheck;
+    this.renewalAttemptCheck = b.renewalAttemptCheck;
   }
 
   /** A configuration for {@code job} on {@code schedule}, with the documented defaults. */
@@ -107,6 +126,24 @@ public final class ScheduleConfig {
    */
   public Duration lease() {
     return lease;
+  }
+
+  /**
+   * How far a claimed scheduled time may lie from the database's clock, either way: the claim's
+   * {@code INSERT} carries the condition {@code :t BETWEEN clock_timestamp() - :window AND
+   * clock_timestamp() + :window}, and a time outside is refused ({@link
+   * RunOutcome.OutsideClaimWindow}) and never run by this instance. It stops an instance whose wall
+   * clock is behind from running again a time whose row was deleted (the floor of its catch-up is
+   * the table's latest run before its own due time, and with none it is its own start, on its own
+   * clock), and one whose clock is ahead from running a time before it is due.
+   *
+   * <p>Default: twice the catch-up horizon of the schedule and missed-schedules policy (how old the
+   * oldest time of a full catch-up can be: the {@link MissedSchedules#bound()} latest times plus
+   * the wait for the next), and at least {@link #MIN_DEFAULT_CLAIM_WINDOW 7 days}. Delete rows of
+   * the runs table only once they are older than this window.
+   */
+  public Duration claimWindow() {
+    return claimWindow;
   }
 
   /**
@@ -163,6 +200,11 @@ public final class ScheduleConfig {
     return attemptCheck;
   }
 
+  /** False only in the negative-control tests: renewals ignore the attempt token. */
+  boolean renewalAttemptCheck() {
+    return renewalAttemptCheck;
+  }
+
   private static String generatedOwner() {
     String host = System.getenv("HOSTNAME");
     if (host == null || host.isBlank() || host.length() > 100) {
@@ -181,6 +223,8 @@ public final class ScheduleConfig {
         + table
         + ", lease="
         + lease
+        + ", claimWindow="
+        + claimWindow
         + ", maxAttempts="
         + maxAttempts
         + ", missedSchedules="
@@ -196,6 +240,7 @@ public final class ScheduleConfig {
     private final CronSchedule schedule;
     private String table = DEFAULT_TABLE;
     private Duration lease = DEFAULT_LEASE;
+    private Duration claimWindow;
     private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
     private MissedSchedules missedSchedules = MissedSchedules.runOnce();
     private Clock clock = Clock.systemUTC();
@@ -205,6 +250,7 @@ public final class ScheduleConfig {
     private MeterRegistry registry;
     private Consumer<RunOutcome> onOutcome = outcome -> {};
     private boolean attemptCheck = true;
+    private boolean renewalAttemptCheck = true;
 
     private Builder(String job, CronSchedule schedule) {
       this.job = Names.requireName("job name", job, MAX_JOB_NAME_LENGTH);
@@ -236,6 +282,26 @@ public final class ScheduleConfig {
                 + " lost to one slow round trip, and a longer one leaves a crashed run waiting.");
       }
       this.lease = lease;
+      return this;
+    }
+
+    /**
+     * How far a claimed scheduled time may lie from the database's clock, either way: 1 min to
+     * 36,500 days, and (checked by {@link #build()}) no shorter than the catch-up horizon of the
+     * schedule and policy. See {@link ScheduleConfig#claimWindow()} for the default.
+     */
+    public Builder claimWindow(Duration window) {
+      Objects.requireNonNull(window, "claimWindow");
+      if (window.compareTo(MIN_CLAIM_WINDOW) < 0 || window.compareTo(MAX_CLAIM_WINDOW) > 0) {
+        throw new IllegalArgumentException(
+            "The claim window must be between 1 min and 36500 days, got "
+                + window
+                + ": a claim is refused when its scheduled time lies further than the window from"
+                + " the database's clock, so a window under a minute refuses instances whose"
+                + " clocks are merely a little off. Leave it unset for the default (twice the"
+                + " catch-up horizon, at least 7 days).");
+      }
+      this.claimWindow = window;
       return this;
     }
 
@@ -330,8 +396,46 @@ public final class ScheduleConfig {
       return this;
     }
 
+    /**
+     * The negative control of the tests: renewals match the running run by job and time only, so a
+     * stale attempt renews the lease of the attempt that took it over. Never for production; not
+     * public.
+     */
+    Builder withoutRenewalAttemptCheckForNegativeControl() {
+      this.renewalAttemptCheck = false;
+      return this;
+    }
+
+    /**
+     * Builds the configuration; checks the claim window against the catch-up horizon, measured on
+     * the schedule around the clock's now.
+     */
     public ScheduleConfig build() {
-      return new ScheduleConfig(this);
+      Duration horizon = CatchUp.horizon(schedule, missedSchedules, clock.instant());
+      if (claimWindow == null) {
+        Duration twice = horizon.multipliedBy(2);
+        Duration window =
+            twice.compareTo(MIN_DEFAULT_CLAIM_WINDOW) > 0 ? twice : MIN_DEFAULT_CLAIM_WINDOW;
+        return new ScheduleConfig(
+            this, window.compareTo(MAX_CLAIM_WINDOW) > 0 ? MAX_CLAIM_WINDOW : window);
+      }
+      if (claimWindow.compareTo(horizon) < 0) {
+        throw new IllegalArgumentException(
+            "The claim window "
+                + claimWindow
+                + " is shorter than the catch-up horizon of the schedule "
+                + schedule
+                + " with "
+                + missedSchedules
+                + ", "
+                + horizon
+                + ": after an outage a catch-up claims times that old, and the database would"
+                + " refuse them. Pass claimWindow of at least "
+                + horizon
+                + ", a smaller runEach bound, or leave the window unset for the default (twice"
+                + " the horizon, at least 7 days).");
+      }
+      return new ScheduleConfig(this, claimWindow);
     }
   }
 }

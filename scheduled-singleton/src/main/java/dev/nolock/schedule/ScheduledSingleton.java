@@ -61,13 +61,15 @@ public final class ScheduledSingleton implements AutoCloseable {
             config.clock(),
             identity,
             config.lease(),
+            config.claimWindow(),
             config.maxAttempts(),
             ScheduleConfig.MAX_COUNTED_MISSED,
             config.queryTimeout(),
             config.shutdownTimeout(),
             config.table(),
             config.onOutcome(),
-            config.attemptCheck());
+            config.attemptCheck(),
+            config.renewalAttemptCheck());
     this.engine =
         new Engine(
             dataSource,

@@ -61,7 +61,10 @@ class ClaimFaultIT extends FaultFixture {
     try (ScheduledSingleton instance =
         ScheduledSingleton.plain(
             faults.dataSource(),
-            ScheduleConfig.custom("daily", DAILY_AT_3).clock(clock).build(),
+            ScheduleConfig.custom("daily", DAILY_AT_3)
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .build(),
             ran::add)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault blip = faults.onNextStatement(FaultKind.REQUEST_LOST, CLAIM);
@@ -97,7 +100,10 @@ class ClaimFaultIT extends FaultFixture {
     try (ScheduledSingleton instance =
         ScheduledSingleton.plain(
             faults.dataSource(),
-            ScheduleConfig.custom("daily-answer-lost", DAILY_AT_3).clock(clock).build(),
+            ScheduleConfig.custom("daily-answer-lost", DAILY_AT_3)
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .build(),
             ran::add)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
@@ -136,12 +142,20 @@ class ClaimFaultIT extends FaultFixture {
     try (ScheduledSingleton a =
             ScheduledSingleton.plain(
                 faults.dataSource(),
-                ScheduleConfig.custom("daily-two", DAILY_AT_3).clock(clock).owner("a").build(),
+                ScheduleConfig.custom("daily-two", DAILY_AT_3)
+                    .clock(clock)
+                    .claimWindow(MutableClock.ANY_DATE)
+                    .owner("a")
+                    .build(),
                 ran::add);
         ScheduledSingleton b =
             ScheduledSingleton.plain(
                 faults.dataSource(),
-                ScheduleConfig.custom("daily-two", DAILY_AT_3).clock(clock).owner("b").build(),
+                ScheduleConfig.custom("daily-two", DAILY_AT_3)
+                    .clock(clock)
+                    .claimWindow(MutableClock.ANY_DATE)
+                    .owner("b")
+                    .build(),
                 ran::add)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
@@ -165,7 +179,11 @@ class ClaimFaultIT extends FaultFixture {
     String job = "daily-one-owner";
     MutableClock clock = new MutableClock(THREE_AM.minusSeconds(60));
     ScheduleConfig config =
-        ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).owner("billing-service").build();
+        ScheduleConfig.custom(job, DAILY_AT_3)
+            .clock(clock)
+            .claimWindow(MutableClock.ANY_DATE)
+            .owner("billing-service")
+            .build();
     List<RunOutcome> heardByB;
     try (ScheduledSingleton a =
             ScheduledSingleton.plain(faults.dataSource(), config, run -> ran("a", run));
@@ -208,6 +226,7 @@ class ClaimFaultIT extends FaultFixture {
             faults.dataSource(),
             ScheduleConfig.custom("daily-loop", DAILY_AT_3)
                 .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
                 .onOutcome(outcomes::add)
                 .build(),
             ran::add)) {
@@ -242,6 +261,7 @@ class ClaimFaultIT extends FaultFixture {
             faults.dataSource(),
             ScheduleConfig.custom(job, EVERY_MINUTE)
                 .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
                 .missedSchedules(MissedSchedules.runEach(10))
                 .build(),
             run -> {
@@ -302,6 +322,7 @@ class ClaimFaultIT extends FaultFixture {
             faults.dataSource(),
             ScheduleConfig.custom(job, EVERY_MINUTE)
                 .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
                 .maxAttempts(1)
                 .missedSchedules(MissedSchedules.runEach(10))
                 .build(),
@@ -347,7 +368,11 @@ class ClaimFaultIT extends FaultFixture {
     try (ScheduledSingleton instance =
         ScheduledSingleton.plain(
             faults.dataSource(),
-            ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).metrics(registry).build(),
+            ScheduleConfig.custom(job, DAILY_AT_3)
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .metrics(registry)
+                .build(),
             ran::add)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
@@ -384,6 +409,7 @@ class ClaimFaultIT extends FaultFixture {
             faults.dataSource(),
             ScheduleConfig.custom("catch-up", EVERY_MINUTE)
                 .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
                 .missedSchedules(MissedSchedules.runEach(10))
                 .build(),
             run -> {

@@ -34,6 +34,7 @@ class DaylightSavingIT {
             pool,
             ScheduleConfig.custom("setup", CronSchedule.unix("* * * * *"))
                 .clock(new MutableClock(Instant.parse("2026-10-24T12:00:00Z")))
+                .claimWindow(MutableClock.ANY_DATE)
                 .build(),
             r -> {})
         .createTableIfMissing();
@@ -51,6 +52,7 @@ class DaylightSavingIT {
         ScheduleConfig.custom(job, schedule)
             .missedSchedules(MissedSchedules.runEach())
             .clock(clock)
+            .claimWindow(MutableClock.ANY_DATE)
             .build();
     try (ScheduledSingleton a =
             ScheduledSingleton.plain(pool, config, r -> ran.add(r.scheduledAt()));

@@ -39,7 +39,11 @@ class FailedPassOutcomesIT extends FaultFixture {
     try (ScheduledSingleton instance =
         ScheduledSingleton.fenced(
             faults.dataSource(),
-            ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).build(),
+            ScheduleConfig.custom(job, DAILY_AT_3)
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .lease(LEASE)
+                .build(),
             FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST);
@@ -82,6 +86,7 @@ class FailedPassOutcomesIT extends FaultFixture {
             faults.dataSource(),
             ScheduleConfig.custom(job, EVERY_MINUTE)
                 .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
                 .missedSchedules(MissedSchedules.runEach(10))
                 .build(),
             (run, tx) -> {
@@ -123,6 +128,7 @@ class FailedPassOutcomesIT extends FaultFixture {
             faults.dataSource(),
             ScheduleConfig.custom(job, EVERY_MINUTE)
                 .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
                 .missedSchedules(MissedSchedules.runEach(10))
                 .onOutcome(heard::add)
                 .build(),

@@ -28,7 +28,11 @@ class FinishFaultIT extends FaultFixture {
       JdbcFaults.sqlContaining("\"finished_at\" = clock_timestamp()");
 
   private static ScheduleConfig config(String job, MutableClock clock) {
-    return ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).build();
+    return ScheduleConfig.custom(job, DAILY_AT_3)
+        .clock(clock)
+        .claimWindow(MutableClock.ANY_DATE)
+        .lease(LEASE)
+        .build();
   }
 
   @Test
@@ -94,7 +98,12 @@ class FinishFaultIT extends FaultFixture {
     try (ScheduledSingleton instance =
         ScheduledSingleton.fenced(
             faults.dataSource(),
-            ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).maxAttempts(1).build(),
+            ScheduleConfig.custom(job, DAILY_AT_3)
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .lease(LEASE)
+                .maxAttempts(1)
+                .build(),
             FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
       InjectedFault lostRequest = faults.onNextCommit(FaultKind.REQUEST_LOST);

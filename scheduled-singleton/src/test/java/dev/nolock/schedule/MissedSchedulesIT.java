@@ -47,7 +47,10 @@ class MissedSchedulesIT {
 
   private static ScheduleConfig.Builder config(
       String job, MissedSchedules policy, MutableClock clock) {
-    return ScheduleConfig.custom(job, EVERY_MINUTE).missedSchedules(policy).clock(clock);
+    return ScheduleConfig.custom(job, EVERY_MINUTE)
+        .missedSchedules(policy)
+        .clock(clock)
+        .claimWindow(MutableClock.ANY_DATE);
   }
 
   /** A fleet of one that ran minute 1, then was down until just after minute 6. */

@@ -9,6 +9,13 @@ import java.time.ZoneOffset;
 /** A wall clock the test sets and advances; thread-safe. */
 final class MutableClock extends Clock {
 
+  /**
+   * The claim window of tests on a simulated calendar: their scheduled times lie months from the
+   * database's clock, which the claim window would refuse (what it is for is {@code ClockSkewIT}'s
+   * subject).
+   */
+  static final Duration ANY_DATE = ScheduleConfig.MAX_CLAIM_WINDOW;
+
   private volatile Instant now;
 
   MutableClock(Instant start) {

@@ -97,6 +97,7 @@ class ReadmeUsageIT {
             pool,
             ScheduleConfig.custom("crm-sync", CronSchedule.unix("*/15 * * * *"))
                 .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
                 .build(),
             run -> crm.push(changesUpTo(run.scheduledAt()), run.fenceKey(), run.attempt().value()));
     // --- end of README ---

@@ -192,6 +192,7 @@ class ScheduleAttemptTokenContractIT
               faults.dataSource(),
               configure(ScheduleConfig.custom(item, DAILY_AT_3))
                   .clock(clock)
+                  .claimWindow(MutableClock.ANY_DATE)
                   .owner(OWNER)
                   .lease(LEASE)
                   .build(),

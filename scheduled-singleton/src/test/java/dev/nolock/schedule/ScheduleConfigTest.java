@@ -24,6 +24,65 @@ class ScheduleConfigTest {
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(config.registry()).isEmpty();
     assertThat(config.attemptCheck()).isTrue();
+    assertThat(config.renewalAttemptCheck()).isTrue();
+    assertThat(config.claimWindow()).isEqualTo(Duration.ofDays(7));
+  }
+
+  private static final java.time.Clock AT_TEN =
+      java.time.Clock.fixed(
+          java.time.Instant.parse("2026-03-10T10:00:00Z"), java.time.ZoneOffset.UTC);
+
+  @Test
+  void theDefaultClaimWindowIsTwiceTheCatchUpHorizonAndAtLeastSevenDays() {
+    CronSchedule daily = CronSchedule.unix("0 3 * * *");
+
+    // runEach(10) of a daily job reaches back 10 days just before the next time is due.
+    assertThat(
+            ScheduleConfig.custom("j", daily)
+                .clock(AT_TEN)
+                .missedSchedules(MissedSchedules.runEach(10))
+                .build()
+                .claimWindow())
+        .isEqualTo(Duration.ofDays(20));
+    assertThat(ScheduleConfig.custom("j", daily).clock(AT_TEN).build().claimWindow())
+        .isEqualTo(Duration.ofDays(7));
+    // A monthly job waits a month for its next time: its window covers two.
+    assertThat(
+            ScheduleConfig.custom("j", CronSchedule.unix("0 0 1 * *"))
+                .clock(AT_TEN)
+                .build()
+                .claimWindow())
+        .isEqualTo(Duration.ofDays(2 * 31));
+  }
+
+  @Test
+  void aClaimWindowShorterThanTheCatchUpHorizonIsRefusedWithTheHorizon() {
+    ScheduleConfig.Builder builder =
+        ScheduleConfig.custom("j", CronSchedule.unix("0 3 * * *"))
+            .clock(AT_TEN)
+            .missedSchedules(MissedSchedules.runEach(10))
+            .claimWindow(Duration.ofDays(9));
+
+    assertThatThrownBy(builder::build)
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("shorter than the catch-up horizon")
+        .hasMessageContaining("runEach(10), PT240H")
+        .hasMessageContaining("at least PT240H");
+    assertThat(builder.claimWindow(Duration.ofDays(10)).build().claimWindow())
+        .isEqualTo(Duration.ofDays(10));
+  }
+
+  @Test
+  void aClaimWindowOutsideOneMinuteToACenturyIsRefused() {
+    ScheduleConfig.Builder builder = ScheduleConfig.custom("j", EVERY_MINUTE);
+
+    assertThatThrownBy(() -> builder.claimWindow(Duration.ofSeconds(59)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("between 1 min and 36500 days");
+    assertThatThrownBy(() -> builder.claimWindow(Duration.ofDays(36_501)))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(builder.claimWindow(Duration.ofMinutes(1)).build().claimWindow())
+        .isEqualTo(Duration.ofMinutes(1));
   }
 
   @Test

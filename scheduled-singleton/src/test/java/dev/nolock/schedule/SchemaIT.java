@@ -46,7 +46,11 @@ class SchemaIT {
     try (ScheduledSingleton instance =
         ScheduledSingleton.plain(
             schema.dataSource(),
-            ScheduleConfig.custom("qualified", EVERY_MINUTE).table(qualified).clock(clock).build(),
+            ScheduleConfig.custom("qualified", EVERY_MINUTE)
+                .table(qualified)
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .build(),
             run -> {})) {
       instance.createTableIfMissing();
       clock.set(Instant.parse("2026-03-10T10:01:00.100Z"));

@@ -42,10 +42,16 @@ class TakeoverFaultIT extends FaultFixture {
     try (ScheduledSingleton survivor =
         ScheduledSingleton.plain(
             faults.dataSource(),
-            ScheduleConfig.custom(job, DAILY_AT_3).clock(clock).lease(LEASE).build(),
+            ScheduleConfig.custom(job, DAILY_AT_3)
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .lease(LEASE)
+                .build(),
             ran::add)) {
       // What a crashed instance leaves behind: its claim, never finished, its lease run out.
-      assertThat(table.claim(schema.dsl(), job, THREE_AM, "dead#0", LEASE, THREE_AM, 0))
+      assertThat(
+              table.claim(
+                  schema.dsl(), job, THREE_AM, "dead#0", LEASE, MutableClock.ANY_DATE, THREE_AM, 0))
           .isPresent();
       runs.expireLease(job, THREE_AM);
       InjectedFault fault = faults.onNextStatement(kind, TAKEOVER);

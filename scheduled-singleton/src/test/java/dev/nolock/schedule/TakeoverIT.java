@@ -71,7 +71,7 @@ class TakeoverIT {
   private final MutableClock clock = new MutableClock(MINUTE.minusSeconds(30));
 
   private ScheduleConfig.Builder config(String job) {
-    return ScheduleConfig.custom(job, EVERY_MINUTE).clock(clock);
+    return ScheduleConfig.custom(job, EVERY_MINUTE).clock(clock).claimWindow(MutableClock.ANY_DATE);
   }
 
   private void due() {
@@ -111,7 +111,16 @@ class TakeoverIT {
             })) {
       due();
       // What a crashed instance leaves behind: its claim, with a 3 s lease, never finished.
-      assertThat(table.claim(db, job, MINUTE, "dead-instance", Duration.ofSeconds(3), MINUTE, 0))
+      assertThat(
+              table.claim(
+                  db,
+                  job,
+                  MINUTE,
+                  "dead-instance",
+                  Duration.ofSeconds(3),
+                  MutableClock.ANY_DATE,
+                  MINUTE,
+                  0))
           .isPresent();
       assertThat(survivor.runDueNow())
           .as("the dead instance's lease has not expired yet, and the time is claimed")
@@ -149,7 +158,16 @@ class TakeoverIT {
             config(job).metrics(registry).build(),
             (run, tx) -> ledger(tx, run, "survivor"))) {
       due();
-      assertThat(table.claim(db, job, MINUTE, "dead-instance", Duration.ofSeconds(3), MINUTE, 0))
+      assertThat(
+              table.claim(
+                  db,
+                  job,
+                  MINUTE,
+                  "dead-instance",
+                  Duration.ofSeconds(3),
+                  MutableClock.ANY_DATE,
+                  MINUTE,
+                  0))
           .isPresent();
       runs.expireLease(job, MINUTE);
 
@@ -306,7 +324,8 @@ class TakeoverIT {
   void aRunWhoseLastAttemptsLeaseExpiredIsGivenUpNotTakenOverAgain() {
     String job = "gave-up";
     RunTable table = new RunTable(ScheduleConfig.DEFAULT_TABLE, Duration.ofSeconds(5));
-    table.claim(db, job, MINUTE, "dead-instance", Duration.ofSeconds(30), MINUTE, 0);
+    table.claim(
+        db, job, MINUTE, "dead-instance", Duration.ofSeconds(30), MutableClock.ANY_DATE, MINUTE, 0);
     db.execute("UPDATE nolock_scheduled_runs SET attempt = 3 WHERE job = ?", job);
     runs.expireLease(job, MINUTE);
     AtomicInteger ran = new AtomicInteger();

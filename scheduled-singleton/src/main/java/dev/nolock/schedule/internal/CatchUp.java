@@ -2,6 +2,7 @@ package dev.nolock.schedule.internal;
 
 import dev.nolock.schedule.CronSchedule;
 import dev.nolock.schedule.MissedSchedules;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -89,6 +90,35 @@ public final class CatchUp {
       }
     }
     return new Plan(List.copyOf(slots), missed, firstMissed);
+  }
+
+  /**
+   * How old the oldest time of a full catch-up can be, measured around {@code at}: just before the
+   * next scheduled time after {@code at} comes due, a pass claims up to {@code policy.bound()}
+   * times ending with the latest one before it, so its oldest slot is that far back from the next
+   * time. Zero when the schedule has no time after {@code at}.
+   *
+   * <ol>
+   *   <li>{@code next} = the first scheduled time after {@code at};
+   *   <li>step back {@code bound} scheduled times from {@code next} (fewer if the schedule has no
+   *       earlier ones);
+   *   <li>the horizon is from there to {@code next}.
+   * </ol>
+   */
+  public static Duration horizon(CronSchedule schedule, MissedSchedules policy, Instant at) {
+    Optional<Instant> next = schedule.nextAfter(at);
+    if (next.isEmpty()) {
+      return Duration.ZERO;
+    }
+    Instant oldest = next.get();
+    for (int i = 0; i < policy.bound(); i++) {
+      Optional<Instant> before = schedule.latestBefore(oldest);
+      if (before.isEmpty()) {
+        break;
+      }
+      oldest = before.get();
+    }
+    return Duration.between(oldest, next.get());
   }
 
   /** The times {@code t} with {@code floor < t < before}, counted up to {@code cap}. */

@@ -61,12 +61,14 @@ import org.slf4j.LoggerFactory;
  *       table (the instance's start when there is none); {@link CatchUp} turns floor, due and the
  *       missed-schedules policy into the times to claim. A claim of this instance that landed with
  *       its answer lost is in the table, so the plan starts after it: step 1 ran it first.
- *   <li><b>Claim and run</b>, oldest first, one at a time: {@code INSERT ... ON CONFLICT DO
- *       NOTHING}. On a conflict the row's owner is read: another identity's is a lost claim,
- *       counted and reported; this instance's own (a run it took over or resumed above) was
- *       reported when it ran, and is not a lost race. A won claim runs the job while a second
- *       thread renews the lease every third of it, then finishes the run conditionally on the
- *       attempt.
+ *   <li><b>Claim and run</b>, oldest first, one at a time: {@code INSERT ... SELECT ... WHERE :t
+ *       BETWEEN clock_timestamp() - :window AND clock_timestamp() + :window ON CONFLICT DO
+ *       NOTHING}. No row back: the row's owner is read: another identity's is a lost claim, counted
+ *       and reported; this instance's own (a run it took over or resumed above) was reported when
+ *       it ran, and is not a lost race; no row at all means the database refused the time as
+ *       outside the claim window (this instance's clock is off), reported and not run. A won claim
+ *       runs the job while a second thread renews the lease every third of it, then finishes the
+ *       run conditionally on the attempt.
  * </ol>
  *
  * <p>Every outcome is reported once. A pass that throws after it produced outcomes (it ran a time,
@@ -97,11 +99,13 @@ public final class Engine implements AutoCloseable {
   private final String identity;
 
   private final Duration lease;
+  private final Duration claimWindow;
   private final int maxAttempts;
   private final int countCap;
   private final Duration shutdownTimeout;
   private final Consumer<RunOutcome> listener;
   private final boolean attemptCheck;
+  private final boolean renewalAttemptCheck;
   private final FencedJob fencedJob;
   private final PlainJob plainJob;
   private final DSLContext dsl;
@@ -164,13 +168,15 @@ public final class Engine implements AutoCloseable {
       Clock clock,
       String identity,
       Duration lease,
+      Duration claimWindow,
       int maxAttempts,
       int countCap,
       Duration queryTimeout,
       Duration shutdownTimeout,
       String table,
       Consumer<RunOutcome> listener,
-      boolean attemptCheck) {}
+      boolean attemptCheck,
+      boolean renewalAttemptCheck) {}
 
   public Engine(
       DataSource dataSource,
@@ -187,11 +193,13 @@ public final class Engine implements AutoCloseable {
     this.clock = settings.clock();
     this.identity = settings.identity();
     this.lease = settings.lease();
+    this.claimWindow = settings.claimWindow();
     this.maxAttempts = settings.maxAttempts();
     this.countCap = settings.countCap();
     this.shutdownTimeout = settings.shutdownTimeout();
     this.listener = settings.listener();
     this.attemptCheck = settings.attemptCheck();
+    this.renewalAttemptCheck = settings.renewalAttemptCheck();
     this.fencedJob = fencedJob;
     this.plainJob = plainJob;
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
@@ -279,7 +287,10 @@ public final class Engine implements AutoCloseable {
     }
   }
 
-  /** Claims one planned time and runs it; or finds whose it is. */
+  /**
+   * Claims one planned time and runs it; or finds whose it is, or that the database refused it
+   * because it lies outside the claim window around the database's clock.
+   */
   private void claimAndRun(
       CatchUp.Slot slot, Optional<RunOutcome.Missed> missed, List<RunOutcome> outcomes) {
     Instant time = slot.scheduledAt();
@@ -290,7 +301,14 @@ public final class Engine implements AutoCloseable {
               dsl,
               d ->
                   table.claim(
-                      d, job, time, identity, lease, slot.coversFrom(), slot.missedBefore()));
+                      d,
+                      job,
+                      time,
+                      identity,
+                      lease,
+                      claimWindow,
+                      slot.coversFrom(),
+                      slot.missedBefore()));
     } catch (DataAccessException e) {
       // It may have landed: the next pass resumes it (the table's floor now skips it) or, if it
       // did not, plans the time again, which stays unplanned here.
@@ -300,10 +318,25 @@ public final class Engine implements AutoCloseable {
     if (claim.isEmpty()) {
       Optional<RunTable.Current> holder =
           backend("read who claimed " + time, () -> table.current(dsl, job, time));
-      // Only now is the time handled: lost to another instance, or this instance's own run (one it
-      // took over or resumed, reported when it ran).
+      // Only now is the time handled: lost to another instance, this instance's own run (one it
+      // took over or resumed, reported when it ran), or refused for good by the claim window.
       lastPlanned = time;
-      if (holder.isEmpty() || !holder.get().owner().equals(identity)) {
+      if (holder.isEmpty()) {
+        Instant databaseTime = backend("read the database's clock", () -> table.databaseTime(dsl));
+        metrics.outsideWindow();
+        LOG.warn(
+            "Job {}: the database refused the claim of {}: it lies outside the claim window ({})"
+                + " around the database's clock, {}, which this instance's wall clock reads as {}."
+                + " Nothing ran; fix this instance's clock (NTP)",
+            job,
+            time,
+            claimWindow,
+            databaseTime,
+            clock.instant());
+        outcomes.add(new RunOutcome.OutsideClaimWindow(time, databaseTime));
+        return;
+      }
+      if (!holder.get().owner().equals(identity)) {
         metrics.skipped();
         outcomes.add(new RunOutcome.LostClaim(time));
       }
@@ -600,7 +633,15 @@ public final class Engine implements AutoCloseable {
     try {
       boolean renewed =
           OwnTransaction.run(
-              dsl, d -> table.renew(d, job, run.scheduledAt(), run.attempt().value(), lease));
+              dsl,
+              d ->
+                  table.renew(
+                      d,
+                      job,
+                      run.scheduledAt(),
+                      run.attempt().value(),
+                      lease,
+                      renewalAttemptCheck));
       if (over.get()) {
         return;
       }
@@ -610,8 +651,8 @@ public final class Engine implements AutoCloseable {
       }
       metrics.leaseLost();
       LOG.warn(
-          "Job {}: the lease of {} attempt {} was lost (expired or taken over); its finish will"
-              + " be refused if another instance has taken the run over",
+          "Job {}: the lease of {} attempt {} was lost: another instance took the run over (or it"
+              + " was given up); its finish will be refused",
           job,
           run.scheduledAt(),
           run.attempt().value());

@@ -5,6 +5,7 @@ import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.max;
 import static org.jooq.impl.DSL.name;
+import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.table;
 import static org.jooq.impl.DSL.unquotedName;
 import static org.jooq.impl.DSL.val;
@@ -151,9 +152,11 @@ public final class RunTable {
   }
 
   /**
-   * Claims {@code time}: {@code INSERT ... VALUES (..., 'running', attempt 1, locked_until =
-   * clock_timestamp() + :lease) ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt}.
-   * Empty: another instance claimed it first.
+   * Claims {@code time}: {@code INSERT ... SELECT :job, :t, 'running', 1, :owner, clock_timestamp()
+   * + :lease, ... WHERE :t BETWEEN clock_timestamp() - :window AND clock_timestamp() + :window ON
+   * CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt}. Empty: another instance claimed it
+   * first (the row exists), or the time lies outside the window around the database's clock (no
+   * row).
    */
   public Optional<Claim> claim(
       DSLContext dsl,
@@ -161,8 +164,10 @@ public final class RunTable {
       Instant time,
       String ownerName,
       Duration lease,
+      Duration window,
       Instant covers,
       long missedBefore) {
+    Field<OffsetDateTime> t = val(at(time));
     return dsl.insertInto(
             table,
             job,
@@ -174,16 +179,18 @@ public final class RunTable {
             coversFrom,
             missed,
             claimedAt)
-        .values(
-            val(jobName),
-            val(at(time)),
-            val(RUNNING),
-            val(1L),
-            val(ownerName),
-            clockTimestampPlus(lease),
-            val(at(covers)),
-            val(missedBefore),
-            clockTimestamp())
+        .select(
+            select(
+                    val(jobName),
+                    t,
+                    val(RUNNING),
+                    val(1L),
+                    val(ownerName),
+                    clockTimestampPlus(lease),
+                    val(at(covers)),
+                    val(missedBefore),
+                    clockTimestamp())
+                .where(t.between(clockTimestampMinus(window), clockTimestampPlus(window))))
         .onConflict(job, scheduledAt)
         .doNothing()
         .returning(attempt)
@@ -224,6 +231,14 @@ public final class RunTable {
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
         .map(r -> claimOf(time, r.get(attempt), r.get(coversFrom), r.get(missed)));
+  }
+
+  /** The database's clock, {@code clock_timestamp()}. */
+  public Instant databaseTime(DSLContext dsl) {
+    return dsl.select(clockTimestamp())
+        .queryTimeout(timeoutSeconds)
+        .fetchOne(0, OffsetDateTime.class)
+        .toInstant();
   }
 
   /** The state, attempt and owner of the run at {@code time}; empty when it was never claimed. */
@@ -299,15 +314,34 @@ public final class RunTable {
   }
 
   /**
-   * Extends the lease of the current attempt: a compare-and-swap on the attempt token of an
-   * unexpired lease, never a blind bump. False: the lease expired or the run was taken over.
+   * Extends the lease of the current attempt: {@code UPDATE ... SET locked_until =
+   * clock_timestamp() + :lease WHERE job = :job AND scheduled_at = :t AND state = 'running' AND
+   * attempt = :attempt}, a compare-and-swap on the attempt token, never a blind bump. False: the
+   * run was taken over, given up or finished.
+   *
+   * <p>It does not require the lease to be unexpired. A lease that ran out while nobody took the
+   * run over (a database outage longer than the lease) is still this attempt's: refusing it would
+   * abandon a run that is still running and let a later scan start the next attempt beside it. The
+   * attempt orders renewal against takeover: {@link #takeOver} and this statement both take the row
+   * lock, and under READ COMMITTED the later one re-checks its condition on the committed row, so
+   * after a takeover this attempt's renewal matches nothing, also when it is a resend of a renewal
+   * whose answer was lost. With {@code attemptCheck} false (the tests' negative control only) the
+   * running run is matched by job and time alone.
    */
   public boolean renew(
-      DSLContext dsl, String jobName, Instant time, long currentAttempt, Duration lease) {
+      DSLContext dsl,
+      String jobName,
+      Instant time,
+      long currentAttempt,
+      Duration lease,
+      boolean attemptCheck) {
+    Condition which =
+        attemptCheck
+            ? currentRun(jobName, time, currentAttempt)
+            : job.eq(jobName).and(scheduledAt.eq(at(time))).and(state.eq(RUNNING));
     return dsl.update(table)
             .set(lockedUntil, clockTimestampPlus(lease))
-            .where(currentRun(jobName, time, currentAttempt))
-            .and(lockedUntil.gt(clockTimestamp()))
+            .where(which)
             .queryTimeout(timeoutSeconds)
             .execute()
         == 1;
@@ -406,8 +440,19 @@ public final class RunTable {
   }
 
   /** {@code clock_timestamp() + :millis * interval '1 millisecond'}, rounded up, bound. */
-  static Field<OffsetDateTime> clockTimestampPlus(Duration lease) {
-    long millis = lease.toMillis() + (lease.toNanosPart() % 1_000_000 > 0 ? 1 : 0);
-    return clockTimestamp().plus(val(millis).times(ONE_MILLISECOND));
+  static Field<OffsetDateTime> clockTimestampPlus(Duration duration) {
+    return clockTimestamp().plus(val(millis(duration)).times(ONE_MILLISECOND));
+  }
+
+  /**
+   * {@code clock_timestamp() + -:millis * interval '1 millisecond'}, rounded up, bound. (jOOQ's
+   * {@code minus} of an interval field renders date arithmetic PostgreSQL refuses.)
+   */
+  static Field<OffsetDateTime> clockTimestampMinus(Duration duration) {
+    return clockTimestamp().plus(val(-millis(duration)).times(ONE_MILLISECOND));
+  }
+
+  private static long millis(Duration duration) {
+    return duration.toMillis() + (duration.toNanosPart() % 1_000_000 > 0 ? 1 : 0);
   }
 }

@@ -27,6 +27,7 @@ public final class ScheduleMetrics {
   private final Counter finished;
   private final Counter failures;
   private final Counter gaveUp;
+  private final Counter outsideWindow;
   private final Timer startDelay;
   private final Timer run;
 
@@ -64,6 +65,13 @@ public final class ScheduleMetrics {
     this.gaveUp =
         counter(
             r, tags, "nolock.schedule.gave.up", "Runs recorded failed after their last attempt");
+    this.outsideWindow =
+        counter(
+            r,
+            tags,
+            "nolock.schedule.outside.window",
+            "Claims the database refused because the scheduled time lay outside the claim window"
+                + " around its clock (this instance's clock is off)");
     this.startDelay =
         Timer.builder("nolock.schedule.start.delay")
             .description("From the scheduled time (wall clock) to its claim")
@@ -109,6 +117,10 @@ public final class ScheduleMetrics {
 
   public void gaveUp() {
     gaveUp.increment();
+  }
+
+  public void outsideWindow() {
+    outsideWindow.increment();
   }
 
   public void ran(Duration time) {
