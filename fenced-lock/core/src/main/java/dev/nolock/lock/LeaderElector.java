@@ -32,14 +32,33 @@ import org.slf4j.LoggerFactory;
  *       Leadership#onNewLeader} if that holder differs from the last one it saw.
  *   <li>The leader's lease is renewed by compare-and-swap on its token (the {@link FencedLock}
  *       watchdog); {@link Leadership#onStartedLeading} runs on its own thread.
- *   <li>The leader steps down as soon as a renewal is refused, or when it has not renewed for
- *       {@code renewDeadline} — before its {@code leaseDuration} can expire, so that no successor
- *       starts while it still works. Stepping down interrupts the work thread, calls {@link
- *       Leadership#onStoppedLeading}, and by default halts the process: a leader that keeps running
- *       after losing its lease is the failure, and client-go's {@code os.Exit(1)} in {@code
- *       OnStoppedLeading} exists for that reason.
- *   <li>{@link #close()} steps down gracefully: releases the lease (a successor need not wait for
- *       it to expire) and does not halt.
+ *   <li>The leader steps down as soon as a renewal is refused (the lock's watchdog wakes the
+ *       campaign at once), or when it has not renewed for {@code renewDeadline} — before its {@code
+ *       leaseDuration} can expire, so that no successor starts while it still works. While it
+ *       leads, the campaign wakes at {@code min(retryPeriod, renewDeadline − time since the last
+ *       renewal)}, so a missed deadline is noticed when it passes, not up to a {@code retryPeriod}
+ *       later. Stepping down after a loss is, in this order:
+ *       <ol>
+ *         <li>interrupt the work thread;
+ *         <li>halt the process, unless {@code haltOnLoss(false)}: work that ignores the interrupt
+ *             must not overlap the successor, and client-go's {@code os.Exit(1)} in {@code
+ *             OnStoppedLeading} exists for that reason. Nothing the backend or the owner does can
+ *             delay it: no backend call and no callback comes before it;
+ *         <li>call {@link Leadership#onStoppedLeading} (after a real halt it never runs);
+ *         <li>release the lease on a thread of its own, best effort: a backend that does not answer
+ *             blocks only that thread for its own timeout, never the step-down nor the campaign,
+ *             and the lease ends at its TTL anyway.
+ *       </ol>
+ *   <li>{@link #close()} steps down gracefully, without halting, and frees the lease only once the
+ *       work has ended, so that a successor never overlaps it:
+ *       <ol>
+ *         <li>stop campaigning;
+ *         <li>interrupt the work thread and call {@link Leadership#onStoppedLeading};
+ *         <li>wait for the work thread to end, at most {@code workStopTimeout} (the watchdog still
+ *             renews the lease meanwhile); a thread still running then is logged at error level and
+ *             counted ({@code nolock.leadership.work.overruns});
+ *         <li>release the lease, so that a successor need not wait for it to expire.
+ *       </ol>
  *   <li>A backend that is down ({@link BackendUnavailableException}) is retried every {@code
  *       retryPeriod}; a leader whose renewals keep failing that way steps down at {@code
  *       renewDeadline}. Any other exception (a missing table, a malformed lease item, Redis {@code
@@ -51,9 +70,10 @@ import org.slf4j.LoggerFactory;
  *       and also wakes the campaign with it: a leader whose renewal throws such an exception steps
  *       down at once (as in step 3, halting by default), without waiting for {@code renewDeadline}.
  *   <li>An {@link Error} on the campaign thread ({@code NoClassDefFoundError}, {@code
- *       OutOfMemoryError}) is logged at error level, steps down a leader (no one would watch its
- *       term after the thread ends), and is rethrown: the campaign thread ends; the elector is not
- *       campaigning any more. An {@code Error} thrown by a renewal is handled as in step 5.
+ *       OutOfMemoryError}) is logged at error level, steps down a leader as in step 3 (no one would
+ *       watch its term after the thread ends; the release is made on the campaign thread before it
+ *       ends), and is rethrown: the campaign thread ends; the elector is not campaigning any more.
+ *       An {@code Error} thrown by a renewal is handled as in step 5.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
@@ -72,6 +92,7 @@ public final class LeaderElector implements AutoCloseable {
   private final Counter changes;
   private final Counter losses;
   private final Counter errors;
+  private final Counter overruns;
   private final Timer leading;
 
   /**
@@ -83,10 +104,14 @@ public final class LeaderElector implements AutoCloseable {
   private record RenewalFailure(FencingToken token, Throwable cause) {}
 
   private volatile boolean running = true;
-  private volatile HeldLock held;
+  private volatile HeldLock held; // written under mutex, with work
   private volatile long leaderSinceNanos;
   private String observedLeader; // only the loop thread touches it
   private Thread work;
+  private boolean signalled; // under mutex: a signal that came while the loop was not waiting
+
+  /** A term being ended: its lease and the thread running its work. */
+  private record Term(HeldLock lease, Thread work) {}
 
   private LeaderElector(LockBackend backend, ElectorConfig config, Leadership leadership) {
     this.config = Objects.requireNonNull(config, "config");
@@ -121,6 +146,13 @@ public final class LeaderElector implements AutoCloseable {
                     + " down, and the campaign goes on")
             .tags(tags)
             .register(config.registry());
+    this.overruns =
+        Counter.builder("nolock.leadership.work.overruns")
+            .description(
+                "Closes whose leader work thread was still running after workStopTimeout: the"
+                    + " lease was released anyway, and only the fence stops that work's writes")
+            .tags(tags)
+            .register(config.registry());
     this.leading =
         Timer.builder("nolock.leadership.held")
             .description("Time spent as leader")
@@ -144,7 +176,11 @@ public final class LeaderElector implements AutoCloseable {
     return current != null && current.isHeld();
   }
 
-  /** Steps down if leading (releasing the lease, without halting) and stops campaigning. */
+  /**
+   * Stops campaigning and, if leading, steps down without halting (step 4 of the class's
+   * algorithm): the lease is released once the work thread has ended, or after {@code
+   * workStopTimeout}.
+   */
   @Override
   public void close() {
     running = false;
@@ -154,7 +190,10 @@ public final class LeaderElector implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    stepDown(null);
+    Term term = endTerm();
+    if (term != null) {
+      stopGracefully(term);
+    }
     lock.close();
   }
 
@@ -172,7 +211,8 @@ public final class LeaderElector implements AutoCloseable {
           e);
       if (leading) {
         try {
-          stepDown("the campaign thread ended on " + e);
+          // The thread ends here: nothing is left for a background release to spare.
+          release(stepDownOnLoss("the campaign thread ended on " + e));
         } catch (Throwable stepDownFailed) {
           e.addSuppressed(stepDownFailed);
         }
@@ -207,16 +247,19 @@ public final class LeaderElector implements AutoCloseable {
             survive("a renewal of the lease failed", failure.cause());
             pause(jittered(config.retryPeriod()));
           } else if (!current.isHeld()) {
-            stepDown("the lease was lost");
-          } else if (sinceRenewal.compareTo(config.renewDeadline()) > 0) {
-            stepDown(
-                "no renewal for "
-                    + sinceRenewal.toMillis()
-                    + " ms (renewDeadline "
-                    + config.renewDeadline().toMillis()
-                    + " ms)");
+            releaseInBackground(stepDownOnLoss("the lease was lost"));
+          } else if (sinceRenewal.compareTo(config.renewDeadline()) >= 0) {
+            releaseInBackground(
+                stepDownOnLoss(
+                    "no renewal for "
+                        + sinceRenewal.toMillis()
+                        + " ms (renewDeadline "
+                        + config.renewDeadline().toMillis()
+                        + " ms)"));
           } else {
-            pause(config.retryPeriod());
+            // Wake when the deadline passes, not at the next poll after it: a renewal that
+            // succeeds meanwhile only makes this check find it met.
+            pause(min(config.retryPeriod(), config.renewDeadline().minus(sinceRenewal)));
           }
         }
       } catch (BackendUnavailableException e) {
@@ -246,7 +289,7 @@ public final class LeaderElector implements AutoCloseable {
         e);
     if (leading) {
       try {
-        stepDown(what + ": " + e);
+        releaseInBackground(stepDownOnLoss(what + ": " + e));
       } catch (RuntimeException stepDownFailed) {
         LOG.error("Election {}: stepping down threw", config.name(), stepDownFailed);
       }
@@ -266,8 +309,13 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   private void lead(HeldLock got) {
-    held = got;
     leaderSinceNanos = config.clock().nanoTime();
+    mutex.lock();
+    try {
+      held = got; // before any callback: an Error in one must find a term to step down
+    } finally {
+      mutex.unlock();
+    }
     changes.increment();
     LOG.info(
         "Election {}: {} leads with token {}",
@@ -290,51 +338,115 @@ public final class LeaderElector implements AutoCloseable {
     thread.setDaemon(true);
     mutex.lock();
     try {
+      if (held != got) {
+        return; // a close() that gave up waiting for this thread ended the term meanwhile
+      }
       work = thread;
+      thread.start();
     } finally {
       mutex.unlock();
     }
-    thread.start();
   }
 
   /**
-   * Ends this term: {@code reason} null means a graceful close (release, no halt); otherwise the
-   * leadership was lost.
+   * Takes the current term for ending it, once: the campaign thread and {@link #close()} may both
+   * try. Null when there is none.
    */
-  private void stepDown(String reason) {
-    HeldLock current = held;
-    if (current == null) {
-      return;
-    }
-    held = null;
-    Thread thread;
+  private Term endTerm() {
     mutex.lock();
     try {
-      thread = work;
+      HeldLock current = held;
+      if (current == null) {
+        return null;
+      }
+      Term term = new Term(current, work);
+      held = null;
       work = null;
+      return term;
     } finally {
       mutex.unlock();
     }
+  }
+
+  /**
+   * Steps down after a loss (step 3 of the class's algorithm): interrupt, halt, onStoppedLeading.
+   * Returns the lease, still to be released, or null when there was no term.
+   */
+  private HeldLock stepDownOnLoss(String reason) {
+    Term term = endTerm();
+    if (term == null) {
+      return null;
+    }
+    if (term.work() != null) {
+      term.work().interrupt();
+    }
+    losses.increment();
+    leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
+    LOG.error("Election {}: {} lost leadership: {}", config.name(), config.identity(), reason);
+    if (config.haltOnLoss()) {
+      config.halt().run();
+    }
+    stopped();
+    return term.lease();
+  }
+
+  /** Step 4 of the class's algorithm, after campaigning stopped. */
+  private void stopGracefully(Term term) {
+    Thread thread = term.work();
     if (thread != null) {
       thread.interrupt();
     }
-    leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
-    try {
-      current.release();
-    } catch (RuntimeException e) {
-      LOG.warn("Election {}: could not release; it expires after its TTL", config.name(), e);
+    stopped();
+    if (thread != null) {
+      try {
+        thread.join(Math.max(1, config.workStopTimeout().toMillis()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      if (thread.isAlive()) {
+        overruns.increment();
+        LOG.error(
+            "Election {}: the leader's work thread still runs {} ms after it was interrupted and"
+                + " told to stop (workStopTimeout); releasing the lease anyway: a successor may"
+                + " start while it runs, and only the fence refuses its writes",
+            config.name(),
+            config.workStopTimeout().toMillis());
+      }
     }
+    leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
+    release(term.lease());
+  }
+
+  private void stopped() {
     try {
       leadership.onStoppedLeading();
     } catch (RuntimeException e) {
       LOG.error("Election {}: onStoppedLeading threw", config.name(), e);
     }
-    if (reason != null) {
-      losses.increment();
-      LOG.error("Election {}: {} lost leadership: {}", config.name(), config.identity(), reason);
-      if (config.haltOnLoss()) {
-        config.halt().run();
-      }
+  }
+
+  /**
+   * A lost term's release, off the campaign thread: it frees a lease the server may still hold
+   * (renewals that did not get through), but a backend that does not answer blocks it for its own
+   * timeout, and neither the next campaign nor a close must wait for that.
+   */
+  private void releaseInBackground(HeldLock lease) {
+    if (lease == null) {
+      return;
+    }
+    Thread thread = new Thread(() -> release(lease), "nolock-elector-release-" + config.name());
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  private void release(HeldLock lease) {
+    if (lease == null) {
+      return;
+    }
+    try {
+      lease.release();
+    } catch (RuntimeException e) {
+      LOG.warn("Election {}: could not release; it expires after its TTL", config.name(), e);
     }
   }
 
@@ -378,9 +490,11 @@ public final class LeaderElector implements AutoCloseable {
   private void pause(Duration duration) {
     mutex.lock();
     try {
-      if (running) {
-        wake.awaitNanos(duration.toNanos());
+      // A loss signalled between the loop's check and this wait must not wait a whole period.
+      if (running && !signalled) {
+        config.pause().await(wake, duration);
       }
+      signalled = false;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       running = false;
@@ -392,6 +506,7 @@ public final class LeaderElector implements AutoCloseable {
   private void signal() {
     mutex.lock();
     try {
+      signalled = true;
       wake.signalAll();
     } finally {
       mutex.unlock();
