@@ -22,7 +22,9 @@ import java.util.concurrent.locks.Condition;
  *       renewal attempt before it gives up, or one slow call ends its leadership.
  * </ul>
  *
- * Defaults follow client-go: 15 s, 10 s, 2 s, jitter 1.2.
+ * Defaults follow client-go: 15 s, 10 s, 2 s, jitter 1.2. {@code workStopTimeout} (default 10 s)
+ * bounds how long {@link LeaderElector#close()} waits for the leader's work to end before it
+ * releases the lease.
  */
 public final class ElectorConfig {
 
