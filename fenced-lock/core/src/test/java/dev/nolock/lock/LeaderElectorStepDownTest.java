@@ -159,11 +159,11 @@ class LeaderElectorStepDownTest {
   }
 
   /**
-   * Leader A's backend stops answering its renewals (a partition), and its work ignores
-   * interrupts. The server's clock is frozen, so A's lease never expires there: successor B can
-   * only take over once A releases it, and A's release blocks until B has started (as a release
-   * to a backend that does not answer blocks for its timeout). The halt must come before any of
-   * that: right after the interrupt, before onStoppedLeading, before any release call.
+   * Leader A's backend stops answering its renewals (a partition), and its work ignores interrupts.
+   * The server's clock is frozen, so A's lease never expires there: successor B can only take over
+   * once A releases it, and A's release blocks until B has started (as a release to a backend that
+   * does not answer blocks for its timeout). The halt must come before any of that: right after the
+   * interrupt, before onStoppedLeading, before any release call.
    */
   @Test
   void onALostLeaseTheHaltComesRightAfterTheInterruptBeforeAnyReleaseAndBeforeTheSuccessorStarts()
@@ -296,8 +296,8 @@ class LeaderElectorStepDownTest {
   }
 
   /**
-   * close() on a leader whose work ignores interrupts but stops when told through
-   * onStoppedLeading: the lease is released only after the work thread ended.
+   * close() on a leader whose work ignores interrupts but stops when told through onStoppedLeading:
+   * the lease is released only after the work thread ended.
    */
   @Test
   void closeReleasesOnlyAfterTheWorkThreadEnded() throws Exception {
