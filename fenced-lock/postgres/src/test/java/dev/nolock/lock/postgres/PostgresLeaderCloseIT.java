@@ -23,9 +23,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * {@link LeaderElector#close()} on PostgreSQL frees the lease only once the leader's work has ended,
- * so the successor waiting on the same row never overlaps it. The lease lasts 30 s and the test
- * waits at most 20 s for the successor: it can only take over through the release.
+ * {@link LeaderElector#close()} on PostgreSQL frees the lease only once the leader's work has
+ * ended, so the successor waiting on the same row never overlaps it. The lease lasts 30 s and the
+ * test waits at most 20 s for the successor: it can only take over through the release.
  */
 @ExtendWith(PostgresExtension.class)
 class PostgresLeaderCloseIT {
