@@ -11,8 +11,10 @@ import io.micrometer.core.instrument.Timer;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -47,7 +49,16 @@ import org.slf4j.LoggerFactory;
  *         <li>call {@link Leadership#onStoppedLeading} (after a real halt it never runs);
  *         <li>release the lease on a thread of its own, best effort: a backend that does not answer
  *             blocks only that thread for its own timeout, never the step-down nor the campaign,
- *             and the lease ends at its TTL anyway.
+ *             and the lease ends at its TTL anyway;
+ *         <li>campaign again (step 1) only once the lost term's {@link Leadership#onStartedLeading}
+ *             has returned. Without a halt, work that ignores the interrupt still runs, and winning
+ *             again would run a second term's work beside it in this process, two grants of the
+ *             same thing at once. So the candidate waits, still reporting other leaders through
+ *             {@link Leadership#onNewLeader}; once the work has run {@code workStopTimeout} past
+ *             its interrupt it is logged at error level and counted ({@code
+ *             nolock.leadership.work.overruns}), and the candidate keeps waiting: a candidate that
+ *             never leads again is visible and safe, a term overlapping its predecessor in one
+ *             process is neither. Other candidates may lead meanwhile.
  *       </ol>
  *   <li>{@link #close()} steps down gracefully, without halting, and frees the lease only once the
  *       work has ended, so that a successor never overlaps it:
@@ -59,6 +70,9 @@ import org.slf4j.LoggerFactory;
  *             counted ({@code nolock.leadership.work.overruns});
  *         <li>release the lease, so that a successor need not wait for it to expire.
  *       </ol>
+ *       A close while the candidate waits for a lost term's work (step 3, item 5) waits for it at
+ *       most {@code workStopTimeout} as well, then returns, logging and counting a thread still
+ *       running.
  *   <li>A backend that is down ({@link BackendUnavailableException}) is retried every {@code
  *       retryPeriod}; a leader whose renewals keep failing that way steps down at {@code
  *       renewDeadline}. Any other exception (a missing table, a malformed lease item, Redis {@code
@@ -107,11 +121,30 @@ public final class LeaderElector implements AutoCloseable {
   private volatile HeldLock held; // written under mutex, with work
   private volatile long leaderSinceNanos;
   private String observedLeader; // only the loop thread touches it
-  private Thread work;
+  private Work work;
   private boolean signalled; // under mutex: a signal that came while the loop was not waiting
 
-  /** A term being ended: its lease and the thread running its work. */
-  private record Term(HeldLock lease, Thread work) {}
+  /**
+   * The work of the last term lost, until it has ended: the campaign does not acquire meanwhile.
+   * Written by the campaign thread.
+   */
+  private volatile LostWork lostWork;
+
+  /** A term being ended: its lease and its work. */
+  private record Term(HeldLock lease, Work work) {}
+
+  /**
+   * A term's work: the thread running {@link Leadership#onStartedLeading}, and whether that call
+   * has returned (the thread is still alive for a moment after, to wake the campaign).
+   */
+  private record Work(Thread thread, CountDownLatch ended, AtomicBoolean overrunCounted) {
+    boolean running() {
+      return ended.getCount() > 0;
+    }
+  }
+
+  /** A lost term's work, interrupted at {@code sinceNanos} on the elector's clock. */
+  private record LostWork(Work work, long sinceNanos) {}
 
   private LeaderElector(LockBackend backend, ElectorConfig config, Leadership leadership) {
     this.config = Objects.requireNonNull(config, "config");
@@ -149,8 +182,10 @@ public final class LeaderElector implements AutoCloseable {
     this.overruns =
         Counter.builder("nolock.leadership.work.overruns")
             .description(
-                "Closes whose leader work thread was still running after workStopTimeout: the"
-                    + " lease was released anyway, and only the fence stops that work's writes")
+                "Leader work threads still running workStopTimeout after their interrupt: on"
+                    + " close() the lease was released anyway and only the fence stops that"
+                    + " work's writes; after a lost lease the candidate does not campaign until"
+                    + " the thread ends")
             .tags(tags)
             .register(config.registry());
     this.leading =
@@ -179,7 +214,7 @@ public final class LeaderElector implements AutoCloseable {
   /**
    * Stops campaigning and, if leading, steps down without halting (step 4 of the class's
    * algorithm): the lease is released once the work thread has ended, or after {@code
-   * workStopTimeout}.
+   * workStopTimeout}. A lost term's work still running is waited for as long.
    */
   @Override
   public void close() {
@@ -193,6 +228,11 @@ public final class LeaderElector implements AutoCloseable {
     Term term = endTerm();
     if (term != null) {
       stopGracefully(term);
+    } else {
+      LostWork lost = lostWork;
+      if (lost != null && !awaitEnd(lost.work())) {
+        overrun(lost.work(), "close() returns while it runs");
+      }
     }
     lock.close();
   }
@@ -225,19 +265,20 @@ public final class LeaderElector implements AutoCloseable {
     while (running) {
       try {
         HeldLock current = held;
-        if (current == null) {
+        LostWork lost = lostWork;
+        if (current == null && lost != null && lost.work().running()) {
+          observeHolder();
+          awaitLostWork(lost);
+        } else if (current == null) {
+          if (lost != null) {
+            lost.work().thread().join(); // it has returned: only its signal is left to run
+            lostWork = null;
+          }
           Option<HeldLock> got = lock.tryAcquire(config.name(), config.leaseDuration());
           if (got.isDefined()) {
             lead(got.get());
           } else {
-            // The lease names the leader's grant; observers want the candidate behind it. A grant
-            // of this candidate's own that it does not hold (an acquire whose answer was lost)
-            // leads nobody: it is not reported, and it ends within one lease duration.
-            backend
-                .holder(config.name())
-                .map(h -> GrantOwner.processOf(h.owner()))
-                .filter(leader -> !leader.equals(config.identity()))
-                .forEach(this::observe);
+            observeHolder();
             pause(jittered(config.retryPeriod()));
           }
         } else {
@@ -262,6 +303,9 @@ public final class LeaderElector implements AutoCloseable {
             pause(min(config.retryPeriod(), config.renewDeadline().minus(sinceRenewal)));
           }
         }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        running = false;
       } catch (BackendUnavailableException e) {
         LOG.warn("Election {}: backend unavailable, retrying", config.name(), e);
         pause(jittered(config.retryPeriod()));
@@ -296,6 +340,39 @@ public final class LeaderElector implements AutoCloseable {
     }
   }
 
+  /**
+   * The lease names the leader's grant; observers want the candidate behind it. A grant of this
+   * candidate's own that it does not hold (an acquire whose answer was lost) leads nobody: it is
+   * not reported, and it ends within one lease duration.
+   */
+  private void observeHolder() {
+    backend
+        .holder(config.name())
+        .map(h -> GrantOwner.processOf(h.owner()))
+        .filter(leader -> !leader.equals(config.identity()))
+        .forEach(this::observe);
+  }
+
+  /**
+   * Step 3, item 5, of the class's algorithm: one wait for a lost term's work to end, which wakes
+   * the campaign when it does. Past {@code workStopTimeout} it is reported once, and waited for
+   * still.
+   */
+  private void awaitLostWork(LostWork lost) {
+    Duration left =
+        config
+            .workStopTimeout()
+            .minus(Duration.ofNanos(config.clock().nanoTime() - lost.sinceNanos()));
+    if (left.isNegative() || left.isZero()) {
+      overrun(
+          lost.work(),
+          "not campaigning until it ends, so that this process never runs two terms' work at once");
+      pause(config.retryPeriod());
+    } else {
+      pause(min(config.retryPeriod(), left));
+    }
+  }
+
   private void observe(String leader) {
     if (leader.equals(observedLeader)) {
       return;
@@ -323,6 +400,7 @@ public final class LeaderElector implements AutoCloseable {
         config.identity(),
         got.lease().token().value());
     observe(config.identity());
+    CountDownLatch ended = new CountDownLatch(1);
     Thread thread =
         new Thread(
             () -> {
@@ -332,6 +410,9 @@ public final class LeaderElector implements AutoCloseable {
                 Thread.currentThread().interrupt();
               } catch (RuntimeException e) {
                 LOG.error("Election {}: the leader's work failed", config.name(), e);
+              } finally {
+                ended.countDown();
+                signal(); // a campaign waiting for a lost term's work may go on
               }
             },
             "nolock-leader-" + config.name());
@@ -341,7 +422,7 @@ public final class LeaderElector implements AutoCloseable {
       if (held != got) {
         return; // a close() that gave up waiting for this thread ended the term meanwhile
       }
-      work = thread;
+      work = new Work(thread, ended, new AtomicBoolean());
       thread.start();
     } finally {
       mutex.unlock();
@@ -378,7 +459,8 @@ public final class LeaderElector implements AutoCloseable {
       return null;
     }
     if (term.work() != null) {
-      term.work().interrupt();
+      term.work().thread().interrupt();
+      lostWork = new LostWork(term.work(), config.clock().nanoTime());
     }
     losses.increment();
     leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
@@ -392,29 +474,42 @@ public final class LeaderElector implements AutoCloseable {
 
   /** Step 4 of the class's algorithm, after campaigning stopped. */
   private void stopGracefully(Term term) {
-    Thread thread = term.work();
-    if (thread != null) {
-      thread.interrupt();
+    Work work = term.work();
+    if (work != null) {
+      work.thread().interrupt();
     }
     stopped();
-    if (thread != null) {
-      try {
-        thread.join(Math.max(1, config.workStopTimeout().toMillis()));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      if (thread.isAlive()) {
-        overruns.increment();
-        LOG.error(
-            "Election {}: the leader's work thread still runs {} ms after it was interrupted and"
-                + " told to stop (workStopTimeout); releasing the lease anyway: a successor may"
-                + " start while it runs, and only the fence refuses its writes",
-            config.name(),
-            config.workStopTimeout().toMillis());
-      }
+    if (work != null && !awaitEnd(work)) {
+      overrun(
+          work,
+          "releasing the lease anyway: a successor may start while it runs, and only the fence"
+              + " refuses its writes");
     }
     leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
     release(term.lease());
+  }
+
+  /** Waits at most {@code workStopTimeout} for {@code work}'s thread to end; true when it has. */
+  private boolean awaitEnd(Work work) {
+    try {
+      work.thread().join(Math.max(1, config.workStopTimeout().toMillis()));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return !work.thread().isAlive();
+  }
+
+  /** A work thread that outlived {@code workStopTimeout}: logged each time, counted once. */
+  private void overrun(Work work, String consequence) {
+    if (work.overrunCounted().compareAndSet(false, true)) {
+      overruns.increment();
+    }
+    LOG.error(
+        "Election {}: the leader's work thread still runs more than {} ms after it was interrupted"
+            + " and told to stop (workStopTimeout); {}",
+        config.name(),
+        config.workStopTimeout().toMillis(),
+        consequence);
   }
 
   private void stopped() {

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
@@ -93,8 +94,11 @@ class LeaderElectorStepDownTest {
 
     @Override
     public void onStartedLeading(HeldLock leadership) {
-      thread.set(Thread.currentThread());
-      events.add(who + ": started leading");
+      Thread previous = thread.getAndSet(Thread.currentThread());
+      events.add(
+          who
+              + ": started leading"
+              + (previous == null ? "" : ", previous term's work running: " + previous.isAlive()));
       started.countDown();
       while (mayEnd.getCount() > 0) {
         try {
@@ -255,7 +259,9 @@ class LeaderElectorStepDownTest {
     AtomicLong haltedAt = new AtomicLong(-1);
     List<Duration> waits = new CopyOnWriteArrayList<>();
     CountDownLatch mayEnd = latch();
-    StubbornWork a = new StubbornWork("A", mayEnd, true);
+    // Not ended by onStoppedLeading: work that starts late would skip its wait and miss the
+    // interrupt the test checks for.
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
     LockBackendRecorder backend =
         new LockBackendRecorder("A", server) {
           @Override
@@ -292,7 +298,8 @@ class LeaderElectorStepDownTest {
                 + " renewDeadline of 6 s; its waits: %s",
             waits)
         .isLessThanOrEqualTo(Duration.ofSeconds(6));
-    assertThat(a.interrupted.getCount()).isZero();
+    // The interrupt is sent before the halt, but the work thread notices it on its own time.
+    assertThat(awaitQuietly(a.interrupted)).as("the work was interrupted").isTrue();
   }
 
   /**
@@ -356,6 +363,143 @@ class LeaderElectorStepDownTest {
     assertThat(a.working()).as("the work ignored everything").isTrue();
     assertThat(events).contains("A: release, interrupted before: true");
     assertThat(server.holder("step-down").isEmpty()).as("the lease was released").isTrue();
+  }
+
+  /**
+   * No halt configured, and the leader's work ignores interrupts. The server's lease expires (as
+   * after a pause or a partition longer than the lease), so A's renewal is refused and A steps
+   * down; nobody else campaigns, so the lease is free at once. Taking it again now would run a
+   * second term's work beside the first in one process: A must wait for its lost term's work to
+   * end, say so once {@code workStopTimeout} has passed, and lead again only after that work ended.
+   */
+  @Test
+  void withoutAHaltTheCandidateDoesNotLeadAgainWhileItsLostTermsWorkStillRuns() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    CountDownLatch mayEnd = latch();
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
+    AtomicInteger acquired = new AtomicInteger();
+    AtomicInteger freePausesAfterLoss = new AtomicInteger();
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            Option<FencingToken> got = super.tryAcquire(name, owner, ttl);
+            got.forEach(token -> events.add("A: acquired token " + token.value()));
+            got.forEach(token -> acquired.incrementAndGet());
+            return got;
+          }
+        };
+    try (CapturedStderr err = new CapturedStderr()) {
+      start(
+          backend,
+          fast("A")
+              .haltOnLoss(false)
+              .workStopTimeout(Duration.ofMillis(100))
+              .metrics(registry)
+              .pause(
+                  (wake, d) -> {
+                    // Each wait A starts after its step-down while the lease is free is one more
+                    // chance it had to take the lease again.
+                    if (indexOf("A: onStoppedLeading") >= 0
+                        && server.holder("step-down").isEmpty()) {
+                      freePausesAfterLoss.incrementAndGet();
+                    }
+                    wake.awaitNanos(d.toNanos());
+                  })
+              .build(),
+          a);
+      a.started.await();
+      serverClock.advance(Duration.ofSeconds(2)); // past the 1 s lease: the next renewal is refused
+
+      await("A leads again, or has waited twice on a free lease past workStopTimeout")
+          .atMost(Duration.ofSeconds(20))
+          .until(
+              () ->
+                  acquired.get() >= 2
+                      || (freePausesAfterLoss.get() >= 2 && overruns(registry) >= 1));
+
+      assertThat(events.stream().filter(e -> e.startsWith("A: started leading")))
+          .as(
+              "onStartedLeading was not called a second time while the lost term's work, which"
+                  + " ignores interrupts, still ran; events: %s",
+              events)
+          .containsExactly("A: started leading");
+      assertThat(acquired).as("nor was the lease taken again; events: %s", events).hasValue(1);
+      assertThat(a.working()).as("the first term's work still runs").isTrue();
+      assertThat(events).as("it was interrupted").contains("A: work interrupted, goes on");
+      assertThat(overruns(registry))
+          .as("the work thread outliving workStopTimeout is counted once")
+          .isEqualTo(1);
+      assertThat(err.lines())
+          .as("and logged at error level")
+          .anyMatch(
+              line ->
+                  line.contains("ERROR")
+                      && line.contains("LeaderElector")
+                      && line.contains("step-down")
+                      && line.contains("workStopTimeout"));
+    }
+
+    mayEnd.countDown();
+
+    await("A leads again once its first term's work ended")
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> indexOf("A: started leading, previous term's work running") >= 0);
+    assertThat(events)
+        .as("the second term started after the first term's work ended; events: %s", events)
+        .contains("A: started leading, previous term's work running: false");
+    assertThat(indexOf("A: work ended"))
+        .isNotNegative()
+        .isLessThan(indexOf("A: started leading, previous"));
+    assertThat(acquired).hasValue(2);
+  }
+
+  /**
+   * close() on a candidate that waits for its lost term's work, which never ends: close() waits
+   * {@code workStopTimeout} for it, as for a leader's work, then returns, and the candidate never
+   * led again.
+   */
+  @Test
+  void closeWhileWaitingForALostTermsWorkReturnsAfterWorkStopTimeout() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    StubbornWork a = new StubbornWork("A", latch(), false);
+    LeaderElector elector =
+        start(
+            new LockBackendRecorder("A", server),
+            fast("A")
+                .haltOnLoss(false)
+                .workStopTimeout(Duration.ofMillis(100))
+                .metrics(registry)
+                .build(),
+            a);
+    a.started.await();
+    serverClock.advance(Duration.ofSeconds(2));
+    await("A waits for its lost term's work past workStopTimeout")
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> overruns(registry) >= 1);
+
+    try (CapturedStderr err = new CapturedStderr()) {
+      elector.close();
+
+      assertThat(err.lines())
+          .as("close() says it returns while the work runs")
+          .anyMatch(
+              line -> line.contains("ERROR") && line.contains("close() returns while it runs"));
+    }
+    assertThat(a.working()).as("the work ignored everything").isTrue();
+    assertThat(overruns(registry)).as("the same thread is counted once").isEqualTo(1);
+    assertThat(events.stream().filter(e -> e.startsWith("A: started leading")))
+        .as("A never led again; events: %s", events)
+        .hasSize(1);
+  }
+
+  private static double overruns(SimpleMeterRegistry registry) {
+    Counter counter = registry.find("nolock.leadership.work.overruns").counter();
+    return counter == null ? 0 : counter.count();
   }
 
   @Test
