@@ -24,7 +24,7 @@ import java.util.concurrent.locks.Condition;
  *
  * Defaults follow client-go: 15 s, 10 s, 2 s, jitter 1.2. {@code workStopTimeout} (default 10 s)
  * bounds how long {@link LeaderElector#close()} waits for the leader's work to end before it
- * releases the lease.
+ * releases the lease, and when a lost term's work that a candidate waits for is reported.
  */
 public final class ElectorConfig {
 
@@ -195,6 +195,10 @@ public final class ElectorConfig {
      * anyway (logged at error level and counted as {@code nolock.leadership.work.overruns}); the
      * lease stays renewed while it waits, so no successor starts during the wait. Between zero
      * (release at once) and 10 min; default 10 s.
+     *
+     * <p>After a lost lease without a halt, the candidate does not campaign again until the lost
+     * term's work has ended; past this timeout that work is logged and counted the same way, and
+     * the candidate goes on waiting for it.
      */
     public Builder workStopTimeout(Duration d) {
       Objects.requireNonNull(d, "workStopTimeout");
