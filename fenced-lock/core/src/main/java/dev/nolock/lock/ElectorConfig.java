@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.locks.Condition;
 
 /**
  * Immutable settings of a {@link LeaderElector}, with the arithmetic of Kubernetes leader election
@@ -21,7 +22,9 @@ import java.util.UUID;
  *       renewal attempt before it gives up, or one slow call ends its leadership.
  * </ul>
  *
- * Defaults follow client-go: 15 s, 10 s, 2 s, jitter 1.2.
+ * Defaults follow client-go: 15 s, 10 s, 2 s, jitter 1.2. {@code workStopTimeout} (default 10 s)
+ * bounds how long {@link LeaderElector#close()} waits for the leader's work to end before it
+ * releases the lease, and when a lost term's work that a candidate waits for is reported.
  */
 public final class ElectorConfig {
 
@@ -29,16 +32,30 @@ public final class ElectorConfig {
   public static final Duration DEFAULT_RENEW_DEADLINE = Duration.ofSeconds(10);
   public static final Duration DEFAULT_RETRY_PERIOD = Duration.ofSeconds(2);
   public static final double JITTER_FACTOR = 1.2;
+  public static final Duration DEFAULT_WORK_STOP_TIMEOUT = Duration.ofSeconds(10);
+  static final Duration MAX_WORK_STOP_TIMEOUT = Duration.ofMinutes(10);
+
+  /**
+   * How the elector's campaign thread waits between its checks: on {@code wake}, which the elector
+   * signals when a lease is lost or it is closed, for at most {@code duration}. Tests replace it to
+   * read the waits back and move a manual clock instead of blocking.
+   */
+  @FunctionalInterface
+  interface Pause {
+    void await(Condition wake, Duration duration) throws InterruptedException;
+  }
 
   private final String name;
   private final String identity;
   private final Duration leaseDuration;
   private final Duration renewDeadline;
   private final Duration retryPeriod;
+  private final Duration workStopTimeout;
   private final boolean haltOnLoss;
   private final Runnable halt;
   private final LeaseClock clock;
   private final MeterRegistry registry;
+  private final Pause pause;
 
   private ElectorConfig(Builder b) {
     this.name = b.name;
@@ -46,10 +63,12 @@ public final class ElectorConfig {
     this.leaseDuration = b.leaseDuration;
     this.renewDeadline = b.renewDeadline;
     this.retryPeriod = b.retryPeriod;
+    this.workStopTimeout = b.workStopTimeout;
     this.haltOnLoss = b.haltOnLoss;
     this.halt = b.halt;
     this.clock = b.clock;
     this.registry = b.registry;
+    this.pause = b.pause;
     if (leaseDuration.compareTo(renewDeadline) <= 0) {
       throw new IllegalArgumentException(
           "leaseDuration ("
@@ -98,6 +117,10 @@ public final class ElectorConfig {
     return retryPeriod;
   }
 
+  public Duration workStopTimeout() {
+    return workStopTimeout;
+  }
+
   public boolean haltOnLoss() {
     return haltOnLoss;
   }
@@ -114,6 +137,10 @@ public final class ElectorConfig {
     return registry;
   }
 
+  Pause pause() {
+    return pause;
+  }
+
   /** Builds an {@link ElectorConfig}. */
   public static final class Builder {
     private final String name;
@@ -121,10 +148,12 @@ public final class ElectorConfig {
     private Duration leaseDuration = DEFAULT_LEASE_DURATION;
     private Duration renewDeadline = DEFAULT_RENEW_DEADLINE;
     private Duration retryPeriod = DEFAULT_RETRY_PERIOD;
+    private Duration workStopTimeout = DEFAULT_WORK_STOP_TIMEOUT;
     private boolean haltOnLoss = true;
     private Runnable halt = () -> Runtime.getRuntime().halt(1);
     private LeaseClock clock = LeaseClock.system();
     private MeterRegistry registry = new CompositeMeterRegistry();
+    private Pause pause = (wake, duration) -> wake.awaitNanos(duration.toNanos());
 
     private Builder(String name) {
       this.name = Names.requireName("election name", name, Lease.MAX_NAME_LENGTH);
@@ -161,6 +190,33 @@ public final class ElectorConfig {
     }
 
     /**
+     * How long {@link LeaderElector#close()} waits for the leader's work thread to end, after
+     * interrupting it and calling {@link Leadership#onStoppedLeading}, before it releases the lease
+     * anyway (logged at error level and counted as {@code nolock.leadership.work.overruns}); the
+     * lease stays renewed while it waits, so no successor starts during the wait. Between zero
+     * (release at once) and 10 min; default 10 s.
+     *
+     * <p>After a lost lease without a halt, the candidate does not campaign again until the lost
+     * term's work has ended; past this timeout that work is logged and counted the same way, and
+     * the candidate goes on waiting for it.
+     */
+    public Builder workStopTimeout(Duration d) {
+      Objects.requireNonNull(d, "workStopTimeout");
+      if (d.isNegative() || d.compareTo(MAX_WORK_STOP_TIMEOUT) > 0) {
+        throw new IllegalArgumentException(
+            "workStopTimeout must be between PT0S and "
+                + MAX_WORK_STOP_TIMEOUT
+                + ", got "
+                + d
+                + ": pass how long close() may wait for the leader's work to end after it is"
+                + " interrupted, e.g. Duration.ofSeconds(10); Duration.ZERO releases the lease"
+                + " without waiting.");
+      }
+      this.workStopTimeout = d;
+      return this;
+    }
+
+    /**
      * Whether losing leadership halts the process (default true). A leader that keeps running after
      * losing its lease is the failure, and a halt is the only stop that cannot be ignored by a
      * thread that does not check for interrupts; embedders that stop their work reliably may turn
@@ -174,6 +230,12 @@ public final class ElectorConfig {
     /** What halting does; tests replace {@code Runtime.halt(1)}. */
     Builder halt(Runnable halt) {
       this.halt = Objects.requireNonNull(halt, "halt");
+      return this;
+    }
+
+    /** How the campaign thread waits; tests replace the wait on the elector's condition. */
+    Builder pause(Pause pause) {
+      this.pause = Objects.requireNonNull(pause, "pause");
       return this;
     }
 

@@ -11,8 +11,10 @@ import io.micrometer.core.instrument.Timer;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -32,14 +34,45 @@ import org.slf4j.LoggerFactory;
  *       Leadership#onNewLeader} if that holder differs from the last one it saw.
  *   <li>The leader's lease is renewed by compare-and-swap on its token (the {@link FencedLock}
  *       watchdog); {@link Leadership#onStartedLeading} runs on its own thread.
- *   <li>The leader steps down as soon as a renewal is refused, or when it has not renewed for
- *       {@code renewDeadline} — before its {@code leaseDuration} can expire, so that no successor
- *       starts while it still works. Stepping down interrupts the work thread, calls {@link
- *       Leadership#onStoppedLeading}, and by default halts the process: a leader that keeps running
- *       after losing its lease is the failure, and client-go's {@code os.Exit(1)} in {@code
- *       OnStoppedLeading} exists for that reason.
- *   <li>{@link #close()} steps down gracefully: releases the lease (a successor need not wait for
- *       it to expire) and does not halt.
+ *   <li>The leader steps down as soon as a renewal is refused (the lock's watchdog wakes the
+ *       campaign at once), or when it has not renewed for {@code renewDeadline} — before its {@code
+ *       leaseDuration} can expire, so that no successor starts while it still works. While it
+ *       leads, the campaign wakes at {@code min(retryPeriod, renewDeadline − time since the last
+ *       renewal)}, so a missed deadline is noticed when it passes, not up to a {@code retryPeriod}
+ *       later. Stepping down after a loss is, in this order:
+ *       <ol>
+ *         <li>interrupt the work thread;
+ *         <li>halt the process, unless {@code haltOnLoss(false)}: work that ignores the interrupt
+ *             must not overlap the successor, and client-go's {@code os.Exit(1)} in {@code
+ *             OnStoppedLeading} exists for that reason. Nothing the backend or the owner does can
+ *             delay it: no backend call and no callback comes before it;
+ *         <li>call {@link Leadership#onStoppedLeading} (after a real halt it never runs);
+ *         <li>release the lease on a thread of its own, best effort: a backend that does not answer
+ *             blocks only that thread for its own timeout, never the step-down nor the campaign,
+ *             and the lease ends at its TTL anyway;
+ *         <li>campaign again (step 1) only once the lost term's {@link Leadership#onStartedLeading}
+ *             has returned. Without a halt, work that ignores the interrupt still runs, and winning
+ *             again would run a second term's work beside it in this process, two grants of the
+ *             same thing at once. So the candidate waits, still reporting other leaders through
+ *             {@link Leadership#onNewLeader}; once the work has run {@code workStopTimeout} past
+ *             its interrupt it is logged at error level and counted ({@code
+ *             nolock.leadership.work.overruns}), and the candidate keeps waiting: a candidate that
+ *             never leads again is visible and safe, a term overlapping its predecessor in one
+ *             process is neither. Other candidates may lead meanwhile.
+ *       </ol>
+ *   <li>{@link #close()} steps down gracefully, without halting, and frees the lease only once the
+ *       work has ended, so that a successor never overlaps it:
+ *       <ol>
+ *         <li>stop campaigning;
+ *         <li>interrupt the work thread and call {@link Leadership#onStoppedLeading};
+ *         <li>wait for the work thread to end, at most {@code workStopTimeout} (the watchdog still
+ *             renews the lease meanwhile); a thread still running then is logged at error level and
+ *             counted ({@code nolock.leadership.work.overruns});
+ *         <li>release the lease, so that a successor need not wait for it to expire.
+ *       </ol>
+ *       A close while the candidate waits for a lost term's work (step 3, item 5) waits for it at
+ *       most {@code workStopTimeout} as well, then returns, logging and counting a thread still
+ *       running.
  *   <li>A backend that is down ({@link BackendUnavailableException}) is retried every {@code
  *       retryPeriod}; a leader whose renewals keep failing that way steps down at {@code
  *       renewDeadline}. Any other exception (a missing table, a malformed lease item, Redis {@code
@@ -51,9 +84,10 @@ import org.slf4j.LoggerFactory;
  *       and also wakes the campaign with it: a leader whose renewal throws such an exception steps
  *       down at once (as in step 3, halting by default), without waiting for {@code renewDeadline}.
  *   <li>An {@link Error} on the campaign thread ({@code NoClassDefFoundError}, {@code
- *       OutOfMemoryError}) is logged at error level, steps down a leader (no one would watch its
- *       term after the thread ends), and is rethrown: the campaign thread ends; the elector is not
- *       campaigning any more. An {@code Error} thrown by a renewal is handled as in step 5.
+ *       OutOfMemoryError}) is logged at error level, steps down a leader as in step 3 (no one would
+ *       watch its term after the thread ends; the release is made on the campaign thread before it
+ *       ends), and is rethrown: the campaign thread ends; the elector is not campaigning any more.
+ *       An {@code Error} thrown by a renewal is handled as in step 5.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
@@ -72,6 +106,7 @@ public final class LeaderElector implements AutoCloseable {
   private final Counter changes;
   private final Counter losses;
   private final Counter errors;
+  private final Counter overruns;
   private final Timer leading;
 
   /**
@@ -83,10 +118,33 @@ public final class LeaderElector implements AutoCloseable {
   private record RenewalFailure(FencingToken token, Throwable cause) {}
 
   private volatile boolean running = true;
-  private volatile HeldLock held;
+  private volatile HeldLock held; // written under mutex, with work
   private volatile long leaderSinceNanos;
   private String observedLeader; // only the loop thread touches it
-  private Thread work;
+  private Work work;
+  private boolean signalled; // under mutex: a signal that came while the loop was not waiting
+
+  /**
+   * The work of the last term lost, until it has ended: the campaign does not acquire meanwhile.
+   * Written by the campaign thread.
+   */
+  private volatile LostWork lostWork;
+
+  /** A term being ended: its lease and its work. */
+  private record Term(HeldLock lease, Work work) {}
+
+  /**
+   * A term's work: the thread running {@link Leadership#onStartedLeading}, and whether that call
+   * has returned (the thread is still alive for a moment after, to wake the campaign).
+   */
+  private record Work(Thread thread, CountDownLatch ended, AtomicBoolean overrunCounted) {
+    boolean running() {
+      return ended.getCount() > 0;
+    }
+  }
+
+  /** A lost term's work, interrupted at {@code sinceNanos} on the elector's clock. */
+  private record LostWork(Work work, long sinceNanos) {}
 
   private LeaderElector(LockBackend backend, ElectorConfig config, Leadership leadership) {
     this.config = Objects.requireNonNull(config, "config");
@@ -121,6 +179,15 @@ public final class LeaderElector implements AutoCloseable {
                     + " down, and the campaign goes on")
             .tags(tags)
             .register(config.registry());
+    this.overruns =
+        Counter.builder("nolock.leadership.work.overruns")
+            .description(
+                "Leader work threads still running workStopTimeout after their interrupt: on"
+                    + " close() the lease was released anyway and only the fence stops that"
+                    + " work's writes; after a lost lease the candidate does not campaign until"
+                    + " the thread ends")
+            .tags(tags)
+            .register(config.registry());
     this.leading =
         Timer.builder("nolock.leadership.held")
             .description("Time spent as leader")
@@ -144,7 +211,11 @@ public final class LeaderElector implements AutoCloseable {
     return current != null && current.isHeld();
   }
 
-  /** Steps down if leading (releasing the lease, without halting) and stops campaigning. */
+  /**
+   * Stops campaigning and, if leading, steps down without halting (step 4 of the class's
+   * algorithm): the lease is released once the work thread has ended, or after {@code
+   * workStopTimeout}. A lost term's work still running is waited for as long.
+   */
   @Override
   public void close() {
     running = false;
@@ -154,7 +225,15 @@ public final class LeaderElector implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    stepDown(null);
+    Term term = endTerm();
+    if (term != null) {
+      stopGracefully(term);
+    } else {
+      LostWork lost = lostWork;
+      if (lost != null && !awaitEnd(lost.work())) {
+        overrun(lost.work(), "close() returns while it runs");
+      }
+    }
     lock.close();
   }
 
@@ -172,7 +251,8 @@ public final class LeaderElector implements AutoCloseable {
           e);
       if (leading) {
         try {
-          stepDown("the campaign thread ended on " + e);
+          // The thread ends here: nothing is left for a background release to spare.
+          release(stepDownOnLoss("the campaign thread ended on " + e));
         } catch (Throwable stepDownFailed) {
           e.addSuppressed(stepDownFailed);
         }
@@ -185,19 +265,20 @@ public final class LeaderElector implements AutoCloseable {
     while (running) {
       try {
         HeldLock current = held;
-        if (current == null) {
+        LostWork lost = lostWork;
+        if (current == null && lost != null && lost.work().running()) {
+          observeHolder();
+          awaitLostWork(lost);
+        } else if (current == null) {
+          if (lost != null) {
+            lost.work().thread().join(); // it has returned: only its signal is left to run
+            lostWork = null;
+          }
           Option<HeldLock> got = lock.tryAcquire(config.name(), config.leaseDuration());
           if (got.isDefined()) {
             lead(got.get());
           } else {
-            // The lease names the leader's grant; observers want the candidate behind it. A grant
-            // of this candidate's own that it does not hold (an acquire whose answer was lost)
-            // leads nobody: it is not reported, and it ends within one lease duration.
-            backend
-                .holder(config.name())
-                .map(h -> GrantOwner.processOf(h.owner()))
-                .filter(leader -> !leader.equals(config.identity()))
-                .forEach(this::observe);
+            observeHolder();
             pause(jittered(config.retryPeriod()));
           }
         } else {
@@ -207,18 +288,24 @@ public final class LeaderElector implements AutoCloseable {
             survive("a renewal of the lease failed", failure.cause());
             pause(jittered(config.retryPeriod()));
           } else if (!current.isHeld()) {
-            stepDown("the lease was lost");
-          } else if (sinceRenewal.compareTo(config.renewDeadline()) > 0) {
-            stepDown(
-                "no renewal for "
-                    + sinceRenewal.toMillis()
-                    + " ms (renewDeadline "
-                    + config.renewDeadline().toMillis()
-                    + " ms)");
+            releaseInBackground(stepDownOnLoss("the lease was lost"));
+          } else if (sinceRenewal.compareTo(config.renewDeadline()) >= 0) {
+            releaseInBackground(
+                stepDownOnLoss(
+                    "no renewal for "
+                        + sinceRenewal.toMillis()
+                        + " ms (renewDeadline "
+                        + config.renewDeadline().toMillis()
+                        + " ms)"));
           } else {
-            pause(config.retryPeriod());
+            // Wake when the deadline passes, not at the next poll after it: a renewal that
+            // succeeds meanwhile only makes this check find it met.
+            pause(min(config.retryPeriod(), config.renewDeadline().minus(sinceRenewal)));
           }
         }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        running = false;
       } catch (BackendUnavailableException e) {
         LOG.warn("Election {}: backend unavailable, retrying", config.name(), e);
         pause(jittered(config.retryPeriod()));
@@ -246,10 +333,43 @@ public final class LeaderElector implements AutoCloseable {
         e);
     if (leading) {
       try {
-        stepDown(what + ": " + e);
+        releaseInBackground(stepDownOnLoss(what + ": " + e));
       } catch (RuntimeException stepDownFailed) {
         LOG.error("Election {}: stepping down threw", config.name(), stepDownFailed);
       }
+    }
+  }
+
+  /**
+   * The lease names the leader's grant; observers want the candidate behind it. A grant of this
+   * candidate's own that it does not hold (an acquire whose answer was lost) leads nobody: it is
+   * not reported, and it ends within one lease duration.
+   */
+  private void observeHolder() {
+    backend
+        .holder(config.name())
+        .map(h -> GrantOwner.processOf(h.owner()))
+        .filter(leader -> !leader.equals(config.identity()))
+        .forEach(this::observe);
+  }
+
+  /**
+   * Step 3, item 5, of the class's algorithm: one wait for a lost term's work to end, which wakes
+   * the campaign when it does. Past {@code workStopTimeout} it is reported once, and waited for
+   * still.
+   */
+  private void awaitLostWork(LostWork lost) {
+    Duration left =
+        config
+            .workStopTimeout()
+            .minus(Duration.ofNanos(config.clock().nanoTime() - lost.sinceNanos()));
+    if (left.isNegative() || left.isZero()) {
+      overrun(
+          lost.work(),
+          "not campaigning until it ends, so that this process never runs two terms' work at once");
+      pause(config.retryPeriod());
+    } else {
+      pause(min(config.retryPeriod(), left));
     }
   }
 
@@ -266,8 +386,13 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   private void lead(HeldLock got) {
-    held = got;
     leaderSinceNanos = config.clock().nanoTime();
+    mutex.lock();
+    try {
+      held = got; // before any callback: an Error in one must find a term to step down
+    } finally {
+      mutex.unlock();
+    }
     changes.increment();
     LOG.info(
         "Election {}: {} leads with token {}",
@@ -275,6 +400,7 @@ public final class LeaderElector implements AutoCloseable {
         config.identity(),
         got.lease().token().value());
     observe(config.identity());
+    CountDownLatch ended = new CountDownLatch(1);
     Thread thread =
         new Thread(
             () -> {
@@ -284,57 +410,138 @@ public final class LeaderElector implements AutoCloseable {
                 Thread.currentThread().interrupt();
               } catch (RuntimeException e) {
                 LOG.error("Election {}: the leader's work failed", config.name(), e);
+              } finally {
+                ended.countDown();
+                signal(); // a campaign waiting for a lost term's work may go on
               }
             },
             "nolock-leader-" + config.name());
     thread.setDaemon(true);
     mutex.lock();
     try {
-      work = thread;
+      if (held != got) {
+        return; // a close() that gave up waiting for this thread ended the term meanwhile
+      }
+      work = new Work(thread, ended, new AtomicBoolean());
+      thread.start();
     } finally {
       mutex.unlock();
     }
-    thread.start();
   }
 
   /**
-   * Ends this term: {@code reason} null means a graceful close (release, no halt); otherwise the
-   * leadership was lost.
+   * Takes the current term for ending it, once: the campaign thread and {@link #close()} may both
+   * try. Null when there is none.
    */
-  private void stepDown(String reason) {
-    HeldLock current = held;
-    if (current == null) {
-      return;
-    }
-    held = null;
-    Thread thread;
+  private Term endTerm() {
     mutex.lock();
     try {
-      thread = work;
+      HeldLock current = held;
+      if (current == null) {
+        return null;
+      }
+      Term term = new Term(current, work);
+      held = null;
       work = null;
+      return term;
     } finally {
       mutex.unlock();
     }
-    if (thread != null) {
-      thread.interrupt();
+  }
+
+  /**
+   * Steps down after a loss (step 3 of the class's algorithm): interrupt, halt, onStoppedLeading.
+   * Returns the lease, still to be released, or null when there was no term.
+   */
+  private HeldLock stepDownOnLoss(String reason) {
+    Term term = endTerm();
+    if (term == null) {
+      return null;
+    }
+    if (term.work() != null) {
+      term.work().thread().interrupt();
+      lostWork = new LostWork(term.work(), config.clock().nanoTime());
+    }
+    losses.increment();
+    leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
+    LOG.error("Election {}: {} lost leadership: {}", config.name(), config.identity(), reason);
+    if (config.haltOnLoss()) {
+      config.halt().run();
+    }
+    stopped();
+    return term.lease();
+  }
+
+  /** Step 4 of the class's algorithm, after campaigning stopped. */
+  private void stopGracefully(Term term) {
+    Work work = term.work();
+    if (work != null) {
+      work.thread().interrupt();
+    }
+    stopped();
+    if (work != null && !awaitEnd(work)) {
+      overrun(
+          work,
+          "releasing the lease anyway: a successor may start while it runs, and only the fence"
+              + " refuses its writes");
     }
     leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
+    release(term.lease());
+  }
+
+  /** Waits at most {@code workStopTimeout} for {@code work}'s thread to end; true when it has. */
+  private boolean awaitEnd(Work work) {
     try {
-      current.release();
-    } catch (RuntimeException e) {
-      LOG.warn("Election {}: could not release; it expires after its TTL", config.name(), e);
+      work.thread().join(Math.max(1, config.workStopTimeout().toMillis()));
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
+    return !work.thread().isAlive();
+  }
+
+  /** A work thread that outlived {@code workStopTimeout}: logged each time, counted once. */
+  private void overrun(Work work, String consequence) {
+    if (work.overrunCounted().compareAndSet(false, true)) {
+      overruns.increment();
+    }
+    LOG.error(
+        "Election {}: the leader's work thread still runs more than {} ms after it was interrupted"
+            + " and told to stop (workStopTimeout); {}",
+        config.name(),
+        config.workStopTimeout().toMillis(),
+        consequence);
+  }
+
+  private void stopped() {
     try {
       leadership.onStoppedLeading();
     } catch (RuntimeException e) {
       LOG.error("Election {}: onStoppedLeading threw", config.name(), e);
     }
-    if (reason != null) {
-      losses.increment();
-      LOG.error("Election {}: {} lost leadership: {}", config.name(), config.identity(), reason);
-      if (config.haltOnLoss()) {
-        config.halt().run();
-      }
+  }
+
+  /**
+   * A lost term's release, off the campaign thread: it frees a lease the server may still hold
+   * (renewals that did not get through), but a backend that does not answer blocks it for its own
+   * timeout, and neither the next campaign nor a close must wait for that.
+   */
+  private void releaseInBackground(HeldLock lease) {
+    if (lease == null) {
+      return;
+    }
+    Thread thread = new Thread(() -> release(lease), "nolock-elector-release-" + config.name());
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  private void release(HeldLock lease) {
+    if (lease == null) {
+      return;
+    }
+    try {
+      lease.release();
+    } catch (RuntimeException e) {
+      LOG.warn("Election {}: could not release; it expires after its TTL", config.name(), e);
     }
   }
 
@@ -378,9 +585,11 @@ public final class LeaderElector implements AutoCloseable {
   private void pause(Duration duration) {
     mutex.lock();
     try {
-      if (running) {
-        wake.awaitNanos(duration.toNanos());
+      // A loss signalled between the loop's check and this wait must not wait a whole period.
+      if (running && !signalled) {
+        config.pause().await(wake, duration);
       }
+      signalled = false;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       running = false;
@@ -392,6 +601,7 @@ public final class LeaderElector implements AutoCloseable {
   private void signal() {
     mutex.lock();
     try {
+      signalled = true;
       wake.signalAll();
     } finally {
       mutex.unlock();

@@ -11,7 +11,13 @@ public interface Leadership {
    */
   void onStartedLeading(HeldLock leadership) throws InterruptedException;
 
-  /** Leadership ended (lost, or released on close). Stop the leader's work at once. */
+  /**
+   * Leadership ended: stop the leader's work at once. On {@link LeaderElector#close()} it runs
+   * after the work thread was interrupted and before the elector waits for that thread ({@link
+   * ElectorConfig#workStopTimeout()}) and releases the lease, so it is the place to stop work that
+   * does not answer interrupts. On a loss it runs after the interrupt and after the halt: with the
+   * default halt it never runs, because nothing may delay the halt.
+   */
   void onStoppedLeading();
 
   /**

@@ -10,10 +10,6 @@ import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Option;
-import java.io.ByteArrayOutputStream;
-import java.io.OutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -413,45 +409,6 @@ class LeaderElectorTest {
     assertThat(stopped.getCount()).as("the leader stepped down").isZero();
     assertThat(backend.holder("leader-error").isEmpty()).as("and released its lease").isTrue();
     assertThat(halts).as("and halted, as on any lost term").hasValue(1);
-  }
-
-  /** Copies what is written to {@code System.err} (where slf4j-simple logs) while open. */
-  private static final class CapturedStderr implements AutoCloseable {
-    private final PrintStream original = System.err;
-    private final ByteArrayOutputStream copy = new ByteArrayOutputStream();
-
-    CapturedStderr() {
-      OutputStream both =
-          new OutputStream() {
-            @Override
-            public void write(int b) {
-              original.write(b);
-              synchronized (copy) {
-                copy.write(b);
-              }
-            }
-
-            @Override
-            public void write(byte[] b, int off, int len) {
-              original.write(b, off, len);
-              synchronized (copy) {
-                copy.write(b, off, len);
-              }
-            }
-          };
-      System.setErr(new PrintStream(both, true, StandardCharsets.UTF_8));
-    }
-
-    List<String> lines() {
-      synchronized (copy) {
-        return List.of(copy.toString(StandardCharsets.UTF_8).split("\\R"));
-      }
-    }
-
-    @Override
-    public void close() {
-      System.setErr(original);
-    }
   }
 
   /** Whether the campaign thread of {@code election} is alive. */

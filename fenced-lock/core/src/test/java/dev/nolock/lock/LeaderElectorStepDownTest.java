@@ -1,0 +1,525 @@
+package dev.nolock.lock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
+import dev.nolock.patterns.ManualLeaseClock;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.vavr.control.Option;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The order and the timing of a leader's step-down: on a lost lease the halt comes right after the
+ * interrupt, before any successor can start and before any backend call; the loss is noticed at
+ * {@code renewDeadline}, not up to a {@code retryPeriod} later; {@code close()} releases only once
+ * the work thread has ended or its bound has passed.
+ */
+class LeaderElectorStepDownTest {
+
+  private final List<LeaderElector> electors = new ArrayList<>();
+  private final List<CountDownLatch> toOpen = new ArrayList<>();
+  private final List<String> events = new CopyOnWriteArrayList<>();
+
+  @AfterEach
+  void close() {
+    toOpen.forEach(CountDownLatch::countDown);
+    electors.forEach(LeaderElector::close);
+  }
+
+  private LeaderElector start(LockBackendRecorder backend, ElectorConfig config, Leadership l) {
+    LeaderElector elector = LeaderElector.start(backend, config, l);
+    electors.add(elector);
+    return elector;
+  }
+
+  private CountDownLatch latch() {
+    CountDownLatch latch = new CountDownLatch(1);
+    toOpen.add(latch);
+    return latch;
+  }
+
+  /** Forwards to a shared in-memory server and records each release as an event. */
+  private class LockBackendRecorder extends ForwardingLockBackend {
+    private final String who;
+
+    LockBackendRecorder(String who, InMemoryLockBackend server) {
+      super(server);
+      this.who = who;
+    }
+
+    @Override
+    public boolean release(String name, String owner, FencingToken token) {
+      events.add(who + ": release" + releaseNote());
+      return super.release(name, owner, token);
+    }
+
+    /** What the test records about the moment of the release. */
+    String releaseNote() {
+      return "";
+    }
+  }
+
+  /**
+   * Work that ignores interrupts, the case the halt exists for: it records each interrupt and goes
+   * on until {@code mayEnd} opens.
+   */
+  private final class StubbornWork implements Leadership {
+    final String who;
+    final CountDownLatch started = new CountDownLatch(1);
+    final CountDownLatch interrupted = new CountDownLatch(1);
+    final CountDownLatch mayEnd;
+    final AtomicReference<Thread> thread = new AtomicReference<>();
+    final boolean endsOnStoppedLeading;
+
+    StubbornWork(String who, CountDownLatch mayEnd, boolean endsOnStoppedLeading) {
+      this.who = who;
+      this.mayEnd = mayEnd;
+      this.endsOnStoppedLeading = endsOnStoppedLeading;
+    }
+
+    @Override
+    public void onStartedLeading(HeldLock leadership) {
+      Thread previous = thread.getAndSet(Thread.currentThread());
+      events.add(
+          who
+              + ": started leading"
+              + (previous == null ? "" : ", previous term's work running: " + previous.isAlive()));
+      started.countDown();
+      while (mayEnd.getCount() > 0) {
+        try {
+          mayEnd.await();
+        } catch (InterruptedException ignored) {
+          interrupted.countDown();
+          events.add(who + ": work interrupted, goes on");
+        }
+      }
+      events.add(who + ": work ended");
+    }
+
+    @Override
+    public void onStoppedLeading() {
+      events.add(who + ": onStoppedLeading");
+      if (endsOnStoppedLeading) {
+        mayEnd.countDown();
+      }
+    }
+
+    boolean working() {
+      Thread t = thread.get();
+      return t != null && t.isAlive();
+    }
+  }
+
+  /** A successor: records when it starts leading and whether the old leader's work still ran. */
+  private final class Successor implements Leadership {
+    final CountDownLatch started = new CountDownLatch(1);
+    final StubbornWork predecessor;
+
+    Successor(StubbornWork predecessor) {
+      this.predecessor = predecessor;
+    }
+
+    @Override
+    public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+      events.add("B: started leading, A's work running: " + predecessor.working());
+      started.countDown();
+      new CountDownLatch(1).await();
+    }
+
+    @Override
+    public void onStoppedLeading() {}
+  }
+
+  private static ElectorConfig.Builder fast(String identity) {
+    return ElectorConfig.custom("step-down")
+        .identity(identity)
+        .leaseDuration(Duration.ofSeconds(1))
+        .renewDeadline(Duration.ofMillis(500))
+        .retryPeriod(Duration.ofMillis(200));
+  }
+
+  private int indexOf(String prefix) {
+    for (int i = 0; i < events.size(); i++) {
+      if (events.get(i).startsWith(prefix)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * Leader A's backend stops answering its renewals (a partition), and its work ignores interrupts.
+   * The server's clock is frozen, so A's lease never expires there: successor B can only take over
+   * once A releases it, and A's release blocks until B has started (as a release to a backend that
+   * does not answer blocks for its timeout). The halt must come before any of that: right after the
+   * interrupt, before onStoppedLeading, before any release call.
+   */
+  @Test
+  void onALostLeaseTheHaltComesRightAfterTheInterruptBeforeAnyReleaseAndBeforeTheSuccessorStarts()
+      throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend(new ManualLeaseClock());
+    StubbornWork a = new StubbornWork("A", latch(), false);
+    Successor b = new Successor(a);
+    CountDownLatch releaseMayReturn = latch();
+    LockBackendRecorder aBackend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            if (a.started.getCount() == 0) {
+              throw new BackendUnavailableException("A is partitioned", null);
+            }
+            return super.tryAcquire(name, owner, ttl);
+          }
+
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            throw new BackendUnavailableException("A is partitioned", null);
+          }
+
+          @Override
+          public boolean release(String name, String owner, FencingToken token) {
+            boolean released = super.release(name, owner, token);
+            try {
+              // Blocks like a release to a backend that does not answer, here until B leads.
+              b.started.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            return released;
+          }
+
+          @Override
+          public Option<LeaseHolder> holder(String name) {
+            throw new BackendUnavailableException("A is partitioned", null);
+          }
+        };
+    start(
+        aBackend,
+        fast("A")
+            .halt(
+                () -> {
+                  boolean interruptedFirst = awaitQuietly(a.interrupted);
+                  events.add("A: halt, interrupt sent before it: " + interruptedFirst);
+                })
+            .build(),
+        a);
+    a.started.await();
+    start(new LockBackendRecorder("B", server), fast("B").haltOnLoss(false).build(), b);
+
+    await("B leads").atMost(Duration.ofSeconds(20)).until(() -> b.started.getCount() == 0);
+    await().until(() -> indexOf("A: halt") >= 0);
+
+    assertThat(indexOf("A: halt"))
+        .as("A's halt hook ran before its successor's onStartedLeading; events: %s", events)
+        .isNotNegative()
+        .isLessThan(indexOf("B: started leading"));
+    assertThat(events)
+        .as("the interrupt was sent before the halt")
+        .contains("A: halt, interrupt sent before it: true");
+    int release = indexOf("A: release");
+    assertThat(release < 0 || release > indexOf("A: halt"))
+        .as("no release call between A's interrupt and its halt; events: %s", events)
+        .isTrue();
+    await().until(() -> indexOf("A: onStoppedLeading") >= 0);
+    assertThat(indexOf("A: onStoppedLeading"))
+        .as("onStoppedLeading runs after the halt; events: %s", events)
+        .isGreaterThan(indexOf("A: halt"));
+    assertThat(events)
+        .as("the hazard is real: B started while A's work, ignoring the interrupt, still ran")
+        .contains("B: started leading, A's work running: true");
+    releaseMayReturn.countDown();
+  }
+
+  /**
+   * The elector's clock is a manual one and its waits move it instead of blocking, so the clock
+   * reading at the halt is when the leader noticed. Renewals fail from the start; the server's
+   * lease never expires. With retryPeriod 4 s and renewDeadline 6 s, polling every retryPeriod
+   * notices at 8 s; waking at min(retryPeriod, renewDeadline - time since the last renewal) notices
+   * at 6 s.
+   */
+  @Test
+  void theLeaderNoticesAMissedRenewDeadlineAtTheDeadlineNotARetryPeriodLater() throws Exception {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(new ManualLeaseClock());
+    AtomicLong haltedAt = new AtomicLong(-1);
+    List<Duration> waits = new CopyOnWriteArrayList<>();
+    CountDownLatch mayEnd = latch();
+    // Not ended by onStoppedLeading: work that starts late would skip its wait and miss the
+    // interrupt the test checks for.
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            throw new BackendUnavailableException("renewals do not get through", null);
+          }
+        };
+    start(
+        backend,
+        ElectorConfig.custom("deadline")
+            .identity("A")
+            .leaseDuration(Duration.ofSeconds(10))
+            .renewDeadline(Duration.ofSeconds(6))
+            .retryPeriod(Duration.ofSeconds(4))
+            .clock(clock)
+            .pause(
+                (wake, d) -> {
+                  if (haltedAt.get() >= 0) {
+                    wake.awaitNanos(d.toNanos()); // after the step-down: wait for real
+                  } else {
+                    waits.add(d);
+                    clock.advance(d);
+                  }
+                })
+            .halt(() -> haltedAt.compareAndSet(-1, clock.nanoTime()))
+            .build(),
+        a);
+
+    await().until(() -> haltedAt.get() >= 0);
+
+    assertThat(Duration.ofNanos(haltedAt.get()))
+        .as(
+            "the leader, elected at 0 on its clock and never renewed, stepped down by its"
+                + " renewDeadline of 6 s; its waits: %s",
+            waits)
+        .isLessThanOrEqualTo(Duration.ofSeconds(6));
+    // The interrupt is sent before the halt, but the work thread notices it on its own time.
+    assertThat(awaitQuietly(a.interrupted)).as("the work was interrupted").isTrue();
+  }
+
+  /**
+   * close() on a leader whose work ignores interrupts but stops when told through onStoppedLeading:
+   * the lease is released only after the work thread ended.
+   */
+  @Test
+  void closeReleasesOnlyAfterTheWorkThreadEnded() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    StubbornWork a = new StubbornWork("A", latch(), true);
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          String releaseNote() {
+            return ", work running: " + a.working();
+          }
+        };
+    LeaderElector elector = start(backend, fast("A").build(), a);
+    a.started.await();
+
+    elector.close();
+
+    assertThat(events)
+        .as("close() released after the work thread ended; events: %s", events)
+        .contains("A: release, work running: false");
+    assertThat(indexOf("A: work ended")).isNotNegative().isLessThan(indexOf("A: release"));
+    assertThat(server.holder("step-down").isEmpty()).as("and it did release").isTrue();
+  }
+
+  /**
+   * close() on a leader whose work ignores interrupts and onStoppedLeading: close() waits
+   * workStopTimeout, then releases anyway, and says so (counted, logged at error level).
+   */
+  @Test
+  void closeWaitsForAWorkThreadThatDoesNotEndOnlyUpToWorkStopTimeoutAndCountsTheOverrun()
+      throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    StubbornWork a = new StubbornWork("A", latch(), false);
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          String releaseNote() {
+            return ", interrupted before: " + (a.interrupted.getCount() == 0);
+          }
+        };
+    LeaderElector elector =
+        start(
+            backend,
+            fast("A").workStopTimeout(Duration.ofMillis(100)).metrics(registry).build(),
+            a);
+    a.started.await();
+
+    elector.close();
+
+    Counter overruns = registry.find("nolock.leadership.work.overruns").counter();
+    assertThat(overruns)
+        .as("a work thread still running after workStopTimeout is counted; events: %s", events)
+        .isNotNull();
+    assertThat(overruns.count()).isEqualTo(1);
+    assertThat(a.working()).as("the work ignored everything").isTrue();
+    assertThat(events).contains("A: release, interrupted before: true");
+    assertThat(server.holder("step-down").isEmpty()).as("the lease was released").isTrue();
+  }
+
+  /**
+   * No halt configured, and the leader's work ignores interrupts. The server's lease expires (as
+   * after a pause or a partition longer than the lease), so A's renewal is refused and A steps
+   * down; nobody else campaigns, so the lease is free at once. Taking it again now would run a
+   * second term's work beside the first in one process: A must wait for its lost term's work to
+   * end, say so once {@code workStopTimeout} has passed, and lead again only after that work ended.
+   */
+  @Test
+  void withoutAHaltTheCandidateDoesNotLeadAgainWhileItsLostTermsWorkStillRuns() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    CountDownLatch mayEnd = latch();
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
+    AtomicInteger acquired = new AtomicInteger();
+    AtomicInteger freePausesAfterLoss = new AtomicInteger();
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            Option<FencingToken> got = super.tryAcquire(name, owner, ttl);
+            got.forEach(token -> events.add("A: acquired token " + token.value()));
+            got.forEach(token -> acquired.incrementAndGet());
+            return got;
+          }
+        };
+    try (CapturedStderr err = new CapturedStderr()) {
+      start(
+          backend,
+          fast("A")
+              .haltOnLoss(false)
+              .workStopTimeout(Duration.ofMillis(100))
+              .metrics(registry)
+              .pause(
+                  (wake, d) -> {
+                    // Each wait A starts after its step-down while the lease is free is one more
+                    // chance it had to take the lease again.
+                    if (indexOf("A: onStoppedLeading") >= 0
+                        && server.holder("step-down").isEmpty()) {
+                      freePausesAfterLoss.incrementAndGet();
+                    }
+                    wake.awaitNanos(d.toNanos());
+                  })
+              .build(),
+          a);
+      a.started.await();
+      serverClock.advance(Duration.ofSeconds(2)); // past the 1 s lease: the next renewal is refused
+
+      await("A leads again, or has waited twice on a free lease past workStopTimeout")
+          .atMost(Duration.ofSeconds(20))
+          .until(
+              () ->
+                  acquired.get() >= 2
+                      || (freePausesAfterLoss.get() >= 2 && overruns(registry) >= 1));
+
+      assertThat(events.stream().filter(e -> e.startsWith("A: started leading")))
+          .as(
+              "onStartedLeading was not called a second time while the lost term's work, which"
+                  + " ignores interrupts, still ran; events: %s",
+              events)
+          .containsExactly("A: started leading");
+      assertThat(acquired).as("nor was the lease taken again; events: %s", events).hasValue(1);
+      assertThat(a.working()).as("the first term's work still runs").isTrue();
+      assertThat(events).as("it was interrupted").contains("A: work interrupted, goes on");
+      assertThat(overruns(registry))
+          .as("the work thread outliving workStopTimeout is counted once")
+          .isEqualTo(1);
+      assertThat(err.lines())
+          .as("and logged at error level")
+          .anyMatch(
+              line ->
+                  line.contains("ERROR")
+                      && line.contains("LeaderElector")
+                      && line.contains("step-down")
+                      && line.contains("workStopTimeout"));
+    }
+
+    mayEnd.countDown();
+
+    await("A leads again once its first term's work ended")
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> indexOf("A: started leading, previous term's work running") >= 0);
+    assertThat(events)
+        .as("the second term started after the first term's work ended; events: %s", events)
+        .contains("A: started leading, previous term's work running: false");
+    assertThat(indexOf("A: work ended"))
+        .isNotNegative()
+        .isLessThan(indexOf("A: started leading, previous"));
+    assertThat(acquired).hasValue(2);
+  }
+
+  /**
+   * close() on a candidate that waits for its lost term's work, which never ends: close() waits
+   * {@code workStopTimeout} for it, as for a leader's work, then returns, and the candidate never
+   * led again.
+   */
+  @Test
+  void closeWhileWaitingForALostTermsWorkReturnsAfterWorkStopTimeout() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    StubbornWork a = new StubbornWork("A", latch(), false);
+    LeaderElector elector =
+        start(
+            new LockBackendRecorder("A", server),
+            fast("A")
+                .haltOnLoss(false)
+                .workStopTimeout(Duration.ofMillis(100))
+                .metrics(registry)
+                .build(),
+            a);
+    a.started.await();
+    serverClock.advance(Duration.ofSeconds(2));
+    await("A waits for its lost term's work past workStopTimeout")
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> overruns(registry) >= 1);
+
+    try (CapturedStderr err = new CapturedStderr()) {
+      elector.close();
+
+      assertThat(err.lines())
+          .as("close() says it returns while the work runs")
+          .anyMatch(
+              line -> line.contains("ERROR") && line.contains("close() returns while it runs"));
+    }
+    assertThat(a.working()).as("the work ignored everything").isTrue();
+    assertThat(overruns(registry)).as("the same thread is counted once").isEqualTo(1);
+    assertThat(events.stream().filter(e -> e.startsWith("A: started leading")))
+        .as("A never led again; events: %s", events)
+        .hasSize(1);
+  }
+
+  private static double overruns(SimpleMeterRegistry registry) {
+    Counter counter = registry.find("nolock.leadership.work.overruns").counter();
+    return counter == null ? 0 : counter.count();
+  }
+
+  @Test
+  void aWorkStopTimeoutOutOfRangeIsRefusedSayingHowToFixIt() {
+    assertThatThrownBy(() -> ElectorConfig.custom("x").workStopTimeout(Duration.ofMillis(-1)))
+        .hasMessageContaining("workStopTimeout must be between PT0S and PT10M, got PT-0.001S")
+        .hasMessageContaining("Duration.ZERO releases the lease without waiting");
+    assertThatThrownBy(() -> ElectorConfig.custom("x").workStopTimeout(Duration.ofMinutes(11)))
+        .hasMessageContaining("workStopTimeout must be between");
+    assertThat(ElectorConfig.custom("x").workStopTimeout(Duration.ZERO).build().workStopTimeout())
+        .isZero();
+  }
+
+  private static boolean awaitQuietly(CountDownLatch latch) {
+    try {
+      // Bounded only so that a missing interrupt fails the test instead of hanging it.
+      return latch.await(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+}
