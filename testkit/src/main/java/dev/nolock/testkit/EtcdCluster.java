@@ -17,7 +17,9 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.awaitility.Awaitility;
 
@@ -31,9 +33,10 @@ import org.awaitility.Awaitility;
  * <ol>
  *   <li>{@link #start(Path)} launches three {@code etcd} processes (the binary found on {@code
  *       PATH}) on free loopback ports, each with its own data directory and log file under the
- *       given directory, with a 50 ms heartbeat and a 500 ms election timeout (so an election takes
- *       about a second, and etcd's minimum lease TTL is 1 s); it returns once every member answers
- *       a status request and all of them name the same leader.
+ *       given directory (started again on new ports if another process took one first), with a 50
+ *       ms heartbeat and a 500 ms election timeout (so an election takes about a second, and etcd's
+ *       minimum lease TTL is 1 s); it returns once every member answers a status request and all of
+ *       them name the same leader.
  *   <li>{@link #leader()} waits until every member that is neither frozen nor stopped names the
  *       same leader, itself one of them, and returns it: after a freeze or a stop of the leader,
  *       that is the newly elected one.
@@ -45,8 +48,9 @@ import org.awaitility.Awaitility;
  *   <li>{@link #freeze(Member)} and {@link #thaw(Member)} send {@code SIGSTOP} and {@code SIGCONT}
  *       and return once the kernel reports the new state; {@link #stop(Member)} kills a member
  *       ({@code SIGKILL}) and {@link #restart(Member)} starts it again on its data directory.
- *   <li>{@link #close()} kills every member, and so does a shutdown hook if the JVM ends first; the
- *       data directories stay for a failed test's logs.
+ *   <li>{@link #close()} kills every member (all of them, then reports any that did not exit) and
+ *       removes the shutdown hook that kills them if the JVM ends first; the data directories stay
+ *       for a failed test's logs.
  * </ol>
  *
  * Needs {@code io.etcd:jetcd-core} and the {@code etcd} binary (Debian: {@code etcd-server}).
@@ -58,7 +62,10 @@ public final class EtcdCluster implements AutoCloseable {
 
   private static final Duration CALL_TIMEOUT = Duration.ofSeconds(2);
 
+  private static final int START_ATTEMPTS = 3;
+
   private final List<Member> members;
+  final Thread shutdownHook = new Thread(this::close, "etcd-cluster-stop");
 
   private EtcdCluster(List<Member> members) {
     this.members = List.copyOf(members);
@@ -66,18 +73,65 @@ public final class EtcdCluster implements AutoCloseable {
 
   /** Starts three members with their data under {@code directory}, which must not exist yet. */
   public static EtcdCluster start(Path directory) throws IOException {
+    return start(directory, EtcdCluster::freePorts);
+  }
+
+  /** Picks {@code count} distinct loopback ports. */
+  interface PortPicker {
+    List<Integer> pick(int count) throws IOException;
+  }
+
+  /**
+   * Starts the cluster on ports from {@code picker}, at most {@value #START_ATTEMPTS} times: a
+   * picked port is free when picked, but another process may bind it before etcd does; the member
+   * then exits with {@code bind: address already in use}, and the whole cluster is killed and
+   * started again on new ports, in a new data directory {@code retry-<n>} under {@code directory}
+   * (a member that did start has already recorded the old ports in its data).
+   */
+  static EtcdCluster start(Path directory, PortPicker picker) throws IOException {
     String binary = etcdBinary();
     Files.createDirectories(directory.getParent());
     Files.createDirectory(directory);
-    List<int[]> ports = new ArrayList<>();
-    for (int i = 0; i < 3; i++) {
-      ports.add(new int[] {freePort(), freePort()});
+    for (int attempt = 1; ; attempt++) {
+      Path data = attempt == 1 ? directory : directory.resolve("retry-" + attempt);
+      EtcdCluster cluster =
+          new EtcdCluster(
+              members(binary, data, "nolock-" + directory.getFileName() + "-" + attempt, picker));
+      // A test JVM that ends without closing the cluster (killed fork, System.exit) leaves no etcd.
+      Runtime.getRuntime().addShutdownHook(cluster.shutdownHook);
+      try {
+        for (Member member : cluster.members) {
+          member.launch();
+        }
+        for (Member member : cluster.members) {
+          member.id = cluster.status(member, READY_TIMEOUT).getHeader().getMemberId();
+        }
+        cluster.leader();
+        return cluster;
+      } catch (RuntimeException | IOException e) {
+        try {
+          cluster.close();
+        } catch (RuntimeException notKilled) {
+          e.addSuppressed(notKilled);
+          throw e;
+        }
+        if (attempt == START_ATTEMPTS || !cluster.lostABindRace()) {
+          throw e;
+        }
+      }
     }
+  }
+
+  private static List<Member> members(
+      String binary, Path directory, String token, PortPicker picker) throws IOException {
+    Files.createDirectories(directory);
+    List<Integer> ports = picker.pick(6);
+    IntFunction<String> clientUrl = i -> "http://127.0.0.1:" + ports.get(2 * i);
+    IntFunction<String> peerUrl = i -> "http://127.0.0.1:" + ports.get(2 * i + 1);
     String initialCluster =
-        Stream.of(0, 1, 2)
-            .map(i -> "m" + i + "=http://127.0.0.1:" + ports.get(i)[1])
+        IntStream.range(0, 3)
+            .mapToObj(i -> "m" + i + "=" + peerUrl.apply(i))
             .collect(Collectors.joining(","));
-    String token = "nolock-" + directory.getFileName();
     List<Member> members = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       members.add(
@@ -90,13 +144,13 @@ public final class EtcdCluster implements AutoCloseable {
                   "--data-dir",
                   directory.resolve("m" + i).toString(),
                   "--listen-client-urls",
-                  "http://127.0.0.1:" + ports.get(i)[0],
+                  clientUrl.apply(i),
                   "--advertise-client-urls",
-                  "http://127.0.0.1:" + ports.get(i)[0],
+                  clientUrl.apply(i),
                   "--listen-peer-urls",
-                  "http://127.0.0.1:" + ports.get(i)[1],
+                  peerUrl.apply(i),
                   "--initial-advertise-peer-urls",
-                  "http://127.0.0.1:" + ports.get(i)[1],
+                  peerUrl.apply(i),
                   "--initial-cluster",
                   initialCluster,
                   "--initial-cluster-token",
@@ -111,22 +165,12 @@ public final class EtcdCluster implements AutoCloseable {
                   "warn"),
               directory.resolve("m" + i + ".log")));
     }
-    EtcdCluster cluster = new EtcdCluster(members);
-    // A test JVM that ends without closing the cluster (killed fork, System.exit) leaves no etcd.
-    Runtime.getRuntime().addShutdownHook(new Thread(cluster::close, "etcd-cluster-stop"));
-    try {
-      for (Member member : members) {
-        member.launch();
-      }
-      for (Member member : members) {
-        member.id = cluster.status(member, READY_TIMEOUT).getHeader().getMemberId();
-      }
-      cluster.leader();
-      return cluster;
-    } catch (RuntimeException | IOException e) {
-      cluster.close();
-      throw e;
-    }
+    return members;
+  }
+
+  /** Whether a member's log says it could not bind one of its ports. */
+  private boolean lostABindRace() {
+    return members.stream().anyMatch(Member::lostABindRace);
   }
 
   /** The three members, in start order. */
@@ -240,9 +284,33 @@ public final class EtcdCluster implements AutoCloseable {
     status(member, READY_TIMEOUT);
   }
 
+  /**
+   * Kills every member, even if killing one fails, then reports the failures; unregisters the
+   * shutdown hook, so a test run that starts many clusters keeps no closed one reachable.
+   *
+   * @throws IllegalStateException if a member did not exit, with one suppressed exception each
+   */
   @Override
   public void close() {
-    members.forEach(Member::kill);
+    try {
+      Runtime.getRuntime().removeShutdownHook(shutdownHook);
+    } catch (IllegalStateException shutdownInProgress) {
+      // This is the hook running (or the JVM is ending anyway): the members are killed below.
+    }
+    IllegalStateException failure = null;
+    for (Member member : members) {
+      try {
+        member.kill();
+      } catch (RuntimeException e) {
+        if (failure == null) {
+          failure = new IllegalStateException("could not kill every member of " + this);
+        }
+        failure.addSuppressed(e);
+      }
+    }
+    if (failure != null) {
+      throw failure;
+    }
   }
 
   private Optional<Member> agreedLeader() throws Exception {
@@ -261,6 +329,7 @@ public final class EtcdCluster implements AutoCloseable {
     return Awaitility.await("a status answer from " + member)
         .atMost(timeout)
         .pollInterval(Duration.ofMillis(20))
+        .failFast(member + " exited; its log says why", () -> !member.process.isAlive())
         .ignoreExceptions()
         .until(
             () -> {
@@ -291,9 +360,21 @@ public final class EtcdCluster implements AutoCloseable {
                     "No etcd binary on PATH; install etcd (Debian: apt-get install etcd-server)"));
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      return socket.getLocalPort();
+  /**
+   * Ports the kernel hands out as free, all bound at once so that they are distinct, and released
+   * just before etcd binds them ({@link #start(Path, PortPicker)} retries if one was taken since).
+   */
+  private static List<Integer> freePorts(int count) throws IOException {
+    List<ServerSocket> sockets = new ArrayList<>();
+    try {
+      for (int i = 0; i < count; i++) {
+        sockets.add(new ServerSocket(0, 1, InetAddress.getLoopbackAddress()));
+      }
+      return sockets.stream().map(ServerSocket::getLocalPort).toList();
+    } finally {
+      for (ServerSocket socket : sockets) {
+        socket.close();
+      }
     }
   }
 
@@ -373,6 +454,14 @@ public final class EtcdCluster implements AutoCloseable {
                 String content = Files.readString(stat);
                 return (content.charAt(content.lastIndexOf(')') + 2) == 'T') == stopped;
               });
+    }
+
+    private boolean lostABindRace() {
+      try {
+        return Files.exists(log) && Files.readString(log).contains("address already in use");
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
     }
 
     private void kill() {

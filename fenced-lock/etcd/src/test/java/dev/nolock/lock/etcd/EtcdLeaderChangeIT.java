@@ -66,6 +66,14 @@ class EtcdLeaderChangeIT {
   private static final int MAX_MOVES = 40;
   private static final Duration TTL = Duration.ofSeconds(10);
 
+  /**
+   * The elector's {@code renewDeadline}: it must outlast the whole leaderless spell (two kills, the
+   * survivor noticing, the held keep-alive failing, two restarts, a new election, the next
+   * keep-alive), about 3 s here but several times that on a slow, shared machine. Nothing waits for
+   * it to pass: the test ends as soon as those events happened.
+   */
+  private static final Duration ELECTOR_RENEW_DEADLINE = Duration.ofSeconds(60);
+
   private final EtcdCluster cluster;
   private final Client peekClient;
   private final String prefix = "/nolock-leader-change/" + UUID.randomUUID() + "/";
@@ -119,7 +127,11 @@ class EtcdLeaderChangeIT {
         .as("the elector's keepAliveOnce calls that failed")
         .isNotEmpty()
         .allSatisfy(status -> assertThat(status.getDescription()).contains("no leader"));
-    assertThat(run.stepDowns).as("times the elector stepped down (onStoppedLeading)").isZero();
+    assertThat(run.stepDowns)
+        .as(
+            "times the elector stepped down (onStoppedLeading) in a %s spell (renewDeadline %s)",
+            run.spell, ELECTOR_RENEW_DEADLINE)
+        .isZero();
     assertThat(run.leadingAfter).as("the elector leads after the new election").isTrue();
     assertThat(run.holderAfter)
         .as("the election's holder after the new election")
@@ -216,15 +228,16 @@ class EtcdLeaderChangeIT {
       int stepDowns,
       boolean leadingAfter,
       FencingToken term,
-      Option<LeaseHolder> holderAfter) {}
+      Option<LeaseHolder> holderAfter,
+      Duration spell) {}
 
   /**
-   * A {@link LeaderElector} on the etcd backend (renewing every 50 ms, stepping down after 10 s
-   * without a renewal, not halting) leads. Its next keep-alive is held back before it opens its
-   * stream while the etcd leader and one follower are killed and the last member finds itself
-   * without a leader; then it goes, to that member (the only one left), which refuses it: {@code
-   * UNAVAILABLE: etcdserver: no leader}. The two members are restarted, a new etcd leader is
-   * elected, and the elector's next keep-alives are answered.
+   * A {@link LeaderElector} on the etcd backend (renewing every 50 ms, stepping down after {@link
+   * #ELECTOR_RENEW_DEADLINE} without a renewal, not halting) leads. Its next keep-alive is held
+   * back before it opens its stream while the etcd leader and one follower are killed and the last
+   * member finds itself without a leader; then it goes, to that member (the only one left), which
+   * refuses it: {@code UNAVAILABLE: etcdserver: no leader}. The two members are restarted, a new
+   * etcd leader is elected, and the elector's next keep-alives are answered.
    */
   private Elected leadThroughALeaderlessSpell(KeepAliveFailures failures) throws Exception {
     String name = "election-" + UUID.randomUUID().toString().substring(0, 8);
@@ -255,14 +268,15 @@ class EtcdLeaderChangeIT {
               backend(client, Duration.ofSeconds(10)),
               ElectorConfig.custom(name)
                   .identity("A")
-                  .leaseDuration(Duration.ofSeconds(15))
-                  .renewDeadline(Duration.ofSeconds(10))
+                  .leaseDuration(ELECTOR_RENEW_DEADLINE.plusSeconds(30))
+                  .renewDeadline(ELECTOR_RENEW_DEADLINE)
                   .retryPeriod(Duration.ofMillis(50))
                   .haltOnLoss(false)
                   .build(),
               leadership);
       try {
         assertThat(started.await(30, TimeUnit.SECONDS)).as("A started leading").isTrue();
+        long spellStart = System.nanoTime();
         failures
             .holdNext(
                 () -> {
@@ -287,7 +301,8 @@ class EtcdLeaderChangeIT {
             stepDowns.get(),
             elector.isLeader(),
             term.get(),
-            backend(peekClient, Duration.ofSeconds(5)).holder(name));
+            backend(peekClient, Duration.ofSeconds(5)).holder(name),
+            Duration.ofNanos(System.nanoTime() - spellStart));
       } finally {
         elector.close();
       }
