@@ -33,9 +33,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * transaction, holding its partition's row lock, past the session timeout. The other owner (in this
  * JVM) is assigned the frozen owner's partitions; its claim of the locked one waits {@code
  * queryTimeout} and fails with a statement timeout, in the rebalance callback and then at every
- * retry until PostgreSQL ends the frozen session ({@code transactionIdleTimeout}). Each failure
- * starts a backoff that pauses every partition, in turns whose poll has returned records of the
- * partitions the survivor owned the whole time.
+ * retry until PostgreSQL ends the frozen session ({@code transactionIdleTimeout} does after a
+ * while; here the test ends it with {@code pg_terminate_backend} once the retries it needs have
+ * failed, so the timing of the rebalance cannot make them not happen). Each failure starts a
+ * backoff that pauses every partition, in turns whose poll has returned records of the partitions
+ * the survivor owned the whole time.
  *
  * <p>Steps:
  *
@@ -44,35 +46,35 @@ import org.junit.jupiter.api.extension.ExtendWith;
  *   <li>send commands over all keys; the child stops inside the handler of its 200th apply (after
  *       the apply's ownership update took the row lock) and is frozen there with SIGSTOP;
  *   <li>once the survivor's claim of the locked partition has failed, send more commands, so that
- *       the survivor has records of its own partitions in hand at each failed retry (counted through
- *       {@link PolledRecords}: the offsets the last poll returned that were not applied yet);
- *   <li>wait until the survivor owns the locked partition (its claim succeeds once the frozen session
- *       is ended), resume the child (it is refused or learns it lost its partitions, and rejoins),
- *       wait until every partition's position covers every command, close both;
+ *       the survivor has records of its own partitions in hand at each failed retry (counted
+ *       through {@link PolledRecords}: the offsets the last poll returned that were not applied
+ *       yet); wait for 3 such retries;
+ *   <li>end the frozen session; wait until the survivor owns the locked partition; resume the child
+ *       (its apply fails and is retried with its old epoch, refused, and it rejoins the group);
+ *       send more commands, so that every partition has records after any run a turn may have
+ *       dropped; wait until every partition's position covers every command; close both;
  *   <li>judge the bank, whose ledger has no unique key on (key, sequence number): every command
  *       applied exactly once, in per-key order.
  * </ol>
  *
- * <p>The scenario is asserted to have happened (the claim retry failed with records in hand), so
- * the test cannot pass because the lock was never met. Negative control: with the runner's rewind
- * after a backoff started in the turn taken out (the loop before that rewind existed), this test
- * fails: runs of consecutive offsets of the survivor's own partitions are never applied while the
- * ownership table says they were.
+ * <p>The scenario is asserted to have happened (claim retries failed with records in hand), so the
+ * test cannot pass because the lock was never met. Negative control: with the loop as it was before
+ * it rewound after a backoff started in the turn, this test fails: runs of consecutive offsets, on
+ * the survivor's own partitions and on those it claimed, are never applied while the ownership
+ * table says they were.
  */
 @ExtendWith({KafkaExtension.class, PostgresExtension.class})
 class FrozenOwnerHoldingRowLockIT {
 
   private static final int PARTITIONS = 6;
   private static final int KEYS = 120;
-  private static final int BEFORE_FREEZE = 1_500;
-  private static final int DURING_FREEZE = 500;
+  private static final int BEFORE_FREEZE = 1_200;
+  private static final int DURING_FREEZE = 400;
+  private static final int AFTER_CLAIM = 400;
   private static final int GATE_AFTER = 200;
 
   /** The survivor's claim waits this long on the row lock, then fails (57014). */
   private static final Duration QUERY_TIMEOUT = Duration.ofMillis(500);
-
-  /** PostgreSQL ends the frozen owner's session this long after it froze, releasing the lock. */
-  private static final Duration FROZEN_IDLE_TIMEOUT = Duration.ofSeconds(10);
 
   @Test
   void aClaimBlockedByAFrozenOwnersRowLockLosesNoCommandOfTheOtherOwnersPartitions(
@@ -118,8 +120,7 @@ class FrozenOwnerHoldingRowLockIT {
               frozenId,
               "ALL",
               Integer.toString(GATE_AFTER),
-              "IN_HANDLER",
-              Long.toString(FROZEN_IDLE_TIMEOUT.toMillis()));
+              "IN_HANDLER");
       frozen.awaitLine("STARTED", Duration.ofSeconds(60));
       survivor.start();
       await("each owner holds 3 of the 6 partitions")
@@ -139,7 +140,8 @@ class FrozenOwnerHoldingRowLockIT {
 
       // 2. Commands; the child freezes inside an apply, holding its row lock.
       commands.send(BEFORE_FREEZE);
-      String[] gate = frozen.awaitLine("GATE", Duration.ofSeconds(60));
+      long frozenBackend = Long.parseLong(frozen.awaitLine("BACKEND", Duration.ofSeconds(60))[1]);
+      String[] gate = frozen.awaitLine("GATE", Duration.ofSeconds(10));
       frozen.signal("STOP");
       frozen.awaitState('T');
       int lockedPartition = Integer.parseInt(gate[1]);
@@ -152,25 +154,29 @@ class FrozenOwnerHoldingRowLockIT {
           .until(() -> failures.claimFailures.get() > 0 || !survivor.isRunning());
       assertThat(survivor.isRunning()).as("the survivor runs").isTrue();
       commands.send(DURING_FREEZE);
-      await("claim retries failed with records of the survivor's own partitions in hand")
+      await("3 claim retries failed with records of the survivor's own partitions in hand")
           .atMost(Duration.ofSeconds(30))
-          .until(
-              () ->
-                  failures.retriesWithRecordsInHand.get() >= 3
-                      || survivor.ownedPartitions().containsKey(lockedPartition)
-                      || !survivor.isRunning());
+          .until(() -> failures.retriesWithRecordsInHand.get() >= 3 || !survivor.isRunning());
 
-      // 4. The frozen session ends, the claim succeeds; the child is resumed.
+      // 4. PostgreSQL ends the frozen session (as transactionIdleTimeout would), the claim
+      // succeeds; the child is resumed.
+      assertThat(pg.dsl().fetchValue("SELECT pg_terminate_backend(?)", (int) frozenBackend))
+          .as("the frozen owner's session was ended")
+          .isEqualTo(true);
       await("the survivor claims partition " + lockedPartition)
           .atMost(Duration.ofSeconds(30))
           .until(
-              () -> survivor.ownedPartitions().containsKey(lockedPartition) || !survivor.isRunning());
+              () ->
+                  survivor.ownedPartitions().containsKey(lockedPartition) || !survivor.isRunning());
       assertThat(survivor.ownedPartitions().get(lockedPartition).value())
           .as("the survivor's epoch on the locked partition")
           .isGreaterThan(frozenEpoch);
       assertThat(frozen.isAlive()).as("the child was frozen until now").isTrue();
       frozen.send("GO");
       frozen.signal("CONT");
+      // Later commands on every partition: a run skipped before them would leave the positions
+      // where applying every command would.
+      commands.send(AFTER_CLAIM);
       int total = commands.total();
       await("every partition's position covers all " + total + " commands")
           .atMost(Duration.ofSeconds(60))
@@ -317,7 +323,8 @@ class FrozenOwnerHoldingRowLockIT {
         long inHand = 0;
         for (Map.Entry<Integer, PolledRecords.Range> e : batch.entrySet()) {
           if (owner.ownedPartitions().containsKey(e.getKey())) {
-            long from = Math.max(e.getValue().first(), appliedThrough.getOrDefault(e.getKey(), -1L) + 1);
+            long from =
+                Math.max(e.getValue().first(), appliedThrough.getOrDefault(e.getKey(), -1L) + 1);
             inHand += Math.max(0, e.getValue().last() - from + 1);
           }
         }

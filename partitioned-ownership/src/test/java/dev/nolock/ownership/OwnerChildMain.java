@@ -13,7 +13,6 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -27,10 +26,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * An owner instance in a JVM of its own, for the tests that freeze one with SIGSTOP or kill one
  * with {@code kill -9}. Arguments: bootstrap servers, topic, group, JDBC URL, owner id, safeguards
  * ({@code ALL}, {@code NO_EPOCH}: the epoch check off, {@code NONE}: the epoch and offset checks
- * off), the apply attempt to stop at (0: never), and optionally where the gate is ({@code
- * BEFORE_APPLY}, the default, or {@code IN_HANDLER}: inside the apply transaction, after its
- * ownership update took the row lock, so a frozen child holds the lock) and the {@code
- * transactionIdleTimeout} in milliseconds (default: the config's).
+ * off), the apply attempt to stop at (0: never), and optionally where the gate is: {@code
+ * BEFORE_APPLY} (the default) or {@code IN_HANDLER}, inside the apply transaction after its
+ * ownership update took the row lock, so that a frozen child holds the lock.
  *
  * <p>Talks one line per event on stdout:
  *
@@ -38,8 +36,10 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *   <li>{@code STARTED <owner>}; {@code CLAIMED <p> <epoch> <lastApplied>}; {@code RELEASED <p>
  *       <why>};
  *   <li>{@code GATE <p> <offset> <epoch> <p:epoch,...>} at the gate: past the point-of-no-return
- *       check, right before the apply transaction, with the partitions owned then. It blocks
- *       reading stdin until {@code GO}; the test freezes it there with SIGSTOP;
+ *       check, right before the apply transaction (or inside it, in its handler), with the
+ *       partitions owned then. It blocks reading stdin until {@code GO}; the test freezes it there
+ *       with SIGSTOP. In the handler, {@code BACKEND <pid>} comes first: the PostgreSQL backend of
+ *       the apply transaction, which holds the row lock;
  *   <li>after the gate, {@code OUTCOME <p> <offset> <epoch> APPLIED|REPLAY|FENCED} for every apply;
  *   <li>on {@code EXIT} (or the end of stdin): closes the runner, prints {@code CLOSED}, exits 0.
  *       If the runner stops on its own: {@code FAILED <exception>}, exit 2.
@@ -145,14 +145,12 @@ public final class OwnerChildMain {
               }
             }
           };
-      OwnershipConfig.Builder config = TestOwners.config(bootstrap, topic, group, ownerId);
-      if (args.length > 8) {
-        config.transactionIdleTimeout(Duration.ofMillis(Long.parseLong(args[8])));
-      }
+      OwnershipConfig config = TestOwners.config(bootstrap, topic, group, ownerId).build();
       RecordHandler<String, String> bank = Bank.handler(ownerId);
       RecordHandler<String, String> handler =
           (record, tx, epoch) -> {
             if (atGate.compareAndSet(true, false)) {
+              out.println("BACKEND " + tx.fetchValue("SELECT pg_backend_pid()"));
               out.println(
                   gateLine(
                       record.partition(),
@@ -166,7 +164,7 @@ public final class OwnerChildMain {
       try (PartitionOwner<String, String> owner =
           PartitionOwner.withSafeguards(
               pool,
-              config.build(),
+              config,
               new StringDeserializer(),
               new StringDeserializer(),
               handler,

@@ -12,11 +12,11 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * A consumer interceptor ({@code interceptor.classes}) that keeps, per {@code client.id}, the offset
- * range of each partition in the last batch {@code poll()} returned: what the runner has in hand in
- * the turn that follows. Kafka calls {@code onConsume} inside {@code poll}, on the runner's loop
- * thread, only for a batch that is not empty; {@link #take} forgets the batch, so a later turn whose
- * poll returned nothing does not see it again.
+ * A consumer interceptor ({@code interceptor.classes}) that keeps, per {@code client.id}, the
+ * offset range of each partition in the last batch {@code poll()} returned: what the runner has in
+ * hand in the turn that follows. Kafka calls {@code onConsume} inside {@code poll}, on the runner's
+ * loop thread, only for a batch that is not empty; {@link #take} forgets the batch, so a later turn
+ * whose poll returned nothing does not see it again.
  */
 public final class PolledRecords implements ConsumerInterceptor<Object, Object> {
 
