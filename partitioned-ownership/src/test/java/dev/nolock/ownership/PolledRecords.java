@@ -50,6 +50,11 @@ public final class PolledRecords implements ConsumerInterceptor<Object, Object> 
     return batch == null ? Map.of() : batch;
   }
 
+  /** The last batch returned to {@code clientId} (empty if none yet), without forgetting it. */
+  static Map<Integer, Range> peek(String clientId) {
+    return LAST.getOrDefault(clientId, Map.of());
+  }
+
   @Override
   public void onCommit(Map<TopicPartition, OffsetAndMetadata> offsets) {}
 
