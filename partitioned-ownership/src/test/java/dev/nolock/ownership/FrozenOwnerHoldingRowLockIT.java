@@ -21,6 +21,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -43,35 +44,38 @@ import org.junit.jupiter.api.extension.ExtendWith;
  *
  * <ol>
  *   <li>start the child, then the survivor; wait until each owns 3 partitions;
- *   <li>send commands over all keys; the child stops inside the handler of its 200th apply (after
+ *   <li>send commands over all keys and wait until they are applied; arm the child's gate and send
+ *       one command to one of its partitions: the child stops inside that command's handler (after
  *       the apply's ownership update took the row lock) and is frozen there with SIGSTOP;
- *   <li>once the survivor's claim of the locked partition has failed, send more commands, so that
- *       the survivor has records of its own partitions in hand at each failed retry (counted
+ *   <li>once the survivor's claim of the locked partition has failed, send more commands, to the
+ *       survivor's own partitions only (the claimed ones stay empty, so whatever is in hand is
+ *       theirs), so that the survivor has records of them in hand at each failed retry (counted
  *       through {@link PolledRecords}: the offsets the last poll returned that were not applied
- *       yet); wait for 3 such retries;
+ *       yet); wait for 3 such retries, and see in {@code pg_stat_activity} a claim blocked by the
+ *       frozen owner's backend;
  *   <li>end the frozen session; wait until the survivor owns the locked partition; resume the child
- *       (its apply fails and is retried with its old epoch, refused, and it rejoins the group);
- *       send more commands, so that every partition has records after any run a turn may have
- *       dropped; wait until every partition's position covers every command; close both;
+ *       (its apply fails; its retry with the old epoch is refused, or its next poll tells it that
+ *       it lost its partitions; it rejoins the group); send more commands, so that every partition
+ *       has records after any run a turn may have dropped; wait until every partition's position
+ *       covers every command; close both;
  *   <li>judge the bank, whose ledger has no unique key on (key, sequence number): every command
  *       applied exactly once, in per-key order.
  * </ol>
  *
  * <p>The scenario is asserted to have happened (claim retries failed with records in hand), so the
  * test cannot pass because the lock was never met. Negative control: with the loop as it was before
- * it rewound after a backoff started in the turn, this test fails: runs of consecutive offsets, on
- * the survivor's own partitions and on those it claimed, are never applied while the ownership
- * table says they were.
+ * it rewound after a backoff started in the turn, this test fails: runs of consecutive offsets on
+ * the survivor's own partitions (69, 122 and 109 in one run) are never applied while the later ones
+ * are, and the ownership table says every offset was applied.
  */
 @ExtendWith({KafkaExtension.class, PostgresExtension.class})
 class FrozenOwnerHoldingRowLockIT {
 
   private static final int PARTITIONS = 6;
   private static final int KEYS = 120;
-  private static final int BEFORE_FREEZE = 1_200;
-  private static final int DURING_FREEZE = 400;
-  private static final int AFTER_CLAIM = 400;
-  private static final int GATE_AFTER = 200;
+  private static final int BEFORE_FREEZE = 800;
+  private static final int DURING_FREEZE = 600;
+  private static final int AFTER_CLAIM = 600;
 
   /** The survivor's claim waits this long on the row lock, then fails (57014). */
   private static final Duration QUERY_TIMEOUT = Duration.ofMillis(500);
@@ -119,7 +123,7 @@ class FrozenOwnerHoldingRowLockIT {
               pg.jdbcUrl(),
               frozenId,
               "ALL",
-              Integer.toString(GATE_AFTER),
+              "0",
               "IN_HANDLER");
       frozen.awaitLine("STARTED", Duration.ofSeconds(60));
       survivor.start();
@@ -137,9 +141,23 @@ class FrozenOwnerHoldingRowLockIT {
                     && survivor.ownedPartitions().size() == 3;
               });
       Set<Integer> survivorsOwn = Set.copyOf(survivor.ownedPartitions().keySet());
+      failures.survivorsOwn = survivorsOwn;
 
-      // 2. Commands; the child freezes inside an apply, holding its row lock.
+      // 2. Commands, all applied; the child freezes inside the apply of one more, holding its row
+      // lock, with nothing else left to apply on its partitions.
       commands.send(BEFORE_FREEZE);
+      await("all " + BEFORE_FREEZE + " commands applied")
+          .atMost(Duration.ofSeconds(60))
+          .pollInterval(Duration.ofMillis(200))
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == BEFORE_FREEZE);
+      frozen.send("ARM");
+      frozen.awaitLine("ARMED", Duration.ofSeconds(10));
+      int frozensPartition =
+          IntStream.range(0, PARTITIONS)
+              .filter(p -> !survivorsOwn.contains(p))
+              .findFirst()
+              .orElseThrow();
+      commands.sendTo(Set.of(frozensPartition), 1);
       long frozenBackend = Long.parseLong(frozen.awaitLine("BACKEND", Duration.ofSeconds(60))[1]);
       String[] gate = frozen.awaitLine("GATE", Duration.ofSeconds(10));
       frozen.signal("STOP");
@@ -153,10 +171,25 @@ class FrozenOwnerHoldingRowLockIT {
           .atMost(Duration.ofSeconds(30))
           .until(() -> failures.claimFailures.get() > 0 || !survivor.isRunning());
       assertThat(survivor.isRunning()).as("the survivor runs").isTrue();
-      commands.send(DURING_FREEZE);
+      commands.sendTo(survivorsOwn, DURING_FREEZE);
       await("3 claim retries failed with records of the survivor's own partitions in hand")
           .atMost(Duration.ofSeconds(30))
           .until(() -> failures.retriesWithRecordsInHand.get() >= 3 || !survivor.isRunning());
+      await("a claim waits on the frozen owner's row lock (seen in PostgreSQL)")
+          .atMost(Duration.ofSeconds(30))
+          .pollInterval(Duration.ofMillis(50))
+          .until(
+              () ->
+                  pg.dsl()
+                          .fetchOne(
+                              "SELECT count(*) FROM pg_stat_activity"
+                                  + " WHERE ? = ANY (pg_blocking_pids(pid))"
+                                  + " AND query LIKE '%"
+                                  + OwnershipConfig.DEFAULT_TABLE
+                                  + "%'",
+                              (int) frozenBackend)
+                          .get(0, Long.class)
+                      > 0);
 
       // 4. PostgreSQL ends the frozen session (as transactionIdleTimeout would), the claim
       // succeeds; the child is resumed.
@@ -286,8 +319,8 @@ class FrozenOwnerHoldingRowLockIT {
 
   /**
    * The survivor's observer: counts the backoffs a failed claim started, and those that came from
-   * the retry of a claim (after the poll) while the poll had returned records of owned partitions
-   * not applied yet. Runs on the loop thread.
+   * the retry of a claim (after the poll) while the poll had returned records not applied yet of
+   * the partitions the survivor owned before the freeze. Runs on the loop thread.
    */
   private static final class ClaimFailures extends RecordingEvents {
     final String clientId;
@@ -297,6 +330,7 @@ class FrozenOwnerHoldingRowLockIT {
     final Map<Integer, Long> appliedThrough = new ConcurrentHashMap<>();
     volatile PartitionOwner<String, String> owner;
     volatile int lockedPartition = -1;
+    volatile Set<Integer> survivorsOwn = Set.of();
 
     ClaimFailures(String clientId) {
       this.clientId = clientId;
@@ -322,7 +356,7 @@ class FrozenOwnerHoldingRowLockIT {
         claimFailures.incrementAndGet();
         long inHand = 0;
         for (Map.Entry<Integer, PolledRecords.Range> e : batch.entrySet()) {
-          if (owner.ownedPartitions().containsKey(e.getKey())) {
+          if (survivorsOwn.contains(e.getKey())) {
             long from =
                 Math.max(e.getValue().first(), appliedThrough.getOrDefault(e.getKey(), -1L) + 1);
             inHand += Math.max(0, e.getValue().last() - from + 1);

@@ -27,8 +27,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * with {@code kill -9}. Arguments: bootstrap servers, topic, group, JDBC URL, owner id, safeguards
  * ({@code ALL}, {@code NO_EPOCH}: the epoch check off, {@code NONE}: the epoch and offset checks
  * off), the apply attempt to stop at (0: never), and optionally where the gate is: {@code
- * BEFORE_APPLY} (the default) or {@code IN_HANDLER}, inside the apply transaction after its
- * ownership update took the row lock, so that a frozen child holds the lock.
+ * BEFORE_APPLY} (the default) or {@code IN_HANDLER}: inside the apply transaction after its
+ * ownership update took the row lock, so that a frozen child holds the lock, in the first handler
+ * call after {@code ARM} on stdin (answered {@code ARMED}), whatever the apply attempt argument.
  *
  * <p>Talks one line per event on stdout:
  *
@@ -72,6 +73,7 @@ public final class OwnerChildMain {
 
     CountDownLatch go = new CountDownLatch(1);
     CountDownLatch exit = new CountDownLatch(1);
+    AtomicBoolean atGate = new AtomicBoolean();
     Thread stdin =
         new Thread(
             () -> {
@@ -80,6 +82,9 @@ public final class OwnerChildMain {
                 for (String line; (line = in.readLine()) != null; ) {
                   if (line.equals("GO")) {
                     go.countDown();
+                  } else if (line.equals("ARM") && gateInHandler) {
+                    atGate.set(true);
+                    out.println("ARMED");
                   } else if (line.equals("EXIT")) {
                     break;
                   }
@@ -102,7 +107,6 @@ public final class OwnerChildMain {
     try (HikariDataSource pool = new HikariDataSource(poolConfig)) {
       AtomicReference<PartitionOwner<String, String>> self = new AtomicReference<>();
       AtomicInteger attempts = new AtomicInteger();
-      AtomicBoolean atGate = new AtomicBoolean();
       AtomicBoolean pastGate = new AtomicBoolean();
       Runnable gate =
           () -> {
@@ -128,13 +132,9 @@ public final class OwnerChildMain {
 
             @Override
             public void beforeApply(int partition, long offset, long epoch) {
-              if (gateAfter > 0 && attempts.incrementAndGet() == gateAfter) {
-                if (gateInHandler) {
-                  atGate.set(true); // the handler's next call stops, holding the row lock
-                } else {
-                  out.println(gateLine(partition, offset, epoch, self.get().ownedPartitions()));
-                  gate.run();
-                }
+              if (!gateInHandler && gateAfter > 0 && attempts.incrementAndGet() == gateAfter) {
+                out.println(gateLine(partition, offset, epoch, self.get().ownedPartitions()));
+                gate.run();
               }
             }
 
