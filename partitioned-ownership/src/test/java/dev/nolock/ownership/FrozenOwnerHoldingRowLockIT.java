@@ -20,6 +20,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -347,7 +348,9 @@ class FrozenOwnerHoldingRowLockIT {
     @Override
     public void backingOff(int failuresInARow, Duration delay) {
       Map<Integer, PolledRecords.Range> batch = PolledRecords.take(clientId);
-      // Who started the backoff: a claim (in the rebalance callback or its retry) or an apply.
+      // Who started the backoff, a claim (in the rebalance callback or its retry) or an apply: the
+      // event does not say, the loop's stack does. Were those methods renamed, nothing would be
+      // counted and the test's waits would fail, not pass.
       String caller = callerOf("startBackoff");
       boolean retry = StackWalker.getInstance().walk(f -> f.anyMatch(is("retryClaims")));
       if ("claim".equals(caller)
@@ -382,7 +385,7 @@ class FrozenOwnerHoldingRowLockIT {
                       .orElse("?"));
     }
 
-    private static java.util.function.Predicate<StackWalker.StackFrame> is(String method) {
+    private static Predicate<StackWalker.StackFrame> is(String method) {
       return f -> f.getMethodName().equals(method);
     }
   }
