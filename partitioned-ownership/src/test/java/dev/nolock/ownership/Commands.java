@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Random;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -43,12 +44,33 @@ final class Commands {
 
   /** Sends {@code count} more commands, spread evenly over the keys, and waits for the acks. */
   void send(int count) {
+    send(count, keys);
+  }
+
+  /**
+   * Sends {@code count} more commands, spread evenly over the keys {@link KeyRouter} routes to
+   * {@code partitions}, and waits for the acks.
+   */
+  void sendTo(Set<Integer> partitions, int count) {
+    List<String> routed = new ArrayList<>();
+    for (String key : keys) {
+      if (partitions.contains(router.partitionOf(key))) {
+        routed.add(key);
+      }
+    }
+    if (routed.isEmpty()) {
+      throw new IllegalArgumentException("no key routes to partitions " + partitions);
+    }
+    send(count, routed);
+  }
+
+  private void send(int count, List<String> pool) {
     List<String> order = new ArrayList<>();
     for (int i = 0; i < count; i++) {
-      if (i % keys.size() == 0) {
-        Collections.shuffle(keys, random);
+      if (i % pool.size() == 0) {
+        Collections.shuffle(pool, random);
       }
-      order.add(keys.get(i % keys.size()));
+      order.add(pool.get(i % pool.size()));
     }
     List<Future<RecordMetadata>> acks = new ArrayList<>();
     for (String key : order) {

@@ -5,6 +5,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.ownership.internal.ApplyOutcome;
 import dev.nolock.ownership.internal.OwnerEvents;
 import dev.nolock.ownership.internal.Safeguards;
+import dev.nolock.patterns.FencingToken;
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
@@ -15,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
@@ -24,7 +26,10 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * An owner instance in a JVM of its own, for the tests that freeze one with SIGSTOP or kill one
  * with {@code kill -9}. Arguments: bootstrap servers, topic, group, JDBC URL, owner id, safeguards
  * ({@code ALL}, {@code NO_EPOCH}: the epoch check off, {@code NONE}: the epoch and offset checks
- * off), and the apply attempt to stop at (0: never).
+ * off), the apply attempt to stop at (0: never), and optionally where the gate is: {@code
+ * BEFORE_APPLY} (the default) or {@code IN_HANDLER}: inside the apply transaction after its
+ * ownership update took the row lock, so that a frozen child holds the lock, in the first handler
+ * call after {@code ARM} on stdin (answered {@code ARMED}), whatever the apply attempt argument.
  *
  * <p>Talks one line per event on stdout:
  *
@@ -32,8 +37,10 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *   <li>{@code STARTED <owner>}; {@code CLAIMED <p> <epoch> <lastApplied>}; {@code RELEASED <p>
  *       <why>};
  *   <li>{@code GATE <p> <offset> <epoch> <p:epoch,...>} at the gate: past the point-of-no-return
- *       check, right before the apply transaction, with the partitions owned then. It blocks
- *       reading stdin until {@code GO}; the test freezes it there with SIGSTOP;
+ *       check, right before the apply transaction (or inside it, in its handler), with the
+ *       partitions owned then. It blocks reading stdin until {@code GO}; the test freezes it there
+ *       with SIGSTOP. In the handler, {@code BACKEND <pid>} comes first: the PostgreSQL backend of
+ *       the apply transaction, which holds the row lock;
  *   <li>after the gate, {@code OUTCOME <p> <offset> <epoch> APPLIED|REPLAY|FENCED} for every apply;
  *   <li>on {@code EXIT} (or the end of stdin): closes the runner, prints {@code CLOSED}, exits 0.
  *       If the runner stops on its own: {@code FAILED <exception>}, exit 2.
@@ -59,9 +66,14 @@ public final class OwnerChildMain {
           default -> throw new IllegalArgumentException("safeguards: ALL, NO_EPOCH or NONE");
         };
     int gateAfter = Integer.parseInt(args[6]);
+    boolean gateInHandler = args.length > 7 && args[7].equals("IN_HANDLER");
+    if (args.length > 7 && !gateInHandler && !args[7].equals("BEFORE_APPLY")) {
+      throw new IllegalArgumentException("gate: BEFORE_APPLY or IN_HANDLER");
+    }
 
     CountDownLatch go = new CountDownLatch(1);
     CountDownLatch exit = new CountDownLatch(1);
+    AtomicBoolean atGate = new AtomicBoolean();
     Thread stdin =
         new Thread(
             () -> {
@@ -70,6 +82,9 @@ public final class OwnerChildMain {
                 for (String line; (line = in.readLine()) != null; ) {
                   if (line.equals("GO")) {
                     go.countDown();
+                  } else if (line.equals("ARM") && gateInHandler) {
+                    atGate.set(true);
+                    out.println("ARMED");
                   } else if (line.equals("EXIT")) {
                     break;
                   }
@@ -92,9 +107,18 @@ public final class OwnerChildMain {
     try (HikariDataSource pool = new HikariDataSource(poolConfig)) {
       AtomicReference<PartitionOwner<String, String>> self = new AtomicReference<>();
       AtomicInteger attempts = new AtomicInteger();
+      AtomicBoolean pastGate = new AtomicBoolean();
+      Runnable gate =
+          () -> {
+            try {
+              go.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+            pastGate.set(true);
+          };
       OwnerEvents events =
           new OwnerEvents() {
-            private volatile boolean pastGate;
 
             @Override
             public void claimed(int partition, long epoch, long lastApplied) {
@@ -108,43 +132,42 @@ public final class OwnerChildMain {
 
             @Override
             public void beforeApply(int partition, long offset, long epoch) {
-              if (gateAfter > 0 && attempts.incrementAndGet() == gateAfter) {
-                Map<Integer, dev.nolock.patterns.FencingToken> owned = self.get().ownedPartitions();
-                out.println(
-                    "GATE "
-                        + partition
-                        + " "
-                        + offset
-                        + " "
-                        + epoch
-                        + " "
-                        + owned.entrySet().stream()
-                            .map(e -> e.getKey() + ":" + e.getValue().value())
-                            .collect(Collectors.joining(",")));
-                try {
-                  go.await();
-                } catch (InterruptedException e) {
-                  Thread.currentThread().interrupt();
-                }
-                pastGate = true;
+              if (!gateInHandler && gateAfter > 0 && attempts.incrementAndGet() == gateAfter) {
+                out.println(gateLine(partition, offset, epoch, self.get().ownedPartitions()));
+                gate.run();
               }
             }
 
             @Override
             public void outcome(int partition, long offset, long epoch, ApplyOutcome outcome) {
-              if (pastGate) {
+              if (pastGate.get()) {
                 out.println("OUTCOME " + partition + " " + offset + " " + epoch + " " + outcome);
               }
             }
           };
       OwnershipConfig config = TestOwners.config(bootstrap, topic, group, ownerId).build();
+      RecordHandler<String, String> bank = Bank.handler(ownerId);
+      RecordHandler<String, String> handler =
+          (record, tx, epoch) -> {
+            if (atGate.compareAndSet(true, false)) {
+              out.println("BACKEND " + tx.fetchValue("SELECT pg_backend_pid()"));
+              out.println(
+                  gateLine(
+                      record.partition(),
+                      record.offset(),
+                      epoch.value(),
+                      self.get().ownedPartitions()));
+              gate.run();
+            }
+            bank.apply(record, tx, epoch);
+          };
       try (PartitionOwner<String, String> owner =
           PartitionOwner.withSafeguards(
               pool,
               config,
               new StringDeserializer(),
               new StringDeserializer(),
-              Bank.handler(ownerId),
+              handler,
               safeguards,
               events)) {
         self.set(owner);
@@ -164,5 +187,19 @@ public final class OwnerChildMain {
       System.exit(2);
     }
     System.exit(0);
+  }
+
+  private static String gateLine(
+      int partition, long offset, long epoch, Map<Integer, FencingToken> owned) {
+    return "GATE "
+        + partition
+        + " "
+        + offset
+        + " "
+        + epoch
+        + " "
+        + owned.entrySet().stream()
+            .map(e -> e.getKey() + ":" + e.getValue().value())
+            .collect(Collectors.joining(","));
   }
 }
