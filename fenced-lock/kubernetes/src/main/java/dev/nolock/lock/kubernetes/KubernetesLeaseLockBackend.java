@@ -49,7 +49,10 @@ import org.slf4j.LoggerFactory;
  * <p>The token counter lives in the Lease, so a deleted Lease would start again at token 1, and a
  * fence that remembers a higher token would refuse every new holder. Hence the finalizer, added by
  * every grant and renewal: a {@code kubectl delete} only marks the Lease for deletion until someone
- * also removes the finalizer; this class never removes it and never deletes a Lease.
+ * also removes the finalizer; this class never removes it and never deletes a Lease. So deleting
+ * the Lease's namespace also waits for that finalizer to be removed: delete first, then remove it
+ * (a Lease being deleted is never renewed, so nothing puts it back), as the README's "Tearing down
+ * a namespace or a Lease" shows.
  *
  * <h2>Algorithm</h2>
  *
@@ -519,7 +522,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
                 + " is made. Create the Lease again with spec.leaseTransitions at least the highest"
                 + " token your fences have seen (at least "
                 + seen.token()
-                + "); see \"When the Lease is deleted\" in the README of"
+                + "), held by its last holder with its leaseDurationSeconds, or free only once a"
+                + " lease duration has passed since the deletion (its holder may believe it holds"
+                + " it until then); see \"When the Lease is deleted\" in the README of"
                 + " nolock-fenced-lock-kubernetes.");
       }
       return;
@@ -588,12 +593,16 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
             + " keeps it), at leaseTransitions "
             + stored.transitions()
             + ": no grant or renewal is made on it, because its successor would start again at"
-            + " token 1. A deletion cannot be undone: to keep the lock, note leaseTransitions,"
-            + " remove the finalizer (kubectl patch lease "
+            + " token 1. A deletion cannot be undone: to keep the lock, save the Lease (kubectl get"
+            + " lease "
+            + leaseName
+            + " -o json), remove the finalizer (kubectl patch lease "
             + leaseName
             + " --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'),"
-            + " and create the Lease again with spec.leaseTransitions at least that value; see"
-            + " \"When the Lease is deleted\" in the README of nolock-fenced-lock-kubernetes.";
+            + " and create the saved copy again still held, with the same holderIdentity,"
+            + " leaseDurationSeconds and leaseTransitions (a free one would let a contender in"
+            + " while its holder may still believe it holds it); see \"When the Lease is"
+            + " deleted\" in the README of nolock-fenced-lock-kubernetes.";
     if (reportedDeletions.add(uid == null ? namespace + "/" + leaseName : uid)) {
       LOG.error(message);
     } else {
