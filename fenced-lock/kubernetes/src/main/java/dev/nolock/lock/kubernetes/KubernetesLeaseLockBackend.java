@@ -18,9 +18,12 @@ import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
@@ -46,7 +49,10 @@ import org.slf4j.LoggerFactory;
  * <p>The token counter lives in the Lease, so a deleted Lease would start again at token 1, and a
  * fence that remembers a higher token would refuse every new holder. Hence the finalizer, added by
  * every grant and renewal: a {@code kubectl delete} only marks the Lease for deletion until someone
- * also removes the finalizer; this class never removes it and never deletes a Lease.
+ * also removes the finalizer; this class never removes it and never deletes a Lease. So deleting
+ * the Lease's namespace also waits for that finalizer to be removed: delete first, then remove it
+ * (a Lease being deleted is never renewed, so nothing puts it back), as the README's "Tearing down
+ * a namespace or a Lease" shows.
  *
  * <h2>Algorithm</h2>
  *
@@ -119,8 +125,13 @@ import org.slf4j.LoggerFactory;
  * here, and the highest token seen per lock name (with the Lease's uid). Use one instance per
  * process, shared by all threads. Memory: one small entry per lock name seen held and per grant
  * held; grants are forgotten on release or a refused renewal, and expired entries are pruned once
- * there are more than 10,000; the highest token of every name this instance has read is kept for
- * its lifetime (a long and a uid per name), since forgetting it would let a re-created Lease pass.
+ * there are more than 10,000. The highest token (and the Lease's uid) is kept for the {@link
+ * KubernetesLeaseLockConfig#rememberedNames} most recently used names (default 10,000; a grant,
+ * renewal, read or {@link #inspect} uses a name), the least recently used forgotten first: for a
+ * forgotten name this instance is like a freshly started process, which cannot tell a deleted and
+ * re-created Lease from a new one and grants from its counter (the fence still refuses a token
+ * lower than one it has seen). The uids of Leases being deleted that were reported at ERROR are
+ * kept under the same bound.
  *
  * <p>Thread-safe. A failed API call other than 409 and 404 (unreachable server, timeout, 403
  * Forbidden, 5xx) is a {@link BackendUnavailableException}; nothing is known about whether it took
@@ -180,13 +191,29 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   private final String namespace;
   private final ConcurrentMap<String, Observation> observations = new ConcurrentHashMap<>();
   private final ConcurrentMap<Grant, Holding> holdings = new ConcurrentHashMap<>();
-  private final ConcurrentMap<String, HighWater> highWater = new ConcurrentHashMap<>();
+  private final Map<String, HighWater> highWater;
+
+  /** The uids of the Leases being deleted that were already reported at ERROR. */
+  private final Set<String> reportedDeletions;
 
   private KubernetesLeaseLockBackend(KubernetesClient client, KubernetesLeaseLockConfig config) {
     this.client = Objects.requireNonNull(client, "client");
     this.config = Objects.requireNonNull(config, "config");
     this.clock = config.clock();
     this.namespace = config.namespace();
+    this.highWater = leastRecentlyUsed(config.rememberedNames());
+    this.reportedDeletions = Collections.newSetFromMap(leastRecentlyUsed(config.rememberedNames()));
+  }
+
+  /** A thread-safe map that forgets its least recently read or written key beyond {@code cap}. */
+  private static <K, V> Map<K, V> leastRecentlyUsed(int cap) {
+    return Collections.synchronizedMap(
+        new LinkedHashMap<>(16, 0.75f, true) {
+          @Override
+          protected boolean removeEldestEntry(Map.Entry<K, V> eldest) {
+            return size() > cap;
+          }
+        });
   }
 
   /** A backend on {@code client} with the defaults; the caller keeps owning the client. */
@@ -202,6 +229,11 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
 
   public KubernetesLeaseLockConfig config() {
     return config;
+  }
+
+  /** How many lock names this instance remembers the highest token of. */
+  int rememberedNames() {
+    return highWater.size();
   }
 
   @Override
@@ -265,6 +297,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
         Deadline deadline = Deadline.forHolder(clock, sent, Duration.ofSeconds(seconds));
         holdings.replace(grant, held, new Holding(owner, deadline));
         observations.put(name, new Observation(resourceVersion(name, written), deadline));
+        record(name, written, token.value()); // a held name stays among the remembered ones
         return true;
       }
       // Conflict: someone wrote the Lease between our read and our update. Read again.
@@ -489,7 +522,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
                 + " is made. Create the Lease again with spec.leaseTransitions at least the highest"
                 + " token your fences have seen (at least "
                 + seen.token()
-                + "); see \"When the Lease is deleted\" in the README of"
+                + "), held by its last holder with its leaseDurationSeconds, or free only once a"
+                + " lease duration has passed since the deletion (its holder may believe it holds"
+                + " it until then); see \"When the Lease is deleted\" in the README of"
                 + " nolock-fenced-lock-kubernetes.");
       }
       return;
@@ -540,8 +575,13 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     return lease.getMetadata() != null && lease.getMetadata().getDeletionTimestamp() != null;
   }
 
+  /**
+   * The refusal of a Lease being deleted, logged at ERROR the first time this instance meets that
+   * Lease (by uid) and at DEBUG after that: a holder's watchdog meets it on every renewal interval.
+   */
   private IllegalStateException beingDeleted(String name, String leaseName, Stored stored) {
-    return loud(
+    String uid = uid(stored.lease());
+    String message =
         "The Lease \""
             + leaseName
             + "\" of lock \""
@@ -553,12 +593,22 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
             + " keeps it), at leaseTransitions "
             + stored.transitions()
             + ": no grant or renewal is made on it, because its successor would start again at"
-            + " token 1. A deletion cannot be undone: to keep the lock, note leaseTransitions,"
-            + " remove the finalizer (kubectl patch lease "
+            + " token 1. A deletion cannot be undone: to keep the lock, save the Lease (kubectl get"
+            + " lease "
+            + leaseName
+            + " -o json), remove the finalizer (kubectl patch lease "
             + leaseName
             + " --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'),"
-            + " and create the Lease again with spec.leaseTransitions at least that value; see"
-            + " \"When the Lease is deleted\" in the README of nolock-fenced-lock-kubernetes.");
+            + " and create the saved copy again still held, with the same holderIdentity,"
+            + " leaseDurationSeconds and leaseTransitions (a free one would let a contender in"
+            + " while its holder may still believe it holds it); see \"When the Lease is"
+            + " deleted\" in the README of nolock-fenced-lock-kubernetes.";
+    if (reportedDeletions.add(uid == null ? namespace + "/" + leaseName : uid)) {
+      LOG.error(message);
+    } else {
+      LOG.debug(message);
+    }
+    return new IllegalStateException(message);
   }
 
   private static IllegalStateException loud(String message) {

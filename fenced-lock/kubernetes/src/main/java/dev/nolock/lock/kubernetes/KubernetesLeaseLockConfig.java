@@ -11,12 +11,19 @@ import java.util.Objects;
  *
  * <p>Defaults: namespace {@value #DEFAULT_NAMESPACE}, Lease name prefix {@value #DEFAULT_PREFIX}
  * (the Lease of lock {@code "invoice-42"} is {@code nolock-invoice-42}), the system {@link
- * LeaseClock} and the UTC system wall clock.
+ * LeaseClock}, the UTC system wall clock, and {@value #DEFAULT_REMEMBERED_NAMES} remembered lock
+ * names.
  */
 public final class KubernetesLeaseLockConfig {
 
   public static final String DEFAULT_NAMESPACE = "default";
   public static final String DEFAULT_PREFIX = "nolock-";
+
+  /** How many lock names' highest tokens a backend instance remembers by default. */
+  public static final int DEFAULT_REMEMBERED_NAMES = 10_000;
+
+  /** The largest {@link Builder#rememberedNames} accepted. */
+  public static final int MAX_REMEMBERED_NAMES = 10_000_000;
 
   private static final KubernetesLeaseLockConfig DEFAULTS = custom().build();
 
@@ -24,12 +31,14 @@ public final class KubernetesLeaseLockConfig {
   private final String leaseNamePrefix;
   private final LeaseClock clock;
   private final Clock wallClock;
+  private final int rememberedNames;
 
   private KubernetesLeaseLockConfig(Builder b) {
     this.namespace = b.namespace;
     this.leaseNamePrefix = b.leaseNamePrefix;
     this.clock = b.clock;
     this.wallClock = b.wallClock;
+    this.rememberedNames = b.rememberedNames;
   }
 
   /** Every default. */
@@ -81,12 +90,24 @@ public final class KubernetesLeaseLockConfig {
     return wallClock;
   }
 
+  /**
+   * How many lock names the backend remembers the highest {@code leaseTransitions} of (and the
+   * Lease's uid), by which it notices a Lease that was deleted or re-created. The least recently
+   * used name is forgotten beyond this number; for a forgotten name the backend behaves like a
+   * freshly started process, which cannot tell a re-created Lease from a new one.
+   */
+  public int rememberedNames() {
+    return rememberedNames;
+  }
+
   @Override
   public String toString() {
     return "KubernetesLeaseLockConfig[namespace="
         + namespace
         + ", leaseNamePrefix="
         + leaseNamePrefix
+        + ", rememberedNames="
+        + rememberedNames
         + "]";
   }
 
@@ -96,6 +117,7 @@ public final class KubernetesLeaseLockConfig {
     private String leaseNamePrefix = DEFAULT_PREFIX;
     private LeaseClock clock = LeaseClock.system();
     private Clock wallClock = Clock.systemUTC();
+    private int rememberedNames = DEFAULT_REMEMBERED_NAMES;
 
     private Builder() {}
 
@@ -125,6 +147,28 @@ public final class KubernetesLeaseLockConfig {
     /** The wall clock for the informational {@code acquireTime} and {@code renewTime}. */
     public Builder wallClock(Clock wallClock) {
       this.wallClock = Objects.requireNonNull(wallClock, "wallClock");
+      return this;
+    }
+
+    /**
+     * How many lock names' highest tokens to remember, least recently used forgotten first; from 1
+     * to {@value #MAX_REMEMBERED_NAMES}, default {@value #DEFAULT_REMEMBERED_NAMES}. Each takes a
+     * few hundred bytes (the name, a uid and a number). Raise it above the number of lock names a
+     * process uses, so that none is forgotten (see {@link
+     * KubernetesLeaseLockConfig#rememberedNames}).
+     */
+    public Builder rememberedNames(int rememberedNames) {
+      if (rememberedNames < 1 || rememberedNames > MAX_REMEMBERED_NAMES) {
+        throw new IllegalArgumentException(
+            "rememberedNames must be from 1 to "
+                + MAX_REMEMBERED_NAMES
+                + ", got "
+                + rememberedNames
+                + ": pass at least the number of lock names one process uses (default "
+                + DEFAULT_REMEMBERED_NAMES
+                + ").");
+      }
+      this.rememberedNames = rememberedNames;
       return this;
     }
 

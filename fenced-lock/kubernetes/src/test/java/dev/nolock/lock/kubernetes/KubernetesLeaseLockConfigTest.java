@@ -78,6 +78,26 @@ class KubernetesLeaseLockConfigTest {
   }
 
   @Test
+  void rememberedNamesDefaultsToTenThousandAndMustBeFromOneToTenMillion() {
+    assertThat(KubernetesLeaseLockConfig.ofDefaults().rememberedNames()).isEqualTo(10_000);
+    assertThat(KubernetesLeaseLockConfig.custom().rememberedNames(1).build().rememberedNames())
+        .isEqualTo(1);
+    assertThat(
+            KubernetesLeaseLockConfig.custom()
+                .rememberedNames(10_000_000)
+                .build()
+                .rememberedNames())
+        .isEqualTo(10_000_000);
+    for (int bad : new int[] {0, -1, 10_000_001}) {
+      assertThatThrownBy(() -> KubernetesLeaseLockConfig.custom().rememberedNames(bad))
+          .as("rememberedNames(%d)", bad)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("from 1 to 10000000")
+          .hasMessageContaining("number of lock names one process uses");
+    }
+  }
+
+  @Test
   void theTtlIsStoredInWholeSecondsRoundedUp() {
     assertThat(KubernetesLeaseLockBackend.leaseSeconds(Duration.ofMillis(1))).isEqualTo(1);
     assertThat(KubernetesLeaseLockBackend.leaseSeconds(Duration.ofSeconds(1))).isEqualTo(1);

@@ -224,6 +224,12 @@ class KubernetesLeaseLockTcpProxyTest {
    * call of the same owner (a lost write of an earlier call, delivered late, plays the same part)
    * takes the Lease between this call's read and its write, and both calls' wall clocks read the
    * same instant (a coarse or stopped clock). Only a mark of this very attempt tells them apart.
+   *
+   * <p>Before the mark, the backend matched the re-read Lease on owner, token and the {@code
+   * acquireTime} this call sent, and this test failed with {@code [the call whose write never
+   * landed] Expecting empty but was: Some(FencingToken[2])}. The negative control at the end
+   * applies that old rule to the Lease as stored: it matches, though this call's write never
+   * landed.
    */
   @Test
   void anotherCallsWriteOfTheSameOwnerIsNotTakenForThisCallsOwn() {
@@ -246,5 +252,14 @@ class KubernetesLeaseLockTcpProxyTest {
         .as("the lost update and fabric8's resend")
         .containsExactly("PUT", "PUT");
     assertThat(granted).as("the call whose write never landed").isEmpty();
+
+    // Negative control: owner, token and acquireTime (what the call wrote, on its stopped clock)
+    // all match the other call's write; only the mark differs.
+    Lease found = stored(name);
+    assertThat(found.getSpec().getHolderIdentity()).isEqualTo("A");
+    assertThat(found.getSpec().getLeaseTransitions()).isEqualTo(2);
+    assertThat(found.getSpec().getAcquireTime().toInstant()).isEqualTo(stopped.instant());
+    assertThat(found.getMetadata().getAnnotations())
+        .containsKey(KubernetesLeaseLockBackend.ATTEMPT_ANNOTATION);
   }
 }
