@@ -90,10 +90,13 @@ public sealed interface RunOutcome {
   }
 
   /**
-   * The database refused this instance's claim of {@code scheduledAt}: the time lay further than
-   * {@link ScheduleConfig#claimWindow()} from the database's clock ({@code databaseTime}), so this
-   * instance's wall clock is that far behind or ahead (or a catch-up reached back further than the
-   * window). Nothing ran here for it; nothing was written. Fix the clock (NTP).
+   * The database refused this instance's claim of {@code scheduledAt}: the time lay further back
+   * than {@link ScheduleConfig#claimWindow()} from the database's clock ({@code databaseTime}), or
+   * further ahead than {@link ScheduleConfig#clockTolerance()}, so this instance's wall clock is
+   * that far behind or ahead (or a catch-up reached back further than the window). Nothing ran here
+   * for it; nothing was written. A time too far back is given up by this instance; a time ahead is
+   * claimed again once the database's clock reaches it (reported once per scheduled time). Fix the
+   * clock (NTP).
    */
   record OutsideClaimWindow(Instant scheduledAt, Instant databaseTime) implements RunOutcome {
     public OutsideClaimWindow {
@@ -103,8 +106,24 @@ public sealed interface RunOutcome {
   }
 
   /**
+   * The database refused this instance's claim of {@code scheduledAt} because the job already has a
+   * run of a later time, {@code laterClaimed}: {@code scheduledAt} was run, counted as missed by
+   * that later claim, or its row deleted by retention. Nothing ran here; nothing was written. An
+   * instance whose clock is behind sees this, as does an instance whose catch-up was overtaken by
+   * another instance's later catch-up.
+   */
+  record Superseded(Instant scheduledAt, Instant laterClaimed) implements RunOutcome {
+    public Superseded {
+      Objects.requireNonNull(scheduledAt, "scheduledAt");
+      Objects.requireNonNull(laterClaimed, "laterClaimed");
+    }
+  }
+
+  /**
    * A run whose lease expired after its last allowed attempt (its instances crashed or hung every
-   * time) was recorded as failed instead of being taken over again.
+   * time), or whose scheduled time lies further back than {@link ScheduleConfig#claimWindow()} from
+   * the database's clock (its instance died before a long outage), was recorded as failed instead
+   * of being taken over again; {@code attempts} is the number it had.
    */
   record GaveUp(Instant scheduledAt, long attempts) implements RunOutcome {
     public GaveUp {

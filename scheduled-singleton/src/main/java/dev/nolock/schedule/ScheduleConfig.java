@@ -27,10 +27,11 @@ import java.util.function.Consumer;
  * clock_timestamp() + lease}, and a takeover compares against {@code clock_timestamp()}, so no
  * instance's clock takes part in deciding whether a run is still held.
  *
- * <p>Where the two meet, the database decides: a claim is valid only for a scheduled time within
- * {@link #claimWindow()} of {@code clock_timestamp()}, so an instance whose wall clock is far
- * behind cannot claim (and run again) a time whose row was deleted long ago, and one far ahead
- * cannot claim a time that is not due yet.
+ * <p>Where the two meet, the database decides: a claim is valid only for a scheduled time no
+ * further back than {@link #claimWindow()} and no further ahead than {@link #clockTolerance()} from
+ * {@code clock_timestamp()}, and only while the job has no run of a later time, so an instance
+ * whose wall clock is behind cannot claim (and run again) a time that was handled, and one whose
+ * clock is ahead cannot claim a time that is not due yet.
  */
 public final class ScheduleConfig {
 
@@ -41,6 +42,12 @@ public final class ScheduleConfig {
   public static final int DEFAULT_MAX_ATTEMPTS = 3;
   public static final Duration DEFAULT_QUERY_TIMEOUT = Duration.ofSeconds(5);
   public static final Duration DEFAULT_SHUTDOWN_TIMEOUT = Duration.ofSeconds(30);
+
+  /** The default {@link #clockTolerance()}. */
+  public static final Duration DEFAULT_CLOCK_TOLERANCE = Duration.ofSeconds(5);
+
+  /** The largest {@link Builder#clockTolerance(Duration) clock tolerance} accepted. */
+  public static final Duration MAX_CLOCK_TOLERANCE = Duration.ofHours(1);
 
   /** The smallest default {@link #claimWindow()}, whatever the schedule. */
   public static final Duration MIN_DEFAULT_CLAIM_WINDOW = Duration.ofDays(7);
@@ -72,6 +79,7 @@ public final class ScheduleConfig {
   private final String table;
   private final Duration lease;
   private final Duration claimWindow;
+  private final Duration clockTolerance;
   private final int maxAttempts;
   private final MissedSchedules missedSchedules;
   private final Clock clock;
@@ -89,6 +97,7 @@ public final class ScheduleConfig {
     this.table = b.table;
     this.lease = b.lease;
     this.claimWindow = claimWindow;
+    this.clockTolerance = b.clockTolerance;
     this.maxAttempts = b.maxAttempts;
     this.missedSchedules = b.missedSchedules;
     this.clock = b.clock;
@@ -129,21 +138,34 @@ public final class ScheduleConfig {
   }
 
   /**
-   * How far a claimed scheduled time may lie from the database's clock, either way: the claim's
-   * {@code INSERT} carries the condition {@code :t BETWEEN clock_timestamp() - :window AND
-   * clock_timestamp() + :window}, and a time outside is refused ({@link
-   * RunOutcome.OutsideClaimWindow}) and never run by this instance. It stops an instance whose wall
-   * clock is behind from running again a time whose row was deleted (the floor of its catch-up is
-   * the table's latest run before its own due time, and with none it is its own start, on its own
-   * clock), and one whose clock is ahead from running a time before it is due.
+   * How far back from the database's clock a claimed or taken-over scheduled time may lie: the
+   * claim carries the condition {@code :t >= clock_timestamp() - :window} (with {@code :t <=
+   * clock_timestamp() + :clockTolerance}), a takeover {@code scheduled_at >= clock_timestamp() -
+   * :window}. A time further back is refused ({@link RunOutcome.OutsideClaimWindow}) and never run
+   * by this instance; a running run that old is recorded as failed ({@link RunOutcome.GaveUp}), not
+   * taken over. It is the backstop for a job with no rows: a claim is also refused whenever the job
+   * has a run of a later time ({@link RunOutcome.Superseded}), whatever the window.
    *
-   * <p>Default: twice the catch-up horizon of the schedule and missed-schedules policy (how old the
-   * oldest time of a full catch-up can be: the {@link MissedSchedules#bound()} latest times plus
-   * the wait for the next), and at least {@link #MIN_DEFAULT_CLAIM_WINDOW 7 days}. Delete rows of
-   * the runs table only once they are older than this window.
+   * <p>Default: twice the catch-up horizon of the schedule and missed-schedules policy, and at
+   * least {@link #MIN_DEFAULT_CLAIM_WINDOW 7 days}. The horizon is how old the oldest time of a
+   * full catch-up can be: the largest span of {@link MissedSchedules#bound()} consecutive intervals
+   * between scheduled times, over the next 4 years of the schedule (at most {@value
+   * dev.nolock.schedule.internal.CatchUp#HORIZON_STEPS} times), so it does not depend on the day
+   * the application starts: 62 days for a monthly job with {@code runOnce()}.
    */
   public Duration claimWindow() {
     return claimWindow;
+  }
+
+  /**
+   * How far ahead of the database's clock a claimed scheduled time may lie: the skew of a wall
+   * clock that is ahead which still claims, so a time is claimed (and run) at most this early. A
+   * correct instance never claims a time ahead of the database's clock; one further ahead is
+   * refused ({@link RunOutcome.OutsideClaimWindow}, once per time) and claims the time again when
+   * the database's clock reaches it. Default {@link #DEFAULT_CLOCK_TOLERANCE 5 s}.
+   */
+  public Duration clockTolerance() {
+    return clockTolerance;
   }
 
   /**
@@ -225,6 +247,8 @@ public final class ScheduleConfig {
         + lease
         + ", claimWindow="
         + claimWindow
+        + ", clockTolerance="
+        + clockTolerance
         + ", maxAttempts="
         + maxAttempts
         + ", missedSchedules="
@@ -241,6 +265,7 @@ public final class ScheduleConfig {
     private String table = DEFAULT_TABLE;
     private Duration lease = DEFAULT_LEASE;
     private Duration claimWindow;
+    private Duration clockTolerance = DEFAULT_CLOCK_TOLERANCE;
     private int maxAttempts = DEFAULT_MAX_ATTEMPTS;
     private MissedSchedules missedSchedules = MissedSchedules.runOnce();
     private Clock clock = Clock.systemUTC();
@@ -286,8 +311,8 @@ public final class ScheduleConfig {
     }
 
     /**
-     * How far a claimed scheduled time may lie from the database's clock, either way: 1 min to
-     * 36,500 days, and (checked by {@link #build()}) no shorter than the catch-up horizon of the
+     * How far back from the database's clock a claimed or taken-over scheduled time may lie: 1 min
+     * to 36,500 days, and (checked by {@link #build()}) no shorter than the catch-up horizon of the
      * schedule and policy. See {@link ScheduleConfig#claimWindow()} for the default.
      */
     public Builder claimWindow(Duration window) {
@@ -302,6 +327,26 @@ public final class ScheduleConfig {
                 + " catch-up horizon, at least 7 days).");
       }
       this.claimWindow = window;
+      return this;
+    }
+
+    /**
+     * How far ahead of the database's clock a claimed scheduled time may lie: 0 to 1 hour. See
+     * {@link ScheduleConfig#clockTolerance()}.
+     */
+    public Builder clockTolerance(Duration tolerance) {
+      Objects.requireNonNull(tolerance, "clockTolerance");
+      if (tolerance.isNegative() || tolerance.compareTo(MAX_CLOCK_TOLERANCE) > 0) {
+        throw new IllegalArgumentException(
+            "The clock tolerance must be between 0 and 1 hour, got "
+                + tolerance
+                + ": it is how early an instance whose clock is ahead may claim and run a"
+                + " scheduled time. Fix clocks that are further ahead (NTP) rather than admit"
+                + " them; leave it unset for the default, "
+                + DEFAULT_CLOCK_TOLERANCE
+                + ".");
+      }
+      this.clockTolerance = tolerance;
       return this;
     }
 
@@ -408,7 +453,8 @@ public final class ScheduleConfig {
 
     /**
      * Builds the configuration; checks the claim window against the catch-up horizon, measured on
-     * the schedule around the clock's now.
+     * the next 4 years of the schedule from the clock's now (see {@link
+     * ScheduleConfig#claimWindow()}).
      */
     public ScheduleConfig build() {
       Duration horizon = CatchUp.horizon(schedule, missedSchedules, clock.instant());

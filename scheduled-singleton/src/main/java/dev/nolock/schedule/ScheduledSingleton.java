@@ -62,6 +62,7 @@ public final class ScheduledSingleton implements AutoCloseable {
             identity,
             config.lease(),
             config.claimWindow(),
+            config.clockTolerance(),
             config.maxAttempts(),
             ScheduleConfig.MAX_COUNTED_MISSED,
             config.queryTimeout(),

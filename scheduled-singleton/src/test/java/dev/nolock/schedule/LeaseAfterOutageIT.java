@@ -66,14 +66,14 @@ class LeaseAfterOutageIT {
     Matcher url = Pattern.compile("jdbc:postgresql://([^:/]+):(\\d+)/").matcher(s.jdbcUrl());
     assertThat(url.find()).as("host and port in %s", s.jdbcUrl()).isTrue();
     proxy = TcpProxy.start(url.group(1), Integer.parseInt(url.group(2)));
-    // The instances' wall clock agrees with the database's: the run is the next minute on it.
+    // The instances' wall clock agrees with the database's: the run is the latest minute on it.
     Instant dbNow =
         s.dsl()
             .resultQuery("SELECT clock_timestamp()")
             .fetchOne(0, OffsetDateTime.class)
             .toInstant();
-    clock = new MutableClock(dbNow);
-    minute = EVERY_MINUTE.nextAfter(dbNow).orElseThrow();
+    minute = EVERY_MINUTE.latestAtOrBefore(dbNow).orElseThrow();
+    clock = new MutableClock(minute.minusSeconds(1));
   }
 
   @AfterEach

@@ -89,7 +89,17 @@ class ReadmeUsageIT {
     DataSource pool = schema.dataSource();
     List<String> calls = new CopyOnWriteArrayList<>();
     Crm crm = (changes, key, token) -> calls.add(key + " " + token + " " + changes);
-    MutableClock clock = new MutableClock(Instant.parse("2026-03-10T10:14:00Z"));
+    CronSchedule quarterHours = CronSchedule.unix("*/15 * * * *");
+    Instant quarter =
+        quarterHours
+            .latestAtOrBefore(
+                schema
+                    .dsl()
+                    .resultQuery("SELECT clock_timestamp()")
+                    .fetchOne(0, java.time.OffsetDateTime.class)
+                    .toInstant())
+            .orElseThrow();
+    MutableClock clock = new MutableClock(quarter.minusSeconds(60));
 
     // --- README: Usage, plain job (with a test clock) ---
     ScheduledSingleton crmSync =
@@ -97,17 +107,15 @@ class ReadmeUsageIT {
             pool,
             ScheduleConfig.custom("crm-sync", CronSchedule.unix("*/15 * * * *"))
                 .clock(clock)
-                .claimWindow(MutableClock.ANY_DATE)
                 .build(),
             run -> crm.push(changesUpTo(run.scheduledAt()), run.fenceKey(), run.attempt().value()));
     // --- end of README ---
     crmSync.createTableIfMissing();
-    clock.set(Instant.parse("2026-03-10T10:15:00.100Z"));
+    clock.set(quarter.plusMillis(100));
     List<RunOutcome> outcomes = crmSync.runDueNow();
     crmSync.close();
 
     assertThat(outcomes).singleElement().isInstanceOf(RunOutcome.Finished.class);
-    assertThat(calls)
-        .containsExactly("crm-sync@2026-03-10T10:15:00Z 1 [changes up to 2026-03-10T10:15:00Z]");
+    assertThat(calls).containsExactly("crm-sync@" + quarter + " 1 [changes up to " + quarter + "]");
   }
 }

@@ -2,8 +2,11 @@ package dev.nolock.schedule;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -26,6 +29,19 @@ class ScheduleConfigTest {
     assertThat(config.attemptCheck()).isTrue();
     assertThat(config.renewalAttemptCheck()).isTrue();
     assertThat(config.claimWindow()).isEqualTo(Duration.ofDays(7));
+    assertThat(config.clockTolerance()).isEqualTo(Duration.ofSeconds(5));
+  }
+
+  @Test
+  void aClockToleranceOutsideZeroToAnHourIsRefused() {
+    ScheduleConfig.Builder builder = ScheduleConfig.custom("j", EVERY_MINUTE);
+    assertThatThrownBy(() -> builder.clockTolerance(Duration.ofMillis(-1)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("between 0 and 1 hour");
+    assertThatThrownBy(() -> builder.clockTolerance(Duration.ofMinutes(61)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Fix clocks that are further ahead");
+    assertThat(builder.clockTolerance(Duration.ZERO).build().clockTolerance()).isZero();
   }
 
   private static final java.time.Clock AT_TEN =
@@ -53,6 +69,35 @@ class ScheduleConfigTest {
                 .build()
                 .claimWindow())
         .isEqualTo(Duration.ofDays(2 * 31));
+  }
+
+  @Test
+  void theDefaultWindowAndItsValidationDoNotDependOnTheDateTheApplicationStarts() {
+    CronSchedule monthly = CronSchedule.unix("0 0 1 * *");
+    List<Duration> defaults = new ArrayList<>();
+    for (String date :
+        List.of(
+            "2026-02-10T10:00:00Z",
+            "2026-03-10T10:00:00Z",
+            "2026-04-10T10:00:00Z",
+            "2027-06-30T23:59:59Z")) {
+      java.time.Clock clock =
+          java.time.Clock.fixed(java.time.Instant.parse(date), java.time.ZoneOffset.UTC);
+      defaults.add(ScheduleConfig.custom("j", monthly).clock(clock).build().claimWindow());
+      assertThat(
+              catchThrowable(
+                  () ->
+                      ScheduleConfig.custom("j", monthly)
+                          .clock(clock)
+                          .claimWindow(Duration.ofDays(30))
+                          .build()))
+          .as("a monthly job's 30-day window is refused when built on %s", date)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("PT744H"); // 31 days, the longest month
+    }
+    assertThat(defaults)
+        .as("the default window of a monthly job built in February, March, April and June")
+        .containsOnly(Duration.ofDays(62));
   }
 
   @Test

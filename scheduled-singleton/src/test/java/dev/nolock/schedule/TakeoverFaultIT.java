@@ -50,8 +50,18 @@ class TakeoverFaultIT extends FaultFixture {
             ran::add)) {
       // What a crashed instance leaves behind: its claim, never finished, its lease run out.
       assertThat(
-              table.claim(
-                  schema.dsl(), job, THREE_AM, "dead#0", LEASE, MutableClock.ANY_DATE, THREE_AM, 0))
+              table
+                  .claim(
+                      schema.dsl(),
+                      job,
+                      THREE_AM,
+                      "dead#0",
+                      LEASE,
+                      MutableClock.ANY_DATE,
+                      Duration.ZERO,
+                      THREE_AM,
+                      0)
+                  .granted())
           .isPresent();
       runs.expireLease(job, THREE_AM);
       InjectedFault fault = faults.onNextStatement(kind, TAKEOVER);

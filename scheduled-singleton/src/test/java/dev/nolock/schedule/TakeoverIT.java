@@ -112,15 +112,18 @@ class TakeoverIT {
       due();
       // What a crashed instance leaves behind: its claim, with a 3 s lease, never finished.
       assertThat(
-              table.claim(
-                  db,
-                  job,
-                  MINUTE,
-                  "dead-instance",
-                  Duration.ofSeconds(3),
-                  MutableClock.ANY_DATE,
-                  MINUTE,
-                  0))
+              table
+                  .claim(
+                      db,
+                      job,
+                      MINUTE,
+                      "dead-instance",
+                      Duration.ofSeconds(3),
+                      MutableClock.ANY_DATE,
+                      Duration.ZERO,
+                      MINUTE,
+                      0)
+                  .granted())
           .isPresent();
       assertThat(survivor.runDueNow())
           .as("the dead instance's lease has not expired yet, and the time is claimed")
@@ -159,15 +162,18 @@ class TakeoverIT {
             (run, tx) -> ledger(tx, run, "survivor"))) {
       due();
       assertThat(
-              table.claim(
-                  db,
-                  job,
-                  MINUTE,
-                  "dead-instance",
-                  Duration.ofSeconds(3),
-                  MutableClock.ANY_DATE,
-                  MINUTE,
-                  0))
+              table
+                  .claim(
+                      db,
+                      job,
+                      MINUTE,
+                      "dead-instance",
+                      Duration.ofSeconds(3),
+                      MutableClock.ANY_DATE,
+                      Duration.ZERO,
+                      MINUTE,
+                      0)
+                  .granted())
           .isPresent();
       runs.expireLease(job, MINUTE);
 
@@ -325,7 +331,15 @@ class TakeoverIT {
     String job = "gave-up";
     RunTable table = new RunTable(ScheduleConfig.DEFAULT_TABLE, Duration.ofSeconds(5));
     table.claim(
-        db, job, MINUTE, "dead-instance", Duration.ofSeconds(30), MutableClock.ANY_DATE, MINUTE, 0);
+        db,
+        job,
+        MINUTE,
+        "dead-instance",
+        Duration.ofSeconds(30),
+        MutableClock.ANY_DATE,
+        Duration.ZERO,
+        MINUTE,
+        0);
     db.execute("UPDATE nolock_scheduled_runs SET attempt = 3 WHERE job = ?", job);
     runs.expireLease(job, MINUTE);
     AtomicInteger ran = new AtomicInteger();

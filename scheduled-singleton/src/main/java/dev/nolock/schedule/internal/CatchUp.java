@@ -92,33 +92,46 @@ public final class CatchUp {
     return new Plan(List.copyOf(slots), missed, firstMissed);
   }
 
+  /** The most scheduled times {@link #horizon} steps through. */
+  public static final int HORIZON_STEPS = 10_000;
+
+  /** How far ahead of its start {@link #horizon} looks at the schedule. */
+  static final Duration HORIZON_SPAN = Duration.ofDays(4 * 366);
+
   /**
-   * How old the oldest time of a full catch-up can be, measured around {@code at}: just before the
-   * next scheduled time after {@code at} comes due, a pass claims up to {@code policy.bound()}
-   * times ending with the latest one before it, so its oldest slot is that far back from the next
-   * time. Zero when the schedule has no time after {@code at}.
+   * How old the oldest time of a full catch-up can be: just before a scheduled time comes due, a
+   * pass claims up to {@code policy.bound()} times ending with the latest one before it, so its
+   * oldest slot lies {@code bound} intervals back. The largest such span over a fixed stretch of
+   * the schedule, so the result does not depend on the day {@code from} falls on (a monthly job's
+   * is 31 days whether it is measured in February or in March). Zero when the schedule has fewer
+   * than two times in the stretch.
    *
    * <ol>
-   *   <li>{@code next} = the first scheduled time after {@code at};
-   *   <li>step back {@code bound} scheduled times from {@code next} (fewer if the schedule has no
-   *       earlier ones);
-   *   <li>the horizon is from there to {@code next}.
+   *   <li>Collect the scheduled times from the latest at or before {@code from}, forward, until
+   *       {@link #HORIZON_SPAN 4 years} after {@code from} or {@value #HORIZON_STEPS} times,
+   *       whichever comes first;
+   *   <li>for each time, the span from it to the time {@code bound} places later (or the last one
+   *       collected);
+   *   <li>the horizon is the largest span.
    * </ol>
    */
-  public static Duration horizon(CronSchedule schedule, MissedSchedules policy, Instant at) {
-    Optional<Instant> next = schedule.nextAfter(at);
-    if (next.isEmpty()) {
-      return Duration.ZERO;
+  public static Duration horizon(CronSchedule schedule, MissedSchedules policy, Instant from) {
+    Instant end = from.plus(HORIZON_SPAN);
+    List<Instant> times = new ArrayList<>();
+    Optional<Instant> cursor = schedule.latestAtOrBefore(from).or(() -> schedule.nextAfter(from));
+    while (cursor.isPresent() && times.size() < HORIZON_STEPS && !cursor.get().isAfter(end)) {
+      times.add(cursor.get());
+      cursor = schedule.nextAfter(cursor.get());
     }
-    Instant oldest = next.get();
-    for (int i = 0; i < policy.bound(); i++) {
-      Optional<Instant> before = schedule.latestBefore(oldest);
-      if (before.isEmpty()) {
-        break;
+    Duration horizon = Duration.ZERO;
+    for (int i = 0; i + 1 < times.size(); i++) {
+      Instant reach = times.get(Math.min(i + policy.bound(), times.size() - 1));
+      Duration span = Duration.between(times.get(i), reach);
+      if (span.compareTo(horizon) > 0) {
+        horizon = span;
       }
-      oldest = before.get();
     }
-    return Duration.between(oldest, next.get());
+    return horizon;
   }
 
   /** The times {@code t} with {@code floor < t < before}, counted up to {@code cap}. */

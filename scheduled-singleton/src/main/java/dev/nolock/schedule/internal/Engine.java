@@ -52,7 +52,7 @@ import org.slf4j.LoggerFactory;
  *       attempt taken over meanwhile is {@code StaleFinish}.
  *   <li><b>Takeovers.</b> Running runs of the job whose lease expired on the database's clock are
  *       claimed again with the next attempt ({@link RunTable#takeOver}) and run; those out of
- *       attempts are recorded as failed.
+ *       attempts, or whose time lies further back than the claim window, are recorded as failed.
  *   <li><b>The due time.</b> {@code due} is the latest scheduled time at or before the wall clock's
  *       now. Nothing happens when this instance already handled it: claimed it, or lost its claim
  *       to another instance. A claim that failed (the database unreachable for a moment) handles
@@ -61,14 +61,16 @@ import org.slf4j.LoggerFactory;
  *       table (the instance's start when there is none); {@link CatchUp} turns floor, due and the
  *       missed-schedules policy into the times to claim. A claim of this instance that landed with
  *       its answer lost is in the table, so the plan starts after it: step 1 ran it first.
- *   <li><b>Claim and run</b>, oldest first, one at a time: {@code INSERT ... SELECT ... WHERE :t
- *       BETWEEN clock_timestamp() - :window AND clock_timestamp() + :window ON CONFLICT DO
- *       NOTHING}. No row back: the row's owner is read: another identity's is a lost claim, counted
- *       and reported; this instance's own (a run it took over or resumed above) was reported when
- *       it ran, and is not a lost race; no row at all means the database refused the time as
- *       outside the claim window (this instance's clock is off), reported and not run. A won claim
- *       runs the job while a second thread renews the lease every third of it, then finishes the
- *       run conditionally on the attempt.
+ *   <li><b>Claim and run</b>, oldest first, one at a time, with one statement ({@link
+ *       RunTable#claim}) that inserts the run only if its row is absent, the job has no run of a
+ *       later time, and {@code clock_timestamp() - :window <= :t <= clock_timestamp() +
+ *       :tolerance}, and returns which of these held. Its row was there: another identity's is a
+ *       lost claim, counted and reported; this instance's own (a run it took over or resumed above)
+ *       was reported when it ran. A later run: {@code Superseded}. Too far back: {@code
+ *       OutsideClaimWindow} with the slot's {@code Missed}, given up. Too far ahead: {@code
+ *       OutsideClaimWindow} once, the time not handled, the pass ends, and the next wake comes when
+ *       the database's clock reaches the time. A won claim runs the job while a second thread
+ *       renews the lease every third of it, then finishes the run conditionally on the attempt.
  * </ol>
  *
  * <p>Every outcome is reported once. A pass that throws after it produced outcomes (it ran a time,
@@ -100,6 +102,7 @@ public final class Engine implements AutoCloseable {
 
   private final Duration lease;
   private final Duration claimWindow;
+  private final Duration clockTolerance;
   private final int maxAttempts;
   private final int countCap;
   private final Duration shutdownTimeout;
@@ -126,6 +129,18 @@ public final class Engine implements AutoCloseable {
    * due before the instance started with no run in the table. Guarded by this.
    */
   private Instant lastPlanned;
+
+  /**
+   * The latest time the database refused as ahead of its clock: reported once, claimed again when
+   * it is due. Guarded by this.
+   */
+  private Instant refusedAhead;
+
+  /**
+   * After a pass whose claim was refused as ahead: how long until the database's clock reaches the
+   * time, for the next wake. Guarded by this.
+   */
+  private Duration aheadRetry;
 
   /**
    * Claims, takeovers and finishes of this instance whose answer was lost, by scheduled time,
@@ -169,6 +184,7 @@ public final class Engine implements AutoCloseable {
       String identity,
       Duration lease,
       Duration claimWindow,
+      Duration clockTolerance,
       int maxAttempts,
       int countCap,
       Duration queryTimeout,
@@ -194,6 +210,7 @@ public final class Engine implements AutoCloseable {
     this.identity = settings.identity();
     this.lease = settings.lease();
     this.claimWindow = settings.claimWindow();
+    this.clockTolerance = settings.clockTolerance();
     this.maxAttempts = settings.maxAttempts();
     this.countCap = settings.countCap();
     this.shutdownTimeout = settings.shutdownTimeout();
@@ -283,20 +300,28 @@ public final class Engine implements AutoCloseable {
                       plan.firstMissed().orElse(slot.scheduledAt()),
                       slot.missedBefore()))
               : Optional.empty();
-      claimAndRun(slot, missed, outcomes);
+      if (!claimAndRun(slot, missed, outcomes)) {
+        break;
+      }
     }
   }
 
   /**
-   * Claims one planned time and runs it; or finds whose it is, or that the database refused it
-   * because it lies outside the claim window around the database's clock.
+   * Claims one planned time and runs it, or learns from the same statement why not: the time's row
+   * is there (another instance's claim, or this instance's own run), the job has a later run, or
+   * the time lies outside the window around the database's clock. The time counts as handled
+   * ({@link #lastPlanned}) only once that answer is read, and never when it lies ahead of the
+   * database's clock: it is claimed again when that clock reaches it.
+   *
+   * @return false when the time lies ahead of the database's clock (the later slots of the pass do
+   *     too)
    */
-  private void claimAndRun(
+  private boolean claimAndRun(
       CatchUp.Slot slot, Optional<RunOutcome.Missed> missed, List<RunOutcome> outcomes) {
     Instant time = slot.scheduledAt();
-    Optional<RunTable.Claim> claim;
+    RunTable.ClaimDecision decision;
     try {
-      claim =
+      decision =
           OwnTransaction.run(
               dsl,
               d ->
@@ -307,6 +332,7 @@ public final class Engine implements AutoCloseable {
                       identity,
                       lease,
                       claimWindow,
+                      clockTolerance,
                       slot.coversFrom(),
                       slot.missedBefore()));
     } catch (DataAccessException e) {
@@ -315,35 +341,71 @@ public final class Engine implements AutoCloseable {
       unknown.put(time, new UnknownGrant(time, 1, true, missed));
       throw unavailable("claim " + time, e);
     }
-    if (claim.isEmpty()) {
-      Optional<RunTable.Current> holder =
-          backend("read who claimed " + time, () -> table.current(dsl, job, time));
-      // Only now is the time handled: lost to another instance, this instance's own run (one it
-      // took over or resumed, reported when it ran), or refused for good by the claim window.
+    if (decision.granted().isPresent()) {
       lastPlanned = time;
-      if (holder.isEmpty()) {
-        Instant databaseTime = backend("read the database's clock", () -> table.databaseTime(dsl));
-        metrics.outsideWindow();
-        LOG.warn(
-            "Job {}: the database refused the claim of {}: it lies outside the claim window ({})"
-                + " around the database's clock, {}, which this instance's wall clock reads as {}."
-                + " Nothing ran; fix this instance's clock (NTP)",
-            job,
-            time,
-            claimWindow,
-            databaseTime,
-            clock.instant());
-        outcomes.add(new RunOutcome.OutsideClaimWindow(time, databaseTime));
-        return;
+      claimed(decision.granted().get(), missed, outcomes);
+      return true;
+    }
+    if (decision.ahead()) {
+      // Not handled: the time is claimed again once the database's clock reaches it, and its
+      // missed times are reported with that claim.
+      aheadRetry = Duration.between(decision.databaseTime(), time.minus(clockTolerance));
+      if (!time.equals(refusedAhead)) {
+        refusedAhead = time;
+        refused(time, decision.databaseTime(), "further ahead than the clock tolerance", outcomes);
       }
-      if (!holder.get().owner().equals(identity)) {
+      return false;
+    }
+    lastPlanned = time;
+    if (decision.existing().isPresent()) {
+      // This instance's own run (one it took over or resumed) was reported when it ran.
+      if (!decision.existing().get().owner().equals(identity)) {
         metrics.skipped();
         outcomes.add(new RunOutcome.LostClaim(time));
       }
-      return;
+    } else if (decision.later().isPresent()) {
+      // The later run's claim counted this slot's missed times; they are not reported again.
+      metrics.superseded();
+      LOG.warn(
+          "Job {}: the database refused the claim of {}: the job already has a run of {}, so the"
+              + " time was handled (run, counted missed, or its row deleted by retention). Nothing"
+              + " ran; if this instance's wall clock ({}) is behind the database's ({}), fix it",
+          job,
+          time,
+          decision.later().get(),
+          clock.instant(),
+          decision.databaseTime());
+      outcomes.add(new RunOutcome.Superseded(time, decision.later().get()));
+    } else if (decision.tooOld()) {
+      missed.ifPresent(
+          m -> {
+            metrics.missed(m.count());
+            outcomes.add(m);
+          });
+      refused(time, decision.databaseTime(), "further back than the claim window", outcomes);
+    } else {
+      // The insert met a row committed while the statement ran: another instance's claim (this
+      // instance's own rows are all committed before it claims).
+      metrics.skipped();
+      outcomes.add(new RunOutcome.LostClaim(time));
     }
-    lastPlanned = time;
-    claimed(claim.get(), missed, outcomes);
+    return true;
+  }
+
+  private void refused(Instant time, Instant databaseTime, String why, List<RunOutcome> outcomes) {
+    metrics.outsideWindow();
+    LOG.warn(
+        "Job {}: the database refused the claim of {}: it lies {} (back {}, ahead {}) from the"
+            + " database's clock, {}, which this instance's wall clock reads as {}. Nothing ran;"
+            + " fix this instance's clock (NTP)",
+        job,
+        time,
+        why,
+        claimWindow,
+        clockTolerance,
+        databaseTime,
+        clock.instant());
+    outcomes.add(new RunOutcome.OutsideClaimWindow(time, databaseTime));
   }
 
   /** Reports and runs a claim this instance won (directly, or found landed after a lost answer). */
@@ -470,7 +532,10 @@ public final class Engine implements AutoCloseable {
       try {
         claim =
             OwnTransaction.run(
-                dsl, d -> table.takeOver(d, job, run.scheduledAt(), identity, lease, maxAttempts));
+                dsl,
+                d ->
+                    table.takeOver(
+                        d, job, run.scheduledAt(), identity, lease, claimWindow, maxAttempts));
       } catch (DataAccessException e) {
         // It may have landed: the next pass resumes it rather than wait out the lease it set.
         unknown.put(
@@ -494,7 +559,7 @@ public final class Engine implements AutoCloseable {
               "give up " + run.scheduledAt(),
               () ->
                   OwnTransaction.run(
-                      dsl, d -> table.giveUp(d, job, run.scheduledAt(), maxAttempts)));
+                      dsl, d -> table.giveUp(d, job, run.scheduledAt(), claimWindow, maxAttempts)));
       if (gaveUp.isPresent()) {
         metrics.gaveUp();
         outcomes.add(new RunOutcome.GaveUp(run.scheduledAt(), gaveUp.get()));
@@ -520,17 +585,28 @@ public final class Engine implements AutoCloseable {
           renewer.scheduleAtFixedRate(
               () -> renew(run, over, renewal), period, period, TimeUnit.MILLISECONDS));
     }
+    Runnable stopRenewal =
+        () -> {
+          over.set(true);
+          synchronized (renewal) {
+            renewal.get().cancel(false);
+          }
+        };
     long started = System.nanoTime();
     try {
-      return fencedJob != null ? runFenced(run, over) : runPlain(run, over);
+      return fencedJob != null ? runFenced(run, stopRenewal) : runPlain(run, stopRenewal);
     } finally {
-      over.set(true);
-      renewal.get().cancel(false);
+      stopRenewal.run();
       metrics.ran(Duration.ofNanos(System.nanoTime() - started));
     }
   }
 
-  private RunOutcome runFenced(ScheduledRun run, AtomicBoolean over) {
+  /**
+   * {@code stopRenewal} runs before the finish, release or failure is sent: from then on that
+   * statement decides, and a renewal still queued is not sent (one already on its way is refused by
+   * the released marker, see {@link RunTable#renew}).
+   */
+  private RunOutcome runFenced(ScheduledRun run, Runnable stopRenewal) {
     try {
       dsl.transaction(
           configuration -> {
@@ -540,7 +616,7 @@ public final class Engine implements AutoCloseable {
             } catch (Exception e) {
               throw new JobThrew(e);
             }
-            over.set(true); // the finish decides now; a renewal from here on proves nothing
+            stopRenewal.run(); // the finish decides now; a renewal from here on proves nothing
             int finished =
                 table.finish(tx, job, run.scheduledAt(), run.attempt().value(), attemptCheck);
             if (finished == 0) {
@@ -550,7 +626,7 @@ public final class Engine implements AutoCloseable {
     } catch (StaleAttempt e) {
       return stale(run);
     } catch (JobThrew e) {
-      return failed(run, e.getCause());
+      return failed(run, e.getCause(), stopRenewal);
     } catch (DataAccessException e) {
       throw unknownFinish(run, e);
     }
@@ -558,13 +634,13 @@ public final class Engine implements AutoCloseable {
     return new RunOutcome.Finished(run);
   }
 
-  private RunOutcome runPlain(ScheduledRun run, AtomicBoolean over) {
+  private RunOutcome runPlain(ScheduledRun run, Runnable stopRenewal) {
     try {
       plainJob.run(run);
     } catch (Exception e) {
-      return failed(run, e);
+      return failed(run, e, stopRenewal);
     }
-    over.set(true);
+    stopRenewal.run();
     int finished;
     try {
       finished =
@@ -593,7 +669,8 @@ public final class Engine implements AutoCloseable {
     return new RunOutcome.StaleFinish(run);
   }
 
-  private RunOutcome failed(ScheduledRun run, Throwable thrown) {
+  private RunOutcome failed(ScheduledRun run, Throwable thrown, Runnable stopRenewal) {
+    stopRenewal.run();
     Exception error = thrown instanceof Exception e ? e : new RuntimeException(thrown);
     boolean interrupted = error instanceof InterruptedException;
     metrics.failed();
@@ -729,8 +806,11 @@ public final class Engine implements AutoCloseable {
       delay = retry;
     } else {
       Instant from;
+      Duration untilDue;
       synchronized (this) {
         from = lastPlanned != null && lastPlanned.isAfter(now) ? lastPlanned : now;
+        untilDue = aheadRetry;
+        aheadRetry = null;
       }
       Optional<Instant> next = schedule.nextAfter(from);
       if (next.isEmpty()) {
@@ -741,6 +821,9 @@ public final class Engine implements AutoCloseable {
       // itself again. The delay runs on the monotonic clock, so a long one is cut to re-read the
       // wall clock at least every MAX_SLEEP (NTP steps, a suspended machine).
       delay = Duration.between(now, next.get()).plusMillis(1);
+      if (untilDue != null && untilDue.plusMillis(1).compareTo(delay) < 0) {
+        delay = untilDue.plusMillis(1); // a time refused as ahead is due by the database then
+      }
       if (delay.compareTo(MAX_SLEEP) > 0) {
         delay = MAX_SLEEP;
       }

@@ -5,7 +5,6 @@ import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.max;
 import static org.jooq.impl.DSL.name;
-import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.table;
 import static org.jooq.impl.DSL.unquotedName;
 import static org.jooq.impl.DSL.val;
@@ -25,6 +24,7 @@ import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.Query;
 import org.jooq.Table;
+import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.jooq.types.DayToSecond;
 
@@ -51,6 +51,10 @@ public final class RunTable {
 
   private static final Field<DayToSecond> ONE_MILLISECOND =
       inline(DayToSecond.valueOf(Duration.ofMillis(1)));
+
+  /** The {@code locked_until} of a released attempt: ended, and never renewed again. */
+  private static final Field<OffsetDateTime> RELEASED =
+      field("'-infinity'::timestamptz", SQLDataType.TIMESTAMPWITHTIMEZONE);
 
   private final Table<?> table;
   private final Name indexName;
@@ -152,51 +156,97 @@ public final class RunTable {
   }
 
   /**
-   * Claims {@code time}: {@code INSERT ... SELECT :job, :t, 'running', 1, :owner, clock_timestamp()
-   * + :lease, ... WHERE :t BETWEEN clock_timestamp() - :window AND clock_timestamp() + :window ON
-   * CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt}. Empty: another instance claimed it
-   * first (the row exists), or the time lies outside the window around the database's clock (no
-   * row).
+   * What the database decided about one claim, with its clock when it decided: exactly one of
+   * granted, {@code existing} (the time's row was there: its state, attempt and owner), {@code
+   * later} (the job has a run of a later time), {@code tooOld}, {@code ahead}, or none of them: the
+   * insert met a row committed while the statement ran (another instance's claim, lost race).
    */
-  public Optional<Claim> claim(
+  public record ClaimDecision(
+      Optional<Claim> granted,
+      Optional<Current> existing,
+      Optional<Instant> later,
+      boolean tooOld,
+      boolean ahead,
+      Instant databaseTime) {}
+
+  /**
+   * Claims {@code time} and says why not, in one statement: reads {@code clock_timestamp()} once,
+   * the time's row and the job's latest later time, and inserts only when there is neither and
+   * {@code clock_timestamp() - :window <= :t <= clock_timestamp() + :tolerance}:
+   *
+   * <pre>{@code
+   * WITH c AS (SELECT clock_timestamp() AS now),
+   *   e AS (SELECT state, attempt, owner FROM t WHERE job = :job AND scheduled_at = :t),
+   *   l AS (SELECT max(scheduled_at) AS at FROM t WHERE job = :job AND scheduled_at > :t),
+   *   v AS (SELECT c.now, l.at AS later, :t < c.now - :window AS too_old,
+   *                :t > c.now + :tolerance AS ahead FROM c, l),
+   *   i AS (INSERT INTO t (...) SELECT :job, :t, 'running', 1, :owner, v.now + :lease, ...
+   *         FROM v WHERE NOT too_old AND NOT ahead AND later IS NULL
+   *           AND NOT EXISTS (SELECT 1 FROM e)
+   *         ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt)
+   * SELECT v.now, v.later, v.too_old, v.ahead, (SELECT attempt FROM i), e.* FROM v LEFT JOIN e ON true
+   * }</pre>
+   *
+   * A later run refuses the claim because an instance claims the times of a job in increasing order
+   * (a catch-up oldest first, each pass after the last), so a time older than the job's latest run
+   * was run, counted missed by that run, or deleted by retention; see the README.
+   */
+  public ClaimDecision claim(
       DSLContext dsl,
       String jobName,
       Instant time,
       String ownerName,
       Duration lease,
       Duration window,
+      Duration tolerance,
       Instant covers,
       long missedBefore) {
     Field<OffsetDateTime> t = val(at(time));
-    return dsl.insertInto(
-            table,
-            job,
-            scheduledAt,
-            state,
-            attempt,
-            owner,
-            lockedUntil,
-            coversFrom,
-            missed,
-            claimedAt)
-        .select(
-            select(
-                    val(jobName),
-                    t,
-                    val(RUNNING),
-                    val(1L),
-                    val(ownerName),
-                    clockTimestampPlus(lease),
-                    val(at(covers)),
-                    val(missedBefore),
-                    clockTimestamp())
-                .where(t.between(clockTimestampMinus(window), clockTimestampPlus(window))))
-        .onConflict(job, scheduledAt)
-        .doNothing()
-        .returning(attempt)
-        .queryTimeout(timeoutSeconds)
-        .fetchOptional()
-        .map(r -> new Claim(time, r.get(attempt), covers, missedBefore));
+    Field<String> j = val(jobName);
+    org.jooq.Record r =
+        dsl.resultQuery(
+                "WITH c AS (SELECT clock_timestamp() AS now),"
+                    + " e AS (SELECT state, attempt, owner FROM {0} WHERE job = {1} AND"
+                    + " scheduled_at = {2}),"
+                    + " l AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
+                    + " scheduled_at > {2}),"
+                    + " v AS (SELECT c.now, l.at AS later,"
+                    + " {2} < c.now + {3} * interval '1 millisecond' AS too_old,"
+                    + " {2} > c.now + {4} * interval '1 millisecond' AS ahead FROM c, l),"
+                    + " i AS (INSERT INTO {0} (job, scheduled_at, state, attempt, owner,"
+                    + " locked_until, covers_from, missed, claimed_at)"
+                    + " SELECT {1}, {2}, {5}, 1, {6}, v.now + {7} * interval '1 millisecond', {8},"
+                    + " {9}, v.now FROM v WHERE NOT v.too_old AND NOT v.ahead AND v.later IS NULL"
+                    + " AND NOT EXISTS (SELECT 1 FROM e)"
+                    + " ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt)"
+                    + " SELECT v.now, v.later, v.too_old, v.ahead, (SELECT attempt FROM i) AS"
+                    + " granted, e.state, e.attempt, e.owner FROM v LEFT JOIN e ON true",
+                table,
+                j,
+                t,
+                val(-millis(window)),
+                val(millis(tolerance)),
+                val(RUNNING),
+                val(ownerName),
+                val(millis(lease)),
+                val(at(covers)),
+                val(missedBefore))
+            .queryTimeout(timeoutSeconds)
+            .fetchOne();
+    Long granted = r.get("granted", Long.class);
+    String existingState = r.get("state", String.class);
+    OffsetDateTime later = r.get("later", OffsetDateTime.class);
+    return new ClaimDecision(
+        Optional.ofNullable(granted).map(a -> new Claim(time, a, covers, missedBefore)),
+        existingState == null
+            ? Optional.empty()
+            : Optional.of(
+                new Current(
+                    existingState, r.get("attempt", Long.class), r.get("owner", String.class))),
+        Optional.ofNullable(later).map(OffsetDateTime::toInstant),
+        Boolean.TRUE.equals(r.get("too_old", Boolean.class)),
+        Boolean.TRUE.equals(r.get("ahead", Boolean.class)),
+        r.get("now", OffsetDateTime.class).toInstant());
   }
 
   /**
@@ -233,14 +283,6 @@ public final class RunTable {
         .map(r -> claimOf(time, r.get(attempt), r.get(coversFrom), r.get(missed)));
   }
 
-  /** The database's clock, {@code clock_timestamp()}. */
-  public Instant databaseTime(DSLContext dsl) {
-    return dsl.select(clockTimestamp())
-        .queryTimeout(timeoutSeconds)
-        .fetchOne(0, OffsetDateTime.class)
-        .toInstant();
-  }
-
   /** The state, attempt and owner of the run at {@code time}; empty when it was never claimed. */
   public Optional<Current> current(DSLContext dsl, String jobName, Instant time) {
     return dsl.select(state, attempt, owner)
@@ -267,8 +309,10 @@ public final class RunTable {
   /**
    * Takes an expired run over with the next attempt: {@code UPDATE ... SET attempt = attempt + 1,
    * owner = :owner, locked_until = clock_timestamp() + :lease WHERE job = :job AND scheduled_at =
-   * :t AND state = 'running' AND locked_until < clock_timestamp() AND attempt < :maxAttempts
-   * RETURNING ...}. Under READ COMMITTED a concurrent finish or takeover holds the row lock; this
+   * :t AND state = 'running' AND locked_until < clock_timestamp() AND attempt < :maxAttempts AND
+   * scheduled_at >= clock_timestamp() - :window RETURNING ...}: a run older than the claim window
+   * (its instance died before a long outage of the fleet) is not run again, {@link #giveUp} records
+   * it as failed. Under READ COMMITTED a concurrent finish or takeover holds the row lock; this
    * statement waits for it and re-checks the conditions on the committed row, so exactly one of
    * them wins.
    */
@@ -278,6 +322,7 @@ public final class RunTable {
       Instant time,
       String ownerName,
       Duration lease,
+      Duration window,
       int maxAttempts) {
     Field<Long> next = attempt.plus(inline(1L));
     return dsl.update(table)
@@ -287,6 +332,7 @@ public final class RunTable {
         .set(claimedAt, clockTimestamp())
         .where(expiredRun(jobName, time))
         .and(attempt.lt((long) maxAttempts))
+        .and(scheduledAt.ge(clockTimestampMinus(window)))
         .returning(attempt, coversFrom, missed)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
@@ -294,19 +340,33 @@ public final class RunTable {
   }
 
   /**
-   * Records an expired run whose attempts ran out as failed, with the same conditions as {@link
-   * #takeOver} but {@code attempt >= :maxAttempts}. Returns the number of attempts it had.
+   * Records an expired run that is not taken over as failed: the conditions of {@link #takeOver}
+   * with {@code (attempt >= :maxAttempts OR scheduled_at < clock_timestamp() - :window)}, the
+   * reason in {@code last_error}. Returns the number of attempts it had.
    */
-  public Optional<Long> giveUp(DSLContext dsl, String jobName, Instant time, int maxAttempts) {
+  public Optional<Long> giveUp(
+      DSLContext dsl, String jobName, Instant time, Duration window, int maxAttempts) {
+    Condition outOfAttempts = attempt.ge((long) maxAttempts);
     return dsl.update(table)
         .set(state, FAILED)
         .setNull(lockedUntil)
         .set(finishedAt, clockTimestamp())
         .set(
             lastError,
-            "gave up: the lease of the last of " + maxAttempts + " attempts expired unfinished")
+            DSL.when(
+                    outOfAttempts,
+                    val(
+                        "gave up: the lease of the last of "
+                            + maxAttempts
+                            + " attempts expired unfinished"))
+                .otherwise(
+                    val(
+                        "gave up: the lease expired and the scheduled time lies further back than"
+                            + " the claim window ("
+                            + window
+                            + ") from the database's clock")))
         .where(expiredRun(jobName, time))
-        .and(attempt.ge((long) maxAttempts))
+        .and(outOfAttempts.or(scheduledAt.lt(clockTimestampMinus(window))))
         .returning(attempt)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
@@ -317,7 +377,9 @@ public final class RunTable {
    * Extends the lease of the current attempt: {@code UPDATE ... SET locked_until =
    * clock_timestamp() + :lease WHERE job = :job AND scheduled_at = :t AND state = 'running' AND
    * attempt = :attempt}, a compare-and-swap on the attempt token, never a blind bump. False: the
-   * run was taken over, given up or finished.
+   * run was taken over, given up, finished or released ({@code AND locked_until > '-infinity'}:
+   * {@link #release} ends the lease with that marker, so a renewal that was on its way when the job
+   * threw does not extend the released lease and delay the retry).
    *
    * <p>It does not require the lease to be unexpired. A lease that ran out while nobody took the
    * run over (a database outage longer than the lease) is still this attempt's: refusing it would
@@ -326,7 +388,7 @@ public final class RunTable {
    * lock, and under READ COMMITTED the later one re-checks its condition on the committed row, so
    * after a takeover this attempt's renewal matches nothing, also when it is a resend of a renewal
    * whose answer was lost. With {@code attemptCheck} false (the tests' negative control only) the
-   * running run is matched by job and time alone.
+   * running run is matched by job and time alone, released or not.
    */
   public boolean renew(
       DSLContext dsl,
@@ -337,7 +399,7 @@ public final class RunTable {
       boolean attemptCheck) {
     Condition which =
         attemptCheck
-            ? currentRun(jobName, time, currentAttempt)
+            ? currentRun(jobName, time, currentAttempt).and(lockedUntil.gt(RELEASED))
             : job.eq(jobName).and(scheduledAt.eq(at(time))).and(state.eq(RUNNING));
     return dsl.update(table)
             .set(lockedUntil, clockTimestampPlus(lease))
@@ -372,13 +434,14 @@ public final class RunTable {
   }
 
   /**
-   * Gives the current attempt back for a retry after the job threw: the lease ends now, so the next
-   * takeover scan of any instance claims it with the next attempt.
+   * Gives the current attempt back for a retry after the job threw: {@code locked_until =
+   * '-infinity'}, a lease that has ended and is marked released, so the next takeover scan of any
+   * instance claims it with the next attempt and no renewal of this attempt extends it again.
    */
   public boolean release(
       DSLContext dsl, String jobName, Instant time, long currentAttempt, String error) {
     return dsl.update(table)
-            .set(lockedUntil, clockTimestamp())
+            .set(lockedUntil, RELEASED)
             .set(lastError, truncate(error))
             .where(currentRun(jobName, time, currentAttempt))
             .queryTimeout(timeoutSeconds)

@@ -28,6 +28,7 @@ public final class ScheduleMetrics {
   private final Counter failures;
   private final Counter gaveUp;
   private final Counter outsideWindow;
+  private final Counter superseded;
   private final Timer startDelay;
   private final Timer run;
 
@@ -72,6 +73,12 @@ public final class ScheduleMetrics {
             "nolock.schedule.outside.window",
             "Claims the database refused because the scheduled time lay outside the claim window"
                 + " around its clock (this instance's clock is off)");
+    this.superseded =
+        counter(
+            r,
+            tags,
+            "nolock.schedule.superseded",
+            "Claims the database refused because the job already had a run of a later time");
     this.startDelay =
         Timer.builder("nolock.schedule.start.delay")
             .description("From the scheduled time (wall clock) to its claim")
@@ -121,6 +128,10 @@ public final class ScheduleMetrics {
 
   public void outsideWindow() {
     outsideWindow.increment();
+  }
+
+  public void superseded() {
+    superseded.increment();
   }
 
   public void ran(Duration time) {
