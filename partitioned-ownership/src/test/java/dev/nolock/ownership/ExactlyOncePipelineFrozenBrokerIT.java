@@ -86,7 +86,8 @@ class ExactlyOncePipelineFrozenBrokerIT {
                 .producerProperty(
                     ProducerConfig.INTERCEPTOR_CLASSES_CONFIG, FreezeOnFirstAck.class.getName())
                 .build(),
-            record -> List.of(new ProducerRecord<>(output, record.key(), "once " + record.value())))) {
+            record ->
+                List.of(new ProducerRecord<>(output, record.key(), "once " + record.value())))) {
       pipeline.start();
       try {
         Awaitility.await("a commit timed out on the frozen broker, or the pipeline stopped")

@@ -30,11 +30,12 @@ import org.awaitility.Awaitility;
  *       resolved (the classpath in the file named by {@value #CLASSPATH_FILE_VARIABLE}, else in
  *       {@code .services/kafka/classpath.txt} of the first directory upwards from the working
  *       directory that has one): it formats a fresh data directory under the given directory with a
- *       random cluster id, then launches {@code kafka.Kafka} with a 256 MB heap on two free loopback
- *       ports, writing its log to {@code kafka.log} there. Every internal topic has one replica
- *       ({@code offsets.topic.replication.factor}, {@code transaction.state.log.replication.factor},
- *       {@code transaction.state.log.min.isr} are 1), so transactions and groups work on one node.
- *       It returns once the broker has registered and answers metadata requests.
+ *       random cluster id, then launches {@code kafka.Kafka} with a 256 MB heap on two free
+ *       loopback ports, writing its log to {@code kafka.log} there. Every internal topic has one
+ *       replica ({@code offsets.topic.replication.factor}, {@code
+ *       transaction.state.log.replication.factor}, {@code transaction.state.log.min.isr} are 1), so
+ *       transactions and groups work on one node. It returns once the broker has registered and
+ *       answers metadata requests.
  *   <li>{@link #freeze()} and {@link #thaw()} send {@code SIGSTOP} and {@code SIGCONT} and return
  *       once the kernel reports the new state: a frozen broker keeps its connections open and
  *       answers nothing, so clients see timeouts, not refused connections.
@@ -43,8 +44,8 @@ import org.awaitility.Awaitility;
  *       test's log.
  * </ol>
  *
- * Needs {@code org.apache.kafka:kafka-clients} on the test classpath and a Java 17+ runtime for
- * the broker (the test JVM's own {@code java} is used).
+ * Needs {@code org.apache.kafka:kafka-clients} on the test classpath and a Java 17+ runtime for the
+ * broker (the test JVM's own {@code java} is used).
  */
 public final class PrivateKafkaBroker implements AutoCloseable {
 
@@ -90,7 +91,8 @@ public final class PrivateKafkaBroker implements AutoCloseable {
     int port = freePort();
     int controllerPort = freePort();
     Path properties = directory.resolve("server.properties");
-    Files.writeString(properties, serverProperties(directory.resolve("data"), port, controllerPort));
+    Files.writeString(
+        properties, serverProperties(directory.resolve("data"), port, controllerPort));
     Path log = directory.resolve("kafka.log");
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
 
@@ -199,7 +201,13 @@ public final class PrivateKafkaBroker implements AutoCloseable {
 
   @Override
   public String toString() {
-    return "PrivateKafkaBroker[" + bootstrapServers + ", pid " + process.pid() + ", log " + log + "]";
+    return "PrivateKafkaBroker["
+        + bootstrapServers
+        + ", pid "
+        + process.pid()
+        + ", log "
+        + log
+        + "]";
   }
 
   /** Registered brokers are the ones a metadata request lists; node 1 is this one. */
