@@ -230,7 +230,7 @@ class ExactlyOncePipelineIT {
         .get(30, TimeUnit.SECONDS);
   }
 
-  private static double count(SimpleMeterRegistry metrics, String name) {
+  static double count(SimpleMeterRegistry metrics, String name) {
     return metrics.find(name).counters().stream().mapToDouble(c -> c.count()).sum();
   }
 
@@ -252,7 +252,7 @@ class ExactlyOncePipelineIT {
         .build();
   }
 
-  private static ExactlyOncePipeline<String, String, String, String> pipeline(
+  static ExactlyOncePipeline<String, String, String, String> pipeline(
       ExactlyOnceConfig config, Transform<String, String, String, String> transform) {
     return ExactlyOncePipeline.create(
         config,
@@ -269,12 +269,11 @@ class ExactlyOncePipelineIT {
     return new ProducerRecord<>(output, record.key(), who + " " + record.value());
   }
 
-  private static List<String> inputIds(List<String> outputs) {
+  static List<String> inputIds(List<String> outputs) {
     return outputs.stream().map(v -> v.substring(v.indexOf(' ') + 1)).collect(Collectors.toList());
   }
 
-  private static void produceInputs(KafkaBroker kafka, String topic, int from, int count)
-      throws Exception {
+  static void produceInputs(KafkaBroker kafka, String topic, int from, int count) throws Exception {
     Properties props = new Properties();
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
     try (KafkaProducer<String, String> producer =
@@ -287,7 +286,7 @@ class ExactlyOncePipelineIT {
   }
 
   /** Reads the topic from the start until at least {@code atLeast} values (or 30 s). */
-  private static List<String> read(KafkaBroker kafka, String topic, String isolation, int atLeast) {
+  static List<String> read(KafkaBroker kafka, String topic, String isolation, int atLeast) {
     Properties props = new Properties();
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
     props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
@@ -316,8 +315,7 @@ class ExactlyOncePipelineIT {
   }
 
   /** Waits until {@code expected} committed values exist, then reads once more: no more appear. */
-  private static List<String> readExactly(
-      KafkaBroker kafka, String topic, String isolation, int expected) {
+  static List<String> readExactly(KafkaBroker kafka, String topic, String isolation, int expected) {
     Awaitility.await(expected + " committed outputs")
         .atMost(Duration.ofSeconds(120))
         .pollInterval(Duration.ofMillis(500))
