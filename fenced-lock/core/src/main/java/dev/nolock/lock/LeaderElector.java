@@ -48,11 +48,16 @@ import org.slf4j.LoggerFactory;
  *         <li>halt the process, unless {@code haltOnLoss(false)}: work that ignores the interrupt
  *             must not overlap the successor, and client-go's {@code os.Exit(1)} in {@code
  *             OnStoppedLeading} exists for that reason. Nothing the backend or the owner does can
- *             delay it: no backend call and no callback comes before it;
- *         <li>call {@link Leadership#onStoppedLeading} (after a real halt it never runs);
- *         <li>release the lease on a thread of its own, best effort: a backend that does not answer
- *             blocks only that thread for its own timeout, never the step-down nor the campaign,
- *             and the lease ends at its TTL anyway;
+ *             delay it: no backend call, no callback, no log line and no metric comes before it;
+ *         <li>log the loss at error level and count it, then call {@link
+ *             Leadership#onStoppedLeading} (after a real halt neither happens);
+ *         <li>release the lease on the elector's single release thread, once the lost term's work
+ *             has ended or {@code workStopTimeout} has passed since its interrupt (logged and
+ *             counted as an overrun): without a halt, a renewDeadline passed or a backend error
+ *             leaves a lease the server may still hold, and freeing it while the work still runs
+ *             would let a successor start beside it. Best effort: a backend that does not answer
+ *             blocks only that thread, never the step-down nor the campaign, and the lease ends at
+ *             its TTL anyway. The release happens whatever {@code onStoppedLeading} throws;
  *         <li>campaign again (step 1) only once the lost term's {@link Leadership#onStartedLeading}
  *             has returned. Without a halt, work that ignores the interrupt still runs, and winning
  *             again would run a second term's work beside it in this process, two grants of the
@@ -64,14 +69,25 @@ import org.slf4j.LoggerFactory;
  *             process is neither. Other candidates may lead meanwhile.
  *       </ol>
  *   <li>{@link #close()} steps down gracefully, without halting, and frees the lease only once the
- *       work has ended, so that a successor never overlaps it:
+ *       work has ended, so that a successor never overlaps it. The first call does the work; a
+ *       later call waits until it is done, and a call from the elector's own threads (the work, a
+ *       callback such as {@code onStoppedLeading}, the closing thread) returns at once rather than
+ *       wait for itself. Interrupts shorten none of its waits (the flag is set again on return):
  *       <ol>
- *         <li>stop campaigning;
+ *         <li>stop campaigning: mark the elector closed and wait for the campaign thread, at most
+ *             {@code workStopTimeout + leaseDuration} (it may be finishing a step-down, or in a
+ *             backend call that does not answer). A grant that comes back after that is released at
+ *             once and starts no work;
  *         <li>interrupt the work thread and call {@link Leadership#onStoppedLeading};
- *         <li>wait for the work thread to end, at most {@code workStopTimeout} (the watchdog still
- *             renews the lease meanwhile); a thread still running then is logged at error level and
- *             counted ({@code nolock.leadership.work.overruns});
- *         <li>release the lease, so that a successor need not wait for it to expire.
+ *         <li>wait for the work thread to end, at most {@code workStopTimeout}, watching the lease
+ *             as the campaign did: if it is lost meanwhile (refused, {@code renewDeadline} passed,
+ *             a backend error), the process halts unless {@code haltOnLoss(false)}, since the work
+ *             may now overlap a successor. A thread still running at the timeout is logged at error
+ *             level and counted ({@code nolock.leadership.work.overruns});
+ *         <li>release the lease, so that a successor need not wait for it to expire, wait at most
+ *             {@code leaseDuration} for lost terms' releases still running, and close the lock.
+ *             These happen whatever {@code onStoppedLeading} threw; an {@link Error} from it is
+ *             rethrown after them.
  *       </ol>
  *       A close while the candidate waits for a lost term's work (step 3, item 5) waits for it at
  *       most {@code workStopTimeout} as well, then returns, logging and counting a thread still
@@ -85,12 +101,16 @@ import org.slf4j.LoggerFactory;
  *       renewals, so the elector hands the {@link FencedLock} a view of the backend that passes
  *       every renewal failure on unchanged (the watchdog logs it and retries, as for any holder)
  *       and also wakes the campaign with it: a leader whose renewal throws such an exception steps
- *       down at once (as in step 3, halting by default), without waiting for {@code renewDeadline}.
+ *       down at once (as in step 3, halting by default, counting and logging after the halt),
+ *       without waiting for {@code renewDeadline}.
  *   <li>An {@link Error} on the campaign thread ({@code NoClassDefFoundError}, {@code
- *       OutOfMemoryError}) is logged at error level, steps down a leader as in step 3 (no one would
- *       watch its term after the thread ends; the release is made on the campaign thread before it
- *       ends), and is rethrown: the campaign thread ends; the elector is not campaigning any more.
- *       An {@code Error} thrown by a renewal is handled as in step 5.
+ *       OutOfMemoryError}) steps down a leader as in step 3 (no one would watch its term after the
+ *       thread ends; the campaign thread waits for the work and releases before it ends), is logged
+ *       at error level, and is rethrown: the campaign thread ends; the elector is not campaigning
+ *       any more. An {@code Error} thrown by a renewal is handled as in step 5.
+ *   <li>An interrupt of the campaign thread (by anyone but the elector) is logged at error level,
+ *       and a leader steps down as {@link #close()} does (the lease is not lost: no halt); the
+ *       campaign thread then ends.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
