@@ -24,7 +24,8 @@ import java.util.concurrent.locks.Condition;
  *
  * Defaults follow client-go: 15 s, 10 s, 2 s, jitter 1.2. {@code workStopTimeout} (default 10 s)
  * bounds how long {@link LeaderElector#close()} waits for the leader's work to end before it
- * releases the lease, and when a lost term's work that a candidate waits for is reported.
+ * releases the lease, how long a lost term's lease is kept while its work still runs, and when a
+ * lost term's work that a candidate waits for is reported.
  */
 public final class ElectorConfig {
 
@@ -192,13 +193,16 @@ public final class ElectorConfig {
     /**
      * How long {@link LeaderElector#close()} waits for the leader's work thread to end, after
      * interrupting it and calling {@link Leadership#onStoppedLeading}, before it releases the lease
-     * anyway (logged at error level and counted as {@code nolock.leadership.work.overruns}); the
-     * lease stays renewed while it waits, so no successor starts during the wait. Between zero
+     * anyway (logged at error level and counted as {@code nolock.leadership.work.overruns}).
+     * Interrupts do not shorten the wait. While it waits the lease is renewed and watched: if it is
+     * lost meanwhile, the process halts unless {@link #haltOnLoss haltOnLoss(false)}. Between zero
      * (release at once) and 10 min; default 10 s.
      *
-     * <p>After a lost lease without a halt, the candidate does not campaign again until the lost
-     * term's work has ended; past this timeout that work is logged and counted the same way, and
-     * the candidate goes on waiting for it.
+     * <p>After a lost lease the lost term's lease is released once its work has ended or after this
+     * timeout, and without a halt the candidate does not campaign again until that work has ended;
+     * past this timeout that work is logged and counted the same way, and the candidate goes on
+     * waiting for it. close() also waits up to this timeout plus {@code leaseDuration} for the
+     * campaign thread to stop.
      */
     public Builder workStopTimeout(Duration d) {
       Objects.requireNonNull(d, "workStopTimeout");

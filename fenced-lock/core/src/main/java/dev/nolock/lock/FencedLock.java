@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -229,12 +230,19 @@ public final class FencedLock implements AutoCloseable {
       return Option.none();
     }
     HeldLock lock = new HeldLock(this, name, owner, token.get(), ttl, deadline, sent);
-    ScheduledFuture<?> renewal =
-        config.autoRenew()
-            ? renewals.scheduleWithFixedDelay(
-                () -> renew(lock), interval.toNanos(), interval.toNanos(), TimeUnit.NANOSECONDS)
-            : null;
-    held.put(lock, new Timers(renewal, watchExpiry(lock, deadline)));
+    try {
+      ScheduledFuture<?> renewal =
+          config.autoRenew()
+              ? renewals.scheduleWithFixedDelay(
+                  () -> renew(lock), interval.toNanos(), interval.toNanos(), TimeUnit.NANOSECONDS)
+              : null;
+      held.put(lock, new Timers(renewal, watchExpiry(lock, deadline)));
+    } catch (RejectedExecutionException closedMeanwhile) {
+      // close() ran while the grant was on its way: nobody would renew or release it.
+      releaseQuietly(name, owner, token.get());
+      throw new IllegalStateException(
+          "This FencedLock was closed while acquiring; the grant was released.", closedMeanwhile);
+    }
     return Option.some(lock);
   }
 

@@ -12,6 +12,9 @@ import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -45,11 +48,16 @@ import org.slf4j.LoggerFactory;
  *         <li>halt the process, unless {@code haltOnLoss(false)}: work that ignores the interrupt
  *             must not overlap the successor, and client-go's {@code os.Exit(1)} in {@code
  *             OnStoppedLeading} exists for that reason. Nothing the backend or the owner does can
- *             delay it: no backend call and no callback comes before it;
- *         <li>call {@link Leadership#onStoppedLeading} (after a real halt it never runs);
- *         <li>release the lease on a thread of its own, best effort: a backend that does not answer
- *             blocks only that thread for its own timeout, never the step-down nor the campaign,
- *             and the lease ends at its TTL anyway;
+ *             delay it: no backend call, no callback, no log line and no metric comes before it;
+ *         <li>log the loss at error level and count it, then call {@link
+ *             Leadership#onStoppedLeading} (after a real halt neither happens);
+ *         <li>release the lease on the elector's single release thread, once the lost term's work
+ *             has ended or {@code workStopTimeout} has passed since its interrupt (logged and
+ *             counted as an overrun): without a halt, a renewDeadline passed or a backend error
+ *             leaves a lease the server may still hold, and freeing it while the work still runs
+ *             would let a successor start beside it. Best effort: a backend that does not answer
+ *             blocks only that thread, never the step-down nor the campaign, and the lease ends at
+ *             its TTL anyway. The release happens whatever {@code onStoppedLeading} throws;
  *         <li>campaign again (step 1) only once the lost term's {@link Leadership#onStartedLeading}
  *             has returned. Without a halt, work that ignores the interrupt still runs, and winning
  *             again would run a second term's work beside it in this process, two grants of the
@@ -61,14 +69,25 @@ import org.slf4j.LoggerFactory;
  *             process is neither. Other candidates may lead meanwhile.
  *       </ol>
  *   <li>{@link #close()} steps down gracefully, without halting, and frees the lease only once the
- *       work has ended, so that a successor never overlaps it:
+ *       work has ended, so that a successor never overlaps it. The first call does the work; a
+ *       later call waits until it is done, and a call from the elector's own threads (the work, a
+ *       callback such as {@code onStoppedLeading}, the closing thread) returns at once rather than
+ *       wait for itself. Interrupts shorten none of its waits (the flag is set again on return):
  *       <ol>
- *         <li>stop campaigning;
+ *         <li>stop campaigning: mark the elector closed and wait for the campaign thread, at most
+ *             {@code workStopTimeout + leaseDuration} (it may be finishing a step-down, or in a
+ *             backend call that does not answer). A grant that comes back after that is released at
+ *             once and starts no work;
  *         <li>interrupt the work thread and call {@link Leadership#onStoppedLeading};
- *         <li>wait for the work thread to end, at most {@code workStopTimeout} (the watchdog still
- *             renews the lease meanwhile); a thread still running then is logged at error level and
- *             counted ({@code nolock.leadership.work.overruns});
- *         <li>release the lease, so that a successor need not wait for it to expire.
+ *         <li>wait for the work thread to end, at most {@code workStopTimeout}, watching the lease
+ *             as the campaign did: if it is lost meanwhile (refused, {@code renewDeadline} passed,
+ *             a backend error), the process halts unless {@code haltOnLoss(false)}, since the work
+ *             may now overlap a successor. A thread still running at the timeout is logged at error
+ *             level and counted ({@code nolock.leadership.work.overruns});
+ *         <li>release the lease, so that a successor need not wait for it to expire, wait at most
+ *             {@code leaseDuration} for lost terms' releases still running, and close the lock.
+ *             These happen whatever {@code onStoppedLeading} threw; an {@link Error} from it is
+ *             rethrown after them.
  *       </ol>
  *       A close while the candidate waits for a lost term's work (step 3, item 5) waits for it at
  *       most {@code workStopTimeout} as well, then returns, logging and counting a thread still
@@ -82,12 +101,16 @@ import org.slf4j.LoggerFactory;
  *       renewals, so the elector hands the {@link FencedLock} a view of the backend that passes
  *       every renewal failure on unchanged (the watchdog logs it and retries, as for any holder)
  *       and also wakes the campaign with it: a leader whose renewal throws such an exception steps
- *       down at once (as in step 3, halting by default), without waiting for {@code renewDeadline}.
+ *       down at once (as in step 3, halting by default, counting and logging after the halt),
+ *       without waiting for {@code renewDeadline}.
  *   <li>An {@link Error} on the campaign thread ({@code NoClassDefFoundError}, {@code
- *       OutOfMemoryError}) is logged at error level, steps down a leader as in step 3 (no one would
- *       watch its term after the thread ends; the release is made on the campaign thread before it
- *       ends), and is rethrown: the campaign thread ends; the elector is not campaigning any more.
- *       An {@code Error} thrown by a renewal is handled as in step 5.
+ *       OutOfMemoryError}) steps down a leader as in step 3 (no one would watch its term after the
+ *       thread ends; the campaign thread waits for the work and releases before it ends), is logged
+ *       at error level, and is rethrown: the campaign thread ends; the elector is not campaigning
+ *       any more. An {@code Error} thrown by a renewal is handled as in step 5.
+ *   <li>An interrupt of the campaign thread (by anyone but the elector) is logged at error level,
+ *       and a leader steps down as {@link #close()} does (the lease is not lost: no halt); the
+ *       campaign thread then ends.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
@@ -109,6 +132,15 @@ public final class LeaderElector implements AutoCloseable {
   private final Counter overruns;
   private final Timer leading;
 
+  /** Lost terms' releases, one at a time, each after its term's work ended or overran. */
+  private final ExecutorService releases;
+
+  /** True on the elector's own threads, and on the thread running {@link #close()}. */
+  private final ThreadLocal<Boolean> ownThread = ThreadLocal.withInitial(() -> false);
+
+  /** Opens when the first {@link #close()} has done its work; later callers wait for it. */
+  private final CountDownLatch closeDone = new CountDownLatch(1);
+
   /**
    * The last renewal that failed with anything but {@link BackendUnavailableException}, with the
    * token of the term it renewed; the campaign loop takes it.
@@ -118,6 +150,7 @@ public final class LeaderElector implements AutoCloseable {
   private record RenewalFailure(FencingToken token, Throwable cause) {}
 
   private volatile boolean running = true;
+  private boolean closed; // under mutex: set by the first close(), before it ends the term
   private volatile HeldLock held; // written under mutex, with work
   private volatile long leaderSinceNanos;
   private String observedLeader; // only the loop thread touches it
@@ -182,10 +215,9 @@ public final class LeaderElector implements AutoCloseable {
     this.overruns =
         Counter.builder("nolock.leadership.work.overruns")
             .description(
-                "Leader work threads still running workStopTimeout after their interrupt: on"
-                    + " close() the lease was released anyway and only the fence stops that"
-                    + " work's writes; after a lost lease the candidate does not campaign until"
-                    + " the thread ends")
+                "Leader work threads still running workStopTimeout after their interrupt: the"
+                    + " lease was released anyway and only the fence stops that work's writes;"
+                    + " after a lost lease the candidate does not campaign until the thread ends")
             .tags(tags)
             .register(config.registry());
     this.leading =
@@ -195,6 +227,13 @@ public final class LeaderElector implements AutoCloseable {
             .register(config.registry());
     this.loop = new Thread(this::run, "nolock-elector-" + config.name());
     loop.setDaemon(true);
+    this.releases =
+        Executors.newSingleThreadExecutor(
+            task -> {
+              Thread thread = new Thread(own(task), "nolock-elector-release-" + config.name());
+              thread.setDaemon(true);
+              return thread;
+            });
   }
 
   /** Creates and starts a candidate. */
@@ -212,52 +251,121 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
+   * How long {@link #close()} waits for the campaign thread to stop: {@code workStopTimeout} (it
+   * may be finishing a step-down of its own) plus {@code leaseDuration} (it may be in a backend
+   * call that does not answer; a grant that comes back later is released at once and starts no
+   * work, and would have expired after {@code leaseDuration} anyway).
+   */
+  Duration campaignStopTimeout() {
+    return config.workStopTimeout().plus(config.leaseDuration());
+  }
+
+  /**
    * Stops campaigning and, if leading, steps down without halting (step 4 of the class's
    * algorithm): the lease is released once the work thread has ended, or after {@code
    * workStopTimeout}. A lost term's work still running is waited for as long.
+   *
+   * <p>Single-flight: the first call does the work; a later call waits until it is done, except a
+   * call from the elector's own threads (the work, a callback, the closing thread itself), which
+   * returns at once rather than wait for itself. An interrupt does not shorten the waits; the
+   * interrupt flag is set again on return. An {@link Error} from {@link
+   * Leadership#onStoppedLeading} is rethrown after the lease was released and the lock closed.
    */
   @Override
   public void close() {
-    running = false;
-    signal();
+    boolean first;
+    mutex.lock();
     try {
-      loop.join(TimeUnit.SECONDS.toMillis(30));
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      first = !closed;
+      closed = true;
+      running = false;
+      signalled = true;
+      wake.signalAll();
+    } finally {
+      mutex.unlock();
     }
-    Term term = endTerm();
-    if (term != null) {
-      stopGracefully(term);
-    } else {
-      LostWork lost = lostWork;
-      if (lost != null && !awaitEnd(lost.work())) {
-        overrun(lost.work(), "close() returns while it runs");
+    if (!first) {
+      if (!ownThread.get()) {
+        awaitUninterruptibly(closeDone);
+      }
+      return;
+    }
+    boolean wasOwn = ownThread.get();
+    ownThread.set(true);
+    try {
+      closeOnce();
+    } finally {
+      ownThread.set(wasOwn);
+      closeDone.countDown();
+    }
+  }
+
+  private void closeOnce() {
+    try {
+      if (Thread.currentThread() != loop && joinUninterruptibly(loop, campaignStopTimeout())) {
+        Thread.currentThread().interrupt();
+      }
+      Term term = endTerm();
+      if (term != null) {
+        stopGracefully(term);
+      } else {
+        LostWork lost = lostWork;
+        if (lost != null && !awaitEnd(lost.work(), lost.sinceNanos(), null)) {
+          overrun(lost.work(), "close() returns while it runs");
+        }
+      }
+    } finally {
+      try {
+        releases.shutdown();
+        awaitTermination(releases, config.leaseDuration());
+      } finally {
+        lock.close();
       }
     }
-    lock.close();
   }
 
   private void run() {
+    ownThread.set(true);
     try {
       campaign();
+      if (!isClosed()) {
+        // Only an interrupt ends the campaign without close(): say so, and leave no term unwatched.
+        LOG.error(
+            "Election {}: the campaign thread was interrupted; {}it no longer campaigns",
+            config.name(),
+            held != null ? "stepping down (the lease is not lost: no halt) and " : "");
+        Term term = endTerm();
+        if (term != null) {
+          stopGracefully(term);
+        }
+      }
     } catch (Error e) {
       // Not swallowed: the thread ends. But not silently, and not leaving a term nobody watches.
       boolean leading = held != null;
-      LOG.error(
-          "Election {}: the campaign thread ends on {}{}",
-          config.name(),
-          e.toString(),
-          leading ? "; stepping down first" : "",
-          e);
       if (leading) {
         try {
-          // The thread ends here: nothing is left for a background release to spare.
-          release(stepDownOnLoss("the campaign thread ended on " + e));
+          // The thread ends here: it waits for the work and releases before it does.
+          stepDownOnLoss(new Loss("the campaign thread ends on " + e, null), false);
         } catch (Throwable stepDownFailed) {
           e.addSuppressed(stepDownFailed);
         }
       }
+      LOG.error(
+          "Election {}: the campaign thread ends on {}{}",
+          config.name(),
+          e.toString(),
+          leading ? "; it stepped down first" : "",
+          e);
       throw e;
+    }
+  }
+
+  private boolean isClosed() {
+    mutex.lock();
+    try {
+      return closed;
+    } finally {
+      mutex.unlock();
     }
   }
 
@@ -282,25 +390,13 @@ public final class LeaderElector implements AutoCloseable {
             pause(jittered(config.retryPeriod()));
           }
         } else {
-          RenewalFailure failure = renewalFailure.getAndSet(null);
-          Duration sinceRenewal = config.leaseDuration().minus(current.deadline().remaining());
-          if (failure != null && failure.token().equals(current.token())) {
-            survive("a renewal of the lease failed", failure.cause());
-            pause(jittered(config.retryPeriod()));
-          } else if (!current.isHeld()) {
-            releaseInBackground(stepDownOnLoss("the lease was lost"));
-          } else if (sinceRenewal.compareTo(config.renewDeadline()) >= 0) {
-            releaseInBackground(
-                stepDownOnLoss(
-                    "no renewal for "
-                        + sinceRenewal.toMillis()
-                        + " ms (renewDeadline "
-                        + config.renewDeadline().toMillis()
-                        + " ms)"));
+          Loss loss = lossOf(current);
+          if (loss != null) {
+            stepDownOnLoss(loss, true);
           } else {
             // Wake when the deadline passes, not at the next poll after it: a renewal that
             // succeeds meanwhile only makes this check find it met.
-            pause(min(config.retryPeriod(), config.renewDeadline().minus(sinceRenewal)));
+            pause(min(config.retryPeriod(), untilRenewDeadline(current)));
           }
         }
       } catch (InterruptedException e) {
@@ -317,27 +413,62 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
+   * Why the term of {@code lease} is over, or null while it holds: a renewal refused (the lease is
+   * lost), a renewal that failed with an unexpected exception (counted and logged here), or no
+   * renewal for {@code renewDeadline}.
+   */
+  private Loss lossOf(HeldLock lease) {
+    RenewalFailure failure = renewalFailure.get();
+    if (failure != null
+        && failure.token().equals(lease.token())
+        && renewalFailure.compareAndSet(failure, null)) {
+      return new Loss("a renewal of the lease failed on an unexpected exception", failure.cause());
+    }
+    if (!lease.isHeld()) {
+      return new Loss("the lease was lost", null);
+    }
+    Duration sinceRenewal = config.leaseDuration().minus(lease.deadline().remaining());
+    if (sinceRenewal.compareTo(config.renewDeadline()) >= 0) {
+      return new Loss(
+          "no renewal for "
+              + sinceRenewal.toMillis()
+              + " ms (renewDeadline "
+              + config.renewDeadline().toMillis()
+              + " ms)",
+          null);
+    }
+    return null;
+  }
+
+  /**
+   * Why a term ended; {@code unexpected} is a failure other than {@link
+   * BackendUnavailableException}, counted as {@code nolock.leadership.errors} once the halt (if
+   * any) has come.
+   */
+  private record Loss(String reason, Throwable unexpected) {}
+
+  private Duration untilRenewDeadline(HeldLock lease) {
+    Duration sinceRenewal = config.leaseDuration().minus(lease.deadline().remaining());
+    return config.renewDeadline().minus(sinceRenewal);
+  }
+
+  /**
    * A backend that answers wrongly rather than not at all (a missing table, a malformed lease item,
    * a key of another type): the campaign must outlive it, or a follower never campaigns again and a
    * leader's work runs on with no one watching its lease. A leader steps down, since what it knows
    * of its term can no longer be trusted.
    */
   private void survive(String what, Throwable e) {
-    errors.increment();
-    boolean leading = held != null;
-    LOG.error(
-        "Election {}: {} on an unexpected exception; {}campaigning on",
-        config.name(),
-        what,
-        leading ? "stepping down and " : "",
-        e);
-    if (leading) {
+    if (held != null) {
       try {
-        releaseInBackground(stepDownOnLoss(what + ": " + e));
+        stepDownOnLoss(new Loss(what + " on an unexpected exception", e), true); // halts first
       } catch (RuntimeException stepDownFailed) {
         LOG.error("Election {}: stepping down threw", config.name(), stepDownFailed);
       }
+      return;
     }
+    errors.increment();
+    LOG.error("Election {}: {} on an unexpected exception; campaigning on", config.name(), what, e);
   }
 
   /**
@@ -387,11 +518,20 @@ public final class LeaderElector implements AutoCloseable {
 
   private void lead(HeldLock got) {
     leaderSinceNanos = config.clock().nanoTime();
+    boolean afterClose;
     mutex.lock();
     try {
-      held = got; // before any callback: an Error in one must find a term to step down
+      afterClose = closed;
+      if (!afterClose) {
+        held = got; // before any callback: an Error in one must find a term to step down
+      }
     } finally {
       mutex.unlock();
+    }
+    if (afterClose) {
+      // An acquire close() stopped waiting for: nobody would end this term.
+      release(got);
+      return;
     }
     changes.increment();
     LOG.info(
@@ -403,24 +543,25 @@ public final class LeaderElector implements AutoCloseable {
     CountDownLatch ended = new CountDownLatch(1);
     Thread thread =
         new Thread(
-            () -> {
-              try {
-                leadership.onStartedLeading(got);
-              } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-              } catch (RuntimeException e) {
-                LOG.error("Election {}: the leader's work failed", config.name(), e);
-              } finally {
-                ended.countDown();
-                signal(); // a campaign waiting for a lost term's work may go on
-              }
-            },
+            own(
+                () -> {
+                  try {
+                    leadership.onStartedLeading(got);
+                  } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                  } catch (RuntimeException e) {
+                    LOG.error("Election {}: the leader's work failed", config.name(), e);
+                  } finally {
+                    ended.countDown();
+                    signal(); // a campaign or a release waiting for this work may go on
+                  }
+                }),
             "nolock-leader-" + config.name());
     thread.setDaemon(true);
     mutex.lock();
     try {
       if (held != got) {
-        return; // a close() that gave up waiting for this thread ended the term meanwhile
+        return; // a close() ended the term meanwhile, and released it
       }
       work = new Work(thread, ended, new AtomicBoolean());
       thread.start();
@@ -450,53 +591,171 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
-   * Steps down after a loss (step 3 of the class's algorithm): interrupt, halt, onStoppedLeading.
-   * Returns the lease, still to be released, or null when there was no term.
+   * Steps down after a loss (step 3 of the class's algorithm): interrupt, halt, then log and count,
+   * onStoppedLeading, and the release once the work has ended or overrun {@code workStopTimeout}:
+   * on the release thread when {@code inBackground}, else on this one before it returns. The
+   * release happens whatever onStoppedLeading throws.
    */
-  private HeldLock stepDownOnLoss(String reason) {
+  private void stepDownOnLoss(Loss loss, boolean inBackground) {
     Term term = endTerm();
     if (term == null) {
-      return null;
+      return;
     }
-    if (term.work() != null) {
-      term.work().thread().interrupt();
-      lostWork = new LostWork(term.work(), config.clock().nanoTime());
+    Work lost = term.work();
+    if (lost != null) {
+      lost.thread().interrupt();
     }
-    losses.increment();
-    leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
-    LOG.error("Election {}: {} lost leadership: {}", config.name(), config.identity(), reason);
-    if (config.haltOnLoss()) {
-      config.halt().run();
+    long since = config.clock().nanoTime();
+    boolean handedOver = false;
+    try {
+      if (config.haltOnLoss()) {
+        config.halt().run(); // first: a log appender or a meter registry could delay it
+      }
+      if (lost != null) {
+        lostWork = new LostWork(lost, since);
+      }
+      losses.increment();
+      leading.record(Duration.ofNanos(since - leaderSinceNanos));
+      if (loss.unexpected() != null) {
+        errors.increment();
+      }
+      LOG.error(
+          "Election {}: {} lost leadership: {}",
+          config.name(),
+          config.identity(),
+          loss.reason(),
+          loss.unexpected());
+      stopped();
+      if (inBackground) {
+        try {
+          releases.execute(() -> releaseAfterWork(term.lease(), lost, since));
+          handedOver = true;
+        } catch (RejectedExecutionException closing) {
+          // close() stopped waiting for this thread and shut the release thread down: release here.
+        }
+      }
+    } finally {
+      if (!handedOver) {
+        releaseAfterWork(term.lease(), lost, since);
+      }
     }
-    stopped();
-    return term.lease();
+  }
+
+  /**
+   * Without a halt, work that ignores the interrupt may still run after a loss while the server
+   * still holds the lease (renewDeadline passed, or a backend error): releasing at once would let a
+   * successor start beside it. So the release waits, as close() does.
+   */
+  private void releaseAfterWork(HeldLock lease, Work lost, long sinceNanos) {
+    try {
+      if (lost != null && !awaitEnd(lost, sinceNanos, null)) {
+        overrun(
+            lost,
+            "releasing the lost term's lease anyway: a successor may start while it runs, and only"
+                + " the fence refuses its writes");
+      }
+    } finally {
+      release(lease);
+    }
   }
 
   /** Step 4 of the class's algorithm, after campaigning stopped. */
   private void stopGracefully(Term term) {
-    Work work = term.work();
-    if (work != null) {
-      work.thread().interrupt();
+    Work stopping = term.work();
+    try {
+      if (stopping != null) {
+        stopping.thread().interrupt();
+      }
+      long since = config.clock().nanoTime();
+      try {
+        stopped();
+      } finally {
+        if (stopping != null && !awaitEnd(stopping, since, term.lease())) {
+          overrun(
+              stopping,
+              "releasing the lease anyway: a successor may start while it runs, and only the"
+                  + " fence refuses its writes");
+        }
+      }
+    } finally {
+      leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
+      release(term.lease());
     }
-    stopped();
-    if (work != null && !awaitEnd(work)) {
-      overrun(
-          work,
-          "releasing the lease anyway: a successor may start while it runs, and only the fence"
-              + " refuses its writes");
-    }
-    leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
-    release(term.lease());
   }
 
-  /** Waits at most {@code workStopTimeout} for {@code work}'s thread to end; true when it has. */
-  private boolean awaitEnd(Work work) {
+  /**
+   * Waits until {@code work} has ended, at most {@code workStopTimeout} from {@code sinceNanos} on
+   * the elector's clock; true when it has. Interrupts do not shorten it (the flag is set again on
+   * return). While it waits, {@code watched} (the lease of the term being ended, or null) is
+   * watched as the campaign would: if it is lost meanwhile, {@code haltOnLoss} applies, since work
+   * that ignores interrupts may now overlap a successor. A work thread waiting for itself returns
+   * at once.
+   */
+  private boolean awaitEnd(Work work, long sinceNanos, HeldLock watched) {
+    if (work.thread() == Thread.currentThread()) {
+      return false;
+    }
+    boolean interrupted = false;
+    boolean lossSeen = false;
+    mutex.lock();
     try {
-      work.thread().join(Math.max(1, config.workStopTimeout().toMillis()));
-    } catch (InterruptedException e) {
+      while (work.running()) {
+        Duration left =
+            config
+                .workStopTimeout()
+                .minus(Duration.ofNanos(config.clock().nanoTime() - sinceNanos));
+        if (left.isNegative() || left.isZero()) {
+          break;
+        }
+        if (watched != null && !lossSeen) {
+          Loss loss = lossOf(watched);
+          if (loss != null) {
+            lossSeen = true;
+            mutex.unlock();
+            try {
+              lostWhileClosing(loss);
+            } finally {
+              mutex.lock();
+            }
+            continue;
+          }
+          left = min(left, untilRenewDeadline(watched));
+        }
+        try {
+          config.pause().await(wake, left);
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      mutex.unlock();
+    }
+    boolean ended = !work.running();
+    if (ended) {
+      // It has returned; what is left is its signal, which needs the mutex this no longer holds.
+      interrupted |= joinUninterruptibly(work.thread(), null);
+    }
+    if (interrupted) {
       Thread.currentThread().interrupt();
     }
-    return !work.thread().isAlive();
+    return ended;
+  }
+
+  /** The lease of a term being closed was lost while close() waited for its work. */
+  private void lostWhileClosing(Loss loss) {
+    if (config.haltOnLoss()) {
+      config.halt().run();
+    }
+    losses.increment();
+    if (loss.unexpected() != null) {
+      errors.increment();
+    }
+    LOG.error(
+        "Election {}: {} lost leadership while close() waited for the work to end: {}",
+        config.name(),
+        config.identity(),
+        loss.reason(),
+        loss.unexpected());
   }
 
   /** A work thread that outlived {@code workStopTimeout}: logged each time, counted once. */
@@ -512,26 +771,19 @@ public final class LeaderElector implements AutoCloseable {
         consequence);
   }
 
+  /**
+   * Calls onStoppedLeading. What it throws is logged; an {@link Error} is rethrown, and the callers
+   * release in {@code finally} blocks, so that it never leaves a lease renewed for ever.
+   */
   private void stopped() {
     try {
       leadership.onStoppedLeading();
-    } catch (RuntimeException e) {
+    } catch (Error e) {
+      LOG.error("Election {}: onStoppedLeading threw", config.name(), e);
+      throw e;
+    } catch (Throwable e) {
       LOG.error("Election {}: onStoppedLeading threw", config.name(), e);
     }
-  }
-
-  /**
-   * A lost term's release, off the campaign thread: it frees a lease the server may still hold
-   * (renewals that did not get through), but a backend that does not answer blocks it for its own
-   * timeout, and neither the next campaign nor a close must wait for that.
-   */
-  private void releaseInBackground(HeldLock lease) {
-    if (lease == null) {
-      return;
-    }
-    Thread thread = new Thread(() -> release(lease), "nolock-elector-release-" + config.name());
-    thread.setDaemon(true);
-    thread.start();
   }
 
   private void release(HeldLock lease) {
@@ -542,6 +794,76 @@ public final class LeaderElector implements AutoCloseable {
       lease.release();
     } catch (RuntimeException e) {
       LOG.warn("Election {}: could not release; it expires after its TTL", config.name(), e);
+    }
+  }
+
+  /** {@code task}, marked as running on one of the elector's own threads. */
+  private Runnable own(Runnable task) {
+    return () -> {
+      ownThread.set(true);
+      task.run();
+    };
+  }
+
+  /**
+   * Joins {@code thread}, at most {@code timeout} of real time (null: no bound), through
+   * interrupts; returns whether one came, for the caller to set the flag again once it is done.
+   */
+  private static boolean joinUninterruptibly(Thread thread, Duration timeout) {
+    boolean interrupted = false;
+    long deadline = timeout == null ? 0 : System.nanoTime() + timeout.toNanos();
+    while (thread.isAlive()) {
+      long left = timeout == null ? 0 : deadline - System.nanoTime();
+      if (timeout != null && left <= 0) {
+        break;
+      }
+      try {
+        if (timeout == null) {
+          thread.join();
+        } else {
+          TimeUnit.NANOSECONDS.timedJoin(thread, left);
+        }
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    return interrupted;
+  }
+
+  private static void awaitUninterruptibly(CountDownLatch latch) {
+    boolean interrupted = false;
+    while (latch.getCount() > 0) {
+      try {
+        latch.await();
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void awaitTermination(ExecutorService executor, Duration timeout) {
+    boolean interrupted = false;
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!executor.isTerminated()) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        LOG.warn(
+            "Election {}: a lost term's release still runs after {} ms; it expires after its TTL",
+            config.name(),
+            timeout.toMillis());
+        break;
+      }
+      try {
+        executor.awaitTermination(left, TimeUnit.NANOSECONDS);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 

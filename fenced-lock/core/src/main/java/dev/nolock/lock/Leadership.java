@@ -16,7 +16,9 @@ public interface Leadership {
    * after the work thread was interrupted and before the elector waits for that thread ({@link
    * ElectorConfig#workStopTimeout()}) and releases the lease, so it is the place to stop work that
    * does not answer interrupts. On a loss it runs after the interrupt and after the halt: with the
-   * default halt it never runs, because nothing may delay the halt.
+   * default halt it never runs, because nothing may delay the halt. The lease is released whatever
+   * it throws; an {@link Error} is rethrown after that (from {@code close()}, or ending the
+   * campaign thread). Calling {@code close()} from it returns at once.
    */
   void onStoppedLeading();
 

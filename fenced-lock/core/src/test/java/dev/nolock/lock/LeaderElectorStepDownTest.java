@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -78,7 +79,7 @@ class LeaderElectorStepDownTest {
    * Work that ignores interrupts, the case the halt exists for: it records each interrupt and goes
    * on until {@code mayEnd} opens.
    */
-  private final class StubbornWork implements Leadership {
+  private class StubbornWork implements Leadership {
     final String who;
     final CountDownLatch started = new CountDownLatch(1);
     final CountDownLatch interrupted = new CountDownLatch(1);
@@ -211,6 +212,7 @@ class LeaderElectorStepDownTest {
     start(
         aBackend,
         fast("A")
+            .workStopTimeout(Duration.ofMillis(100)) // A's release waits for its work that long
             .halt(
                 () -> {
                   boolean interruptedFirst = awaitQuietly(a.interrupted);
@@ -297,19 +299,24 @@ class LeaderElectorStepDownTest {
             "the leader, elected at 0 on its clock and never renewed, stepped down by its"
                 + " renewDeadline of 6 s; its waits: %s",
             waits)
-        .isLessThanOrEqualTo(Duration.ofSeconds(6));
+        .isEqualTo(Duration.ofSeconds(6));
+    assertThat(waits)
+        .as("a 4 s retryPeriod, then the 2 s left to the deadline")
+        .containsExactly(Duration.ofSeconds(4), Duration.ofSeconds(2));
     // The interrupt is sent before the halt, but the work thread notices it on its own time.
     assertThat(awaitQuietly(a.interrupted)).as("the work was interrupted").isTrue();
   }
 
   /**
-   * close() on a leader whose work ignores interrupts but stops when told through onStoppedLeading:
-   * the lease is released only after the work thread ended.
+   * close() on a leader whose work ignores interrupts and ends only when the test lets it, from the
+   * test's thread, once close() waits and no release has happened: the lease is released only after
+   * the work thread ended.
    */
   @Test
   void closeReleasesOnlyAfterTheWorkThreadEnded() throws Exception {
     InMemoryLockBackend server = new InMemoryLockBackend();
-    StubbornWork a = new StubbornWork("A", latch(), true);
+    CountDownLatch mayEnd = latch();
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
     LockBackendRecorder backend =
         new LockBackendRecorder("A", server) {
           @Override
@@ -317,11 +324,23 @@ class LeaderElectorStepDownTest {
             return ", work running: " + a.working();
           }
         };
-    LeaderElector elector = start(backend, fast("A").build(), a);
+    CountDownLatch closeWaits = new CountDownLatch(1);
+    LeaderElector elector =
+        start(
+            backend,
+            fast("A").workStopTimeout(Duration.ofSeconds(30)).pause(signalling(closeWaits)).build(),
+            a);
     a.started.await();
 
-    elector.close();
+    Thread closer = closeOn("closer", elector);
+    await("close() waits for the work, or returned")
+        .until(() -> endedOrOpen(closer, closeWaits) || indexOf("A: onStoppedLeading") >= 0);
 
+    assertThat(events)
+        .as("no release while the work runs; events: %s", events)
+        .noneMatch(e -> e.startsWith("A: release"));
+    mayEnd.countDown();
+    assertEnds(closer);
     assertThat(events)
         .as("close() released after the work thread ended; events: %s", events)
         .contains("A: release, work running: false");
@@ -331,25 +350,51 @@ class LeaderElectorStepDownTest {
 
   /**
    * close() on a leader whose work ignores interrupts and onStoppedLeading: close() waits
-   * workStopTimeout, then releases anyway, and says so (counted, logged at error level).
+   * workStopTimeout, then releases anyway, and says so (counted, logged at error level). The
+   * elector's clock is a manual one that close()'s wait moves instead of blocking, so the clock
+   * reading at the release is how long close() waited; the lease (30 s, renewDeadline 20 s) does
+   * not run out meanwhile.
    */
   @Test
   void closeWaitsForAWorkThreadThatDoesNotEndOnlyUpToWorkStopTimeoutAndCountsTheOverrun()
       throws Exception {
+    ManualLeaseClock clock = new ManualLeaseClock();
     InMemoryLockBackend server = new InMemoryLockBackend();
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     StubbornWork a = new StubbornWork("A", latch(), false);
+    List<Duration> closeWaits = new CopyOnWriteArrayList<>();
     LockBackendRecorder backend =
         new LockBackendRecorder("A", server) {
           @Override
           String releaseNote() {
-            return ", interrupted before: " + (a.interrupted.getCount() == 0);
+            return ", interrupted before: "
+                + (a.interrupted.getCount() == 0)
+                + ", at "
+                + Duration.ofNanos(clock.nanoTime());
           }
         };
+    Thread test = Thread.currentThread();
     LeaderElector elector =
         start(
             backend,
-            fast("A").workStopTimeout(Duration.ofMillis(100)).metrics(registry).build(),
+            ElectorConfig.custom("step-down")
+                .identity("A")
+                .leaseDuration(Duration.ofSeconds(30))
+                .renewDeadline(Duration.ofSeconds(20))
+                .retryPeriod(Duration.ofMillis(200))
+                .workStopTimeout(Duration.ofSeconds(5))
+                .metrics(registry)
+                .clock(clock)
+                .pause(
+                    (wake, d) -> {
+                      if (Thread.currentThread() == test) {
+                        closeWaits.add(d);
+                        clock.advance(d);
+                      } else {
+                        wake.awaitNanos(d.toNanos());
+                      }
+                    })
+                .build(),
             a);
     a.started.await();
 
@@ -361,7 +406,11 @@ class LeaderElectorStepDownTest {
         .isNotNull();
     assertThat(overruns.count()).isEqualTo(1);
     assertThat(a.working()).as("the work ignored everything").isTrue();
-    assertThat(events).contains("A: release, interrupted before: true");
+    assertThat(events)
+        .as(
+            "released only once close() had waited workStopTimeout (5 s); its waits: %s",
+            closeWaits)
+        .contains("A: release, interrupted before: true, at PT5S");
     assertThat(server.holder("step-down").isEmpty()).as("the lease was released").isTrue();
   }
 
@@ -495,6 +544,517 @@ class LeaderElectorStepDownTest {
     assertThat(events.stream().filter(e -> e.startsWith("A: started leading")))
         .as("A never led again; events: %s", events)
         .hasSize(1);
+  }
+
+  /**
+   * A close() nested in onStoppedLeading, which the first close() calls: it returns at once
+   * (joining itself would wait forever) and releases nothing, and the first close() releases once
+   * the work ended, which the test lets it do only after it saw the nested call return.
+   */
+  @Test
+  void aCloseNestedInOnStoppedLeadingReturnsAtOnceAndReleasesNothing() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch mayEnd = latch();
+    AtomicReference<LeaderElector> self = new AtomicReference<>();
+    StubbornWork a =
+        new StubbornWork("A", mayEnd, false) {
+          @Override
+          public void onStoppedLeading() {
+            super.onStoppedLeading();
+            self.get().close();
+            events.add("A: nested close returned");
+          }
+        };
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          String releaseNote() {
+            return ", work running: " + a.working();
+          }
+        };
+    LeaderElector elector =
+        start(backend, fast("A").workStopTimeout(Duration.ofSeconds(30)).build(), a);
+    self.set(elector);
+    a.started.await();
+
+    Thread closer = closeOn("closer", elector);
+    await().until(() -> indexOf("A: nested close returned") >= 0 || !closer.isAlive());
+
+    assertThat(events)
+        .as("the nested close() released nothing while the work ran; events: %s", events)
+        .noneMatch(e -> e.startsWith("A: release"));
+    assertThat(closer.isAlive()).as("the first close() still waits for the work").isTrue();
+    mayEnd.countDown();
+    assertEnds(closer);
+    assertThat(events.stream().filter(e -> e.startsWith("A: release")))
+        .as("one release, after the work ended; events: %s", events)
+        .containsExactly("A: release, work running: false");
+    assertThat(indexOf("A: work ended")).isLessThan(indexOf("A: release"));
+  }
+
+  /**
+   * Two close() calls on two threads: the second waits for the first, which waits for the work; it
+   * neither releases the lease nor returns before the work ended.
+   */
+  @Test
+  void aSecondCloseOnAnotherThreadWaitsForTheFirstAndReleasesNothingItself() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch mayEnd = latch();
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          String releaseNote() {
+            return ", work running: " + a.working();
+          }
+        };
+    CountDownLatch closeWaits = new CountDownLatch(1);
+    LeaderElector elector =
+        start(
+            backend,
+            fast("A").workStopTimeout(Duration.ofSeconds(30)).pause(signalling(closeWaits)).build(),
+            a);
+    a.started.await();
+    Thread first = closeOn("closer-1", elector);
+    await().until(() -> endedOrOpen(first, closeWaits) || indexOf("A: onStoppedLeading") >= 0);
+
+    Thread second = new Thread(elector::close, "second");
+    second.start();
+    await("the second close() waits on a latch, or returned")
+        .until(() -> !second.isAlive() || waitsOnALatch(second));
+
+    assertThat(events)
+        .as("no release while the work runs; events: %s", events)
+        .noneMatch(e -> e.startsWith("A: release"));
+    assertThat(second.isAlive()).as("the second close() waits for the first").isTrue();
+    mayEnd.countDown();
+    assertEnds(first);
+    assertEnds(second);
+    assertThat(events.stream().filter(e -> e.startsWith("A: release")))
+        .as("one release, after the work ended; events: %s", events)
+        .containsExactly("A: release, work running: false");
+    assertThat(indexOf("A: work ended")).isLessThan(indexOf("A: release"));
+  }
+
+  /**
+   * close() on a thread whose interrupt flag is set still waits for the work (an interrupted wait
+   * ends at once), and returns with the flag set again.
+   */
+  @Test
+  void closeOnAnInterruptedThreadStillWaitsForTheWorkAndKeepsTheInterrupt() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch mayEnd = latch();
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          String releaseNote() {
+            return ", work running: " + a.working();
+          }
+        };
+    CountDownLatch closeWaits = new CountDownLatch(1);
+    LeaderElector elector =
+        start(
+            backend,
+            fast("A").workStopTimeout(Duration.ofSeconds(30)).pause(signalling(closeWaits)).build(),
+            a);
+    a.started.await();
+
+    Thread closer =
+        new Thread(
+            () -> {
+              Thread.currentThread().interrupt();
+              elector.close();
+              events.add("close returned, interrupted: " + Thread.currentThread().isInterrupted());
+            },
+            "closer");
+    closer.start();
+    await().until(() -> endedOrOpen(closer, closeWaits));
+
+    assertThat(events)
+        .as(
+            "close() on an interrupted thread released nothing while the work ran; events: %s",
+            events)
+        .noneMatch(e -> e.startsWith("A: release"));
+    mayEnd.countDown();
+    assertEnds(closer);
+    assertThat(events)
+        .contains("A: release, work running: false", "close returned, interrupted: true");
+    assertThat(indexOf("A: work ended")).isLessThan(indexOf("A: release"));
+  }
+
+  /**
+   * An Error from onStoppedLeading on close(): the lease is released and the lock closed all the
+   * same, and the Error is rethrown after that.
+   */
+  @Test
+  void anErrorFromOnStoppedLeadingOnCloseIsRethrownAfterTheRelease() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch started = new CountDownLatch(1);
+    Leadership failing =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+            started.countDown();
+            new CountDownLatch(1).await();
+          }
+
+          @Override
+          public void onStoppedLeading() {
+            throw new NoClassDefFoundError("org/example/Dashboard");
+          }
+        };
+    LeaderElector elector = start(new LockBackendRecorder("A", server), fast("A").build(), failing);
+    started.await();
+
+    assertThatThrownBy(elector::close).isInstanceOf(NoClassDefFoundError.class);
+
+    assertThat(server.holder("step-down").isEmpty())
+        .as("the lease was released before the Error went on; events: %s", events)
+        .isTrue();
+    assertThat(elector.isLeader()).isFalse();
+  }
+
+  /**
+   * An Error from onStoppedLeading after a loss (renewDeadline passed while the server still holds
+   * the lease; no halt): the campaign thread ends on it, but not before the lost term's lease was
+   * released, or the lock's watchdog would renew it for ever and nobody would lead.
+   */
+  @Test
+  void anErrorFromOnStoppedLeadingAfterALossEndsTheCampaignOnlyAfterTheRelease() throws Exception {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(new ManualLeaseClock());
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch stopping = new CountDownLatch(1);
+    Leadership failing =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+            started.countDown();
+            new CountDownLatch(1).await();
+          }
+
+          @Override
+          public void onStoppedLeading() {
+            stopping.countDown();
+            throw new NoClassDefFoundError("org/example/Dashboard");
+          }
+        };
+    start(
+        partitionedRenewals("A", server),
+        deadlineConfig("error-on-stop", clock, stopping).haltOnLoss(false).build(),
+        failing);
+    started.await();
+
+    await("the campaign thread ends")
+        .dontCatchUncaughtExceptions()
+        .until(() -> !campaigning("error-on-stop"));
+
+    assertThat(stopping.getCount()).as("the leader stepped down").isZero();
+    assertThat(server.holder("error-on-stop").isEmpty())
+        .as(
+            "the lost term's lease was released before the campaign thread ended; events: %s",
+            events)
+        .isTrue();
+  }
+
+  /**
+   * An acquire still in flight when close() stops waiting for the campaign (here on an interrupted
+   * thread, after leaseDuration): the grant that comes back after close() returned is released and
+   * starts no work.
+   */
+  @Test
+  void anAcquireInFlightWhenCloseReturnsIsReleasedAndStartsNoWork() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch inAcquire = new CountDownLatch(1);
+    CountDownLatch acquireMayReturn = latch();
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            inAcquire.countDown();
+            while (acquireMayReturn.getCount() > 0) {
+              try {
+                acquireMayReturn.await();
+              } catch (InterruptedException ignored) {
+                // a backend call that does not answer interrupts
+              }
+            }
+            Option<FencingToken> got = super.tryAcquire(name, owner, ttl);
+            events.add("A: granted " + got.isDefined());
+            return got;
+          }
+        };
+    StubbornWork a = new StubbornWork("A", latch(), false);
+    LeaderElector elector = start(backend, fast("A").workStopTimeout(Duration.ZERO).build(), a);
+    inAcquire.await();
+    Thread closer =
+        new Thread(
+            () -> {
+              Thread.currentThread().interrupt();
+              elector.close();
+              events.add("close returned");
+            });
+    closer.start();
+    assertEnds(closer);
+
+    acquireMayReturn.countDown();
+    await().until(() -> indexOf("A: granted") >= 0);
+    await()
+        .until(
+            () ->
+                a.started.getCount() == 0
+                    || indexOf("A: release") >= 0
+                    || !campaigning("step-down"));
+
+    assertThat(a.started.getCount())
+        .as("no work started after close() returned; events: %s", events)
+        .isOne();
+    assertThat(events).containsSubsequence("close returned", "A: granted true", "A: release");
+    assertThat(server.holder("step-down").isEmpty()).as("the grant was released").isTrue();
+  }
+
+  /**
+   * A lease lost while close() waits for the work (which ignores interrupts): nothing else watches
+   * it then, so close() applies haltOnLoss itself.
+   */
+  @Test
+  void aLeaseLostWhileCloseWaitsForTheWorkHalts() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    CountDownLatch mayEnd = latch();
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
+    CountDownLatch closeWaits = new CountDownLatch(1);
+    LeaderElector elector =
+        start(
+            new LockBackendRecorder("A", server),
+            fast("A")
+                .workStopTimeout(Duration.ofSeconds(5))
+                .pause(signalling(closeWaits))
+                .halt(() -> events.add("A: halt, work running: " + a.working()))
+                .build(),
+            a);
+    a.started.await();
+    Thread closer = closeOn("closer", elector);
+    await().until(() -> endedOrOpen(closer, closeWaits));
+
+    serverClock.advance(Duration.ofSeconds(2)); // past the 1 s lease: the next renewal is refused
+    await().until(() -> indexOf("A: halt") >= 0 || !closer.isAlive());
+
+    assertThat(events)
+        .as("the lease lost during close()'s wait halted; events: %s", events)
+        .contains("A: halt, work running: true");
+    mayEnd.countDown();
+    assertEnds(closer);
+  }
+
+  /**
+   * No halt; renewDeadline passes while the server still holds the lease (renewals do not get
+   * through), and the work ignores interrupts. Releasing the lease at once would let a successor
+   * start beside that work: the release waits for the work, which the test ends only once the
+   * release is seen waiting and nothing was released.
+   */
+  @Test
+  void withoutAHaltALostTermsLeaseIsReleasedOnlyAfterItsWorkEnded() throws Exception {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(new ManualLeaseClock());
+    CountDownLatch mayEnd = latch();
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
+    CountDownLatch releaseWaits = new CountDownLatch(1);
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            throw new BackendUnavailableException("renewals do not get through", null);
+          }
+
+          @Override
+          String releaseNote() {
+            return ", work running: " + a.working();
+          }
+        };
+    CountDownLatch stepDown = new CountDownLatch(1);
+    start(
+        backend,
+        deadlineConfig("step-down", clock, stepDown)
+            .haltOnLoss(false)
+            .workStopTimeout(Duration.ofSeconds(30))
+            .pause(
+                (wake, d) -> {
+                  if (Thread.currentThread().getName().startsWith("nolock-elector-release")) {
+                    releaseWaits.countDown();
+                    wake.awaitNanos(d.toNanos());
+                  } else if (indexOf("A: onStoppedLeading") < 0) {
+                    clock.advance(d);
+                  } else {
+                    wake.awaitNanos(d.toNanos());
+                  }
+                })
+            .build(),
+        a);
+    await().until(() -> releaseWaits.getCount() == 0 || indexOf("A: release") >= 0);
+
+    assertThat(events)
+        .as("nothing released while the lost term's work runs; events: %s", events)
+        .contains("A: onStoppedLeading")
+        .noneMatch(e -> e.startsWith("A: release"));
+    mayEnd.countDown();
+    await().until(() -> indexOf("A: release") >= 0);
+    assertThat(events).contains("A: release, work running: false");
+    assertThat(indexOf("A: work ended")).isLessThan(indexOf("A: release"));
+  }
+
+  /**
+   * The campaign thread interrupted by someone else while it leads: it steps down (without a halt:
+   * the lease was not lost), releases, logs it at error level, and ends.
+   */
+  @Test
+  void anInterruptedCampaignThreadStepsDownAndSaysSo() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch stopped = new CountDownLatch(1);
+    Leadership l =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+            started.countDown();
+            new CountDownLatch(1).await();
+          }
+
+          @Override
+          public void onStoppedLeading() {
+            stopped.countDown();
+          }
+        };
+    try (CapturedStderr err = new CapturedStderr()) {
+      start(
+          new LockBackendRecorder("A", server),
+          ElectorConfig.custom("interrupted")
+              .identity("A")
+              .leaseDuration(Duration.ofSeconds(1))
+              .renewDeadline(Duration.ofMillis(500))
+              .retryPeriod(Duration.ofMillis(200))
+              .halt(() -> events.add("A: halt"))
+              .build(),
+          l);
+      started.await();
+      Thread.getAllStackTraces().keySet().stream()
+          .filter(t -> t.getName().equals("nolock-elector-interrupted"))
+          .forEach(Thread::interrupt);
+      await().until(() -> !campaigning("interrupted"));
+
+      assertThat(stopped.getCount()).as("the leader stepped down").isZero();
+      assertThat(server.holder("interrupted").isEmpty()).as("and released").isTrue();
+      assertThat(events).as("without a halt").doesNotContain("A: halt");
+      assertThat(err.lines())
+          .anyMatch(
+              line ->
+                  line.contains("ERROR")
+                      && line.contains("interrupted")
+                      && line.contains("campaign thread"));
+    }
+  }
+
+  /**
+   * Nothing comes before the halt that could delay it: not the loss's log line (an appender may
+   * block) nor its metrics.
+   */
+  @Test
+  void theHaltComesBeforeTheLossIsLoggedOrCounted() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    StubbornWork a = new StubbornWork("A", latch(), false);
+    try (CapturedStderr err = new CapturedStderr()) {
+      start(
+          new LockBackendRecorder("A", server),
+          fast("A")
+              .metrics(registry)
+              .halt(
+                  () ->
+                      events.add(
+                          "A: halt, losses counted: "
+                              + registry.get("nolock.leadership.losses").counter().count()
+                              + ", logged: "
+                              + err.lines().stream().anyMatch(l -> l.contains("lost leadership"))))
+              .build(),
+          a);
+      a.started.await();
+      serverClock.advance(Duration.ofSeconds(2));
+      await().until(() -> indexOf("A: halt") >= 0);
+    }
+    assertThat(events).contains("A: halt, losses counted: 0.0, logged: false");
+  }
+
+  /** Renewals that do not get through, on {@code server}, whose clock the test does not move. */
+  private LockBackendRecorder partitionedRenewals(String who, InMemoryLockBackend server) {
+    return new LockBackendRecorder(who, server) {
+      @Override
+      public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+        throw new BackendUnavailableException("renewals do not get through", null);
+      }
+    };
+  }
+
+  /**
+   * lease 10 s, renewDeadline 6 s, retryPeriod 4 s on {@code clock}, which the campaign's waits
+   * move until {@code steppedDown} opens, and which waits for real after.
+   */
+  private static ElectorConfig.Builder deadlineConfig(
+      String name, ManualLeaseClock clock, CountDownLatch steppedDown) {
+    return ElectorConfig.custom(name)
+        .identity("A")
+        .leaseDuration(Duration.ofSeconds(10))
+        .renewDeadline(Duration.ofSeconds(6))
+        .retryPeriod(Duration.ofSeconds(4))
+        .clock(clock)
+        .pause(
+            (wake, d) -> {
+              if (steppedDown.getCount() > 0
+                  && Thread.currentThread().getName().startsWith("nolock-elector-")
+                  && !Thread.currentThread().getName().startsWith("nolock-elector-release")) {
+                clock.advance(d);
+              } else {
+                wake.awaitNanos(d.toNanos());
+              }
+            });
+  }
+
+  /** A pause that opens {@code latch} when a thread named "closer…" waits in it, then waits. */
+  private static ElectorConfig.Pause signalling(CountDownLatch latch) {
+    return (wake, d) -> {
+      if (Thread.currentThread().getName().startsWith("closer")) {
+        latch.countDown();
+      }
+      wake.awaitNanos(d.toNanos());
+    };
+  }
+
+  private static Thread closeOn(String name, LeaderElector elector) {
+    Thread thread = new Thread(elector::close, name);
+    thread.start();
+    return thread;
+  }
+
+  private static boolean endedOrOpen(Thread thread, CountDownLatch latch) {
+    return !thread.isAlive() || latch.getCount() == 0;
+  }
+
+  /** Whether {@code thread} is parked in a CountDownLatch's await. */
+  private static boolean waitsOnALatch(Thread thread) {
+    Object blocker = LockSupport.getBlocker(thread);
+    return blocker != null && blocker.getClass().getName().contains("CountDownLatch");
+  }
+
+  private static void assertEnds(Thread thread) throws InterruptedException {
+    thread.join(TimeUnit.SECONDS.toMillis(20)); // bounded so that a hang fails, not stalls
+    assertThat(thread.isAlive()).as("%s ended", thread.getName()).isFalse();
+  }
+
+  /** Whether the campaign thread of {@code election} is alive. */
+  private static boolean campaigning(String election) {
+    return Thread.getAllStackTraces().keySet().stream()
+        .anyMatch(t -> t.getName().equals("nolock-elector-" + election) && t.isAlive());
   }
 
   private static double overruns(SimpleMeterRegistry registry) {

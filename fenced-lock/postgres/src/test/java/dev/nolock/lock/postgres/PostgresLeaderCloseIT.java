@@ -24,8 +24,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * {@link LeaderElector#close()} on PostgreSQL frees the lease only once the leader's work has
- * ended, so the successor waiting on the same row never overlaps it. The lease lasts 30 s and the
- * test waits at most 20 s for the successor: it can only take over through the release.
+ * ended, so the successor waiting on the same row never overlaps it. The work ignores interrupts
+ * and ends only when the test lets it, after it saw close() wait and nothing released. The lease
+ * lasts 30 s and the test waits at most 20 s for the successor: it can only take over through the
+ * release.
  */
 @ExtendWith(PostgresExtension.class)
 class PostgresLeaderCloseIT {
@@ -71,7 +73,6 @@ class PostgresLeaderCloseIT {
           @Override
           public void onStoppedLeading() {
             events.add("A: onStoppedLeading");
-            aMayEnd.countDown(); // the work ignores interrupts but stops when told
           }
         };
     Leadership b =
@@ -99,7 +100,20 @@ class PostgresLeaderCloseIT {
     try (LeaderElector second = startAfter(aStarted, server, b)) {
       bSawA.await(); // B campaigns against A's lease
 
-      first.close();
+      Thread closer = new Thread(first::close, "closer");
+      closer.start();
+      // close() waits for the work (TIMED_WAITING), or released at once (the bug), or returned.
+      await()
+          .until(
+              () ->
+                  events.contains("A: onStoppedLeading")
+                          && closer.getState() == Thread.State.TIMED_WAITING
+                      || events.stream().anyMatch(e -> e.startsWith("A: release"))
+                      || !closer.isAlive());
+      assertThat(events)
+          .as("nothing released while A's work runs; events: %s", events)
+          .noneMatch(e -> e.startsWith("A: release"));
+      aMayEnd.countDown(); // the work ignores interrupts; it ends only now, from the test
 
       await("B leads").atMost(Duration.ofSeconds(20)).until(() -> bStarted.getCount() == 0);
       assertThat(events)
