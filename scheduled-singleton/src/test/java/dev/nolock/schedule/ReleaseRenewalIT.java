@@ -26,11 +26,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * A job that throws while its lease renewal is in flight: the renewal's {@code UPDATE} is held
- * back in the driver (a gate on the connection) after the renewal thread decided to send it, the
- * job throws, the run is released for a retry, and only then does the renewal reach PostgreSQL. It
- * must not extend the released lease: another instance's pass takes the run over at once. A
- * second or so per test (a 1.5 s lease, renewed every 0.5 s).
+ * A job that throws while its lease renewal is in flight: the renewal's {@code UPDATE} is held back
+ * in the driver (a gate on the connection) after the renewal thread decided to send it, the job
+ * throws, the run is released for a retry, and only then does the renewal reach PostgreSQL. It must
+ * not extend the released lease: another instance's pass takes the run over at once. A second or so
+ * per test (a 1.5 s lease, renewed every 0.5 s).
  */
 @ExtendWith(PostgresExtension.class)
 class ReleaseRenewalIT {
@@ -76,16 +76,15 @@ class ReleaseRenewalIT {
         .as("another instance retries the released run at once, with attempt 2")
         .singleElement()
         .isInstanceOfSatisfying(
-            RunOutcome.Finished.class,
-            f -> assertThat(f.run().attempt().value()).isEqualTo(2));
+            RunOutcome.Finished.class, f -> assertThat(f.run().attempt().value()).isEqualTo(2));
   }
 
   @Test
-  void negativeControlARenewalMatchingTheRunningRunAloneExtendsTheReleasedLease()
-      throws Exception {
+  void negativeControlARenewalMatchingTheRunningRunAloneExtendsTheReleasedLease() throws Exception {
     Scenario s =
         throwWhileRenewalInFlight(
-            "released-control", config("released-control").withoutRenewalAttemptCheckForNegativeControl());
+            "released-control",
+            config("released-control").withoutRenewalAttemptCheckForNegativeControl());
 
     assertThat(s.leaseEnded).as("the late renewal re-extended the released lease").isFalse();
     assertThat(s.bOutcomes)
@@ -93,7 +92,8 @@ class ReleaseRenewalIT {
         .noneMatch(RunOutcome.Finished.class::isInstance);
   }
 
-  private record Scenario(List<RunOutcome> aOutcomes, boolean leaseEnded, List<RunOutcome> bOutcomes) {}
+  private record Scenario(
+      List<RunOutcome> aOutcomes, boolean leaseEnded, List<RunOutcome> bOutcomes) {}
 
   private Scenario throwWhileRenewalInFlight(String job, ScheduleConfig.Builder aConfig)
       throws Exception {

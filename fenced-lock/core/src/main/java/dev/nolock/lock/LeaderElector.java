@@ -45,12 +45,14 @@ import org.slf4j.LoggerFactory;
  *       later. Stepping down after a loss is, in this order:
  *       <ol>
  *         <li>interrupt the work thread;
+ *         <li>log the loss at error level: one line, so that a process that halts says why;
  *         <li>halt the process, unless {@code haltOnLoss(false)}: work that ignores the interrupt
  *             must not overlap the successor, and client-go's {@code os.Exit(1)} in {@code
  *             OnStoppedLeading} exists for that reason. Nothing the backend or the owner does can
- *             delay it: no backend call, no callback, no log line and no metric comes before it;
- *         <li>log the loss at error level and count it, then call {@link
- *             Leadership#onStoppedLeading} (after a real halt neither happens);
+ *             delay it: no backend call, no callback and no metric comes before it (only the log
+ *             line, so an appender that blocks would delay it);
+ *         <li>count the loss, then call {@link Leadership#onStoppedLeading} (after a real halt
+ *             neither happens);
  *         <li>release the lease on the elector's single release thread, once the lost term's work
  *             has ended or {@code workStopTimeout} has passed since its interrupt (logged and
  *             counted as an overrun): without a halt, a renewDeadline passed or a backend error
@@ -101,7 +103,7 @@ import org.slf4j.LoggerFactory;
  *       renewals, so the elector hands the {@link FencedLock} a view of the backend that passes
  *       every renewal failure on unchanged (the watchdog logs it and retries, as for any holder)
  *       and also wakes the campaign with it: a leader whose renewal throws such an exception steps
- *       down at once (as in step 3, halting by default, counting and logging after the halt),
+ *       down at once (as in step 3: one log line, halting by default, counting after the halt),
  *       without waiting for {@code renewDeadline}.
  *   <li>An {@link Error} on the campaign thread ({@code NoClassDefFoundError}, {@code
  *       OutOfMemoryError}) steps down a leader as in step 3 (no one would watch its term after the
@@ -591,7 +593,7 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
-   * Steps down after a loss (step 3 of the class's algorithm): interrupt, halt, then log and count,
+   * Steps down after a loss (step 3 of the class's algorithm): interrupt, log, halt, then count,
    * onStoppedLeading, and the release once the work has ended or overrun {@code workStopTimeout}:
    * on the release thread when {@code inBackground}, else on this one before it returns. The
    * release happens whatever onStoppedLeading throws.
@@ -608,8 +610,16 @@ public final class LeaderElector implements AutoCloseable {
     long since = config.clock().nanoTime();
     boolean handedOver = false;
     try {
+      // The one line that says why a halted process died; nothing else comes before the halt.
+      LOG.error(
+          "Election {}: {} lost leadership{}: {}",
+          config.name(),
+          config.identity(),
+          config.haltOnLoss() ? ", halting the process" : "",
+          loss.reason(),
+          loss.unexpected());
       if (config.haltOnLoss()) {
-        config.halt().run(); // first: a log appender or a meter registry could delay it
+        config.halt().run();
       }
       if (lost != null) {
         lostWork = new LostWork(lost, since);
@@ -619,12 +629,6 @@ public final class LeaderElector implements AutoCloseable {
       if (loss.unexpected() != null) {
         errors.increment();
       }
-      LOG.error(
-          "Election {}: {} lost leadership: {}",
-          config.name(),
-          config.identity(),
-          loss.reason(),
-          loss.unexpected());
       stopped();
       if (inBackground) {
         try {
@@ -743,6 +747,13 @@ public final class LeaderElector implements AutoCloseable {
 
   /** The lease of a term being closed was lost while close() waited for its work. */
   private void lostWhileClosing(Loss loss) {
+    LOG.error(
+        "Election {}: {} lost leadership while close() waited for the work to end{}: {}",
+        config.name(),
+        config.identity(),
+        config.haltOnLoss() ? ", halting the process" : "",
+        loss.reason(),
+        loss.unexpected());
     if (config.haltOnLoss()) {
       config.halt().run();
     }
@@ -750,12 +761,6 @@ public final class LeaderElector implements AutoCloseable {
     if (loss.unexpected() != null) {
       errors.increment();
     }
-    LOG.error(
-        "Election {}: {} lost leadership while close() waited for the work to end: {}",
-        config.name(),
-        config.identity(),
-        loss.reason(),
-        loss.unexpected());
   }
 
   /** A work thread that outlived {@code workStopTimeout}: logged each time, counted once. */
