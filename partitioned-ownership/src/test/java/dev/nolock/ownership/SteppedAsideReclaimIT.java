@@ -84,7 +84,7 @@ class SteppedAsideReclaimIT {
       // A member that has left the group claims partition 0 late: a newer epoch, another owner.
       OwnerTable.Claim late =
           new OwnerTable(DSL.name(OwnershipConfig.DEFAULT_TABLE))
-              .claim(pg.dsl(), group, topic, 0, 2, "late-claimer", Duration.ofSeconds(5));
+              .claim(pg.dsl(), group, topic, 0, 2, "late-claimer", Duration.ofSeconds(5), () -> 0L);
       send(producer, topic, 0, 3);
       assertThat(steppedAside.await(60, TimeUnit.SECONDS))
           .as("the runner's next apply on partition 0 was fenced and it stepped aside")

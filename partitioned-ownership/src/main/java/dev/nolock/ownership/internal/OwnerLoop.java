@@ -114,19 +114,13 @@ public final class OwnerLoop<K, V> {
     OwnershipMetrics create(int partitions);
   }
 
-  /**
-   * {@link Owned#nextOffset} of a partition claimed with nothing applied, until its first apply:
-   * the log's first record, which retention (or {@code deleteRecords}) may have moved above 0.
-   */
-  private static final long LOG_START = -1;
-
   /** The consumer's generation (member epoch) and the loop clock when a partition was fenced. */
   private record SteppedAside(int generation, long sinceNanos) {}
 
   private static final class Owned {
     final long epoch;
 
-    /** The first offset not applied, or {@link #LOG_START}. */
+    /** The first offset not applied. */
     long nextOffset;
 
     boolean uncommitted;
@@ -346,19 +340,15 @@ public final class OwnerLoop<K, V> {
   }
 
   /**
-   * Seeks every owned partition of this batch back to its first record not yet applied. Before the
-   * first apply of a partition claimed at the log start, that is the batch's first record of it:
-   * the consumer fetched it from the log start, and seeking to offset 0 instead would fail with
-   * {@code OffsetOutOfRangeException} once the log no longer starts there, the error that means
-   * records were deleted before they were applied. Had records been deleted since the fetch, the
-   * seek to the first one fetched fails that way too, as it should: they were not applied.
+   * Seeks every owned partition of this batch back to its first record not yet applied. Had records
+   * been deleted since the fetch, the next poll fails with {@code OffsetOutOfRangeException}, as it
+   * should: they were not applied.
    */
   private void rewind(ConsumerRecords<K, V> records) {
     for (TopicPartition tp : records.partitions()) {
       Owned o = owned.get(tp);
       if (o != null) {
-        consumer.seek(
-            tp, o.nextOffset == LOG_START ? records.records(tp).get(0).offset() : o.nextOffset);
+        consumer.seek(tp, o.nextOffset);
       }
     }
   }
@@ -403,7 +393,21 @@ public final class OwnerLoop<K, V> {
     try {
       claim =
           table.claim(
-              dsl, group, topic, tp.partition(), partitionCount, owner, config.queryTimeout());
+              dsl,
+              group,
+              topic,
+              tp.partition(),
+              partitionCount,
+              owner,
+              config.queryTimeout(),
+              () -> logStart(tp));
+    } catch (WakeupException | InterruptException e) {
+      throw e;
+    } catch (KafkaException e) {
+      // The log start lookup failed: the claim rolled back.
+      markUnclaimed(tp);
+      startBackoff(e, "looking up the log start of " + tp);
+      return;
     } catch (PartitionCountChangedException | IllegalStateException e) {
       fatal = e;
       return;
@@ -417,12 +421,7 @@ public final class OwnerLoop<K, V> {
       return;
     }
     long start = events.startOffset(tp.partition(), claim.lastApplied());
-    if (claim.lastApplied() < 0 && start <= 0) {
-      consumer.seekToBeginning(List.of(tp));
-      start = LOG_START;
-    } else {
-      consumer.seek(tp, start);
-    }
+    consumer.seek(tp, start);
     owned.put(tp, new Owned(claim.epoch(), start));
     unclaimed.remove(tp);
     steppedAside.remove(tp);
@@ -435,12 +434,25 @@ public final class OwnerLoop<K, V> {
     metrics.owned(tp.partition());
     events.claimed(tp.partition(), claim.epoch(), claim.lastApplied());
     log.info(
-        "Owner {} claimed {} with epoch {}; applying from {}",
+        "Owner {} claimed {} with epoch {}; applying from offset {}",
         owner,
         tp,
         claim.epoch(),
-        start == LOG_START ? "the log start" : "offset " + start);
+        start);
     publishView();
+  }
+
+  /**
+   * The partition's first offset in Kafka, for the first claim of a partition with nothing applied
+   * (see {@link OwnerTable#claim}). Bounded by half the query timeout, as the claim transaction
+   * waits for it idle and {@code idle_in_transaction_session_timeout} is the query timeout.
+   */
+  private long logStart(TopicPartition tp) {
+    Long start = consumer.beginningOffsets(List.of(tp), config.queryTimeout().dividedBy(2)).get(tp);
+    if (start == null) {
+      throw new KafkaException("No log start offset returned for " + tp);
+    }
+    return start;
   }
 
   private void markUnclaimed(TopicPartition tp) {
@@ -519,7 +531,7 @@ public final class OwnerLoop<K, V> {
     events.backingOff(backendFailures, delay);
     consumer.pause(consumer.assignment());
     log.warn(
-        "PostgreSQL failed while {} (failure {} in a row); retrying in {} ms: {}",
+        "Failed while {} (failure {} in a row); retrying in {} ms: {}",
         during,
         backendFailures,
         delay.toMillis(),
