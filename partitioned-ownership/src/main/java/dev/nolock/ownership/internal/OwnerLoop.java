@@ -95,13 +95,15 @@ public final class OwnerLoop<K, V> {
 
   /**
    * Fenced while assigned: paused, and claimed again if it is still assigned here after a later
-   * rebalance or, failing that, a session timeout later (see {@link #retryClaims()}).
+   * rebalance or, failing that, a session timeout of running later (see {@link #retryClaims()}).
    */
   private final Map<TopicPartition, SteppedAside> steppedAside = new HashMap<>();
 
   private OwnershipMetrics metrics;
   private int partitionCount;
   private long pollSentNanos;
+  private long lastActiveNanos;
+  private long activeSinceNanos;
   private int backendFailures;
   private long backoffUntilNanos;
   private boolean backingOff;
@@ -208,10 +210,14 @@ public final class OwnerLoop<K, V> {
           partitionCount);
       consumer.subscribe(List.of(topic), new Listener());
       lastCommitNanos = clock.nanoTime();
+      lastActiveNanos = lastCommitNanos;
+      activeSinceNanos = lastCommitNanos;
       while (!closing.get()) {
         endBackoffIfDue();
         pollSentNanos = clock.nanoTime();
+        noteActivity();
         ConsumerRecords<K, V> records = consumer.poll(nextPollTimeout());
+        noteActivity();
         throwIfFatal();
         checkPartitionCount();
         retryClaims();
@@ -277,6 +283,21 @@ public final class OwnerLoop<K, V> {
     return poll;
   }
 
+  /**
+   * Marks the loop as running now (at each poll's start and return, and each apply's start).
+   * Consecutive marks more than {@code pollTimeout + safetyMargin} apart (a poll waits at most
+   * {@code pollTimeout}) may hide a pause of the whole process, heartbeats included: the time the
+   * loop has been running without such a gap restarts from now. {@link #retryClaims()} counts only
+   * that time.
+   */
+  private void noteActivity() {
+    long now = clock.nanoTime();
+    if (now - lastActiveNanos > config.pollTimeout().plus(config.safetyMargin()).toNanos()) {
+      activeSinceNanos = now;
+    }
+    lastActiveNanos = now;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Applying
 
@@ -308,6 +329,7 @@ public final class OwnerLoop<K, V> {
           rewind(records);
           return;
         }
+        noteActivity();
         events.beforeApply(tp.partition(), record.offset(), o.epoch);
         ApplyOutcome outcome;
         try {
@@ -475,9 +497,11 @@ public final class OwnerLoop<K, V> {
    * Claims that failed, and fenced partitions still assigned here; after a poll only.
    *
    * <p>A fenced partition is claimed again when it is still assigned here after the generation
-   * changed (a rebalance kept it here), or a session timeout after it was fenced. The timer is what
-   * works with both group protocols: the consumer protocol has no rebalance a member can ask for,
-   * and its member epoch changes only when the group does. Within a session timeout of polling, a
+   * changed (a rebalance kept it here), or once the loop has run for a session timeout since it was
+   * fenced without a gap that may hide a pause (see {@link #noteActivity()}): a pause stops the
+   * heartbeats too, so only running time counts. The timer is what works with both group protocols:
+   * the consumer protocol has no rebalance a member can ask for, and its member epoch changes only
+   * when the group does. Within a session timeout of running (the heartbeat interval is shorter), a
    * member that is no longer in the group hears so at a heartbeat and loses its partitions, so a
    * partition still assigned after that is this member's, and whoever fenced it was a late claim.
    * Were that wrong (the coordinator unreachable from here, so the consumer has not heard yet), the
@@ -498,7 +522,8 @@ public final class OwnerLoop<K, V> {
       if (!assignment.contains(entry.getKey())) {
         it.remove();
       } else if (aside.generation() != generation
-          || now - aside.sinceNanos() >= config.sessionTimeout().toNanos()) {
+          || now - Math.max(aside.sinceNanos(), activeSinceNanos)
+              >= config.sessionTimeout().toNanos()) {
         it.remove();
         unclaimed.add(entry.getKey());
       }
