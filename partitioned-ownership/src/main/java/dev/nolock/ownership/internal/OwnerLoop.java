@@ -338,7 +338,10 @@ public final class OwnerLoop<K, V> {
           // Committed or not, the retry of the same record with the same epoch commits it once:
           // a replay if it had.
           rewind(records);
-          startBackoff(unknown.getCause(), "applying " + tp + "@" + record.offset());
+          startBackoff(
+              unknown.getCause(),
+              "applying " + tp + "@" + record.offset(),
+              OwnerEvents.BackoffCause.APPLY);
           return;
         }
         events.outcome(tp.partition(), record.offset(), o.epoch, outcome);
@@ -402,7 +405,7 @@ public final class OwnerLoop<K, V> {
   // ---------------------------------------------------------------------------------------------
   // Claiming
 
-  private void claim(TopicPartition tp) {
+  private void claim(TopicPartition tp, OwnerEvents.BackoffCause onFailure) {
     try {
       Deadline.forHolder(clock, pollSentNanos, config.sessionTimeout())
           .checkPointOfNoReturn(config.safetyMargin(), Duration.ZERO);
@@ -428,7 +431,7 @@ public final class OwnerLoop<K, V> {
     } catch (KafkaException e) {
       // The log start lookup failed: the claim rolled back.
       markUnclaimed(tp);
-      startBackoff(e, "looking up the log start of " + tp);
+      startBackoff(e, "looking up the log start of " + tp, onFailure);
       return;
     } catch (PartitionCountChangedException | IllegalStateException e) {
       fatal = e;
@@ -439,7 +442,7 @@ public final class OwnerLoop<K, V> {
         return;
       }
       markUnclaimed(tp);
-      startBackoff(e, "claiming " + tp);
+      startBackoff(e, "claiming " + tp, onFailure);
       return;
     }
     long start = events.startOffset(tp.partition(), claim.lastApplied());
@@ -532,7 +535,7 @@ public final class OwnerLoop<K, V> {
       if (!assignment.contains(tp)) {
         unclaimed.remove(tp);
       } else if (!backingOff) {
-        claim(tp);
+        claim(tp, OwnerEvents.BackoffCause.CLAIM_RETRY);
       }
     }
   }
@@ -545,7 +548,7 @@ public final class OwnerLoop<K, V> {
    * max delay however many failures came before; the count saturates rather than wraps, so an
    * outage of any length only keeps the runner waiting.
    */
-  private void startBackoff(Throwable cause, String during) {
+  private void startBackoff(Throwable cause, String during, OwnerEvents.BackoffCause why) {
     if (backendFailures < Integer.MAX_VALUE) {
       backendFailures++;
     }
@@ -553,7 +556,7 @@ public final class OwnerLoop<K, V> {
     backoffUntilNanos = clock.nanoTime() + delay.toNanos();
     backingOff = true;
     metrics.backendFailure();
-    events.backingOff(backendFailures, delay);
+    events.backingOff(backendFailures, delay, why);
     consumer.pause(consumer.assignment());
     log.warn(
         "Failed while {} (failure {} in a row); retrying in {} ms: {}",
@@ -680,7 +683,7 @@ public final class OwnerLoop<K, V> {
           parkUnowned(tp);
           continue;
         }
-        claim(tp);
+        claim(tp, OwnerEvents.BackoffCause.CLAIM_IN_REBALANCE);
         if (fatal != null) {
           parkUnowned(tp);
         }
