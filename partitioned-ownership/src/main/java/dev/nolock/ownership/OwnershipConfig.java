@@ -106,21 +106,25 @@ public final class OwnershipConfig {
               + "), or no record could ever be applied; e.g. a third of the session timeout.");
     }
     Duration claimWindow = sessionTimeout.minus(safetyMargin);
-    if (pollTimeout.compareTo(claimWindow) >= 0) {
+    Duration maxPollTimeout = claimWindow.dividedBy(2);
+    if (pollTimeout.compareTo(maxPollTimeout) > 0) {
       // A claim that failed is retried right after a poll, against the point of no return counted
-      // from that poll's start; a poll with nothing to fetch waits the whole pollTimeout.
+      // from that poll's start; a poll with nothing to fetch waits the whole pollTimeout. Half the
+      // window leaves the other half, at least a pollTimeout, for the claim and the applies after.
       throw new IllegalArgumentException(
           "pollTimeout ("
               + pollTimeout
-              + ") must be shorter than sessionTimeout - safetyMargin ("
+              + ") must be at most half of sessionTimeout - safetyMargin ("
               + sessionTimeout
               + " - "
               + safetyMargin
               + " = "
               + claimWindow
-              + "): a claim retried after a poll that waited the whole pollTimeout would find the"
-              + " point of no return passed every time, and the partition would never be claimed."
-              + " Lower pollTimeout (the default is 500 ms), or raise sessionTimeout.");
+              + "): a claim retried after a poll that waited the whole pollTimeout must still have"
+              + " time before the point of no return for the claim and the applies after it."
+              + " Lower pollTimeout to "
+              + maxPollTimeout
+              + " or less (the default is 500 ms), or raise sessionTimeout.");
     }
     if (maxPollInterval.compareTo(sessionTimeout) < 0) {
       throw new IllegalArgumentException(
@@ -318,9 +322,9 @@ public final class OwnershipConfig {
     }
 
     /**
-     * How long one poll waits for records; 10 ms to 30 s, and shorter than {@code sessionTimeout -
-     * safetyMargin}, so that a claim retried after a poll still has time before the point of no
-     * return.
+     * How long one poll waits for records; 10 ms to 30 s, and at most half of {@code sessionTimeout
+     * - safetyMargin}, so that a claim retried after a poll that waited this long still has time
+     * before the point of no return, for the claim and the applies after it.
      */
     public Builder pollTimeout(Duration pollTimeout) {
       this.pollTimeout =

@@ -3,6 +3,7 @@ package dev.nolock.ownership;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.nolock.ownership.internal.OwnerEvents;
 import dev.nolock.ownership.internal.OwnerTable;
 import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.testkit.KafkaBroker;
@@ -54,13 +55,14 @@ class FailedClaimRetryKeepsFetchedRecordsIT {
     RecordingEvents events =
         new RecordingEvents() {
           @Override
-          public void backingOff(int failuresInARow, Duration delay) {
+          public void backingOff(
+              int failuresInARow, Duration delay, OwnerEvents.BackoffCause cause) {
             // On the loop thread, in the turn that failed: had the poll records of partition 0
             // to hand over?
             if (ledger.applies(0) < sent.get()) {
               failuresWithRecordsWaiting.incrementAndGet();
             }
-            super.backingOff(failuresInARow, delay);
+            super.backingOff(failuresInARow, delay, cause);
           }
         };
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.ownership.internal.ApplyOutcome;
+import dev.nolock.ownership.internal.OwnerEvents;
 import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.testkit.ChildJvm;
 import dev.nolock.testkit.KafkaBroker;
@@ -20,7 +21,6 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -346,14 +346,9 @@ class FrozenOwnerHoldingRowLockIT {
     }
 
     @Override
-    public void backingOff(int failuresInARow, Duration delay) {
+    public void backingOff(int failuresInARow, Duration delay, OwnerEvents.BackoffCause cause) {
       Map<Integer, PolledRecords.Range> batch = PolledRecords.take(clientId);
-      // Who started the backoff, a claim (in the rebalance callback or its retry) or an apply: the
-      // event does not say, the loop's stack does. Were those methods renamed, nothing would be
-      // counted and the test's waits would fail, not pass.
-      String caller = callerOf("startBackoff");
-      boolean retry = StackWalker.getInstance().walk(f -> f.anyMatch(is("retryClaims")));
-      if ("claim".equals(caller)
+      if (cause != OwnerEvents.BackoffCause.APPLY
           && lockedPartition >= 0
           && !owner.ownedPartitions().containsKey(lockedPartition)) {
         claimFailures.incrementAndGet();
@@ -365,28 +360,12 @@ class FrozenOwnerHoldingRowLockIT {
             inHand += Math.max(0, e.getValue().last() - from + 1);
           }
         }
-        if (retry && inHand > 0) {
+        if (cause == OwnerEvents.BackoffCause.CLAIM_RETRY && inHand > 0) {
           retriesWithRecordsInHand.incrementAndGet();
           recordsInHand.addAndGet(inHand);
         }
       }
-      super.backingOff(failuresInARow, delay);
-    }
-
-    private static String callerOf(String method) {
-      return StackWalker.getInstance()
-          .walk(
-              frames ->
-                  frames
-                      .dropWhile(f -> !f.getMethodName().equals(method))
-                      .skip(1)
-                      .findFirst()
-                      .map(StackWalker.StackFrame::getMethodName)
-                      .orElse("?"));
-    }
-
-    private static Predicate<StackWalker.StackFrame> is(String method) {
-      return f -> f.getMethodName().equals(method);
+      super.backingOff(failuresInARow, delay, cause);
     }
   }
 }

@@ -25,10 +25,11 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * A partition whose log no longer starts at offset 0 ({@code deleteRecords}, as retention does),
- * claimed with nothing applied yet: the runner starts at the log's first record, and a rewind
- * before the first apply goes back to that record, not to offset 0 (which Kafka answers with {@code
+ * claimed with nothing applied yet: the runner starts at the log's first record, a rewind before
+ * the first apply goes back to that record, not to offset 0 (which Kafka answers with {@code
  * OffsetOutOfRangeException}, the runner's signal that records were deleted before they were
- * applied).
+ * applied), and records deleted after the first claim and before they were applied stop the runner,
+ * whichever owner claims next.
  */
 @ExtendWith({KafkaExtension.class, PostgresExtension.class})
 class LogStartAboveZeroIT {
@@ -136,7 +137,71 @@ class LogStartAboveZeroIT {
         assertThat(owner.failure()).get().isInstanceOf(OffsetOutOfRangeException.class);
       }
       assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
-      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(-1);
+      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied())
+          .as("the offset before the log start at the first claim: nothing applied")
+          .isEqualTo(LOG_START - 1);
+    } finally {
+      commands.close();
+    }
+  }
+
+  /**
+   * The first owner claims the partition with nothing applied and stops on its first apply (rolled
+   * back); retention then deletes the first two records before the next owner claims it. Those
+   * records were never applied: the next owner must stop on them, not start from wherever the log
+   * starts by then.
+   */
+  @Test
+  void recordsDeletedBetweenTwoClaimsOfANeverAppliedPartitionStopTheNextOwner(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-claims"), 1);
+    String group = "owners-" + topic;
+    TopicPartition tp = new TopicPartition(topic, 0);
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
+    RecordHandler<String, String> applied = ledger.handler();
+    try {
+      commands.send(SENT);
+      deleteBefore(kafka, tp, LOG_START);
+      try (PartitionOwner<String, String> first =
+          PartitionOwner.create(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "first").build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              (record, tx, epoch) -> {
+                applied.apply(record, tx, epoch); // rolled back by the failure below
+                throw new IllegalStateException("the first owner stops on its first apply");
+              })) {
+        first.createTableIfMissing();
+        first.start();
+        assertThat(first.awaitTermination(Duration.ofSeconds(60))).isTrue();
+        assertThat(first.failure()).get().isInstanceOf(IllegalStateException.class);
+      }
+      deleteBefore(kafka, tp, LOG_START + 2);
+      try (PartitionOwner<String, String> next =
+          PartitionOwner.create(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "next").build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              applied)) {
+        next.start();
+        Awaitility.await("the next owner stopped, or applied through the last record")
+            .atMost(Duration.ofSeconds(60))
+            .until(
+                () ->
+                    !next.isRunning()
+                        || OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied() == SENT - 1);
+        assertThat(next.failure())
+            .as(
+                "records %d and %d, deleted before they were applied, stop the next owner"
+                    + " instead of being skipped (applied: %s)",
+                LOG_START, LOG_START + 1, ledger.appliesPerOffset(0))
+            .get()
+            .isInstanceOf(OffsetOutOfRangeException.class);
+      }
+      assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
     } finally {
       commands.close();
     }

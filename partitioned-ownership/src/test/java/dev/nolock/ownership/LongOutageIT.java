@@ -50,7 +50,7 @@ class LongOutageIT {
     }
 
     @Override
-    public void backingOff(int failuresInARow, Duration delay) {
+    public void backingOff(int failuresInARow, Duration delay, OwnerEvents.BackoffCause cause) {
       delays.add(delay);
       clock.advance(delay.plusNanos(1));
     }

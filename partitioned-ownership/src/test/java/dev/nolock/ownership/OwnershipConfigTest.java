@@ -91,24 +91,26 @@ class OwnershipConfigTest {
   }
 
   @Test
-  void aPollTimeoutThatLeavesNoTimeToClaimBeforeThePointOfNoReturnIsRefused() {
-    // Defaults: sessionTimeout 10 s - safetyMargin 2 s = 8 s.
-    assertThatThrownBy(() -> builder().pollTimeout(Duration.ofSeconds(8)).build())
+  void aPollTimeoutOverHalfTheClaimWindowIsRefused() {
+    // Defaults: sessionTimeout 10 s - safetyMargin 2 s = 8 s, half of it 4 s.
+    assertThatThrownBy(() -> builder().pollTimeout(Duration.ofSeconds(4).plusMillis(1)).build())
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("pollTimeout (PT8S) must be shorter than")
+        .hasMessageContaining("pollTimeout (PT4.001S) must be at most half of")
         .hasMessageContaining("sessionTimeout - safetyMargin (PT10S - PT2S = PT8S)")
-        .hasMessageContaining("Lower pollTimeout");
+        .hasMessageContaining("Lower pollTimeout to PT4S or less");
     assertThatThrownBy(
             () ->
                 builder()
-                    .pollTimeout(Duration.ofSeconds(2))
+                    .pollTimeout(Duration.ofSeconds(1).plusMillis(1))
                     .sessionTimeout(Duration.ofSeconds(3))
                     .safetyMargin(Duration.ofSeconds(1))
                     .build())
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("pollTimeout (PT2S)");
-    assertThat(builder().pollTimeout(Duration.ofMillis(7_999)).build().pollTimeout())
-        .isEqualTo(Duration.ofMillis(7_999));
+        .hasMessageContaining("pollTimeout (PT1.001S)")
+        .hasMessageContaining("Lower pollTimeout to PT1S or less");
+    assertThat(builder().pollTimeout(Duration.ofSeconds(4)).build().pollTimeout())
+        .as("exactly half the claim window")
+        .isEqualTo(Duration.ofSeconds(4));
   }
 
   @Test

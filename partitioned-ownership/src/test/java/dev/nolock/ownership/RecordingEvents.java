@@ -32,7 +32,7 @@ class RecordingEvents implements OwnerEvents {
   }
 
   @Override
-  public void backingOff(int failuresInARow, Duration delay) {
+  public void backingOff(int failuresInARow, Duration delay, OwnerEvents.BackoffCause cause) {
     backoffs.add(delay);
     backedOff.countDown();
   }

@@ -12,6 +12,7 @@ import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
@@ -24,85 +25,167 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.awaitility.Awaitility;
 import org.jooq.impl.DSL;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A runner fenced on a partition that is still assigned to it (a late claim by a member that has
  * since left the group moved the epoch on) steps aside, and must take the partition back: nobody
- * else in the group will. With the classic protocol a rebalance it asks for tells it; with {@code
- * group.protocol=consumer} a member cannot ask for one, so the runner re-claims once a session
- * timeout has passed with the partition still assigned here.
+ * else in the group will. With the classic protocol the rebalance it asks for tells it; with {@code
+ * group.protocol=consumer} a member cannot ask for one, so the runner re-claims once its loop has
+ * run for a session timeout with the partition still assigned here, a pause not counted.
  *
- * <p>The runner's clock is manual and moved past the session timeout by the test. A record on the
- * runner's other partition, sent after that and applied, proves a whole turn ran on the moved
- * clock: the turn's claim retries run after its poll and before its applies. So the re-claim is
- * asserted, not waited for.
+ * <p>The runner's clock is manual and moved by the test. A record on the runner's other partition,
+ * sent after a move and applied, proves a whole turn ran on the moved clock: the turn's claim
+ * retries run after its poll and before its applies. So each re-claim, or its absence, is asserted
+ * at a known clock, not waited for.
  */
 @ExtendWith({KafkaExtension.class, PostgresExtension.class})
 class SteppedAsideReclaimIT {
 
-  @ParameterizedTest(name = "group.protocol={0}")
-  @ValueSource(strings = {"classic", "consumer"})
-  void aPartitionThatSteppedAsideWhileStillAssignedIsClaimedAgain(
-      String protocol, KafkaBroker kafka, PostgresSchema pg) throws Exception {
-    String topic = kafka.createTopic(kafka.uniqueTopicName("stepped-aside-" + protocol), 2);
-    String group = "owners-" + topic;
-    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
-    ManualLeaseClock clock = new ManualLeaseClock();
-    CountDownLatch steppedAside = new CountDownLatch(1);
-    RecordingEvents events =
-        new RecordingEvents() {
-          @Override
-          public void released(int partition, String why) {
-            if (partition == 0 && why.equals("fenced")) {
-              steppedAside.countDown();
+  private static final Duration STEP = Duration.ofSeconds(1);
+
+  @Test
+  void classicProtocolReclaimsAfterTheRebalanceItAsksForWithoutTheClockMoving(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    try (Fenced fenced = Fenced.start(kafka, pg, "classic")) {
+      Awaitility.await("partition 0 claimed again after the rebalance the runner asked for")
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> fenced.claimsOfP0().size() == 2);
+      assertThat(fenced.clock.nanoTime()).as("the clock never moved").isEqualTo(fenced.fencedAt);
+      fenced.assertReclaimedAndEveryRecordAppliedOnce();
+    }
+  }
+
+  @Test
+  void consumerProtocolReclaimsOnlyAfterASessionTimeoutOfRunningNotOfPause(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    try (Fenced fenced = Fenced.start(kafka, pg, "consumer")) {
+      // A pause longer than the session timeout (the loop is silent across it): a zombie dropped
+      // from the group has not heard so yet, and must not claim back.
+      fenced.clock.advance(TestOwners.SESSION_TIMEOUT.plusNanos(1));
+      fenced.applyOneOnP1();
+      assertThat(fenced.claimsOfP0())
+          .as("not claimed again after a pause of a session timeout")
+          .hasSize(1);
+
+      // Running from here: steps shorter than pollTimeout + safetyMargin, each with a turn.
+      Duration ran = Duration.ZERO;
+      while (ran.plus(STEP).compareTo(TestOwners.SESSION_TIMEOUT) < 0) {
+        fenced.clock.advance(STEP);
+        ran = ran.plus(STEP);
+        fenced.applyOneOnP1();
+      }
+      Duration toJustBefore = TestOwners.SESSION_TIMEOUT.minus(ran).minusNanos(1);
+      fenced.clock.advance(toJustBefore);
+      fenced.applyOneOnP1();
+      assertThat(fenced.claimsOfP0())
+          .as("not claimed again after running for the session timeout less 1 ns")
+          .hasSize(1);
+
+      fenced.clock.advance(Duration.ofNanos(2));
+      fenced.applyOneOnP1();
+      assertThat(fenced.claimsOfP0())
+          .as("claimed again once the loop has run for the session timeout")
+          .hasSize(2);
+      fenced.assertReclaimedAndEveryRecordAppliedOnce();
+    }
+  }
+
+  /**
+   * A runner with partition 0 applied through offset 2, then fenced there by a late claim written
+   * to the table, and stepped aside at offset 3.
+   */
+  private static final class Fenced implements AutoCloseable {
+    final PostgresSchema pg;
+    final String topic;
+    final String group;
+    final AppliedLedger ledger;
+    final ManualLeaseClock clock = new ManualLeaseClock();
+    final RecordingEvents events;
+    final KafkaProducer<String, String> producer;
+    final PartitionOwner<String, String> owner;
+    OwnerTable.Claim late;
+    long fencedAt;
+    int sentOnP1;
+
+    private Fenced(KafkaBroker kafka, PostgresSchema pg, String protocol, CountDownLatch aside) {
+      this.pg = pg;
+      this.topic = kafka.createTopic(kafka.uniqueTopicName("stepped-aside-" + protocol), 2);
+      this.group = "owners-" + topic;
+      this.ledger = AppliedLedger.fresh(pg.dsl());
+      this.events =
+          new RecordingEvents() {
+            @Override
+            public void released(int partition, String why) {
+              if (partition == 0 && why.equals("fenced")) {
+                aside.countDown();
+              }
             }
-          }
-        };
-    try (KafkaProducer<String, String> producer = producer(kafka);
-        PartitionOwner<String, String> owner =
-            PartitionOwner.withSafeguards(
-                pg.dataSource(),
-                TestOwners.config(kafka.bootstrapServers(), topic, group, "rightful-" + protocol)
-                    .clock(clock)
-                    .consumerProperty(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol)
-                    .build(),
-                new StringDeserializer(),
-                new StringDeserializer(),
-                ledger.handler(),
-                Safeguards.ALL,
-                events)) {
-      owner.createTableIfMissing();
-      owner.start();
-      send(producer, topic, 0, 3);
+          };
+      this.producer = producer(kafka);
+      this.owner =
+          PartitionOwner.withSafeguards(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "rightful-" + protocol)
+                  .clock(clock)
+                  .consumerProperty(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol)
+                  .build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              ledger.handler(),
+              Safeguards.ALL,
+              events);
+    }
+
+    static Fenced start(KafkaBroker kafka, PostgresSchema pg, String protocol) throws Exception {
+      CountDownLatch aside = new CountDownLatch(1);
+      Fenced f = new Fenced(kafka, pg, protocol, aside);
+      f.owner.createTableIfMissing();
+      f.owner.start();
+      send(f.producer, f.topic, 0, 3);
       Awaitility.await("partition 0's first records applied")
           .atMost(Duration.ofSeconds(60))
-          .until(() -> lastApplied(pg, group, topic, 0) == 2);
-
+          .until(() -> lastApplied(pg, f.group, f.topic, 0) == 2);
       // A member that has left the group claims partition 0 late: a newer epoch, another owner.
-      OwnerTable.Claim late =
+      f.late =
           new OwnerTable(DSL.name(OwnershipConfig.DEFAULT_TABLE))
-              .claim(pg.dsl(), group, topic, 0, 2, "late-claimer", Duration.ofSeconds(5));
-      send(producer, topic, 0, 3);
-      assertThat(steppedAside.await(60, TimeUnit.SECONDS))
+              .claim(
+                  pg.dsl(),
+                  f.group,
+                  f.topic,
+                  0,
+                  2,
+                  "late-claimer",
+                  Duration.ofSeconds(5),
+                  () -> 0L);
+      send(f.producer, f.topic, 0, 3);
+      assertThat(aside.await(60, TimeUnit.SECONDS))
           .as("the runner's next apply on partition 0 was fenced and it stepped aside")
           .isTrue();
-      assertThat(events.outcomes)
+      assertThat(f.events.outcomes)
           .filteredOn(o -> o.outcome() == ApplyOutcome.FENCED)
           .extracting(RecordingEvents.Outcome::offset)
           .containsExactly(3L);
+      f.fencedAt = f.clock.nanoTime();
+      return f;
+    }
 
-      clock.advance(TestOwners.SESSION_TIMEOUT.plusNanos(1));
+    List<RecordingEvents.Claimed> claimsOfP0() {
+      return events.claims.stream().filter(c -> c.partition() == 0).toList();
+    }
+
+    /** Sends a record to partition 1 and waits until it is applied: a turn ran after the send. */
+    void applyOneOnP1() throws Exception {
       send(producer, topic, 1, 1);
-      Awaitility.await("the record on partition 1 sent after the clock moved is applied")
+      int expected = sentOnP1++;
+      Awaitility.await("the record on partition 1 sent at the clock's current time is applied")
           .atMost(Duration.ofSeconds(60))
-          .until(() -> lastApplied(pg, group, topic, 1) == 0);
+          .until(() -> lastApplied(pg, group, topic, 1) == expected);
+    }
 
-      assertThat(events.claims)
-          .as("partition 0, fenced while still assigned here, is claimed again")
-          .filteredOn(c -> c.partition() == 0)
+    void assertReclaimedAndEveryRecordAppliedOnce() {
+      assertThat(claimsOfP0())
           .extracting(RecordingEvents.Claimed::epoch)
           .containsExactly(late.epoch() - 1, late.epoch() + 1);
       Map<Integer, FencingToken> owned = owner.ownedPartitions();
@@ -111,8 +194,14 @@ class SteppedAsideReclaimIT {
           .atMost(Duration.ofSeconds(60))
           .until(() -> lastApplied(pg, group, topic, 0) == 5);
       assertThat(ledger.notAppliedOnce(0, 6)).as("each record of partition 0 once").isEmpty();
-      assertThat(ledger.notAppliedOnce(1, 1)).isEmpty();
+      assertThat(ledger.notAppliedOnce(1, sentOnP1)).isEmpty();
       assertThat(owner.failure()).isEmpty();
+    }
+
+    @Override
+    public void close() {
+      owner.close();
+      producer.close();
     }
   }
 

@@ -24,11 +24,22 @@ public interface OwnerEvents {
    */
   default void beforeApply(int partition, long offset, long epoch) {}
 
+  /** What failed and started a backoff. */
+  enum BackoffCause {
+    /** A claim in the rebalance callback, inside a poll. */
+    CLAIM_IN_REBALANCE,
+    /** A claim retried after a poll (a failed claim, or a fenced partition still assigned). */
+    CLAIM_RETRY,
+    /** An apply transaction whose outcome is unknown. */
+    APPLY
+  }
+
   /**
-   * PostgreSQL failed {@code failuresInARow} times in a row; the runner polls without applying for
-   * {@code delay}. A test on a manual clock advances it here instead of waiting.
+   * A backend failed {@code failuresInARow} times in a row, the last time in {@code cause}; the
+   * runner polls without applying for {@code delay}. A test on a manual clock advances it here
+   * instead of waiting.
    */
-  default void backingOff(int failuresInARow, Duration delay) {}
+  default void backingOff(int failuresInARow, Duration delay, BackoffCause cause) {}
 
   /** The apply transaction ended with {@code outcome}. */
   default void outcome(int partition, long offset, long epoch, ApplyOutcome outcome) {}

@@ -95,13 +95,15 @@ public final class OwnerLoop<K, V> {
 
   /**
    * Fenced while assigned: paused, and claimed again if it is still assigned here after a later
-   * rebalance or, failing that, a session timeout later (see {@link #retryClaims()}).
+   * rebalance or, failing that, a session timeout of running later (see {@link #retryClaims()}).
    */
   private final Map<TopicPartition, SteppedAside> steppedAside = new HashMap<>();
 
   private OwnershipMetrics metrics;
   private int partitionCount;
   private long pollSentNanos;
+  private long lastActiveNanos;
+  private long activeSinceNanos;
   private int backendFailures;
   private long backoffUntilNanos;
   private boolean backingOff;
@@ -114,19 +116,13 @@ public final class OwnerLoop<K, V> {
     OwnershipMetrics create(int partitions);
   }
 
-  /**
-   * {@link Owned#nextOffset} of a partition claimed with nothing applied, until its first apply:
-   * the log's first record, which retention (or {@code deleteRecords}) may have moved above 0.
-   */
-  private static final long LOG_START = -1;
-
   /** The consumer's generation (member epoch) and the loop clock when a partition was fenced. */
   private record SteppedAside(int generation, long sinceNanos) {}
 
   private static final class Owned {
     final long epoch;
 
-    /** The first offset not applied, or {@link #LOG_START}. */
+    /** The first offset not applied. */
     long nextOffset;
 
     boolean uncommitted;
@@ -214,10 +210,14 @@ public final class OwnerLoop<K, V> {
           partitionCount);
       consumer.subscribe(List.of(topic), new Listener());
       lastCommitNanos = clock.nanoTime();
+      lastActiveNanos = lastCommitNanos;
+      activeSinceNanos = lastCommitNanos;
       while (!closing.get()) {
         endBackoffIfDue();
         pollSentNanos = clock.nanoTime();
+        noteActivity();
         ConsumerRecords<K, V> records = consumer.poll(nextPollTimeout());
+        noteActivity();
         throwIfFatal();
         checkPartitionCount();
         retryClaims();
@@ -283,6 +283,21 @@ public final class OwnerLoop<K, V> {
     return poll;
   }
 
+  /**
+   * Marks the loop as running now (at each poll's start and return, and each apply's start).
+   * Consecutive marks more than {@code pollTimeout + safetyMargin} apart (a poll waits at most
+   * {@code pollTimeout}) may hide a pause of the whole process, heartbeats included: the time the
+   * loop has been running without such a gap restarts from now. {@link #retryClaims()} counts only
+   * that time.
+   */
+  private void noteActivity() {
+    long now = clock.nanoTime();
+    if (now - lastActiveNanos > config.pollTimeout().plus(config.safetyMargin()).toNanos()) {
+      activeSinceNanos = now;
+    }
+    lastActiveNanos = now;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Applying
 
@@ -314,6 +329,7 @@ public final class OwnerLoop<K, V> {
           rewind(records);
           return;
         }
+        noteActivity();
         events.beforeApply(tp.partition(), record.offset(), o.epoch);
         ApplyOutcome outcome;
         try {
@@ -322,7 +338,10 @@ public final class OwnerLoop<K, V> {
           // Committed or not, the retry of the same record with the same epoch commits it once:
           // a replay if it had.
           rewind(records);
-          startBackoff(unknown.getCause(), "applying " + tp + "@" + record.offset());
+          startBackoff(
+              unknown.getCause(),
+              "applying " + tp + "@" + record.offset(),
+              OwnerEvents.BackoffCause.APPLY);
           return;
         }
         events.outcome(tp.partition(), record.offset(), o.epoch, outcome);
@@ -346,19 +365,15 @@ public final class OwnerLoop<K, V> {
   }
 
   /**
-   * Seeks every owned partition of this batch back to its first record not yet applied. Before the
-   * first apply of a partition claimed at the log start, that is the batch's first record of it:
-   * the consumer fetched it from the log start, and seeking to offset 0 instead would fail with
-   * {@code OffsetOutOfRangeException} once the log no longer starts there, the error that means
-   * records were deleted before they were applied. Had records been deleted since the fetch, the
-   * seek to the first one fetched fails that way too, as it should: they were not applied.
+   * Seeks every owned partition of this batch back to its first record not yet applied. Had records
+   * been deleted since the fetch, the next poll fails with {@code OffsetOutOfRangeException}, as it
+   * should: they were not applied.
    */
   private void rewind(ConsumerRecords<K, V> records) {
     for (TopicPartition tp : records.partitions()) {
       Owned o = owned.get(tp);
       if (o != null) {
-        consumer.seek(
-            tp, o.nextOffset == LOG_START ? records.records(tp).get(0).offset() : o.nextOffset);
+        consumer.seek(tp, o.nextOffset);
       }
     }
   }
@@ -390,7 +405,7 @@ public final class OwnerLoop<K, V> {
   // ---------------------------------------------------------------------------------------------
   // Claiming
 
-  private void claim(TopicPartition tp) {
+  private void claim(TopicPartition tp, OwnerEvents.BackoffCause onFailure) {
     try {
       Deadline.forHolder(clock, pollSentNanos, config.sessionTimeout())
           .checkPointOfNoReturn(config.safetyMargin(), Duration.ZERO);
@@ -403,7 +418,21 @@ public final class OwnerLoop<K, V> {
     try {
       claim =
           table.claim(
-              dsl, group, topic, tp.partition(), partitionCount, owner, config.queryTimeout());
+              dsl,
+              group,
+              topic,
+              tp.partition(),
+              partitionCount,
+              owner,
+              config.queryTimeout(),
+              () -> logStart(tp));
+    } catch (WakeupException | InterruptException e) {
+      throw e;
+    } catch (KafkaException e) {
+      // The log start lookup failed: the claim rolled back.
+      markUnclaimed(tp);
+      startBackoff(e, "looking up the log start of " + tp, onFailure);
+      return;
     } catch (PartitionCountChangedException | IllegalStateException e) {
       fatal = e;
       return;
@@ -413,16 +442,11 @@ public final class OwnerLoop<K, V> {
         return;
       }
       markUnclaimed(tp);
-      startBackoff(e, "claiming " + tp);
+      startBackoff(e, "claiming " + tp, onFailure);
       return;
     }
     long start = events.startOffset(tp.partition(), claim.lastApplied());
-    if (claim.lastApplied() < 0 && start <= 0) {
-      consumer.seekToBeginning(List.of(tp));
-      start = LOG_START;
-    } else {
-      consumer.seek(tp, start);
-    }
+    consumer.seek(tp, start);
     owned.put(tp, new Owned(claim.epoch(), start));
     unclaimed.remove(tp);
     steppedAside.remove(tp);
@@ -435,12 +459,25 @@ public final class OwnerLoop<K, V> {
     metrics.owned(tp.partition());
     events.claimed(tp.partition(), claim.epoch(), claim.lastApplied());
     log.info(
-        "Owner {} claimed {} with epoch {}; applying from {}",
+        "Owner {} claimed {} with epoch {}; applying from offset {}",
         owner,
         tp,
         claim.epoch(),
-        start == LOG_START ? "the log start" : "offset " + start);
+        start);
     publishView();
+  }
+
+  /**
+   * The partition's first offset in Kafka, for the first claim of a partition with nothing applied
+   * (see {@link OwnerTable#claim}). Bounded by half the query timeout, as the claim transaction
+   * waits for it idle and {@code idle_in_transaction_session_timeout} is the query timeout.
+   */
+  private long logStart(TopicPartition tp) {
+    Long start = consumer.beginningOffsets(List.of(tp), config.queryTimeout().dividedBy(2)).get(tp);
+    if (start == null) {
+      throw new KafkaException("No log start offset returned for " + tp);
+    }
+    return start;
   }
 
   private void markUnclaimed(TopicPartition tp) {
@@ -463,9 +500,11 @@ public final class OwnerLoop<K, V> {
    * Claims that failed, and fenced partitions still assigned here; after a poll only.
    *
    * <p>A fenced partition is claimed again when it is still assigned here after the generation
-   * changed (a rebalance kept it here), or a session timeout after it was fenced. The timer is what
-   * works with both group protocols: the consumer protocol has no rebalance a member can ask for,
-   * and its member epoch changes only when the group does. Within a session timeout of polling, a
+   * changed (a rebalance kept it here), or once the loop has run for a session timeout since it was
+   * fenced without a gap that may hide a pause (see {@link #noteActivity()}): a pause stops the
+   * heartbeats too, so only running time counts. The timer is what works with both group protocols:
+   * the consumer protocol has no rebalance a member can ask for, and its member epoch changes only
+   * when the group does. Within a session timeout of running (the heartbeat interval is shorter), a
    * member that is no longer in the group hears so at a heartbeat and loses its partitions, so a
    * partition still assigned after that is this member's, and whoever fenced it was a late claim.
    * Were that wrong (the coordinator unreachable from here, so the consumer has not heard yet), the
@@ -486,7 +525,8 @@ public final class OwnerLoop<K, V> {
       if (!assignment.contains(entry.getKey())) {
         it.remove();
       } else if (aside.generation() != generation
-          || now - aside.sinceNanos() >= config.sessionTimeout().toNanos()) {
+          || now - Math.max(aside.sinceNanos(), activeSinceNanos)
+              >= config.sessionTimeout().toNanos()) {
         it.remove();
         unclaimed.add(entry.getKey());
       }
@@ -495,7 +535,7 @@ public final class OwnerLoop<K, V> {
       if (!assignment.contains(tp)) {
         unclaimed.remove(tp);
       } else if (!backingOff) {
-        claim(tp);
+        claim(tp, OwnerEvents.BackoffCause.CLAIM_RETRY);
       }
     }
   }
@@ -508,7 +548,7 @@ public final class OwnerLoop<K, V> {
    * max delay however many failures came before; the count saturates rather than wraps, so an
    * outage of any length only keeps the runner waiting.
    */
-  private void startBackoff(Throwable cause, String during) {
+  private void startBackoff(Throwable cause, String during, OwnerEvents.BackoffCause why) {
     if (backendFailures < Integer.MAX_VALUE) {
       backendFailures++;
     }
@@ -516,10 +556,10 @@ public final class OwnerLoop<K, V> {
     backoffUntilNanos = clock.nanoTime() + delay.toNanos();
     backingOff = true;
     metrics.backendFailure();
-    events.backingOff(backendFailures, delay);
+    events.backingOff(backendFailures, delay, why);
     consumer.pause(consumer.assignment());
     log.warn(
-        "PostgreSQL failed while {} (failure {} in a row); retrying in {} ms: {}",
+        "Failed while {} (failure {} in a row); retrying in {} ms: {}",
         during,
         backendFailures,
         delay.toMillis(),
@@ -643,7 +683,7 @@ public final class OwnerLoop<K, V> {
           parkUnowned(tp);
           continue;
         }
-        claim(tp);
+        claim(tp, OwnerEvents.BackoffCause.CLAIM_IN_REBALANCE);
         if (fatal != null) {
           parkUnowned(tp);
         }

@@ -13,6 +13,7 @@ import dev.nolock.ownership.PartitionCountChangedException;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -133,6 +134,14 @@ public final class OwnerTable {
    * makes the claim wait for an apply transaction in flight; once the claim commits, every apply
    * that still carries the old epoch is refused.
    *
+   * <p>The first claim of a partition (epoch 1) with nothing applied also records where its log
+   * starts, as the offset before it, so that every later claim starts at a concrete offset: records
+   * deleted before they were applied then fail the seek ({@code OffsetOutOfRangeException}) instead
+   * of being skipped by a start at "the log start, wherever it is now". A row at epoch above 1 with
+   * nothing applied therefore means the log started at 0 when it was first claimed.
+   *
+   * @param logStart the partition's first offset in Kafka, asked inside the transaction only at the
+   *     first claim with nothing applied; an exception it throws rolls the claim back
    * @throws PartitionCountChangedException when the row was set up for another partition count
    * @throws IllegalStateException when the row is missing (rows must never be deleted)
    */
@@ -143,7 +152,8 @@ public final class OwnerTable {
       int partition,
       int partitions,
       String owner,
-      Duration timeout) {
+      Duration timeout,
+      LongSupplier logStart) {
     return dsl.transactionResult(
         cfg -> {
           DSLContext tx = cfg.dsl();
@@ -161,7 +171,21 @@ public final class OwnerTable {
                   .returningResult(EPOCH, LAST_APPLIED)
                   .fetchOne();
           if (claimed != null) {
-            return new Claim(claimed.value1(), claimed.value2());
+            long epoch = claimed.value1();
+            long lastApplied = claimed.value2();
+            if (epoch == 1 && lastApplied == -1) {
+              lastApplied = logStart.getAsLong() - 1;
+              tx.update(table)
+                  .set(LAST_APPLIED, lastApplied)
+                  .where(
+                      GROUP.eq(group),
+                      TOPIC.eq(topic),
+                      PARTITION.eq(partition),
+                      EPOCH.eq(epoch),
+                      LAST_APPLIED.eq(-1L))
+                  .execute();
+            }
+            return new Claim(epoch, lastApplied);
           }
           Integer recorded =
               tx.select(PARTITION_COUNT)
