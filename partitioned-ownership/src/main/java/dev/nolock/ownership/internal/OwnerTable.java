@@ -265,20 +265,17 @@ public final class OwnerTable {
       String topic,
       Collection<Integer> partitions,
       Duration timeout) {
-    return dsl.transactionResult(
-        cfg -> {
-          DSLContext tx = cfg.dsl();
-          limitTransaction(tx, timeout, timeout);
-          Map<Integer, Long> rows = new HashMap<>();
-          for (Record2<Integer, Long> r :
-              tx.select(PARTITION, LAST_APPLIED)
-                  .from(table)
-                  .where(GROUP.eq(group), TOPIC.eq(topic), PARTITION.in(partitions))
-                  .fetch()) {
-            rows.put(r.value1(), r.value2());
-          }
-          return rows;
-        });
+    // One statement in autocommit: no transaction to bound, no COMMIT whose answer could be lost.
+    Map<Integer, Long> rows = new HashMap<>();
+    for (Record2<Integer, Long> r :
+        dsl.select(PARTITION, LAST_APPLIED)
+            .from(table)
+            .where(GROUP.eq(group), TOPIC.eq(topic), PARTITION.in(partitions))
+            .queryTimeout((int) Math.max(1, (timeout.toMillis() + 999) / 1000))
+            .fetch()) {
+      rows.put(r.value1(), r.value2());
+    }
+    return rows;
   }
 
   /**
