@@ -7,9 +7,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Tells how long the whole process has run without a pause: a daemon thread reads the clock about
- * every {@link #TICK}, and a reading more than {@code TICK + threshold} after the previous one means
- * the process (heartbeat thread included) may have been stopped meanwhile (a GC pause, SIGSTOP, a
- * suspended VM or container); the running time restarts there.
+ * every {@link #TICK}, and a reading more than {@code TICK + threshold} after the previous one
+ * means the process (heartbeat thread included) may have been stopped meanwhile (a GC pause,
+ * SIGSTOP, a suspended VM or container); the running time restarts there.
  *
  * <p>It measures the process, not the runner's loop: a slow apply or a claim waiting on a row lock
  * keeps the loop busy, but the consumer's heartbeats go on on their own thread, and the watchdog's
@@ -21,8 +21,8 @@ import org.slf4j.LoggerFactory;
  *   <li>The thread reads {@link LeaseClock#nanoTime()}, then sleeps {@link #TICK} of real time.
  *   <li>A reading more than {@code TICK + threshold} after the previous reading sets "running
  *       since" to that reading.
- *   <li>{@link #runningSinceNanos(long)} applies step 2 to the caller's reading too, so a pause that
- *       ended before the thread's next reading is seen at once, whichever thread reads first.
+ *   <li>{@link #runningSinceNanos(long)} applies step 2 to the caller's reading too, so a pause
+ *       that ended before the thread's next reading is seen at once, whichever thread reads first.
  * </ol>
  *
  * <p>A clock that tests move by hand works the same way: a move larger than {@code TICK +
@@ -36,8 +36,8 @@ public final class PauseWatchdog implements AutoCloseable {
   public static final Duration TICK = Duration.ofMillis(100);
 
   /**
-   * The least overshoot taken for a pause. Scheduling delays on a busy host and short GC pauses stay
-   * below it; a shorter pause cannot expire a session on its own (sessions are at least the
+   * The least overshoot taken for a pause. Scheduling delays on a busy host and short GC pauses
+   * stay below it; a shorter pause cannot expire a session on its own (sessions are at least the
    * broker's {@code group.min.session.timeout.ms}, 6 s by default), and the re-claim timer it
    * protects waits a whole session timeout of running, many heartbeat intervals.
    */
