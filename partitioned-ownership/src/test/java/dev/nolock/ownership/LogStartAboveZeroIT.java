@@ -2,6 +2,7 @@ package dev.nolock.ownership;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
@@ -18,6 +19,7 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
+import org.assertj.core.api.InstanceOfAssertFactories;
 import org.awaitility.Awaitility;
 import org.jooq.exception.DataAccessException;
 import org.junit.jupiter.api.Test;
@@ -202,6 +204,115 @@ class LogStartAboveZeroIT {
             .isInstanceOf(OffsetOutOfRangeException.class);
       }
       assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
+    } finally {
+      commands.close();
+    }
+  }
+
+  /**
+   * A row at an epoch above 1 that says nothing applied (seeded by a migration, or set to -1 by an
+   * operator to reprocess) on a log that starts at 4: the claim stops the runner with an exception
+   * that names the partition and the statement that fixes the row, and rolls back (the epoch
+   * stays), instead of seeking to 0 and failing with {@code OffsetOutOfRangeException} at every
+   * restart.
+   */
+  @Test
+  void aRowAboveEpochOneSayingNothingAppliedOnALogAboveZeroStopsWithTheSqlFix(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-seeded"), 1);
+    String group = "owners-" + topic;
+    TopicPartition tp = new TopicPartition(topic, 0);
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
+    try {
+      commands.send(SENT);
+      deleteBefore(kafka, tp, LOG_START);
+      try (PartitionOwner<String, String> owner =
+          PartitionOwner.create(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "seeded").build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              ledger.handler())) {
+        owner.createTableIfMissing();
+        pg.dsl()
+            .execute(
+                "INSERT INTO "
+                    + OwnershipConfig.DEFAULT_TABLE
+                    + " (consumer_group, topic, partition, partition_count, epoch, owner,"
+                    + " last_applied_offset) VALUES (?, ?, 0, 1, 5, 'migration', -1)",
+                group,
+                topic);
+        owner.start();
+        assertThat(owner.awaitTermination(Duration.ofSeconds(60))).isTrue();
+        assertThat(owner.failure())
+            .get()
+            .asInstanceOf(InstanceOfAssertFactories.THROWABLE)
+            .as("the failure names the partition and the statement that fixes the row")
+            .hasMessageContaining(tp.toString())
+            .hasMessageContaining("SET last_applied_offset = " + (LOG_START - 1));
+      }
+      assertThat(ledger.appliesPerOffset(0)).isEmpty();
+      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0))
+          .as("the refused claim rolled back")
+          .isEqualTo(new OwnerRows.Row(5, "migration", -1));
+    } finally {
+      commands.close();
+    }
+  }
+
+  /**
+   * The first claim of a partition whose log is empty and starts at 0 records -1 (the offset before
+   * 0); the owner closes before anything is produced. Records are then produced and the first three
+   * deleted before any owner applied them: the next claim (epoch 2, the row still -1) must stop the
+   * runner, not start at the log start and skip them. Applying the log start at every claim of a
+   * row saying -1, rather than at the first claim only, fails this test.
+   */
+  @Test
+  void recordsProducedAndDeletedAfterAFirstClaimOnAnEmptyLogStopTheNextClaim(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-empty"), 1);
+    String group = "owners-" + topic;
+    TopicPartition tp = new TopicPartition(topic, 0);
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
+    try {
+      RecordingEvents firstEvents = new RecordingEvents();
+      try (PartitionOwner<String, String> first =
+          PartitionOwner.withSafeguards(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "first-empty").build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              ledger.handler(),
+              Safeguards.ALL,
+              firstEvents)) {
+        first.createTableIfMissing();
+        first.start();
+        assertThat(firstEvents.claimed.await(60, TimeUnit.SECONDS)).isTrue();
+      }
+      assertThat(firstEvents.claims).containsExactly(new RecordingEvents.Claimed(0, 1, -1));
+      commands.send(5);
+      deleteBefore(kafka, tp, 3);
+      try (PartitionOwner<String, String> next =
+          PartitionOwner.create(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "next-empty").build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              ledger.handler())) {
+        next.start();
+        assertThat(next.awaitTermination(Duration.ofSeconds(60)))
+            .as("the next owner stops on records 0 to 2, deleted before they were applied")
+            .isTrue();
+        assertThat(next.failure())
+            .get()
+            .asInstanceOf(InstanceOfAssertFactories.THROWABLE)
+            .isInstanceOf(LogStartMismatchException.class)
+            .hasMessageContaining("SET last_applied_offset = 2");
+      }
+      assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
+      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(-1);
     } finally {
       commands.close();
     }

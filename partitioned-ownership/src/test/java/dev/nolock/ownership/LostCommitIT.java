@@ -126,7 +126,7 @@ class LostCommitIT {
         assertThat(events.claimed.await(60, TimeUnit.SECONDS)).as("partition 0 claimed").isTrue();
         // A late claim by another member (Caveats) fences the runner's epoch 1 with epoch 2.
         new OwnerTable(DSL.name(OwnershipConfig.DEFAULT_TABLE))
-            .claim(pg.dsl(), group, topic, 0, 1, "late-member", Duration.ofSeconds(5), () -> 0L);
+            .claim(pg.dsl(), group, topic, 0, 1, "late-member", Duration.ofSeconds(5), 0L);
 
         commands.send(1);
         await("the record applied, or the runner stopped")

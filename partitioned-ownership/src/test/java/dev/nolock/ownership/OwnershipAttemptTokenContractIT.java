@@ -202,13 +202,13 @@ class OwnershipAttemptTokenContractIT {
     @Override
     protected Optional<Epoch> claim(String topic) {
       String owner = claimer(claims.merge(topic, 1, Integer::sum) - 1);
-      OwnerTable.Claim claim = TABLE.claim(dsl, GROUP, topic, 0, 1, owner, TIMEOUT, () -> 0L);
+      OwnerTable.Claim claim = TABLE.claim(dsl, GROUP, topic, 0, 1, owner, TIMEOUT, 0L);
       return Optional.of(new Epoch(topic, owner, claim.epoch()));
     }
 
     @Override
     protected void lapse(String topic) {
-      TABLE.claim(dsl, GROUP, topic, 0, 1, "another-member", TIMEOUT, () -> 0L);
+      TABLE.claim(dsl, GROUP, topic, 0, 1, "another-member", TIMEOUT, 0L);
     }
 
     @Override

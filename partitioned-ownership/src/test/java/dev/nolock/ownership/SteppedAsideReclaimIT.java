@@ -6,17 +6,22 @@ import dev.nolock.ownership.internal.ApplyOutcome;
 import dev.nolock.ownership.internal.OwnerTable;
 import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -93,6 +98,43 @@ class SteppedAsideReclaimIT {
   }
 
   /**
+   * Under the consumer protocol, with every apply on the runner's other partition slower than
+   * {@code pollTimeout + safetyMargin} (1.5 s: a handler that waits on a slow call) on the real
+   * clock: the loop runs without a pause the whole time (its heartbeats go on, on the consumer's
+   * own thread), so partition 0 is claimed again once a session timeout has passed. A record on
+   * partition 1 sent after that and applied proves a turn ran after it. Meanwhile the partition
+   * stepped aside is visible in the {@code partitions.stepped.aside} gauge.
+   */
+  @Test
+  void consumerProtocolReclaimsWhileEveryApplyIsSlowerThanPollTimeoutPlusSafetyMargin(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    try (Fenced fenced = Fenced.start(kafka, pg, "consumer", LeaseClock.system(), metrics)) {
+      long fencedAt = System.nanoTime();
+      fenced.slowApplies.set(true);
+      while (System.nanoTime() - fencedAt
+          < TestOwners.SESSION_TIMEOUT.plus(Duration.ofSeconds(1)).toNanos()) {
+        fenced.applyOneOnP1();
+      }
+      fenced.applyOneOnP1();
+      assertThat(fenced.claimsOfP0())
+          .as(
+              "claimed again after a session timeout of running whose every apply took longer"
+                  + " than pollTimeout + safetyMargin")
+          .hasSize(2);
+      fenced.slowApplies.set(false);
+      assertThat(steppedAside(metrics)).as("no partition stepped aside any more").isZero();
+      fenced.assertReclaimedAndEveryRecordAppliedOnce();
+    }
+  }
+
+  private static double steppedAside(MeterRegistry metrics) {
+    Gauge gauge = metrics.find("nolock.ownership.partitions.stepped.aside").gauge();
+    assertThat(gauge).as("the stepped-aside gauge").isNotNull();
+    return gauge.value();
+  }
+
+  /**
    * A runner with partition 0 applied through offset 2, then fenced there by a late claim written
    * to the table, and stepped aside at offset 3.
    */
@@ -102,6 +144,7 @@ class SteppedAsideReclaimIT {
     final String group;
     final AppliedLedger ledger;
     final ManualLeaseClock clock = new ManualLeaseClock();
+    final AtomicBoolean slowApplies = new AtomicBoolean();
     final RecordingEvents events;
     final KafkaProducer<String, String> producer;
     final PartitionOwner<String, String> owner;
@@ -109,7 +152,13 @@ class SteppedAsideReclaimIT {
     long fencedAt;
     int sentOnP1;
 
-    private Fenced(KafkaBroker kafka, PostgresSchema pg, String protocol, CountDownLatch aside) {
+    private Fenced(
+        KafkaBroker kafka,
+        PostgresSchema pg,
+        String protocol,
+        CountDownLatch aside,
+        LeaseClock runnerClock,
+        MeterRegistry metrics) {
       this.pg = pg;
       this.topic = kafka.createTopic(kafka.uniqueTopicName("stepped-aside-" + protocol), 2);
       this.group = "owners-" + topic;
@@ -128,19 +177,31 @@ class SteppedAsideReclaimIT {
           PartitionOwner.withSafeguards(
               pg.dataSource(),
               TestOwners.config(kafka.bootstrapServers(), topic, group, "rightful-" + protocol)
-                  .clock(clock)
+                  .clock(runnerClock == null ? clock : runnerClock)
+                  .meterRegistry(metrics)
                   .consumerProperty(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol)
                   .build(),
               new StringDeserializer(),
               new StringDeserializer(),
-              ledger.handler(),
+              slowOnP1(ledger.handler(), slowApplies),
               Safeguards.ALL,
               events);
     }
 
     static Fenced start(KafkaBroker kafka, PostgresSchema pg, String protocol) throws Exception {
+      return start(kafka, pg, protocol, null, new SimpleMeterRegistry());
+    }
+
+    /** {@code runnerClock} null: the runner runs on the manual {@link #clock}. */
+    static Fenced start(
+        KafkaBroker kafka,
+        PostgresSchema pg,
+        String protocol,
+        LeaseClock runnerClock,
+        MeterRegistry metrics)
+        throws Exception {
       CountDownLatch aside = new CountDownLatch(1);
-      Fenced f = new Fenced(kafka, pg, protocol, aside);
+      Fenced f = new Fenced(kafka, pg, protocol, aside, runnerClock, metrics);
       f.owner.createTableIfMissing();
       f.owner.start();
       send(f.producer, f.topic, 0, 3);
@@ -150,15 +211,7 @@ class SteppedAsideReclaimIT {
       // A member that has left the group claims partition 0 late: a newer epoch, another owner.
       f.late =
           new OwnerTable(DSL.name(OwnershipConfig.DEFAULT_TABLE))
-              .claim(
-                  pg.dsl(),
-                  f.group,
-                  f.topic,
-                  0,
-                  2,
-                  "late-claimer",
-                  Duration.ofSeconds(5),
-                  () -> 0L);
+              .claim(pg.dsl(), f.group, f.topic, 0, 2, "late-claimer", Duration.ofSeconds(5), 0L);
       send(f.producer, f.topic, 0, 3);
       assertThat(aside.await(60, TimeUnit.SECONDS))
           .as("the runner's next apply on partition 0 was fenced and it stepped aside")
@@ -203,6 +256,17 @@ class SteppedAsideReclaimIT {
       owner.close();
       producer.close();
     }
+  }
+
+  /** The handler, slow on partition 1 while {@code slow} is set: a call that takes 1.5 s. */
+  private static RecordHandler<String, String> slowOnP1(
+      RecordHandler<String, String> handler, AtomicBoolean slow) {
+    return (record, tx, epoch) -> {
+      if (record.partition() == 1 && slow.get()) {
+        Thread.sleep(1_500); // the workload: a slow call inside the apply, not a synchronisation
+      }
+      handler.apply(record, tx, epoch);
+    };
   }
 
   /** The partition's last applied offset; -1 also before the runner has written its rows. */

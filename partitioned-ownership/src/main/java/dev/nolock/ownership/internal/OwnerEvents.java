@@ -1,6 +1,7 @@
 package dev.nolock.ownership.internal;
 
 import java.time.Duration;
+import java.util.Set;
 
 /**
  * What the runner tells an observer, and the places a test may steer it. Production code uses
@@ -23,6 +24,13 @@ public interface OwnerEvents {
    * blocks here to pin where a pause lands.
    */
   default void beforeApply(int partition, long offset, long epoch) {}
+
+  /**
+   * Called right before the runner asks Kafka where the logs of {@code partitions} start. A test
+   * throws a {@link org.apache.kafka.common.KafkaException} here to stand for a failed lookup (a
+   * partition without a leader).
+   */
+  default void beforeLogStartLookup(Set<Integer> partitions) {}
 
   /** What failed and started a backoff. */
   enum BackoffCause {

@@ -1,5 +1,6 @@
 package dev.nolock.ownership.internal;
 
+import dev.nolock.ownership.LogStartMismatchException;
 import dev.nolock.ownership.OwnershipConfig;
 import dev.nolock.ownership.PartitionCountChangedException;
 import dev.nolock.ownership.RecordHandler;
@@ -10,8 +11,10 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.RetryPolicy;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -22,6 +25,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Collectors;
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -95,15 +99,19 @@ public final class OwnerLoop<K, V> {
 
   /**
    * Fenced while assigned: paused, and claimed again if it is still assigned here after a later
-   * rebalance or, failing that, a session timeout of running later (see {@link #retryClaims()}).
+   * rebalance or, failing that, a session timeout of running later (see {@link #retryClaims()}). A
+   * re-claim that does not succeed leaves it here, under the same timer.
    */
   private final Map<TopicPartition, SteppedAside> steppedAside = new HashMap<>();
 
   private OwnershipMetrics metrics;
   private int partitionCount;
   private long pollSentNanos;
-  private long lastActiveNanos;
-  private long activeSinceNanos;
+  private PauseWatchdog watchdog;
+
+  /** Assigned partitions whose last log start lookup failed: warned about once per run of them. */
+  private final Set<TopicPartition> lookupFailing = new HashSet<>();
+
   private int backendFailures;
   private long backoffUntilNanos;
   private boolean backingOff;
@@ -196,8 +204,9 @@ public final class OwnerLoop<K, V> {
     try {
       partitionCount = discoverPartitionCount();
       metrics = metricsFactory.create(partitionCount);
+      Map<Integer, Long> logStarts = logStartsAtRegistration();
       try {
-        table.register(dsl, group, topic, partitionCount, config.queryTimeout());
+        table.register(dsl, group, topic, partitionCount, config.queryTimeout(), logStarts);
       } catch (DataAccessException e) {
         throw new BackendUnavailableException(
             "Could not record the partition count of '" + topic + "' in " + table, e);
@@ -210,14 +219,14 @@ public final class OwnerLoop<K, V> {
           partitionCount);
       consumer.subscribe(List.of(topic), new Listener());
       lastCommitNanos = clock.nanoTime();
-      lastActiveNanos = lastCommitNanos;
-      activeSinceNanos = lastCommitNanos;
+      watchdog =
+          new PauseWatchdog(
+              clock, config.safetyMargin(), "nolock-owner-watchdog-" + group + "-" + owner);
+      watchdog.start();
       while (!closing.get()) {
         endBackoffIfDue();
         pollSentNanos = clock.nanoTime();
-        noteActivity();
         ConsumerRecords<K, V> records = consumer.poll(nextPollTimeout());
-        noteActivity();
         throwIfFatal();
         checkPartitionCount();
         retryClaims();
@@ -284,18 +293,29 @@ public final class OwnerLoop<K, V> {
   }
 
   /**
-   * Marks the loop as running now (at each poll's start and return, and each apply's start).
-   * Consecutive marks more than {@code pollTimeout + safetyMargin} apart (a poll waits at most
-   * {@code pollTimeout}) may hide a pause of the whole process, heartbeats included: the time the
-   * loop has been running without such a gap restarts from now. {@link #retryClaims()} counts only
-   * that time.
+   * Every partition's log start, recorded in the rows {@link OwnerTable#register} creates, so that
+   * records deleted before a partition's first claim stop that claim. Empty when the lookup fails
+   * (a WARN): the rows then say -1, and the first claim records the log start it finds.
    */
-  private void noteActivity() {
-    long now = clock.nanoTime();
-    if (now - lastActiveNanos > config.pollTimeout().plus(config.safetyMargin()).toNanos()) {
-      activeSinceNanos = now;
+  private Map<Integer, Long> logStartsAtRegistration() {
+    List<TopicPartition> all = new ArrayList<>();
+    for (int p = 0; p < partitionCount; p++) {
+      all.add(new TopicPartition(topic, p));
     }
-    lastActiveNanos = now;
+    try {
+      Map<Integer, Long> starts = new HashMap<>();
+      lookUpLogStarts(all).forEach((tp, start) -> starts.put(tp.partition(), start));
+      return starts;
+    } catch (WakeupException | InterruptException e) {
+      throw e;
+    } catch (KafkaException e) {
+      log.warn(
+          "Could not look up the log starts of {} before recording its partitions ({}): a"
+              + " partition's first claim records its log start instead",
+          topic,
+          e.toString());
+      return Map.of();
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -329,7 +349,6 @@ public final class OwnerLoop<K, V> {
           rewind(records);
           return;
         }
-        noteActivity();
         events.beforeApply(tp.partition(), record.offset(), o.epoch);
         ApplyOutcome outcome;
         try {
@@ -382,15 +401,18 @@ public final class OwnerLoop<K, V> {
     metrics.fenced(tp.partition());
     log.warn(
         "{} is fenced: the ownership row carries an epoch newer than {}; owner {} stops writing"
-            + " it and leaves it to its new owner",
+            + " it and leaves it to its new owner (claimed again if still assigned here after the"
+            + " next rebalance or {} of running; see the partitions.stepped.aside gauge)",
         tp,
         o.epoch,
-        owner);
+        owner,
+        config.sessionTimeout());
     owned.remove(tp);
     metrics.released(tp.partition());
     consumer.pause(List.of(tp));
     steppedAside.put(
         tp, new SteppedAside(consumer.groupMetadata().generationId(), clock.nanoTime()));
+    metrics.steppedAside(steppedAside.size());
     events.released(tp.partition(), "fenced");
     publishView();
     // A member that was fenced is usually no longer in the group and learns it at the next poll;
@@ -405,13 +427,102 @@ public final class OwnerLoop<K, V> {
   // ---------------------------------------------------------------------------------------------
   // Claiming
 
-  private void claim(TopicPartition tp, OwnerEvents.BackoffCause onFailure) {
+  /**
+   * Claims {@code tps}, assigned here and not owned, after a poll or in the rebalance callback.
+   * {@code asides} holds those that were stepped aside: one not claimed now stays stepped aside,
+   * under its timer; any other not claimed now is retried after the next poll.
+   *
+   * <ol>
+   *   <li>Past the point of no return, claim nothing: the assignment may be stale.
+   *   <li>Read the rows (no lock): those that say nothing applied ({@code -1}) need the partition's
+   *       log start (see {@link OwnerTable#claim}).
+   *   <li>Look those log starts up in Kafka in one call, before any claim transaction, so no row
+   *       lock or connection is held while Kafka answers. On failure only those partitions wait,
+   *       unclaimed, for the next turn: no backoff, nothing counted as a PostgreSQL failure.
+   *   <li>Claim each of the others in its own transaction.
+   * </ol>
+   */
+  private void claimAll(
+      Collection<TopicPartition> tps,
+      OwnerEvents.BackoffCause onFailure,
+      Map<TopicPartition, SteppedAside> asides) {
+    if (tps.isEmpty()) {
+      return;
+    }
+    if (pastPointOfNoReturn()) {
+      // Too late to be sure the assignment still stands: claim after the next poll.
+      tps.forEach(tp -> notClaimed(tp, asides.get(tp)));
+      return;
+    }
+    Map<Integer, Long> rows;
+    try {
+      rows =
+          table.lastApplied(
+              dsl,
+              group,
+              topic,
+              tps.stream().map(TopicPartition::partition).toList(),
+              config.queryTimeout());
+    } catch (DataAccessException e) {
+      if (!SqlErrors.isTransient(e)) {
+        fatal = e;
+        return;
+      }
+      tps.forEach(tp -> notClaimed(tp, asides.get(tp)));
+      startBackoff(e, "reading the ownership rows of " + tps, onFailure);
+      return;
+    }
+    List<TopicPartition> lookUp =
+        tps.stream().filter(tp -> rows.getOrDefault(tp.partition(), 0L) == -1).toList();
+    Map<TopicPartition, Long> logStarts = Map.of();
+    if (!lookUp.isEmpty()) {
+      try {
+        logStarts = lookUpLogStarts(lookUp);
+        lookupFailing.removeAll(lookUp);
+      } catch (WakeupException | InterruptException e) {
+        throw e;
+      } catch (KafkaException e) {
+        metrics.logStartLookupFailed();
+        for (TopicPartition tp : lookUp) {
+          notClaimed(tp, asides.get(tp));
+        }
+        if (lookupFailing.addAll(lookUp)) {
+          log.warn(
+              "Could not look up the log start of {} (needed to claim a partition with nothing"
+                  + " applied); retrying at each poll, the runner's other partitions go on: {}",
+              lookUp,
+              e.toString());
+        } else {
+          log.debug("Log start lookup of {} failed again: {}", lookUp, e.toString());
+        }
+      }
+    }
+    for (TopicPartition tp : tps) {
+      if (lookUp.contains(tp) && !logStarts.containsKey(tp)) {
+        continue;
+      }
+      if (backingOff || fatal != null) {
+        notClaimed(tp, asides.get(tp)); // a claim before it failed in this turn
+        continue;
+      }
+      claim(tp, logStarts.get(tp), onFailure, asides.get(tp));
+    }
+  }
+
+  private boolean pastPointOfNoReturn() {
     try {
       Deadline.forHolder(clock, pollSentNanos, config.sessionTimeout())
           .checkPointOfNoReturn(config.safetyMargin(), Duration.ZERO);
+      return false;
     } catch (LeaseLostException e) {
-      // Too late to be sure the assignment still stands: claim after the next poll.
-      markUnclaimed(tp);
+      return true;
+    }
+  }
+
+  private void claim(
+      TopicPartition tp, Long logStart, OwnerEvents.BackoffCause onFailure, SteppedAside aside) {
+    if (pastPointOfNoReturn()) {
+      notClaimed(tp, aside);
       return;
     }
     OwnerTable.Claim claim;
@@ -425,15 +536,11 @@ public final class OwnerLoop<K, V> {
               partitionCount,
               owner,
               config.queryTimeout(),
-              () -> logStart(tp));
-    } catch (WakeupException | InterruptException e) {
-      throw e;
-    } catch (KafkaException e) {
-      // The log start lookup failed: the claim rolled back.
-      markUnclaimed(tp);
-      startBackoff(e, "looking up the log start of " + tp, onFailure);
+              logStart);
+    } catch (OwnerTable.LogStartNeededException e) {
+      notClaimed(tp, aside); // the row was set to -1 since it was read: look it up next turn
       return;
-    } catch (PartitionCountChangedException | IllegalStateException e) {
+    } catch (LogStartMismatchException | PartitionCountChangedException | IllegalStateException e) {
       fatal = e;
       return;
     } catch (DataAccessException e) {
@@ -441,7 +548,7 @@ public final class OwnerLoop<K, V> {
         fatal = e;
         return;
       }
-      markUnclaimed(tp);
+      notClaimed(tp, aside);
       startBackoff(e, "claiming " + tp, onFailure);
       return;
     }
@@ -450,6 +557,7 @@ public final class OwnerLoop<K, V> {
     owned.put(tp, new Owned(claim.epoch(), start));
     unclaimed.remove(tp);
     steppedAside.remove(tp);
+    metrics.steppedAside(steppedAside.size());
     if (backingOff) {
       consumer.pause(List.of(tp)); // resumed with the others when the backoff ends
     } else {
@@ -468,16 +576,33 @@ public final class OwnerLoop<K, V> {
   }
 
   /**
-   * The partition's first offset in Kafka, for the first claim of a partition with nothing applied
-   * (see {@link OwnerTable#claim}). Bounded by half the query timeout, as the claim transaction
-   * waits for it idle and {@code idle_in_transaction_session_timeout} is the query timeout.
+   * The first offset of each partition's log in Kafka, in one call bounded by {@code pollTimeout}
+   * (at most half the claim window), so that a partition without a leader delays the loop only that
+   * long per turn.
+   *
+   * @throws KafkaException when the lookup failed or left a partition out
    */
-  private long logStart(TopicPartition tp) {
-    Long start = consumer.beginningOffsets(List.of(tp), config.queryTimeout().dividedBy(2)).get(tp);
-    if (start == null) {
-      throw new KafkaException("No log start offset returned for " + tp);
+  private Map<TopicPartition, Long> lookUpLogStarts(List<TopicPartition> tps) {
+    events.beforeLogStartLookup(
+        tps.stream().map(TopicPartition::partition).collect(Collectors.toSet()));
+    Map<TopicPartition, Long> starts = consumer.beginningOffsets(tps, config.pollTimeout());
+    for (TopicPartition tp : tps) {
+      if (starts.get(tp) == null) {
+        throw new KafkaException("No log start offset returned for " + tp);
+      }
     }
-    return start;
+    return starts;
+  }
+
+  /** A partition not claimed now: back to stepped aside ({@code aside} not null), or unclaimed. */
+  private void notClaimed(TopicPartition tp, SteppedAside aside) {
+    if (aside != null) {
+      steppedAside.put(tp, aside);
+      unclaimed.remove(tp);
+      parkUnowned(tp);
+    } else {
+      markUnclaimed(tp);
+    }
   }
 
   private void markUnclaimed(TopicPartition tp) {
@@ -500,16 +625,18 @@ public final class OwnerLoop<K, V> {
    * Claims that failed, and fenced partitions still assigned here; after a poll only.
    *
    * <p>A fenced partition is claimed again when it is still assigned here after the generation
-   * changed (a rebalance kept it here), or once the loop has run for a session timeout since it was
-   * fenced without a gap that may hide a pause (see {@link #noteActivity()}): a pause stops the
-   * heartbeats too, so only running time counts. The timer is what works with both group protocols:
-   * the consumer protocol has no rebalance a member can ask for, and its member epoch changes only
-   * when the group does. Within a session timeout of running (the heartbeat interval is shorter), a
-   * member that is no longer in the group hears so at a heartbeat and loses its partitions, so a
-   * partition still assigned after that is this member's, and whoever fenced it was a late claim.
-   * Were that wrong (the coordinator unreachable from here, so the consumer has not heard yet), the
-   * claim would fence the rightful owner until it claims back: progress would suffer, never the
-   * epoch check.
+   * changed (a rebalance kept it here), or once the process has run for a session timeout since it
+   * was fenced without a pause ({@link PauseWatchdog}): a pause stops the heartbeats too, so only
+   * running time counts, while a slow loop (a slow apply, a claim waiting on a row lock) does not
+   * stop the count, as the heartbeats go on on the consumer's own thread. The timer is what works
+   * with both group protocols: the consumer protocol has no rebalance a member can ask for, and its
+   * member epoch changes only when the group does. Within a session timeout of running (the
+   * heartbeat interval is shorter), a member that is no longer in the group hears so at a heartbeat
+   * and loses its partitions, so a partition still assigned after that is this member's, and
+   * whoever fenced it was a late claim. Were that wrong (the coordinator unreachable from here, so
+   * the consumer has not heard yet), the claim would fence the rightful owner until it claims back:
+   * progress would suffer, never the epoch check. A re-claim that does not succeed leaves the
+   * partition stepped aside, so the next attempt checks the timer again.
    */
   private void retryClaims() {
     if (backingOff) {
@@ -518,6 +645,8 @@ public final class OwnerLoop<K, V> {
     Set<TopicPartition> assignment = consumer.assignment();
     int generation = consumer.groupMetadata().generationId();
     long now = clock.nanoTime();
+    long runningSince = watchdog.runningSinceNanos(now);
+    Map<TopicPartition, SteppedAside> due = new LinkedHashMap<>();
     for (Iterator<Map.Entry<TopicPartition, SteppedAside>> it = steppedAside.entrySet().iterator();
         it.hasNext(); ) {
       Map.Entry<TopicPartition, SteppedAside> entry = it.next();
@@ -525,19 +654,18 @@ public final class OwnerLoop<K, V> {
       if (!assignment.contains(entry.getKey())) {
         it.remove();
       } else if (aside.generation() != generation
-          || now - Math.max(aside.sinceNanos(), activeSinceNanos)
+          || now - Math.max(aside.sinceNanos(), runningSince)
               >= config.sessionTimeout().toNanos()) {
         it.remove();
-        unclaimed.add(entry.getKey());
+        due.put(entry.getKey(), aside);
       }
     }
-    for (TopicPartition tp : List.copyOf(unclaimed)) {
-      if (!assignment.contains(tp)) {
-        unclaimed.remove(tp);
-      } else if (!backingOff) {
-        claim(tp, OwnerEvents.BackoffCause.CLAIM_RETRY);
-      }
-    }
+    unclaimed.retainAll(assignment);
+    lookupFailing.retainAll(assignment);
+    List<TopicPartition> toClaim = new ArrayList<>(unclaimed);
+    toClaim.addAll(due.keySet());
+    claimAll(toClaim, OwnerEvents.BackoffCause.CLAIM_RETRY, due);
+    metrics.steppedAside(steppedAside.size());
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -631,7 +759,9 @@ public final class OwnerLoop<K, V> {
   private void release(TopicPartition tp, String why) {
     Owned o = owned.remove(tp);
     unclaimed.remove(tp);
-    steppedAside.remove(tp);
+    if (steppedAside.remove(tp) != null) {
+      metrics.steppedAside(steppedAside.size());
+    }
     if (o != null) {
       metrics.released(tp.partition());
       events.released(tp.partition(), why);
@@ -646,6 +776,9 @@ public final class OwnerLoop<K, V> {
   }
 
   private void shutdown() {
+    if (watchdog != null) {
+      watchdog.close();
+    }
     try {
       if (metrics != null) {
         commitQuietly(List.copyOf(owned.keySet()));
@@ -672,6 +805,7 @@ public final class OwnerLoop<K, V> {
         return;
       }
       metrics.rebalance("assigned");
+      List<TopicPartition> toClaim = new ArrayList<>();
       for (TopicPartition tp : partitions) {
         if (!tp.topic().equals(topic)) {
           continue;
@@ -683,10 +817,11 @@ public final class OwnerLoop<K, V> {
           parkUnowned(tp);
           continue;
         }
-        claim(tp, OwnerEvents.BackoffCause.CLAIM_IN_REBALANCE);
-        if (fatal != null) {
-          parkUnowned(tp);
-        }
+        toClaim.add(tp);
+      }
+      claimAll(toClaim, OwnerEvents.BackoffCause.CLAIM_IN_REBALANCE, Map.of());
+      if (fatal != null) {
+        toClaim.stream().filter(tp -> !owned.containsKey(tp)).forEach(OwnerLoop.this::parkUnowned);
       }
     }
 

@@ -9,11 +9,14 @@ import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
 import static org.jooq.impl.DSL.val;
 
+import dev.nolock.ownership.LogStartMismatchException;
 import dev.nolock.ownership.PartitionCountChangedException;
 import java.time.Duration;
 import java.time.OffsetDateTime;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Objects;
-import java.util.function.LongSupplier;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -97,14 +100,27 @@ public final class OwnerTable {
         .execute();
   }
 
+  /** {@link #register(DSLContext, String, String, int, Duration, Map)} with no log starts known. */
+  public void register(
+      DSLContext dsl, String group, String topic, int partitions, Duration timeout) {
+    register(dsl, group, topic, partitions, timeout, Map.of());
+  }
+
   /**
    * Records the topic's partition count for the group, or checks it against the one recorded:
-   * creates the missing rows (epoch 0, nothing applied) in one transaction.
+   * creates the missing rows (epoch 0) in one transaction. A missing row starts at the offset
+   * before its partition's log start in {@code logStarts} (so records deleted before the first
+   * claim stop that claim), or at -1 (nothing applied) for a partition not in it.
    *
    * @throws PartitionCountChangedException when rows for another count exist
    */
   public void register(
-      DSLContext dsl, String group, String topic, int partitions, Duration timeout) {
+      DSLContext dsl,
+      String group,
+      String topic,
+      int partitions,
+      Duration timeout,
+      Map<Integer, Long> logStarts) {
     dsl.transaction(
         cfg -> {
           DSLContext tx = cfg.dsl();
@@ -123,7 +139,8 @@ public final class OwnerTable {
               tx.insertInto(
                   table, GROUP, TOPIC, PARTITION, PARTITION_COUNT, EPOCH, LAST_APPLIED, OWNER);
           for (int p = 0; p < partitions; p++) {
-            insert = insert.values(group, topic, p, partitions, 0L, -1L, null);
+            long before = logStarts.getOrDefault(p, 0L) - 1;
+            insert = insert.values(group, topic, p, partitions, 0L, before, null);
           }
           insert.onConflictDoNothing().execute();
         });
@@ -134,14 +151,26 @@ public final class OwnerTable {
    * makes the claim wait for an apply transaction in flight; once the claim commits, every apply
    * that still carries the old epoch is refused.
    *
-   * <p>The first claim of a partition (epoch 1) with nothing applied also records where its log
-   * starts, as the offset before it, so that every later claim starts at a concrete offset: records
-   * deleted before they were applied then fail the seek ({@code OffsetOutOfRangeException}) instead
-   * of being skipped by a start at "the log start, wherever it is now". A row at epoch above 1 with
-   * nothing applied therefore means the log started at 0 when it was first claimed.
+   * <p>A row that says nothing applied ({@code -1}) needs the partition's log start, looked up in
+   * Kafka before the transaction (see {@link #lastApplied}), so that the row lock is never held
+   * while Kafka is asked:
    *
-   * @param logStart the partition's first offset in Kafka, asked inside the transaction only at the
-   *     first claim with nothing applied; an exception it throws rolls the claim back
+   * <ol>
+   *   <li>At the first claim (epoch 1 after the bump), the row is set to the offset before the log
+   *       start, with an {@code UPDATE} that also requires epoch 1 and {@code -1}: every later
+   *       claim then starts at a concrete offset, and records deleted before they were applied fail
+   *       the fetch ({@code OffsetOutOfRangeException}) instead of being skipped by a start at "the
+   *       log start, wherever it is now". A log start looked up a moment before is at most lower
+   *       than the real one (it only grows), which fails that way too, never skips.
+   *   <li>At a later claim, {@code -1} means "start at offset 0": if the log starts above 0, the
+   *       claim throws {@link LogStartMismatchException} and rolls back.
+   * </ol>
+   *
+   * @param logStart the partition's first offset in Kafka, or null when it was not looked up
+   *     because the row did not say {@code -1} a moment before
+   * @throws LogStartMismatchException see step 2
+   * @throws LogStartNeededException when the row says {@code -1} and {@code logStart} is null (it
+   *     was set to -1 since it was read): rolled back, claim again
    * @throws PartitionCountChangedException when the row was set up for another partition count
    * @throws IllegalStateException when the row is missing (rows must never be deleted)
    */
@@ -153,7 +182,7 @@ public final class OwnerTable {
       int partitions,
       String owner,
       Duration timeout,
-      LongSupplier logStart) {
+      Long logStart) {
     return dsl.transactionResult(
         cfg -> {
           DSLContext tx = cfg.dsl();
@@ -173,8 +202,15 @@ public final class OwnerTable {
           if (claimed != null) {
             long epoch = claimed.value1();
             long lastApplied = claimed.value2();
-            if (epoch == 1 && lastApplied == -1) {
-              lastApplied = logStart.getAsLong() - 1;
+            if (lastApplied == -1 && logStart == null) {
+              throw new LogStartNeededException();
+            }
+            if (lastApplied == -1 && epoch > 1 && logStart > 0) {
+              throw new LogStartMismatchException(
+                  tableName.toString(), group, topic, partition, logStart);
+            }
+            if (lastApplied == -1 && epoch == 1) {
+              lastApplied = logStart - 1;
               tx.update(table)
                   .set(LAST_APPLIED, lastApplied)
                   .where(
@@ -208,6 +244,38 @@ public final class OwnerTable {
                   + " zombie's); restart the runner to recreate it only if no owner can still be"
                   + " running with an old epoch.");
         });
+  }
+
+  /** The claim found {@code -1} but was given no log start: roll back, look it up, claim again. */
+  public static final class LogStartNeededException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    LogStartNeededException() {
+      super("The ownership row says nothing applied; its log start must be looked up first");
+    }
+  }
+
+  /**
+   * The last applied offset of each of {@code partitions}, read without a lock, so a claim knows
+   * which rows say {@code -1} and need a log start; a partition without a row is left out.
+   */
+  public Map<Integer, Long> lastApplied(
+      DSLContext dsl,
+      String group,
+      String topic,
+      Collection<Integer> partitions,
+      Duration timeout) {
+    // One statement in autocommit: no transaction to bound, no COMMIT whose answer could be lost.
+    Map<Integer, Long> rows = new HashMap<>();
+    for (Record2<Integer, Long> r :
+        dsl.select(PARTITION, LAST_APPLIED)
+            .from(table)
+            .where(GROUP.eq(group), TOPIC.eq(topic), PARTITION.in(partitions))
+            .queryTimeout((int) Math.max(1, (timeout.toMillis() + 999) / 1000))
+            .fetch()) {
+      rows.put(r.value1(), r.value2());
+    }
+    return rows;
   }
 
   /**

@@ -30,6 +30,8 @@ public final class OwnershipMetrics {
   private final Counter[] claims;
   private final Map<String, Counter> rebalances = new HashMap<>();
   private final Counter backendFailures;
+  private final Counter logStartLookupFailures;
+  private final AtomicLong steppedAside = new AtomicLong();
   private final AtomicLong[] lag;
   private final Gauge[] lagGauges;
 
@@ -66,8 +68,21 @@ public final class OwnershipMetrics {
         counter(
             "backend.failures",
             "PostgreSQL failures (unreachable, timed out, serialization failure) the runner backed"
-                + " off after",
+                + " off after; Kafka log start lookups are counted apart",
             base);
+    this.logStartLookupFailures =
+        counter(
+            "log.start.lookup.failures",
+            "Kafka log start lookups that failed at a claim; the partitions waited, unclaimed, for"
+                + " the next turn",
+            base);
+    Gauge.builder(
+            "nolock.ownership.partitions.stepped.aside", steppedAside, AtomicLong::doubleValue)
+        .description(
+            "Partitions assigned to this instance that it does not own: fenced by a newer epoch"
+                + " while assigned, waiting for a rebalance or a session timeout of running")
+        .tags(base)
+        .register(registry);
     for (String event : new String[] {"assigned", "revoked", "lost"}) {
       rebalances.put(
           event,
@@ -103,6 +118,14 @@ public final class OwnershipMetrics {
 
   public void backendFailure() {
     backendFailures.increment();
+  }
+
+  public void logStartLookupFailed() {
+    logStartLookupFailures.increment();
+  }
+
+  public void steppedAside(int partitions) {
+    steppedAside.set(partitions);
   }
 
   public void rebalance(String event) {
