@@ -70,7 +70,8 @@ public final class ScheduledSingleton implements AutoCloseable {
             config.table(),
             config.onOutcome(),
             config.attemptCheck(),
-            config.renewalAttemptCheck());
+            config.renewalAttemptCheck(),
+            config.claimLock());
     this.engine =
         new Engine(
             dataSource,
