@@ -77,8 +77,7 @@ class ConcurrentClaimIT {
   }
 
   @Test
-  void negativeControlWithoutTheClaimLockBothTimesAreInsertedAndT1IsBilledTwice()
-      throws Exception {
+  void negativeControlWithoutTheClaimLockBothTimesAreInsertedAndT1IsBilledTwice() throws Exception {
     Overlap o =
         claimT1WhileT2sClaimIsOpen(
             "unserialised", ScheduleConfig.Builder::withoutClaimLockForNegativeControl);
