@@ -7,14 +7,22 @@ import static org.awaitility.Awaitility.await;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import java.lang.reflect.InvocationHandler;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -99,16 +107,7 @@ class ConcurrentClaimIT {
   private Overlap claimT1WhileT2sClaimIsOpen(
       String job, java.util.function.UnaryOperator<ScheduleConfig.Builder> control)
       throws Exception {
-    schema
-        .dsl()
-        .execute(
-            "INSERT INTO nolock_scheduled_runs (job, scheduled_at, state, attempt, owner,"
-                + " covers_from, missed, claimed_at, finished_at) VALUES (?, CAST(? AS"
-                + " timestamptz), 'done', 1, 'fleet#0000000000000000', CAST(? AS timestamptz), 0,"
-                + " clock_timestamp(), clock_timestamp())",
-            job,
-            at(t0),
-            at(t0));
+    seedDone(job, t0);
     HeldClaimCommit gate = new HeldClaimCommit(schema.jdbcUrl()).arm(HeldClaimCommit.Mode.HOLD);
     try (ScheduledSingleton a =
             ScheduledSingleton.plain(
@@ -136,6 +135,40 @@ class ConcurrentClaimIT {
           .until(() -> bPass.isDone() || lockWaiters(gate) > 0);
       gate.release();
       return new Overlap(aPass.get(30, TimeUnit.SECONDS), bPass.get(30, TimeUnit.SECONDS));
+    }
+  }
+
+  @Test
+  void aLaterClaimPlannedBeforeAnOlderClaimCommittedDoesNotCoverTheOlderTimeAgain() {
+    String job = "stale-plan";
+    seedDone(job, t0);
+    List<RunOutcome> bOutcomes = new ArrayList<>();
+    try (ScheduledSingleton b =
+            ScheduledSingleton.plain(
+                schema.dataSource(),
+                ScheduleConfig.custom(job, EVERY_MINUTE)
+                    .clock(new MutableClock(t1.plusSeconds(1)))
+                    .build(),
+                ran::add);
+        ScheduledSingleton a =
+            ScheduledSingleton.plain(
+                beforeClaim(schema.dataSource(), () -> bOutcomes.addAll(b.runDueNow())),
+                ScheduleConfig.custom(job, EVERY_MINUTE)
+                    .clock(new MutableClock(t2.plusSeconds(1)))
+                    .build(),
+                ran::add)) {
+      // A read the floor (t0) and planned t2 covering t1; B claims and runs t1 before A's claim.
+      List<RunOutcome> aOutcomes = a.runDueNow();
+
+      assertThat(bOutcomes).singleElement().isInstanceOf(RunOutcome.Finished.class);
+      ScheduledRun aRun =
+          ran.stream().filter(r -> r.scheduledAt().equals(t2)).findFirst().orElseThrow();
+      assertThat(aRun.coversFrom())
+          .as(
+              "B ran %s before A's claim of %s: A's run must not cover it again (A: %s, runs: %s)",
+              t1, t2, aOutcomes, ran)
+          .isAfter(t1);
+      assertThat(ran).extracting(ScheduledRun::scheduledAt).containsExactly(t1, t2);
     }
   }
 
@@ -176,6 +209,60 @@ class ConcurrentClaimIT {
           .isInstanceOfSatisfying(
               RunOutcome.Finished.class, f -> assertThat(f.run().attempt().value()).isEqualTo(1));
     }
+  }
+
+  /**
+   * {@code real}, running {@code meanwhile} once, just before the first statement of the first
+   * claim's transaction (the claim lock, or the claim when there is none) is sent: after the pass
+   * planned, before it claims.
+   */
+  private static DataSource beforeClaim(DataSource real, Runnable meanwhile) {
+    AtomicBoolean done = new AtomicBoolean();
+    return proxy(
+        DataSource.class,
+        (p, m, args) -> {
+          Object result = call(real, m, args);
+          if (!(result instanceof Connection c)) {
+            return result;
+          }
+          return proxy(
+              Connection.class,
+              (cp, cm, cargs) -> {
+                if (cm.getName().equals("prepareStatement")
+                    && cargs[0] instanceof String sql
+                    && (sql.contains("pg_advisory_xact_lock") || sql.contains("INSERT INTO"))
+                    && done.compareAndSet(false, true)) {
+                  meanwhile.run();
+                }
+                return call(c, cm, cargs);
+              });
+        });
+  }
+
+  private static Object call(Object target, Method method, Object[] args) throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
+    }
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <T> T proxy(Class<T> type, InvocationHandler handler) {
+    return (T) Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, handler);
+  }
+
+  private void seedDone(String job, Instant t) {
+    schema
+        .dsl()
+        .execute(
+            "INSERT INTO nolock_scheduled_runs (job, scheduled_at, state, attempt, owner,"
+                + " covers_from, missed, claimed_at, finished_at) VALUES (?, CAST(? AS"
+                + " timestamptz), 'done', 1, 'fleet#0000000000000000', CAST(? AS timestamptz), 0,"
+                + " clock_timestamp(), clock_timestamp())",
+            job,
+            at(t),
+            at(t));
   }
 
   /**

@@ -299,30 +299,47 @@ public final class Engine implements AutoCloseable {
       return;
     }
     Instant due = dueTime.get();
-    Optional<Instant> previous =
-        backend("read the latest claimed run", () -> table.latestClaimedBefore(dsl, job, due));
-    Instant floor = previous.orElse(startedAt);
-    if (!due.isAfter(floor)) {
-      lastPlanned = due;
-      return; // no run in the table and due before this instance started
-    }
-    CatchUp.Plan plan = CatchUp.plan(schedule, policy, floor, due, countCap);
-    for (CatchUp.Slot slot : plan.slots()) {
-      if (closing) {
-        break;
+    // Planned again when a claim found a run committed after the floor was read: the floor rises
+    // past that run each time, so this ends.
+    Step step = Step.REPLAN;
+    while (step == Step.REPLAN && !closing) {
+      Optional<Instant> previous =
+          backend("read the latest claimed run", () -> table.latestClaimedBefore(dsl, job, due));
+      Instant floor = previous.orElse(startedAt);
+      if (!due.isAfter(floor)) {
+        lastPlanned = due;
+        return; // no run in the table and due before this instance started
       }
-      Optional<RunOutcome.Missed> missed =
-          slot.missedBefore() > 0
-              ? Optional.of(
-                  new RunOutcome.Missed(
-                      slot.scheduledAt(),
-                      plan.firstMissed().orElse(slot.scheduledAt()),
-                      slot.missedBefore()))
-              : Optional.empty();
-      if (!claimAndRun(slot, missed, outcomes)) {
-        break;
+      CatchUp.Plan plan = CatchUp.plan(schedule, policy, floor, due, countCap);
+      step = Step.NEXT;
+      for (CatchUp.Slot slot : plan.slots()) {
+        if (closing) {
+          break;
+        }
+        Optional<RunOutcome.Missed> missed =
+            slot.missedBefore() > 0
+                ? Optional.of(
+                    new RunOutcome.Missed(
+                        slot.scheduledAt(),
+                        plan.firstMissed().orElse(slot.scheduledAt()),
+                        slot.missedBefore()))
+                : Optional.empty();
+        step = claimAndRun(slot, missed, outcomes);
+        if (step != Step.NEXT) {
+          break;
+        }
       }
     }
+  }
+
+  /** What a pass does after one claim. */
+  private enum Step {
+    /** Claim the plan's next slot. */
+    NEXT,
+    /** Stop: the time lies ahead of the database's clock, and the later slots do too. */
+    STOP,
+    /** Plan again from the table: a run committed since the floor was read lies in the slot. */
+    REPLAN
   }
 
   /**
@@ -330,12 +347,10 @@ public final class Engine implements AutoCloseable {
    * is there (another instance's claim, or this instance's own run), the job has a later run, or
    * the time lies outside the window around the database's clock. The time counts as handled
    * ({@link #lastPlanned}) only once that answer is read, and never when it lies ahead of the
-   * database's clock: it is claimed again when that clock reaches it.
-   *
-   * @return false when the time lies ahead of the database's clock (the later slots of the pass do
-   *     too)
+   * database's clock (it is claimed again when that clock reaches it) or when the job has a run
+   * committed since the plan read the floor, in the span the slot would cover (planned again).
    */
-  private boolean claimAndRun(
+  private Step claimAndRun(
       CatchUp.Slot slot, Optional<RunOutcome.Missed> missed, List<RunOutcome> outcomes) {
     Instant time = slot.scheduledAt();
     RunTable.ClaimDecision decision;
@@ -367,7 +382,7 @@ public final class Engine implements AutoCloseable {
     if (decision.granted().isPresent()) {
       lastPlanned = time;
       claimed(decision.granted().get(), missed, outcomes);
-      return true;
+      return Step.NEXT;
     }
     if (decision.ahead()) {
       // Not handled: the time is claimed again once the database's clock reaches it, and its
@@ -377,7 +392,18 @@ public final class Engine implements AutoCloseable {
         refusedAhead = time;
         refused(time, decision.databaseTime(), "further ahead than the clock tolerance", outcomes);
       }
-      return false;
+      return Step.STOP;
+    }
+    if (decision.existing().isEmpty()
+        && decision.later().isEmpty()
+        && !decision.tooOld()
+        && decision.overlapping().isPresent()) {
+      LOG.info(
+          "Job {}: {} was claimed after this pass planned {} covering it; planning again",
+          job,
+          decision.overlapping().get(),
+          time);
+      return Step.REPLAN;
     }
     lastPlanned = time;
     if (decision.existing().isPresent()) {
@@ -413,7 +439,7 @@ public final class Engine implements AutoCloseable {
       metrics.skipped();
       outcomes.add(new RunOutcome.LostClaim(time));
     }
-    return true;
+    return Step.NEXT;
   }
 
   private void refused(Instant time, Instant databaseTime, String why, List<RunOutcome> outcomes) {

@@ -182,8 +182,10 @@ public final class RunTable {
   /**
    * What the database decided about one claim, with its clock when it decided: exactly one of
    * granted, {@code existing} (the time's row was there: its state, attempt and owner), {@code
-   * later} (the job has a run of a later time), {@code tooOld}, {@code ahead}, or none of them: the
-   * insert met a row committed while the statement ran (another instance's claim, lost race).
+   * later} (the job has a run of a later time), {@code tooOld}, {@code ahead}, {@code overlapping}
+   * (the job has a run of a time the claim would cover, from {@code covers} to before the time: the
+   * plan was made before it committed), or none of them: the insert met a row committed while the
+   * statement ran (another instance's claim, lost race).
    */
   public record ClaimDecision(
       Optional<Claim> granted,
@@ -191,31 +193,37 @@ public final class RunTable {
       Optional<Instant> later,
       boolean tooOld,
       boolean ahead,
+      Optional<Instant> overlapping,
       Instant databaseTime) {}
 
   /**
    * Claims {@code time} and says why not, in one statement: reads {@code clock_timestamp()} once,
-   * the time's row and the job's latest later time, and inserts only when there is neither and
-   * {@code clock_timestamp() - :window <= :t <= clock_timestamp() + :tolerance}:
+   * the time's row, the job's latest later time and its latest time in {@code [:covers, :t)}, and
+   * inserts only when there is none of them and {@code clock_timestamp() - :window <= :t <=
+   * clock_timestamp() + :tolerance}:
    *
    * <pre>{@code
    * WITH c AS (SELECT clock_timestamp() AS now),
    *   e AS (SELECT state, attempt, owner FROM t WHERE job = :job AND scheduled_at = :t),
    *   l AS (SELECT max(scheduled_at) AS at FROM t WHERE job = :job AND scheduled_at > :t),
-   *   v AS (SELECT c.now, l.at AS later, :t < c.now - :window AS too_old,
-   *                :t > c.now + :tolerance AS ahead FROM c, l),
+   *   o AS (SELECT max(scheduled_at) AS at FROM t WHERE job = :job
+   *           AND scheduled_at >= :covers AND scheduled_at < :t),
+   *   v AS (SELECT c.now, l.at AS later, o.at AS overlapping, :t < c.now - :window AS too_old,
+   *                :t > c.now + :tolerance AS ahead FROM c, l, o),
    *   i AS (INSERT INTO t (...) SELECT :job, :t, 'running', 1, :owner, clock_timestamp() + :lease, ...
-   *         FROM v WHERE NOT too_old AND NOT ahead AND later IS NULL
+   *         FROM v WHERE NOT too_old AND NOT ahead AND later IS NULL AND overlapping IS NULL
    *           AND NOT EXISTS (SELECT 1 FROM e)
    *         ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt)
-   * SELECT v.now, v.later, v.too_old, v.ahead, (SELECT attempt FROM i), e.* FROM v LEFT JOIN e ON true
+   * SELECT v.*, (SELECT attempt FROM i), e.* FROM v LEFT JOIN e ON true
    * }</pre>
    *
    * The lease starts when the row is inserted ({@code clock_timestamp()} there, not {@code v.now}),
    * so an insert that waited for a conflicting row gets all of it. A later run refuses the claim
    * because an instance claims the times of a job in increasing order (a catch-up oldest first,
    * each pass after the last), so a time older than the job's latest run was run, counted missed by
-   * that run, or deleted by retention; see the README.
+   * that run, or deleted by retention; see the README. An overlapping run refuses it because the
+   * run would stand for a time that already has a run of its own (a job that processes {@code
+   * [coversFrom, scheduledAt]} would process it twice): the caller plans again from the table.
    */
   public ClaimDecision claim(
       DSLContext dsl,
@@ -236,17 +244,21 @@ public final class RunTable {
                     + " scheduled_at = {2}),"
                     + " l AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
                     + " scheduled_at > {2}),"
-                    + " v AS (SELECT c.now, l.at AS later,"
+                    + " o AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
+                    + " scheduled_at >= {8} AND scheduled_at < {2}),"
+                    + " v AS (SELECT c.now, l.at AS later, o.at AS overlapping,"
                     + " {2} < c.now + {3} * interval '1 millisecond' AS too_old,"
-                    + " {2} > c.now + {4} * interval '1 millisecond' AS ahead FROM c, l),"
+                    + " {2} > c.now + {4} * interval '1 millisecond' AS ahead FROM c, l, o),"
                     + " i AS (INSERT INTO {0} (job, scheduled_at, state, attempt, owner,"
                     + " locked_until, covers_from, missed, claimed_at)"
                     + " SELECT {1}, {2}, {5}, 1, {6},"
                     + " clock_timestamp() + {7} * interval '1 millisecond', {8},"
                     + " {9}, v.now FROM v WHERE NOT v.too_old AND NOT v.ahead AND v.later IS NULL"
+                    + " AND v.overlapping IS NULL"
                     + " AND NOT EXISTS (SELECT 1 FROM e)"
                     + " ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt)"
-                    + " SELECT v.now, v.later, v.too_old, v.ahead, (SELECT attempt FROM i) AS"
+                    + " SELECT v.now, v.later, v.overlapping, v.too_old, v.ahead,"
+                    + " (SELECT attempt FROM i) AS"
                     + " granted, e.state, e.attempt, e.owner FROM v LEFT JOIN e ON true",
                 table,
                 j,
@@ -273,6 +285,8 @@ public final class RunTable {
         Optional.ofNullable(later).map(OffsetDateTime::toInstant),
         Boolean.TRUE.equals(r.get("too_old", Boolean.class)),
         Boolean.TRUE.equals(r.get("ahead", Boolean.class)),
+        Optional.ofNullable(r.get("overlapping", OffsetDateTime.class))
+            .map(OffsetDateTime::toInstant),
         r.get("now", OffsetDateTime.class).toInstant());
   }
 
