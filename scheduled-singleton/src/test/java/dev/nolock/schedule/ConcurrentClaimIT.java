@@ -175,12 +175,50 @@ class ConcurrentClaimIT {
   @Test
   void aReSentClaimWhoseFirstCommitWasStillInFlightRunsTheTimeOnce() throws Exception {
     String job = "in-flight";
+    List<RunOutcome> outcomes = resendWhileFirstCommitInFlight(job, c -> c);
+
+    assertThat(ran)
+        .as(
+            "the first claim committed granting attempt 1 to this instance: it runs %s once"
+                + " (outcomes: %s, row: %s)",
+            t2, outcomes, runs.at(job, t2))
+        .extracting(ScheduledRun::scheduledAt)
+        .containsExactly(t2);
+    assertThat(outcomes)
+        .singleElement()
+        .isInstanceOfSatisfying(
+            RunOutcome.Finished.class, f -> assertThat(f.run().attempt().value()).isEqualTo(1));
+  }
+
+  @Test
+  void negativeControlWithoutTheClaimLockTheInFlightClaimIsNeverRun() throws Exception {
+    String job = "in-flight-control";
+    List<RunOutcome> outcomes =
+        resendWhileFirstCommitInFlight(
+            job, ScheduleConfig.Builder::withoutClaimLockForNegativeControl);
+
+    assertThat(ran).as("outcomes: %s", outcomes).isEmpty();
+    assertThat(outcomes).containsExactly(new RunOutcome.LostClaim(t2));
+    assertThat(runs.at(job, t2).orElseThrow().state()).isEqualTo("running");
+  }
+
+  /**
+   * An instance with {@code maxAttempts(1)} claims {@code t2}; the answer to the claim's {@code
+   * COMMIT} is lost while the {@code COMMIT} is still on its way. The next pass runs while it is in
+   * flight; the {@code COMMIT} lands once that pass waits for a lock of its transaction (or has
+   * returned). Returns what that pass reported.
+   */
+  private List<RunOutcome> resendWhileFirstCommitInFlight(
+      String job, java.util.function.UnaryOperator<ScheduleConfig.Builder> control)
+      throws Exception {
     MutableClock clock = new MutableClock(t2.minusSeconds(1));
     HeldClaimCommit gate = new HeldClaimCommit(schema.jdbcUrl());
     try (ScheduledSingleton c =
         ScheduledSingleton.plain(
             gate.dataSource(),
-            ScheduleConfig.custom(job, EVERY_MINUTE).clock(clock).maxAttempts(1).build(),
+            control
+                .apply(ScheduleConfig.custom(job, EVERY_MINUTE).clock(clock).maxAttempts(1))
+                .build(),
             ran::add)) {
       assertThat(c.runDueNow()).as("nothing due before the instance started").isEmpty();
       clock.set(t2.plusSeconds(1));
@@ -195,19 +233,7 @@ class ConcurrentClaimIT {
           .until(() -> again.isDone() || lockWaiters(gate) > 0);
       gate.release();
       gate.awaitCommitted();
-      List<RunOutcome> outcomes = again.get(30, TimeUnit.SECONDS);
-
-      assertThat(ran)
-          .as(
-              "the first claim committed granting attempt 1 to this instance: it runs %s once"
-                  + " (outcomes: %s, row: %s)",
-              t2, outcomes, runs.at(job, t2))
-          .extracting(ScheduledRun::scheduledAt)
-          .containsExactly(t2);
-      assertThat(outcomes)
-          .singleElement()
-          .isInstanceOfSatisfying(
-              RunOutcome.Finished.class, f -> assertThat(f.run().attempt().value()).isEqualTo(1));
+      return again.get(30, TimeUnit.SECONDS);
     }
   }
 
