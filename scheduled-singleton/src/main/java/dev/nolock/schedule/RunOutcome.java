@@ -95,8 +95,8 @@ public sealed interface RunOutcome {
    * further ahead than {@link ScheduleConfig#clockTolerance()}, so this instance's wall clock is
    * that far behind or ahead (or a catch-up reached back further than the window). Nothing ran here
    * for it; nothing was written. A time too far back is given up by this instance; a time ahead is
-   * claimed again once the database's clock reaches it (reported once per scheduled time). Fix the
-   * clock (NTP).
+   * claimed again once the database's clock reaches it less the tolerance (reported once per
+   * scheduled time; until then the instance claims no later time). Fix the clock (NTP).
    */
   record OutsideClaimWindow(Instant scheduledAt, Instant databaseTime) implements RunOutcome {
     public OutsideClaimWindow {
@@ -121,9 +121,8 @@ public sealed interface RunOutcome {
 
   /**
    * A run whose lease expired after its last allowed attempt (its instances crashed or hung every
-   * time), or whose scheduled time lies further back than {@link ScheduleConfig#claimWindow()} from
-   * the database's clock (its instance died before a long outage), was recorded as failed instead
-   * of being taken over again; {@code attempts} is the number it had.
+   * time) was recorded as failed instead of being taken over again; {@code attempts} is the number
+   * it had. An interrupted run is taken over whatever the age of its scheduled time.
    */
   record GaveUp(Instant scheduledAt, long attempts) implements RunOutcome {
     public GaveUp {

@@ -9,14 +9,15 @@ import javax.sql.DataSource;
 
 /**
  * A cron job that every instance of a fleet runs, where each scheduled time executes at most once
- * in effect, claimed without a lock.
+ * in effect, claimed without a leader.
  *
  * <h2>What it guarantees</h2>
  *
  * <ul>
  *   <li>A run is identified by {@code (job, scheduled time)} and claimed with {@code INSERT ... ON
- *       CONFLICT DO NOTHING}: one instance wins each time, the others count a lost claim. No lock
- *       is held and nobody waits.
+ *       CONFLICT DO NOTHING}: one instance wins each time, the others count a lost claim. The
+ *       claims of a job are serialised by a transaction-scoped advisory lock, held for one claim's
+ *       transaction and never while a job runs, so each claim sees the claims committed before it.
  *   <li>The claim carries a lease ({@code locked_until}, on PostgreSQL's {@code clock_timestamp()})
  *       renewed while the job runs, and an attempt token. A run whose instance died or froze is
  *       taken over after its lease expired, with the next attempt: a crashed run is retried, not
@@ -70,7 +71,8 @@ public final class ScheduledSingleton implements AutoCloseable {
             config.table(),
             config.onOutcome(),
             config.attemptCheck(),
-            config.renewalAttemptCheck());
+            config.renewalAttemptCheck(),
+            config.claimLock());
     this.engine =
         new Engine(
             dataSource,

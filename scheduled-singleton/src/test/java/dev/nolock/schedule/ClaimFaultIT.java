@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
  * A scheduled time whose claim met a dropped connection is claimed (or recognised as this
  * instance's) by the next pass, not skipped until the next scheduled time: a time counts as handled
  * only once it was claimed here or lost to another instance. The faults are testkit's {@link
- * JdbcFaults} on the claim's {@code INSERT}: lost before PostgreSQL saw it, or applied with its
- * answer lost.
+ * JdbcFaults}: the claim's {@code INSERT} lost before PostgreSQL saw it, or its transaction's
+ * {@code COMMIT} applied with its answer lost.
  */
 class ClaimFaultIT extends FaultFixture {
 
@@ -106,7 +106,7 @@ class ClaimFaultIT extends FaultFixture {
                 .build(),
             ran::add)) {
       clock.set(THREE_AM.plusMillis(100));
-      InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
+      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST, CLAIM);
 
       assertThatThrownBy(instance::runDueNow)
           .isInstanceOf(BackendUnavailableException.class)
@@ -158,7 +158,7 @@ class ClaimFaultIT extends FaultFixture {
                     .build(),
                 ran::add)) {
       clock.set(THREE_AM.plusMillis(100));
-      InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
+      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST, CLAIM);
       assertThatThrownBy(a::runDueNow).isInstanceOf(BackendUnavailableException.class);
       lostAnswer.assertFired();
 
@@ -197,7 +197,7 @@ class ClaimFaultIT extends FaultFixture {
                   a.runDueNow();
                 })) {
       clock.set(THREE_AM.plusMillis(100));
-      InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
+      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST, CLAIM);
       assertThatThrownBy(a::runDueNow).isInstanceOf(BackendUnavailableException.class);
       lostAnswer.assertFired();
 
@@ -267,7 +267,7 @@ class ClaimFaultIT extends FaultFixture {
             run -> {
               ran.add(run.scheduledAt());
               if (run.scheduledAt().equals(minute(3)) && armed.isEmpty()) {
-                armed.add(faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM));
+                armed.add(faults.onNextCommit(FaultKind.ANSWER_LOST, CLAIM));
               }
             })) {
       clock.set(minute(1).plusMillis(100));
@@ -329,7 +329,7 @@ class ClaimFaultIT extends FaultFixture {
             run -> {
               ran.add(run.scheduledAt());
               if (run.scheduledAt().equals(minute(3)) && armed.isEmpty()) {
-                armed.add(faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM));
+                armed.add(faults.onNextCommit(FaultKind.ANSWER_LOST, CLAIM));
               }
             })) {
       clock.set(minute(1).plusMillis(100));
@@ -375,7 +375,7 @@ class ClaimFaultIT extends FaultFixture {
                 .build(),
             ran::add)) {
       clock.set(THREE_AM.plusMillis(100));
-      InjectedFault lostAnswer = faults.onNextStatement(FaultKind.ANSWER_LOST, CLAIM);
+      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST, CLAIM);
       assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
       lostAnswer.assertFired();
       runs.expireLease(job, THREE_AM);

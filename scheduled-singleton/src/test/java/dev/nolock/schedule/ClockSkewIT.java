@@ -419,7 +419,7 @@ class ClockSkewIT {
   }
 
   @Test
-  void aRunningRowOlderThanTheWindowIsNotTakenOverAfterALongOutage() {
+  void aCrashedRunOlderThanTheClaimWindowIsStillTakenOverAndRun() {
     String job = "ancient-running";
     Instant ancient = latestDay.minus(Duration.ofDays(100));
     seedDoneRuns(job, DAILY_AT_3, ancient, ancient);
@@ -433,50 +433,69 @@ class ClockSkewIT {
     MutableClock correct = new MutableClock(dbNow);
 
     List<RunOutcome> outcomes;
+    ScheduleConfig config = config(job, correct).build();
     try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(schema.dataSource(), config(job, correct).build(), ran::add)) {
+        ScheduledSingleton.plain(schema.dataSource(), config, ran::add)) {
       outcomes = instance.runDueNow();
     }
 
     assertThat(ran)
         .as(
-            "a run of %s, %s old, whose instance died before a fleet outage is not run again"
-                + " (outcomes: %s)",
-            ancient, Duration.between(ancient, dbNow), outcomes)
-        .extracting(ScheduledRun::scheduledAt)
-        .doesNotContain(ancient);
-    assertThat(outcomes).contains(new RunOutcome.GaveUp(ancient, 1));
-    assertThat(runs.at(job, ancient).orElseThrow().state()).isEqualTo("failed");
+            "a run of %s whose instance crashed, %s old (the claim window is %s), is retried"
+                + " whatever its age (outcomes: %s)",
+            ancient, Duration.between(ancient, dbNow), config.claimWindow(), outcomes)
+        .filteredOn(run -> run.scheduledAt().equals(ancient))
+        .singleElement()
+        .satisfies(run -> assertThat(run.attempt().value()).isEqualTo(2));
+    assertThat(runs.at(job, ancient).orElseThrow().state()).isEqualTo("done");
   }
 
   @Test
-  void negativeControlWithAWindowOfACenturyTheAncientRunningRowIsTakenOver() {
-    String job = "ancient-control";
-    Instant ancient = latestDay.minus(Duration.ofDays(100));
-    seedDoneRuns(job, DAILY_AT_3, ancient, ancient);
-    schema
-        .dsl()
-        .execute(
-            "UPDATE nolock_scheduled_runs SET state = 'running', locked_until = CAST(? AS"
-                + " timestamptz) WHERE job = ?",
-            OffsetDateTime.ofInstant(ancient.plusSeconds(30), ZoneOffset.UTC),
-            job);
-    MutableClock correct = new MutableClock(dbNow);
-
+  void anInstanceAheadByMoreThanToleranceAndAPeriodRunsTheRefusedTimeAndTheNextOnes() {
+    String job = "ahead-moving";
+    // A real, moving wall clock 2 s ahead of this host's (and so of the local database's); no
+    // tolerance: every time is refused once, 2 s (two periods) before the database reaches it.
+    java.time.Clock ahead =
+        java.time.Clock.offset(java.time.Clock.systemUTC(), Duration.ofSeconds(2));
     try (ScheduledSingleton instance =
         ScheduledSingleton.plain(
             schema.dataSource(),
-            config(job, correct).claimWindow(ScheduleConfig.MAX_CLAIM_WINDOW).build(),
+            ScheduleConfig.custom(job, EVERY_SECOND)
+                .clock(ahead)
+                .clockTolerance(Duration.ZERO)
+                .build(),
             ran::add)) {
-      instance.runDueNow();
-    }
+      Instant started = EVERY_SECOND.latestAtOrBefore(ahead.instant()).orElseThrow();
+      assertThat(instance.runDueNow()).as("nothing due before the instance started").isEmpty();
+      await("the wall clock moves past " + started)
+          .atMost(Duration.ofSeconds(30))
+          .until(
+              () -> EVERY_SECOND.latestAtOrBefore(ahead.instant()).orElseThrow().isAfter(started));
 
-    assertThat(ran)
-        .as(
-            "without a useful window the %s-old run is taken over and run again",
-            Duration.between(ancient, dbNow))
-        .extracting(ScheduledRun::scheduledAt)
-        .contains(ancient);
+      List<Instant> refused = new ArrayList<>();
+      List<RunOutcome> all = new ArrayList<>();
+      for (int round = 0; round < 2; round++) {
+        List<RunOutcome> first = instance.runDueNow();
+        all.addAll(first);
+        assertThat(first)
+            .as("round %d: the time due by the wall clock lies ahead of the database's", round)
+            .singleElement()
+            .isInstanceOf(RunOutcome.OutsideClaimWindow.class);
+        Instant t = ((RunOutcome.OutsideClaimWindow) first.get(0)).scheduledAt();
+        refused.add(t);
+        await("the database's clock reaches " + t)
+            .atMost(Duration.ofSeconds(30))
+            .until(() -> !databaseClock().isBefore(t));
+        all.addAll(instance.runDueNow());
+        assertThat(ran)
+            .as(
+                "round %d: once due by the database's clock the refused %s runs, though the wall"
+                    + " clock is by then %s ahead of it (outcomes: %s)",
+                round, t, Duration.ofSeconds(2), all)
+            .extracting(ScheduledRun::scheduledAt)
+            .containsExactlyElementsOf(refused);
+      }
+    }
   }
 
   /** The retention statement of the README (its {@code DELETE ... ;} block). */

@@ -46,7 +46,7 @@ class FailedPassOutcomesIT extends FaultFixture {
                 .build(),
             FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
-      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST);
+      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST, JOB_WRITE);
       assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
       lostAnswer.assertFired();
 

@@ -31,8 +31,18 @@ abstract class FaultFixture {
   /** Ten minutes: a run left to its lease would not run again within the test. */
   static final Duration LEASE = Duration.ofMinutes(10);
 
-  /** The claim's {@code INSERT}. */
+  /**
+   * The claim's {@code INSERT}; a fault on the {@code COMMIT} after it ({@link
+   * JdbcFaults#onNextCommit(dev.nolock.testkit.FaultKind, Predicate)}) is one on the claim's
+   * transaction.
+   */
   static final Predicate<String> CLAIM = JdbcFaults.sqlContaining("insert into");
+
+  /**
+   * The fenced job's write, {@link #effect}: a fault on the {@code COMMIT} after it is one on the
+   * job's transaction, which carries the finish.
+   */
+  static final Predicate<String> JOB_WRITE = JdbcFaults.sqlContaining("insert into effect_ledger");
 
   /** The class's schema. */
   PostgresSchema schema;

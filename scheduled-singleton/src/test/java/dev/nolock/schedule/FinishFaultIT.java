@@ -42,7 +42,7 @@ class FinishFaultIT extends FaultFixture {
     try (ScheduledSingleton instance =
         ScheduledSingleton.fenced(faults.dataSource(), config(job, clock), FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
-      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST);
+      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST, JOB_WRITE);
 
       assertThatThrownBy(instance::runDueNow)
           .isInstanceOf(BackendUnavailableException.class)
@@ -67,7 +67,7 @@ class FinishFaultIT extends FaultFixture {
     try (ScheduledSingleton instance =
         ScheduledSingleton.fenced(faults.dataSource(), config(job, clock), FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
-      InjectedFault lostRequest = faults.onNextCommit(FaultKind.REQUEST_LOST);
+      InjectedFault lostRequest = faults.onNextCommit(FaultKind.REQUEST_LOST, JOB_WRITE);
 
       assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
       lostRequest.assertFired();
@@ -106,7 +106,7 @@ class FinishFaultIT extends FaultFixture {
                 .build(),
             FaultFixture::effect)) {
       clock.set(THREE_AM.plusMillis(100));
-      InjectedFault lostRequest = faults.onNextCommit(FaultKind.REQUEST_LOST);
+      InjectedFault lostRequest = faults.onNextCommit(FaultKind.REQUEST_LOST, JOB_WRITE);
       assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
       lostRequest.assertFired();
       assertThat(effects(job)).as("the transaction rolled back").isEmpty();

@@ -92,6 +92,48 @@ class ReleaseRenewalIT {
         .noneMatch(RunOutcome.Finished.class::isInstance);
   }
 
+  @Test
+  void aReleasedRunsLockedUntilIsAFiniteTimestampThatOrdinaryQueriesCanSubtract() {
+    String job = "released-finite";
+    try (ScheduledSingleton a =
+        ScheduledSingleton.plain(
+            schema.dataSource(),
+            config(job).build(),
+            run -> {
+              throw new IllegalStateException("the job failed");
+            })) {
+      clock.set(minute.plusMillis(100));
+      assertThat(a.runDueNow())
+          .singleElement()
+          .isInstanceOfSatisfying(RunOutcome.Failed.class, f -> assertThat(f.willRetry()).isTrue());
+    }
+
+    String where = " FROM nolock_scheduled_runs WHERE job = '" + job + "'";
+    assertThat(
+            schema
+                .dsl()
+                .resultQuery("SELECT isfinite(locked_until)" + where)
+                .fetchOne(0, Boolean.class))
+        .as(
+            "the released marker is a finite timestamp (locked_until = %s)",
+            schema.dsl().resultQuery("SELECT locked_until::text" + where).fetchOne(0, String.class))
+        .isTrue();
+    assertThat(
+            schema
+                .dsl()
+                .resultQuery("SELECT clock_timestamp() - locked_until > interval '0'" + where)
+                .fetchOne(0, Boolean.class))
+        .as("an ordinary query subtracts it; it lies in the past")
+        .isTrue();
+    assertThat(
+            schema
+                .dsl()
+                .resultQuery("SELECT locked_until" + where)
+                .fetchOne(0, OffsetDateTime.class)
+                .toInstant())
+        .isEqualTo(Instant.EPOCH);
+  }
+
   private record Scenario(
       List<RunOutcome> aOutcomes, boolean leaseEnded, List<RunOutcome> bOutcomes) {}
 

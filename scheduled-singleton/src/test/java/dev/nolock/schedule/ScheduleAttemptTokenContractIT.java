@@ -269,7 +269,10 @@ class ScheduleAttemptTokenContractIT
   @Override
   protected Finish finishWithFault(Attempt attempt, FaultKind kind) {
     boolean stale = attempt.claimNumber < claims.get(attempt.item);
-    InjectedFault fault = stale ? faults.onNextStatement(kind, FINISH) : faults.onNextCommit(kind);
+    InjectedFault fault =
+        stale
+            ? faults.onNextStatement(kind, FINISH)
+            : faults.onNextCommit(kind, JdbcFaults.sqlContaining("contract_ledger"));
     try {
       Finish heard = finish(attempt);
       fault.assertFired();

@@ -101,6 +101,34 @@ class ScheduleConfigTest {
   }
 
   @Test
+  void aBusinessHoursScheduleBuildsTheSameOnMondayMorningAndFridayAfternoon() {
+    // Every second, 09:00 to 17:59, Monday to Friday: a 1 s gap most of the time, 15 h overnight,
+    // 63 h over the weekend.
+    CronSchedule businessHours = CronSchedule.quartz("* * 9-17 ? * MON-FRI");
+    List<String> results = new ArrayList<>();
+    for (String start : List.of("2026-03-09T09:00:00Z", "2026-03-13T16:00:00Z")) {
+      java.time.Clock clock =
+          java.time.Clock.fixed(java.time.Instant.parse(start), java.time.ZoneOffset.UTC);
+      Throwable thrown =
+          catchThrowable(
+              () ->
+                  ScheduleConfig.custom("j", businessHours)
+                      .clock(clock)
+                      .claimWindow(Duration.ofHours(1))
+                      .build());
+      results.add(
+          thrown == null
+              ? "built"
+              : thrown.getClass().getSimpleName() + ": " + thrown.getMessage());
+    }
+    assertThat(results)
+        .as(
+            "claimWindow(1h) of the same schedule is accepted or refused whatever the day the"
+                + " application starts (Monday 09:00, Friday 16:00)")
+        .containsOnly(results.get(0));
+  }
+
+  @Test
   void aClaimWindowShorterThanTheCatchUpHorizonIsRefusedWithTheHorizon() {
     ScheduleConfig.Builder builder =
         ScheduleConfig.custom("j", CronSchedule.unix("0 3 * * *"))

@@ -158,6 +158,19 @@ public final class JdbcFaults implements AutoCloseable {
   }
 
   /**
+   * Arms a fault on the {@code COMMIT} ({@link Connection#commit()}) of the next transaction of the
+   * pool that sent a statement whose SQL matches {@code sentInTransaction}: the commit of one
+   * particular transaction when the code under test commits others before it.
+   */
+  public InjectedFault onNextCommit(FaultKind kind, Predicate<String> sentInTransaction) {
+    Objects.requireNonNull(sentInTransaction, "sentInTransaction");
+    Armed fault =
+        new Armed(true, kind, COMMIT::equals, COMMIT + " after " + sentInTransaction, () -> {});
+    fault.sentInTransaction = sentInTransaction;
+    return arm(fault);
+  }
+
+  /**
    * Arms a fault on the request that ends the next transaction of the pool: its {@code COMMIT}
    * ({@link Connection#commit()}) or its {@code ROLLBACK} ({@link Connection#rollback()}),
    * whichever comes first. {@link FaultKind#ANSWER_LOST} on a {@code ROLLBACK}: the server rolled
@@ -186,9 +199,13 @@ public final class JdbcFaults implements AutoCloseable {
    * The first armed fault that matches, removed and marked fired; null when none matches. {@code
    * end}: {@code sql} names the request that ends a transaction ("COMMIT" or "ROLLBACK").
    */
-  private Armed fire(boolean end, String sql) {
+  private Armed fire(boolean end, String sql, List<String> sentInTransaction) {
     for (Armed fault : armed) {
-      if (fault.end == end && fault.sql.test(sql) && fault.fired.compareAndSet(false, true)) {
+      if (fault.end == end
+          && fault.sql.test(sql)
+          && (fault.sentInTransaction == null
+              || sentInTransaction.stream().anyMatch(fault.sentInTransaction))
+          && fault.fired.compareAndSet(false, true)) {
         armed.remove(fault);
         return fault;
       }
@@ -203,6 +220,9 @@ public final class JdbcFaults implements AutoCloseable {
     final String target;
     final Runnable meanwhile;
     final AtomicBoolean fired = new AtomicBoolean();
+
+    /** For a {@code COMMIT}: a statement its transaction must have sent; null for any. */
+    volatile Predicate<String> sentInTransaction;
 
     Armed(boolean end, FaultKind kind, Predicate<String> sql, String target, Runnable meanwhile) {
       this.end = end;
@@ -281,6 +301,9 @@ public final class JdbcFaults implements AutoCloseable {
     private final Connection real;
     private volatile Connection self;
 
+    /** The SQL sent since the transaction began (since autocommit was turned off, or its end). */
+    final List<String> sentInTransaction = new CopyOnWriteArrayList<>();
+
     ConnectionHandler(Connection real) {
       this.real = real;
     }
@@ -289,10 +312,14 @@ public final class JdbcFaults implements AutoCloseable {
     public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
       String name = method.getName();
       boolean rollback = name.equals("rollback") && (args == null || args.length == 0);
-      if (name.equals("commit") || rollback) {
-        Armed fault = fire(true, rollback ? ROLLBACK : COMMIT);
-        if (fault != null) {
-          return breakConnection(real, fault, () -> call(real, method, args));
+      if (name.equals("commit") || rollback || name.equals("setAutoCommit")) {
+        List<String> sent = List.copyOf(sentInTransaction);
+        sentInTransaction.clear();
+        if (!name.equals("setAutoCommit")) {
+          Armed fault = fire(true, rollback ? ROLLBACK : COMMIT, sent);
+          if (fault != null) {
+            return breakConnection(real, fault, () -> call(real, method, args));
+          }
         }
       }
       Object result = call(real, method, args);
@@ -307,21 +334,23 @@ public final class JdbcFaults implements AutoCloseable {
                 : statement instanceof PreparedStatement
                     ? PreparedStatement.class
                     : Statement.class;
-        return proxy(type, new StatementHandler(real, self, statement, sql));
+        return proxy(type, new StatementHandler(this, self, statement, sql));
       }
       return result;
     }
   }
 
   private final class StatementHandler implements InvocationHandler {
+    private final ConnectionHandler connection;
     private final Connection realConnection;
     private final Connection proxyConnection;
     private final Statement real;
     private final String preparedSql;
 
     StatementHandler(
-        Connection realConnection, Connection proxyConnection, Statement real, String sql) {
-      this.realConnection = realConnection;
+        ConnectionHandler connection, Connection proxyConnection, Statement real, String sql) {
+      this.connection = connection;
+      this.realConnection = connection.real;
       this.proxyConnection = proxyConnection;
       this.real = real;
       this.preparedSql = sql;
@@ -336,7 +365,8 @@ public final class JdbcFaults implements AutoCloseable {
       if (name.startsWith("execute")) {
         String sql =
             args != null && args.length > 0 && args[0] instanceof String s ? s : preparedSql;
-        Armed fault = fire(false, sql == null ? "" : sql);
+        connection.sentInTransaction.add(sql == null ? "" : sql);
+        Armed fault = fire(false, sql == null ? "" : sql, List.of());
         if (fault != null) {
           return breakConnection(realConnection, fault, () -> call(real, method, args));
         }

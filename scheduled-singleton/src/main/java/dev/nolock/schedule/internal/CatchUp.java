@@ -4,6 +4,7 @@ import dev.nolock.schedule.CronSchedule;
 import dev.nolock.schedule.MissedSchedules;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.LocalDateTime;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -93,33 +94,37 @@ public final class CatchUp {
   }
 
   /** The most scheduled times {@link #horizon} steps through. */
-  public static final int HORIZON_STEPS = 10_000;
-
-  /** How far ahead of its start {@link #horizon} looks at the schedule. */
-  static final Duration HORIZON_SPAN = Duration.ofDays(4 * 366);
+  public static final int HORIZON_STEPS = 500;
 
   /**
-   * How old the oldest time of a full catch-up can be: just before a scheduled time comes due, a
-   * pass claims up to {@code policy.bound()} times ending with the latest one before it, so its
-   * oldest slot lies {@code bound} intervals back. The largest such span over a fixed stretch of
-   * the schedule, so the result does not depend on the day {@code from} falls on (a monthly job's
-   * is 31 days whether it is measured in February or in March). Zero when the schedule has fewer
-   * than two times in the stretch.
+   * Where {@link #horizon} starts, as a local date and time in the schedule's zone: a fixed point,
+   * so that the horizon never depends on when the application starts.
+   */
+  public static final LocalDateTime HORIZON_REFERENCE = LocalDateTime.of(2001, 1, 1, 0, 0);
+
+  /**
+   * How old the oldest time of a full catch-up can be, as far as a fixed sample of the schedule
+   * shows: just before a scheduled time comes due, a pass claims up to {@code policy.bound()} times
+   * ending with the latest one before it, so its oldest slot lies {@code bound} intervals back. The
+   * result is the largest such span among the first {@value #HORIZON_STEPS} times of the schedule
+   * from {@link #HORIZON_REFERENCE 2001-01-01T00:00} in its zone: the same whenever and wherever it
+   * is computed, and cheap, but a lower bound. A schedule whose longest gaps come later than the
+   * sample (an every-second job's nights and weekends) has a longer real horizon, which is why the
+   * default claim window is at least 7 days. Zero when the schedule has fewer than two times.
    *
    * <ol>
-   *   <li>Collect the scheduled times from the latest at or before {@code from}, forward, until
-   *       {@link #HORIZON_SPAN 4 years} after {@code from} or {@value #HORIZON_STEPS} times,
-   *       whichever comes first;
+   *   <li>Collect the scheduled times from {@link #HORIZON_REFERENCE} in the schedule's zone,
+   *       forward, up to {@value #HORIZON_STEPS} of them;
    *   <li>for each time, the span from it to the time {@code bound} places later (or the last one
    *       collected);
    *   <li>the horizon is the largest span.
    * </ol>
    */
-  public static Duration horizon(CronSchedule schedule, MissedSchedules policy, Instant from) {
-    Instant end = from.plus(HORIZON_SPAN);
+  public static Duration horizon(CronSchedule schedule, MissedSchedules policy) {
+    Instant reference = HORIZON_REFERENCE.atZone(schedule.zone()).toInstant();
     List<Instant> times = new ArrayList<>();
-    Optional<Instant> cursor = schedule.latestAtOrBefore(from).or(() -> schedule.nextAfter(from));
-    while (cursor.isPresent() && times.size() < HORIZON_STEPS && !cursor.get().isAfter(end)) {
+    Optional<Instant> cursor = schedule.nextAfter(reference.minusSeconds(1));
+    while (cursor.isPresent() && times.size() < HORIZON_STEPS) {
       times.add(cursor.get());
       cursor = schedule.nextAfter(cursor.get());
     }

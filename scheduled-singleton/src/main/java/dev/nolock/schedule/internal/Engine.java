@@ -44,33 +44,40 @@ import org.slf4j.LoggerFactory;
  * <ol>
  *   <li><b>Unknown outcomes.</b> A claim, takeover or finish of this instance whose answer was lost
  *       (the pass threw {@link BackendUnavailableException}) is settled first, oldest first. A
- *       claim or takeover that landed is resumed and run with the attempt it was granted ({@link
- *       RunTable#resumeAttempt}), also after its lease ran out, since this instance knows it never
- *       ran it. A fenced finish that committed is {@code Finished}; one that did not (its writes
- *       rolled back) is resumed the same way and run again with the same attempt, so a lost {@code
- *       COMMIT} spends no attempt; a plain finish is sent again (never the job); a finish of an
- *       attempt taken over meanwhile is {@code StaleFinish}.
+ *       claim's settle first takes the job's claim lock ({@link RunTable#lockClaims}), so a claim
+ *       whose {@code COMMIT} is still on its way is waited for. A claim or takeover that landed is
+ *       resumed and run with the attempt it was granted ({@link RunTable#resumeAttempt}), also
+ *       after its lease ran out, since this instance knows it never ran it. A fenced finish that
+ *       committed is {@code Finished}; one that did not (its writes rolled back) is resumed the
+ *       same way and run again with the same attempt, so a lost {@code COMMIT} spends no attempt; a
+ *       plain finish is sent again (never the job); a finish of an attempt taken over meanwhile is
+ *       {@code StaleFinish}.
  *   <li><b>Takeovers.</b> Running runs of the job whose lease expired on the database's clock are
- *       claimed again with the next attempt ({@link RunTable#takeOver}) and run; those out of
- *       attempts, or whose time lies further back than the claim window, are recorded as failed.
+ *       claimed again with the next attempt ({@link RunTable#takeOver}) and run, whatever their
+ *       age; those out of attempts are recorded as failed.
  *   <li><b>The due time.</b> {@code due} is the latest scheduled time at or before the wall clock's
- *       now. Nothing happens when this instance already handled it: claimed it, or lost its claim
- *       to another instance. A claim that failed (the database unreachable for a moment) handles
- *       nothing, so the next pass, which the loop retries with backoff, plans the time again.
+ *       now, or the time the database last refused as ahead of its clock if that is earlier and not
+ *       handled yet. Nothing happens when this instance already handled it: claimed it, or lost its
+ *       claim to another instance. A claim that failed (the database unreachable for a moment)
+ *       handles nothing, so the next pass, which the loop retries with backoff, plans the time
+ *       again.
  *   <li><b>The plan.</b> The floor is the latest run of the job claimed before {@code due} in the
  *       table (the instance's start when there is none); {@link CatchUp} turns floor, due and the
  *       missed-schedules policy into the times to claim. A claim of this instance that landed with
  *       its answer lost is in the table, so the plan starts after it: step 1 ran it first.
- *   <li><b>Claim and run</b>, oldest first, one at a time, with one statement ({@link
- *       RunTable#claim}) that inserts the run only if its row is absent, the job has no run of a
- *       later time, and {@code clock_timestamp() - :window <= :t <= clock_timestamp() +
- *       :tolerance}, and returns which of these held. Its row was there: another identity's is a
- *       lost claim, counted and reported; this instance's own (a run it took over or resumed above)
- *       was reported when it ran. A later run: {@code Superseded}. Too far back: {@code
- *       OutsideClaimWindow} with the slot's {@code Missed}, given up. Too far ahead: {@code
- *       OutsideClaimWindow} once, the time not handled, the pass ends, and the next wake comes when
- *       the database's clock reaches the time. A won claim runs the job while a second thread
- *       renews the lease every third of it, then finishes the run conditionally on the attempt.
+ *   <li><b>Claim and run</b>, oldest first, one at a time, in a transaction that first takes the
+ *       job's claim lock ({@link RunTable#lockClaims}), so the claims of a job decide one after the
+ *       other, then one statement ({@link RunTable#claim}) that inserts the run only if its row is
+ *       absent, the job has no run of a later time, and {@code clock_timestamp() - :window <= :t <=
+ *       clock_timestamp() + :tolerance}, and returns which of these held. Its row was there:
+ *       another identity's is a lost claim, counted and reported; this instance's own (a run it
+ *       took over or resumed above) was reported when it ran. A later run: {@code Superseded}. Too
+ *       far back: {@code OutsideClaimWindow} with the slot's {@code Missed}, given up. Too far
+ *       ahead: {@code OutsideClaimWindow} once, the time not handled, the pass ends, the next wake
+ *       comes when the database's clock reaches the time less the tolerance, and passes claim that
+ *       time (not a later one read from the wall clock) until it is handled. A won claim runs the
+ *       job while a second thread renews the lease every third of it, then finishes the run
+ *       conditionally on the attempt.
  * </ol>
  *
  * <p>Every outcome is reported once. A pass that throws after it produced outcomes (it ran a time,
@@ -109,6 +116,7 @@ public final class Engine implements AutoCloseable {
   private final Consumer<RunOutcome> listener;
   private final boolean attemptCheck;
   private final boolean renewalAttemptCheck;
+  private final boolean claimLock;
   private final FencedJob fencedJob;
   private final PlainJob plainJob;
   private final DSLContext dsl;
@@ -192,7 +200,8 @@ public final class Engine implements AutoCloseable {
       String table,
       Consumer<RunOutcome> listener,
       boolean attemptCheck,
-      boolean renewalAttemptCheck) {}
+      boolean renewalAttemptCheck,
+      boolean claimLock) {}
 
   public Engine(
       DataSource dataSource,
@@ -217,6 +226,7 @@ public final class Engine implements AutoCloseable {
     this.listener = settings.listener();
     this.attemptCheck = settings.attemptCheck();
     this.renewalAttemptCheck = settings.renewalAttemptCheck();
+    this.claimLock = settings.claimLock();
     this.fencedJob = fencedJob;
     this.plainJob = plainJob;
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
@@ -276,34 +286,60 @@ public final class Engine implements AutoCloseable {
     takeOverExpired(outcomes);
     Instant now = clock.instant();
     Optional<Instant> dueTime = schedule.latestAtOrBefore(now);
+    if (refusedAhead != null && lastPlanned != null && !refusedAhead.isAfter(lastPlanned)) {
+      refusedAhead = null; // granted, or handled otherwise
+    }
+    if (refusedAhead != null && (dueTime.isEmpty() || refusedAhead.isBefore(dueTime.get()))) {
+      // A time refused as ahead stays the target until it is handled: planned again from the
+      // wall clock, a clock further ahead than the tolerance plus one period would be refused a
+      // new time at every pass and never run one.
+      dueTime = Optional.of(refusedAhead);
+    }
     if (dueTime.isEmpty() || (lastPlanned != null && !dueTime.get().isAfter(lastPlanned))) {
       return;
     }
     Instant due = dueTime.get();
-    Optional<Instant> previous =
-        backend("read the latest claimed run", () -> table.latestClaimedBefore(dsl, job, due));
-    Instant floor = previous.orElse(startedAt);
-    if (!due.isAfter(floor)) {
-      lastPlanned = due;
-      return; // no run in the table and due before this instance started
-    }
-    CatchUp.Plan plan = CatchUp.plan(schedule, policy, floor, due, countCap);
-    for (CatchUp.Slot slot : plan.slots()) {
-      if (closing) {
-        break;
+    // Planned again when a claim found a run committed after the floor was read: the floor rises
+    // past that run each time, so this ends.
+    Step step = Step.REPLAN;
+    while (step == Step.REPLAN && !closing) {
+      Optional<Instant> previous =
+          backend("read the latest claimed run", () -> table.latestClaimedBefore(dsl, job, due));
+      Instant floor = previous.orElse(startedAt);
+      if (!due.isAfter(floor)) {
+        lastPlanned = due;
+        return; // no run in the table and due before this instance started
       }
-      Optional<RunOutcome.Missed> missed =
-          slot.missedBefore() > 0
-              ? Optional.of(
-                  new RunOutcome.Missed(
-                      slot.scheduledAt(),
-                      plan.firstMissed().orElse(slot.scheduledAt()),
-                      slot.missedBefore()))
-              : Optional.empty();
-      if (!claimAndRun(slot, missed, outcomes)) {
-        break;
+      CatchUp.Plan plan = CatchUp.plan(schedule, policy, floor, due, countCap);
+      step = Step.NEXT;
+      for (CatchUp.Slot slot : plan.slots()) {
+        if (closing) {
+          break;
+        }
+        Optional<RunOutcome.Missed> missed =
+            slot.missedBefore() > 0
+                ? Optional.of(
+                    new RunOutcome.Missed(
+                        slot.scheduledAt(),
+                        plan.firstMissed().orElse(slot.scheduledAt()),
+                        slot.missedBefore()))
+                : Optional.empty();
+        step = claimAndRun(slot, missed, outcomes);
+        if (step != Step.NEXT) {
+          break;
+        }
       }
     }
+  }
+
+  /** What a pass does after one claim. */
+  private enum Step {
+    /** Claim the plan's next slot. */
+    NEXT,
+    /** Stop: the time lies ahead of the database's clock, and the later slots do too. */
+    STOP,
+    /** Plan again from the table: a run committed since the floor was read lies in the slot. */
+    REPLAN
   }
 
   /**
@@ -311,30 +347,32 @@ public final class Engine implements AutoCloseable {
    * is there (another instance's claim, or this instance's own run), the job has a later run, or
    * the time lies outside the window around the database's clock. The time counts as handled
    * ({@link #lastPlanned}) only once that answer is read, and never when it lies ahead of the
-   * database's clock: it is claimed again when that clock reaches it.
-   *
-   * @return false when the time lies ahead of the database's clock (the later slots of the pass do
-   *     too)
+   * database's clock (it is claimed again when that clock reaches it) or when the job has a run
+   * committed since the plan read the floor, in the span the slot would cover (planned again).
    */
-  private boolean claimAndRun(
+  private Step claimAndRun(
       CatchUp.Slot slot, Optional<RunOutcome.Missed> missed, List<RunOutcome> outcomes) {
     Instant time = slot.scheduledAt();
     RunTable.ClaimDecision decision;
     try {
       decision =
-          OwnTransaction.run(
-              dsl,
-              d ->
-                  table.claim(
-                      d,
-                      job,
-                      time,
-                      identity,
-                      lease,
-                      claimWindow,
-                      clockTolerance,
-                      slot.coversFrom(),
-                      slot.missedBefore()));
+          dsl.transactionResult(
+              configuration -> {
+                DSLContext tx = configuration.dsl();
+                if (claimLock) {
+                  table.lockClaims(tx, job);
+                }
+                return table.claim(
+                    tx,
+                    job,
+                    time,
+                    identity,
+                    lease,
+                    claimWindow,
+                    clockTolerance,
+                    slot.coversFrom(),
+                    slot.missedBefore());
+              });
     } catch (DataAccessException e) {
       // It may have landed: the next pass resumes it (the table's floor now skips it) or, if it
       // did not, plans the time again, which stays unplanned here.
@@ -344,7 +382,7 @@ public final class Engine implements AutoCloseable {
     if (decision.granted().isPresent()) {
       lastPlanned = time;
       claimed(decision.granted().get(), missed, outcomes);
-      return true;
+      return Step.NEXT;
     }
     if (decision.ahead()) {
       // Not handled: the time is claimed again once the database's clock reaches it, and its
@@ -354,7 +392,18 @@ public final class Engine implements AutoCloseable {
         refusedAhead = time;
         refused(time, decision.databaseTime(), "further ahead than the clock tolerance", outcomes);
       }
-      return false;
+      return Step.STOP;
+    }
+    if (decision.existing().isEmpty()
+        && decision.later().isEmpty()
+        && !decision.tooOld()
+        && decision.overlapping().isPresent()) {
+      LOG.info(
+          "Job {}: {} was claimed after this pass planned {} covering it; planning again",
+          job,
+          decision.overlapping().get(),
+          time);
+      return Step.REPLAN;
     }
     lastPlanned = time;
     if (decision.existing().isPresent()) {
@@ -368,8 +417,9 @@ public final class Engine implements AutoCloseable {
       metrics.superseded();
       LOG.warn(
           "Job {}: the database refused the claim of {}: the job already has a run of {}, so the"
-              + " time was handled (run, counted missed, or its row deleted by retention). Nothing"
-              + " ran; if this instance's wall clock ({}) is behind the database's ({}), fix it",
+              + " time was handled (run, counted missed, or its row deleted by retention): this"
+              + " instance's wall clock ({}) is behind the database's ({}), or another instance's"
+              + " catch-up covered it. Nothing ran",
           job,
           time,
           decision.later().get(),
@@ -389,7 +439,7 @@ public final class Engine implements AutoCloseable {
       metrics.skipped();
       outcomes.add(new RunOutcome.LostClaim(time));
     }
-    return true;
+    return Step.NEXT;
   }
 
   private void refused(Instant time, Instant databaseTime, String why, List<RunOutcome> outcomes) {
@@ -442,12 +492,21 @@ public final class Engine implements AutoCloseable {
   private void settleGrant(UnknownGrant grant, List<RunOutcome> outcomes) {
     Instant time = grant.scheduledAt();
     String what = grant.claim() ? "claim" : "takeover";
+    // A claim's transaction holds the job's claim lock until it ends: taking it first waits for a
+    // COMMIT still on its way to the server, so a claim that is landing is seen as landed, not
+    // planned and claimed again (which would find its own row and never run it).
     Optional<RunTable.Claim> landed =
         backend(
             "settle the " + what + " of " + time,
             () ->
-                OwnTransaction.run(
-                    dsl, d -> table.resumeAttempt(d, job, time, grant.attempt(), identity, lease)));
+                dsl.transactionResult(
+                    configuration -> {
+                      DSLContext tx = configuration.dsl();
+                      if (grant.claim() && claimLock) {
+                        table.lockClaims(tx, job);
+                      }
+                      return table.resumeAttempt(tx, job, time, grant.attempt(), identity, lease);
+                    }));
     unknown.remove(time);
     if (landed.isEmpty()) {
       return; // it never landed (the plan or the takeovers below try again), or is not ours now
@@ -532,10 +591,7 @@ public final class Engine implements AutoCloseable {
       try {
         claim =
             OwnTransaction.run(
-                dsl,
-                d ->
-                    table.takeOver(
-                        d, job, run.scheduledAt(), identity, lease, claimWindow, maxAttempts));
+                dsl, d -> table.takeOver(d, job, run.scheduledAt(), identity, lease, maxAttempts));
       } catch (DataAccessException e) {
         // It may have landed: the next pass resumes it rather than wait out the lease it set.
         unknown.put(
@@ -559,7 +615,7 @@ public final class Engine implements AutoCloseable {
               "give up " + run.scheduledAt(),
               () ->
                   OwnTransaction.run(
-                      dsl, d -> table.giveUp(d, job, run.scheduledAt(), claimWindow, maxAttempts)));
+                      dsl, d -> table.giveUp(d, job, run.scheduledAt(), maxAttempts)));
       if (gaveUp.isPresent()) {
         metrics.gaveUp();
         outcomes.add(new RunOutcome.GaveUp(run.scheduledAt(), gaveUp.get()));

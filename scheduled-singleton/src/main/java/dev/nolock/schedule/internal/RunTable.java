@@ -24,7 +24,6 @@ import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.Query;
 import org.jooq.Table;
-import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 import org.jooq.types.DayToSecond;
 
@@ -52,11 +51,18 @@ public final class RunTable {
   private static final Field<DayToSecond> ONE_MILLISECOND =
       inline(DayToSecond.valueOf(Duration.ofMillis(1)));
 
-  /** The {@code locked_until} of a released attempt: ended, and never renewed again. */
-  private static final Field<OffsetDateTime> RELEASED =
-      field("'-infinity'::timestamptz", SQLDataType.TIMESTAMPWITHTIMEZONE);
+  /**
+   * The {@code locked_until} of a released attempt, {@code 1970-01-01T00:00:00Z}: ended, and never
+   * renewed again. Finite, so that ordinary queries can subtract it ({@code '-infinity'} raises
+   * "cannot subtract infinite timestamps" up to PostgreSQL 16); no lease the database grants is
+   * that old.
+   */
+  static final Instant RELEASED_AT = Instant.EPOCH;
+
+  private static final Field<OffsetDateTime> RELEASED = val(at(RELEASED_AT));
 
   private final Table<?> table;
+  private final String tableName;
   private final Name indexName;
   private final int timeoutSeconds;
 
@@ -103,6 +109,7 @@ public final class RunTable {
   public RunTable(String tableName, Duration queryTimeout) {
     Name qualified = Names.requireSqlIdentifier("runs table", tableName);
     this.table = table(qualified);
+    this.tableName = tableName;
     // An index lives in its table's schema and takes an unqualified name.
     String last = qualified.last();
     this.indexName = name((last.length() > 50 ? last.substring(0, 50) : last) + "_expiry_idx");
@@ -156,10 +163,29 @@ public final class RunTable {
   }
 
   /**
+   * Serialises the claims of {@code jobName} until the transaction ends: {@code SELECT
+   * pg_advisory_xact_lock(hashtextextended(:table || '/' || :job, 0))}. Run it as the first
+   * statement of the claim's transaction, on its own: under READ COMMITTED the {@link #claim} that
+   * follows takes its snapshot after the lock is granted, so it sees every claim of the job that
+   * committed before, including one of another time still open when this one started (a statement's
+   * snapshot does not see uncommitted rows, and {@code ON CONFLICT} waits only for a row of the
+   * same key).
+   */
+  public void lockClaims(DSLContext dsl, String jobName) {
+    dsl.resultQuery(
+            "SELECT pg_advisory_xact_lock(hashtextextended({0}, 0))",
+            val(tableName + "/" + jobName))
+        .queryTimeout(timeoutSeconds)
+        .fetch();
+  }
+
+  /**
    * What the database decided about one claim, with its clock when it decided: exactly one of
    * granted, {@code existing} (the time's row was there: its state, attempt and owner), {@code
-   * later} (the job has a run of a later time), {@code tooOld}, {@code ahead}, or none of them: the
-   * insert met a row committed while the statement ran (another instance's claim, lost race).
+   * later} (the job has a run of a later time), {@code tooOld}, {@code ahead}, {@code overlapping}
+   * (the job has a run of a time the claim would cover, from {@code covers} to before the time: the
+   * plan was made before it committed), or none of them: the insert met a row committed while the
+   * statement ran (another instance's claim, lost race).
    */
   public record ClaimDecision(
       Optional<Claim> granted,
@@ -167,29 +193,37 @@ public final class RunTable {
       Optional<Instant> later,
       boolean tooOld,
       boolean ahead,
+      Optional<Instant> overlapping,
       Instant databaseTime) {}
 
   /**
    * Claims {@code time} and says why not, in one statement: reads {@code clock_timestamp()} once,
-   * the time's row and the job's latest later time, and inserts only when there is neither and
-   * {@code clock_timestamp() - :window <= :t <= clock_timestamp() + :tolerance}:
+   * the time's row, the job's latest later time and its latest time in {@code [:covers, :t)}, and
+   * inserts only when there is none of them and {@code clock_timestamp() - :window <= :t <=
+   * clock_timestamp() + :tolerance}:
    *
    * <pre>{@code
    * WITH c AS (SELECT clock_timestamp() AS now),
    *   e AS (SELECT state, attempt, owner FROM t WHERE job = :job AND scheduled_at = :t),
    *   l AS (SELECT max(scheduled_at) AS at FROM t WHERE job = :job AND scheduled_at > :t),
-   *   v AS (SELECT c.now, l.at AS later, :t < c.now - :window AS too_old,
-   *                :t > c.now + :tolerance AS ahead FROM c, l),
-   *   i AS (INSERT INTO t (...) SELECT :job, :t, 'running', 1, :owner, v.now + :lease, ...
-   *         FROM v WHERE NOT too_old AND NOT ahead AND later IS NULL
+   *   o AS (SELECT max(scheduled_at) AS at FROM t WHERE job = :job
+   *           AND scheduled_at >= :covers AND scheduled_at < :t),
+   *   v AS (SELECT c.now, l.at AS later, o.at AS overlapping, :t < c.now - :window AS too_old,
+   *                :t > c.now + :tolerance AS ahead FROM c, l, o),
+   *   i AS (INSERT INTO t (...) SELECT :job, :t, 'running', 1, :owner, clock_timestamp() + :lease, ...
+   *         FROM v WHERE NOT too_old AND NOT ahead AND later IS NULL AND overlapping IS NULL
    *           AND NOT EXISTS (SELECT 1 FROM e)
    *         ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt)
-   * SELECT v.now, v.later, v.too_old, v.ahead, (SELECT attempt FROM i), e.* FROM v LEFT JOIN e ON true
+   * SELECT v.*, (SELECT attempt FROM i), e.* FROM v LEFT JOIN e ON true
    * }</pre>
    *
-   * A later run refuses the claim because an instance claims the times of a job in increasing order
-   * (a catch-up oldest first, each pass after the last), so a time older than the job's latest run
-   * was run, counted missed by that run, or deleted by retention; see the README.
+   * The lease starts when the row is inserted ({@code clock_timestamp()} there, not {@code v.now}),
+   * so an insert that waited for a conflicting row gets all of it. A later run refuses the claim
+   * because an instance claims the times of a job in increasing order (a catch-up oldest first,
+   * each pass after the last), so a time older than the job's latest run was run, counted missed by
+   * that run, or deleted by retention; see the README. An overlapping run refuses it because the
+   * run would stand for a time that already has a run of its own (a job that processes {@code
+   * [coversFrom, scheduledAt]} would process it twice): the caller plans again from the table.
    */
   public ClaimDecision claim(
       DSLContext dsl,
@@ -210,16 +244,21 @@ public final class RunTable {
                     + " scheduled_at = {2}),"
                     + " l AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
                     + " scheduled_at > {2}),"
-                    + " v AS (SELECT c.now, l.at AS later,"
+                    + " o AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
+                    + " scheduled_at >= {8} AND scheduled_at < {2}),"
+                    + " v AS (SELECT c.now, l.at AS later, o.at AS overlapping,"
                     + " {2} < c.now + {3} * interval '1 millisecond' AS too_old,"
-                    + " {2} > c.now + {4} * interval '1 millisecond' AS ahead FROM c, l),"
+                    + " {2} > c.now + {4} * interval '1 millisecond' AS ahead FROM c, l, o),"
                     + " i AS (INSERT INTO {0} (job, scheduled_at, state, attempt, owner,"
                     + " locked_until, covers_from, missed, claimed_at)"
-                    + " SELECT {1}, {2}, {5}, 1, {6}, v.now + {7} * interval '1 millisecond', {8},"
+                    + " SELECT {1}, {2}, {5}, 1, {6},"
+                    + " clock_timestamp() + {7} * interval '1 millisecond', {8},"
                     + " {9}, v.now FROM v WHERE NOT v.too_old AND NOT v.ahead AND v.later IS NULL"
+                    + " AND v.overlapping IS NULL"
                     + " AND NOT EXISTS (SELECT 1 FROM e)"
                     + " ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt)"
-                    + " SELECT v.now, v.later, v.too_old, v.ahead, (SELECT attempt FROM i) AS"
+                    + " SELECT v.now, v.later, v.overlapping, v.too_old, v.ahead,"
+                    + " (SELECT attempt FROM i) AS"
                     + " granted, e.state, e.attempt, e.owner FROM v LEFT JOIN e ON true",
                 table,
                 j,
@@ -246,6 +285,8 @@ public final class RunTable {
         Optional.ofNullable(later).map(OffsetDateTime::toInstant),
         Boolean.TRUE.equals(r.get("too_old", Boolean.class)),
         Boolean.TRUE.equals(r.get("ahead", Boolean.class)),
+        Optional.ofNullable(r.get("overlapping", OffsetDateTime.class))
+            .map(OffsetDateTime::toInstant),
         r.get("now", OffsetDateTime.class).toInstant());
   }
 
@@ -309,12 +350,11 @@ public final class RunTable {
   /**
    * Takes an expired run over with the next attempt: {@code UPDATE ... SET attempt = attempt + 1,
    * owner = :owner, locked_until = clock_timestamp() + :lease WHERE job = :job AND scheduled_at =
-   * :t AND state = 'running' AND locked_until < clock_timestamp() AND attempt < :maxAttempts AND
-   * scheduled_at >= clock_timestamp() - :window RETURNING ...}: a run older than the claim window
-   * (its instance died before a long outage of the fleet) is not run again, {@link #giveUp} records
-   * it as failed. Under READ COMMITTED a concurrent finish or takeover holds the row lock; this
-   * statement waits for it and re-checks the conditions on the committed row, so exactly one of
-   * them wins.
+   * :t AND state = 'running' AND locked_until < clock_timestamp() AND attempt < :maxAttempts
+   * RETURNING ...}, whatever the age of the scheduled time: the claim window bounds new claims
+   * only, and an interrupted run is retried until its attempts are spent. Under READ COMMITTED a
+   * concurrent finish or takeover holds the row lock; this statement waits for it and re-checks the
+   * conditions on the committed row, so exactly one of them wins.
    */
   public Optional<Claim> takeOver(
       DSLContext dsl,
@@ -322,7 +362,6 @@ public final class RunTable {
       Instant time,
       String ownerName,
       Duration lease,
-      Duration window,
       int maxAttempts) {
     Field<Long> next = attempt.plus(inline(1L));
     return dsl.update(table)
@@ -332,7 +371,6 @@ public final class RunTable {
         .set(claimedAt, clockTimestamp())
         .where(expiredRun(jobName, time))
         .and(attempt.lt((long) maxAttempts))
-        .and(scheduledAt.ge(clockTimestampMinus(window)))
         .returning(attempt, coversFrom, missed)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
@@ -340,33 +378,23 @@ public final class RunTable {
   }
 
   /**
-   * Records an expired run that is not taken over as failed: the conditions of {@link #takeOver}
-   * with {@code (attempt >= :maxAttempts OR scheduled_at < clock_timestamp() - :window)}, the
-   * reason in {@code last_error}. Returns the number of attempts it had.
+   * Records an expired run out of attempts as failed: the conditions of {@link #takeOver} with
+   * {@code attempt >= :maxAttempts}, the reason in {@code last_error}. Returns the number of
+   * attempts it had.
    */
-  public Optional<Long> giveUp(
-      DSLContext dsl, String jobName, Instant time, Duration window, int maxAttempts) {
-    Condition outOfAttempts = attempt.ge((long) maxAttempts);
+  public Optional<Long> giveUp(DSLContext dsl, String jobName, Instant time, int maxAttempts) {
     return dsl.update(table)
         .set(state, FAILED)
         .setNull(lockedUntil)
         .set(finishedAt, clockTimestamp())
         .set(
             lastError,
-            DSL.when(
-                    outOfAttempts,
-                    val(
-                        "gave up: the lease of the last of "
-                            + maxAttempts
-                            + " attempts expired unfinished"))
-                .otherwise(
-                    val(
-                        "gave up: the lease expired and the scheduled time lies further back than"
-                            + " the claim window ("
-                            + window
-                            + ") from the database's clock")))
+            val(
+                "gave up: the lease of the last of "
+                    + maxAttempts
+                    + " attempts expired unfinished"))
         .where(expiredRun(jobName, time))
-        .and(outOfAttempts.or(scheduledAt.lt(clockTimestampMinus(window))))
+        .and(attempt.ge((long) maxAttempts))
         .returning(attempt)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
@@ -377,9 +405,9 @@ public final class RunTable {
    * Extends the lease of the current attempt: {@code UPDATE ... SET locked_until =
    * clock_timestamp() + :lease WHERE job = :job AND scheduled_at = :t AND state = 'running' AND
    * attempt = :attempt}, a compare-and-swap on the attempt token, never a blind bump. False: the
-   * run was taken over, given up, finished or released ({@code AND locked_until > '-infinity'}:
-   * {@link #release} ends the lease with that marker, so a renewal that was on its way when the job
-   * threw does not extend the released lease and delay the retry).
+   * run was taken over, given up, finished or released ({@code AND locked_until >
+   * '1970-01-01T00:00:00Z'}: {@link #release} ends the lease with that marker, so a renewal that
+   * was on its way when the job threw does not extend the released lease and delay the retry).
    *
    * <p>It does not require the lease to be unexpired. A lease that ran out while nobody took the
    * run over (a database outage longer than the lease) is still this attempt's: refusing it would
@@ -435,8 +463,9 @@ public final class RunTable {
 
   /**
    * Gives the current attempt back for a retry after the job threw: {@code locked_until =
-   * '-infinity'}, a lease that has ended and is marked released, so the next takeover scan of any
-   * instance claims it with the next attempt and no renewal of this attempt extends it again.
+   * '1970-01-01T00:00:00Z'} ({@link #RELEASED_AT}), a lease that has ended and is marked released,
+   * so the next takeover scan of any instance claims it with the next attempt and no renewal of
+   * this attempt extends it again.
    */
   public boolean release(
       DSLContext dsl, String jobName, Instant time, long currentAttempt, String error) {
@@ -505,14 +534,6 @@ public final class RunTable {
   /** {@code clock_timestamp() + :millis * interval '1 millisecond'}, rounded up, bound. */
   static Field<OffsetDateTime> clockTimestampPlus(Duration duration) {
     return clockTimestamp().plus(val(millis(duration)).times(ONE_MILLISECOND));
-  }
-
-  /**
-   * {@code clock_timestamp() + -:millis * interval '1 millisecond'}, rounded up, bound. (jOOQ's
-   * {@code minus} of an interval field renders date arithmetic PostgreSQL refuses.)
-   */
-  static Field<OffsetDateTime> clockTimestampMinus(Duration duration) {
-    return clockTimestamp().plus(val(-millis(duration)).times(ONE_MILLISECOND));
   }
 
   private static long millis(Duration duration) {
