@@ -275,6 +275,16 @@ public final class LeaderElector implements AutoCloseable {
    */
   @Override
   public void close() {
+    Interrupts interrupts = new Interrupts();
+    interrupts.clear();
+    try {
+      closeSingleFlight(interrupts);
+    } finally {
+      interrupts.restore();
+    }
+  }
+
+  private void closeSingleFlight(Interrupts interrupts) {
     boolean first;
     mutex.lock();
     try {
@@ -295,31 +305,36 @@ public final class LeaderElector implements AutoCloseable {
     boolean wasOwn = ownThread.get();
     ownThread.set(true);
     try {
-      closeOnce();
+      closeOnce(interrupts);
     } finally {
       ownThread.set(wasOwn);
       closeDone.countDown();
     }
   }
 
-  private void closeOnce() {
+  private void closeOnce(Interrupts interrupts) {
     try {
-      if (Thread.currentThread() != loop && joinUninterruptibly(loop, campaignStopTimeout())) {
-        Thread.currentThread().interrupt();
+      if (Thread.currentThread() != loop) {
+        interrupts.add(joinUninterruptibly(loop, campaignStopTimeout()));
       }
       Term term = endTerm();
       if (term != null) {
-        stopGracefully(term);
+        stopGracefully(term, interrupts);
       } else {
         LostWork lost = lostWork;
-        if (lost != null && !awaitEnd(lost.work(), lost.sinceNanos(), null)) {
-          overrun(lost.work(), "close() returns while it runs");
+        if (lost != null && !isCurrent(lost.work())) {
+          boolean ended = awaitEnd(lost.work(), lost.sinceNanos());
+          interrupts.clear();
+          if (!ended) {
+            overrun(lost.work(), "close() returns while it runs");
+          }
         }
       }
     } finally {
       try {
         releases.shutdown();
         awaitTermination(releases, config.leaseDuration());
+        interrupts.clear();
       } finally {
         lock.close();
       }
@@ -338,7 +353,13 @@ public final class LeaderElector implements AutoCloseable {
             held != null ? "stepping down (the lease is not lost: no halt) and " : "");
         Term term = endTerm();
         if (term != null) {
-          stopGracefully(term);
+          Interrupts interrupts = new Interrupts();
+          interrupts.clear(); // the interrupt that ended the campaign must not fail the release
+          try {
+            stopGracefully(term, interrupts);
+          } finally {
+            interrupts.restore();
+          }
         }
       }
     } catch (Error e) {
@@ -416,8 +437,8 @@ public final class LeaderElector implements AutoCloseable {
 
   /**
    * Why the term of {@code lease} is over, or null while it holds: a renewal refused (the lease is
-   * lost), a renewal that failed with an unexpected exception (counted and logged here), or no
-   * renewal for {@code renewDeadline}.
+   * lost), a renewal that failed with an unexpected exception, no renewal for {@code
+   * renewDeadline}, or the work released the lease itself (not a loss: {@link Loss#released}).
    */
   private Loss lossOf(HeldLock lease) {
     RenewalFailure failure = renewalFailure.get();
@@ -426,8 +447,11 @@ public final class LeaderElector implements AutoCloseable {
         && renewalFailure.compareAndSet(failure, null)) {
       return new Loss("a renewal of the lease failed on an unexpected exception", failure.cause());
     }
-    if (!lease.isHeld()) {
+    if (lease.isLost()) {
       return new Loss("the lease was lost", null);
+    }
+    if (!lease.isHeld()) {
+      return Loss.RELEASED;
     }
     Duration sinceRenewal = config.leaseDuration().minus(lease.deadline().remaining());
     if (sinceRenewal.compareTo(config.renewDeadline()) >= 0) {
@@ -445,9 +469,18 @@ public final class LeaderElector implements AutoCloseable {
   /**
    * Why a term ended; {@code unexpected} is a failure other than {@link
    * BackendUnavailableException}, counted as {@code nolock.leadership.errors} once the halt (if
-   * any) has come.
+   * any) has come. {@link #RELEASED} is no loss: the work gave the lease up itself (closing the
+   * {@link HeldLock}, as try-with-resources does), so nothing the elector did not intend happened
+   * to it, and nothing halts.
    */
-  private record Loss(String reason, Throwable unexpected) {}
+  private record Loss(String reason, Throwable unexpected) {
+    static final Loss RELEASED =
+        new Loss("the leader's work released its own lease; the term ends", null);
+
+    boolean released() {
+      return this == RELEASED;
+    }
+  }
 
   private Duration untilRenewDeadline(HeldLock lease) {
     Duration sinceRenewal = config.leaseDuration().minus(lease.deadline().remaining());
@@ -610,26 +643,42 @@ public final class LeaderElector implements AutoCloseable {
     long since = config.clock().nanoTime();
     boolean handedOver = false;
     try {
-      // The one line that says why a halted process died; nothing else comes before the halt.
-      LOG.error(
-          "Election {}: {} lost leadership{}: {}",
-          config.name(),
-          config.identity(),
-          config.haltOnLoss() ? ", halting the process" : "",
-          loss.reason(),
-          loss.unexpected());
-      if (config.haltOnLoss()) {
-        config.halt().run();
+      if (loss.released()) {
+        LOG.warn(
+            "Election {}: {}: {} steps down (not a loss: no halt)",
+            config.name(),
+            loss.reason(),
+            config.identity());
+      } else {
+        try {
+          // The one line that says why a halted process died; nothing else comes before the halt.
+          LOG.error(
+              "Election {}: {} lost leadership{}: {}",
+              config.name(),
+              config.identity(),
+              config.haltOnLoss() ? ", halting the process" : "",
+              loss.reason(),
+              loss.unexpected());
+        } finally {
+          // Even when the logger throws (a full disk, a broken appender).
+          if (config.haltOnLoss()) {
+            config.halt().run();
+          }
+        }
       }
       if (lost != null) {
         lostWork = new LostWork(lost, since);
       }
-      losses.increment();
+      if (!loss.released()) {
+        losses.increment();
+      }
       leading.record(Duration.ofNanos(since - leaderSinceNanos));
       if (loss.unexpected() != null) {
         errors.increment();
       }
-      stopped();
+      if (lost != null) {
+        stopped(); // never for a term whose onStartedLeading was not called
+      }
       if (inBackground) {
         try {
           releases.execute(() -> releaseAfterWork(term.lease(), lost, since));
@@ -652,7 +701,7 @@ public final class LeaderElector implements AutoCloseable {
    */
   private void releaseAfterWork(HeldLock lease, Work lost, long sinceNanos) {
     try {
-      if (lost != null && !awaitEnd(lost, sinceNanos, null)) {
+      if (lost != null && !awaitEnd(lost, sinceNanos)) {
         overrun(
             lost,
             "releasing the lost term's lease anyway: a successor may start while it runs, and only"
@@ -663,44 +712,70 @@ public final class LeaderElector implements AutoCloseable {
     }
   }
 
-  /** Step 4 of the class's algorithm, after campaigning stopped. */
-  private void stopGracefully(Term term) {
+  /**
+   * Step 4 of the class's algorithm, after campaigning stopped: interrupt the work, call
+   * onStoppedLeading, wait for the work, release; the lease is watched from the interrupt until the
+   * work ended or the wait gave up, onStoppedLeading included (it may wait for the work). The
+   * interrupt flag is cleared after each wait and remembered in {@code interrupts}, so that
+   * onStoppedLeading and the release never run with it set. A work thread that closes its own
+   * elector is neither interrupted nor waited for.
+   */
+  private void stopGracefully(Term term, Interrupts interrupts) {
     Work stopping = term.work();
+    boolean self = stopping != null && isCurrent(stopping);
+    Watch watch = null;
     try {
-      if (stopping != null) {
+      if (stopping != null && !self) {
         stopping.thread().interrupt();
       }
       long since = config.clock().nanoTime();
+      if (stopping != null) {
+        watch = new Watch(term.lease(), stopping);
+        watch.start();
+      }
       try {
-        stopped();
+        if (stopping != null) {
+          stopped(); // never for a term whose onStartedLeading was not called
+        }
       } finally {
-        if (stopping != null && !awaitEnd(stopping, since, term.lease())) {
-          overrun(
-              stopping,
-              "releasing the lease anyway: a successor may start while it runs, and only the"
-                  + " fence refuses its writes");
+        interrupts.clear();
+        if (stopping != null && !self) {
+          boolean ended = awaitEnd(stopping, since);
+          interrupts.clear();
+          if (!ended) {
+            overrun(
+                stopping,
+                "releasing the lease anyway: a successor may start while it runs, and only the"
+                    + " fence refuses its writes");
+          }
         }
       }
     } finally {
-      leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
-      release(term.lease());
+      try {
+        if (watch != null) {
+          interrupts.add(watch.stop());
+        }
+      } finally {
+        leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
+        release(term.lease());
+      }
     }
+  }
+
+  private static boolean isCurrent(Work work) {
+    return work.thread() == Thread.currentThread();
   }
 
   /**
    * Waits until {@code work} has ended, at most {@code workStopTimeout} from {@code sinceNanos} on
    * the elector's clock; true when it has. Interrupts do not shorten it (the flag is set again on
-   * return). While it waits, {@code watched} (the lease of the term being ended, or null) is
-   * watched as the campaign would: if it is lost meanwhile, {@code haltOnLoss} applies, since work
-   * that ignores interrupts may now overlap a successor. A work thread waiting for itself returns
-   * at once.
+   * return). A work thread waiting for itself returns at once.
    */
-  private boolean awaitEnd(Work work, long sinceNanos, HeldLock watched) {
-    if (work.thread() == Thread.currentThread()) {
+  private boolean awaitEnd(Work work, long sinceNanos) {
+    if (isCurrent(work)) {
       return false;
     }
     boolean interrupted = false;
-    boolean lossSeen = false;
     mutex.lock();
     try {
       while (work.running()) {
@@ -710,20 +785,6 @@ public final class LeaderElector implements AutoCloseable {
                 .minus(Duration.ofNanos(config.clock().nanoTime() - sinceNanos));
         if (left.isNegative() || left.isZero()) {
           break;
-        }
-        if (watched != null && !lossSeen) {
-          Loss loss = lossOf(watched);
-          if (loss != null) {
-            lossSeen = true;
-            mutex.unlock();
-            try {
-              lostWhileClosing(loss);
-            } finally {
-              mutex.lock();
-            }
-            continue;
-          }
-          left = min(left, untilRenewDeadline(watched));
         }
         try {
           config.pause().await(wake, left);
@@ -745,17 +806,90 @@ public final class LeaderElector implements AutoCloseable {
     return ended;
   }
 
-  /** The lease of a term being closed was lost while close() waited for its work. */
-  private void lostWhileClosing(Loss loss) {
-    LOG.error(
-        "Election {}: {} lost leadership while close() waited for the work to end{}: {}",
-        config.name(),
-        config.identity(),
-        config.haltOnLoss() ? ", halting the process" : "",
-        loss.reason(),
-        loss.unexpected());
-    if (config.haltOnLoss()) {
-      config.halt().run();
+  /**
+   * Watches the lease of a term being stopped gracefully, on a thread of its own, while its work
+   * runs and until {@link #stop}: nothing else watches it then (the campaign has stopped), and
+   * onStoppedLeading, which runs meanwhile, may itself wait for the work. A lease lost meanwhile
+   * (refused, {@code renewDeadline} passed, a renewal's unexpected exception) may let a successor
+   * start beside that work, so {@code haltOnLoss} applies; a lease the work released itself is only
+   * reported.
+   */
+  private final class Watch {
+    private final HeldLock lease;
+    private final Work work;
+    private final Thread thread;
+    private boolean stopped; // under mutex
+
+    Watch(HeldLock lease, Work work) {
+      this.lease = lease;
+      this.work = work;
+      this.thread = new Thread(own(this::watch), "nolock-elector-stopping-" + config.name());
+      thread.setDaemon(true);
+    }
+
+    void start() {
+      thread.start();
+    }
+
+    /** Ends the watch and waits for its thread; returns whether an interrupt came meanwhile. */
+    boolean stop() {
+      mutex.lock();
+      try {
+        stopped = true;
+        wake.signalAll();
+      } finally {
+        mutex.unlock();
+      }
+      return joinUninterruptibly(thread, null);
+    }
+
+    private void watch() {
+      mutex.lock();
+      try {
+        while (!stopped && work.running()) {
+          Loss loss = lossOf(lease);
+          if (loss != null) {
+            mutex.unlock();
+            try {
+              lostWhileStopping(loss);
+            } finally {
+              mutex.lock();
+            }
+            return;
+          }
+          config.pause().await(wake, untilRenewDeadline(lease));
+        }
+      } catch (InterruptedException e) {
+        // Only the process ending interrupts this thread.
+      } finally {
+        mutex.unlock();
+      }
+    }
+  }
+
+  /** The lease of a term being stopped gracefully ended while its work still ran. */
+  private void lostWhileStopping(Loss loss) {
+    if (loss.released()) {
+      LOG.warn(
+          "Election {}: {} while it was being stopped (not a loss: no halt)",
+          config.name(),
+          loss.reason());
+      return;
+    }
+    try {
+      LOG.error(
+          "Election {}: {} lost leadership while its term was being stopped and its work still"
+              + " ran{}: {}",
+          config.name(),
+          config.identity(),
+          config.haltOnLoss() ? ", halting the process" : "",
+          loss.reason(),
+          loss.unexpected());
+    } finally {
+      // Even when the logger throws (a full disk, a broken appender).
+      if (config.haltOnLoss()) {
+        config.halt().run();
+      }
     }
     losses.increment();
     if (loss.unexpected() != null) {
@@ -808,6 +942,31 @@ public final class LeaderElector implements AutoCloseable {
       ownThread.set(true);
       task.run();
     };
+  }
+
+  /**
+   * The interrupts a thread saw while it stopped a term: cleared after each wait, so that
+   * onStoppedLeading and the backend's release never run with the flag set (blocking calls would
+   * throw at once, and etcd's and Redis's clients fail), and set again when it is done.
+   */
+  private static final class Interrupts {
+    private boolean seen;
+
+    /** Takes the current thread's flag, if set. */
+    void clear() {
+      seen |= Thread.interrupted();
+    }
+
+    void add(boolean interrupted) {
+      seen |= interrupted;
+    }
+
+    void restore() {
+      clear();
+      if (seen) {
+        Thread.currentThread().interrupt();
+      }
+    }
   }
 
   /**
