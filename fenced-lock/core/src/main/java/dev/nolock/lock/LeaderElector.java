@@ -152,6 +152,7 @@ public final class LeaderElector implements AutoCloseable {
   private record RenewalFailure(FencingToken token, Throwable cause) {}
 
   private volatile boolean running = true;
+  private volatile boolean campaignEnded; // set, under mutex, as the campaign thread ends
   private boolean closed; // under mutex: set by the first close(), before it ends the term
   private volatile HeldLock held; // written under mutex, with work
   private volatile long leaderSinceNanos;
@@ -315,7 +316,7 @@ public final class LeaderElector implements AutoCloseable {
   private void closeOnce(Interrupts interrupts) {
     try {
       if (Thread.currentThread() != loop) {
-        interrupts.add(joinUninterruptibly(loop, campaignStopTimeout()));
+        interrupts.add(awaitCampaignEnd());
       }
       Term term = endTerm();
       if (term != null) {
@@ -341,7 +342,52 @@ public final class LeaderElector implements AutoCloseable {
     }
   }
 
+  /**
+   * Waits for the campaign thread to end, at most {@link #campaignStopTimeout()} on the elector's
+   * clock, as its other waits are; returns whether an interrupt came meanwhile.
+   */
+  private boolean awaitCampaignEnd() {
+    long since = config.clock().nanoTime();
+    boolean interrupted = false;
+    mutex.lock();
+    try {
+      while (!campaignEnded) {
+        Duration left =
+            campaignStopTimeout().minus(Duration.ofNanos(config.clock().nanoTime() - since));
+        if (left.isNegative() || left.isZero()) {
+          break;
+        }
+        try {
+          config.pause().await(wake, left);
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      mutex.unlock();
+    }
+    if (campaignEnded) {
+      // It has marked its end; what is left is the thread's exit.
+      interrupted |= joinUninterruptibly(loop);
+    }
+    return interrupted;
+  }
+
   private void run() {
+    try {
+      campaignAndStop();
+    } finally {
+      mutex.lock();
+      try {
+        campaignEnded = true;
+        wake.signalAll();
+      } finally {
+        mutex.unlock();
+      }
+    }
+  }
+
+  private void campaignAndStop() {
     ownThread.set(true);
     try {
       campaign();
@@ -798,7 +844,7 @@ public final class LeaderElector implements AutoCloseable {
     boolean ended = !work.running();
     if (ended) {
       // It has returned; what is left is its signal, which needs the mutex this no longer holds.
-      interrupted |= joinUninterruptibly(work.thread(), null);
+      interrupted |= joinUninterruptibly(work.thread());
     }
     if (interrupted) {
       Thread.currentThread().interrupt();
@@ -840,7 +886,7 @@ public final class LeaderElector implements AutoCloseable {
       } finally {
         mutex.unlock();
       }
-      return joinUninterruptibly(thread, null);
+      return joinUninterruptibly(thread);
     }
 
     private void watch() {
@@ -970,23 +1016,14 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
-   * Joins {@code thread}, at most {@code timeout} of real time (null: no bound), through
-   * interrupts; returns whether one came, for the caller to set the flag again once it is done.
+   * Joins {@code thread}, which has done its work and has only its exit left, through interrupts;
+   * returns whether one came, for the caller to set the flag again once it is done.
    */
-  private static boolean joinUninterruptibly(Thread thread, Duration timeout) {
+  private static boolean joinUninterruptibly(Thread thread) {
     boolean interrupted = false;
-    long deadline = timeout == null ? 0 : System.nanoTime() + timeout.toNanos();
     while (thread.isAlive()) {
-      long left = timeout == null ? 0 : deadline - System.nanoTime();
-      if (timeout != null && left <= 0) {
-        break;
-      }
       try {
-        if (timeout == null) {
-          thread.join();
-        } else {
-          TimeUnit.NANOSECONDS.timedJoin(thread, left);
-        }
+        thread.join();
       } catch (InterruptedException e) {
         interrupted = true;
       }
@@ -1008,6 +1045,10 @@ public final class LeaderElector implements AutoCloseable {
     }
   }
 
+  /**
+   * Waits for the release thread, at most {@code timeout} of real time ({@code System.nanoTime},
+   * not the elector's clock: it bounds backend calls, which no injected clock slows or speeds).
+   */
   private void awaitTermination(ExecutorService executor, Duration timeout) {
     boolean interrupted = false;
     long deadline = System.nanoTime() + timeout.toNanos();

@@ -393,7 +393,9 @@ class LeaderElectorStepDownTest {
                 .clock(clock)
                 .pause(
                     (wake, d) -> {
-                      if (Thread.currentThread() == test) {
+                      // close()'s wait for the campaign thread, woken as that thread ends, is a
+                      // real one: this test measures its wait for the work.
+                      if (Thread.currentThread() == test && !campaigning("step-down")) {
                         closeWaits.add(d);
                         clock.advance(d);
                       } else {
@@ -418,6 +420,58 @@ class LeaderElectorStepDownTest {
             closeWaits)
         .contains("A: release, interrupted before: true, at PT5S");
     assertThat(server.holder("step-down").isEmpty()).as("the lease was released").isTrue();
+  }
+
+  /**
+   * close() while the campaign thread is in a backend call that does not answer (an acquire that
+   * ignores interrupts): close() waits for it workStopTimeout + leaseDuration on the elector's
+   * clock (a manual one that the closer's waits move), no longer, and the grant that comes back
+   * after starts no work.
+   */
+  @Test
+  void closeWaitsForACampaignStuckInTheBackendWorkStopTimeoutPlusLeaseDuration() throws Exception {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch inAcquire = new CountDownLatch(1);
+    CountDownLatch acquireMayReturn = latch();
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            inAcquire.countDown();
+            awaitQuietly(acquireMayReturn);
+            return super.tryAcquire(name, owner, ttl);
+          }
+        };
+    List<Duration> closeWaits = new CopyOnWriteArrayList<>();
+    StubbornWork a = new StubbornWork("A", latch(), true);
+    LeaderElector elector =
+        start(
+            backend,
+            fast("A")
+                .workStopTimeout(Duration.ofSeconds(2))
+                .clock(clock)
+                .pause(
+                    (wake, d) -> {
+                      if (Thread.currentThread().getName().equals("closer")) {
+                        closeWaits.add(d);
+                        clock.advance(d);
+                      } else {
+                        wake.awaitNanos(d.toNanos());
+                      }
+                    })
+                .build(),
+            a);
+    inAcquire.await();
+    assertEnds(closeOn("closer", elector));
+
+    assertThat(closeWaits)
+        .as("close() waited workStopTimeout (2 s) + leaseDuration (1 s) for the campaign thread")
+        .containsExactly(Duration.ofSeconds(3));
+    acquireMayReturn.countDown();
+    await().until(() -> !campaigning("step-down"));
+    assertThat(a.started.getCount()).as("the late grant started no work").isOne();
+    assertThat(server.holder("step-down").isEmpty()).as("and was released").isTrue();
   }
 
   /**
