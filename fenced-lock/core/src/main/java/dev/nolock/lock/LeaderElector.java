@@ -50,9 +50,10 @@ import org.slf4j.LoggerFactory;
  *             must not overlap the successor, and client-go's {@code os.Exit(1)} in {@code
  *             OnStoppedLeading} exists for that reason. Nothing the backend or the owner does can
  *             delay it: no backend call, no callback and no metric comes before it (only the log
- *             line, so an appender that blocks would delay it);
+ *             line, so an appender that blocks would delay it; one that throws does not skip it);
  *         <li>count the loss, then call {@link Leadership#onStoppedLeading} (after a real halt
- *             neither happens);
+ *             neither happens; nor does onStoppedLeading for a term whose {@link
+ *             Leadership#onStartedLeading} was never called);
  *         <li>release the lease on the elector's single release thread, once the lost term's work
  *             has ended or {@code workStopTimeout} has passed since its interrupt (logged and
  *             counted as an overrun): without a halt, a renewDeadline passed or a backend error
@@ -70,28 +71,39 @@ import org.slf4j.LoggerFactory;
  *             never leads again is visible and safe, a term overlapping its predecessor in one
  *             process is neither. Other candidates may lead meanwhile.
  *       </ol>
+ *       A lease the work released itself (it closed its {@link HeldLock}) is no loss: the term ends
+ *       by the same steps, but logged at warn level, without a halt and not counted.
  *   <li>{@link #close()} steps down gracefully, without halting, and frees the lease only once the
  *       work has ended, so that a successor never overlaps it. The first call does the work; a
  *       later call waits until it is done, and a call from the elector's own threads (the work, a
  *       callback such as {@code onStoppedLeading}, the closing thread) returns at once rather than
- *       wait for itself. Interrupts shorten none of its waits (the flag is set again on return):
+ *       wait for itself. Interrupts shorten none of its waits: the flag is cleared on entry and
+ *       after each wait, so that onStoppedLeading and the backend's release never run with it set,
+ *       and set again on return. Its waits are measured on the elector's clock, but for the last
+ *       (lost terms' releases), which bounds backend calls and uses {@code System.nanoTime}:
  *       <ol>
  *         <li>stop campaigning: mark the elector closed and wait for the campaign thread, at most
  *             {@code workStopTimeout + leaseDuration} (it may be finishing a step-down, or in a
- *             backend call that does not answer). A grant that comes back after that is released at
- *             once and starts no work;
- *         <li>interrupt the work thread and call {@link Leadership#onStoppedLeading};
- *         <li>wait for the work thread to end, at most {@code workStopTimeout}, watching the lease
- *             as the campaign did: if it is lost meanwhile (refused, {@code renewDeadline} passed,
- *             a backend error), the process halts unless {@code haltOnLoss(false)}, since the work
- *             may now overlap a successor. A thread still running at the timeout is logged at error
- *             level and counted ({@code nolock.leadership.work.overruns});
+ *             backend call that does not answer). A grant that comes back once the elector is
+ *             marked closed is released at once and starts no work;
+ *         <li>interrupt the work thread (unless it is the one calling close()), and from then on
+ *             watch the lease on a thread of the elector's, as the campaign did, until the work has
+ *             ended or the wait below gave up: if it is lost meanwhile (refused, {@code
+ *             renewDeadline} passed, a backend error), the process halts unless {@code
+ *             haltOnLoss(false)}, since the work may now overlap a successor, and the loss is
+ *             counted; a lease the work released itself is logged at warn level only;
+ *         <li>call {@link Leadership#onStoppedLeading}, if the term's work was started (the lease
+ *             is watched meanwhile: it may wait for the work itself);
+ *         <li>wait for the work thread to end, at most {@code workStopTimeout} after its interrupt;
+ *             a thread still running then is logged at error level and counted ({@code
+ *             nolock.leadership.work.overruns}). A work thread that called close() itself is not
+ *             waited for;
  *         <li>release the lease, so that a successor need not wait for it to expire, wait at most
  *             {@code leaseDuration} for lost terms' releases still running, and close the lock.
  *             These happen whatever {@code onStoppedLeading} threw; an {@link Error} from it is
  *             rethrown after them.
  *       </ol>
- *       A close while the candidate waits for a lost term's work (step 3, item 5) waits for it at
+ *       A close while the candidate waits for a lost term's work (step 3, item 6) waits for it at
  *       most {@code workStopTimeout} as well, then returns, logging and counting a thread still
  *       running.
  *   <li>A backend that is down ({@link BackendUnavailableException}) is retried every {@code
@@ -111,8 +123,8 @@ import org.slf4j.LoggerFactory;
  *       at error level, and is rethrown: the campaign thread ends; the elector is not campaigning
  *       any more. An {@code Error} thrown by a renewal is handled as in step 5.
  *   <li>An interrupt of the campaign thread (by anyone but the elector) is logged at error level,
- *       and a leader steps down as {@link #close()} does (the lease is not lost: no halt); the
- *       campaign thread then ends.
+ *       and a leader steps down as {@link #close()} does, steps 2 to 5 (the lease is not lost: no
+ *       halt; the flag is cleared first and set again after); the campaign thread then ends.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
@@ -270,9 +282,10 @@ public final class LeaderElector implements AutoCloseable {
    *
    * <p>Single-flight: the first call does the work; a later call waits until it is done, except a
    * call from the elector's own threads (the work, a callback, the closing thread itself), which
-   * returns at once rather than wait for itself. An interrupt does not shorten the waits; the
-   * interrupt flag is set again on return. An {@link Error} from {@link
-   * Leadership#onStoppedLeading} is rethrown after the lease was released and the lock closed.
+   * returns at once rather than wait for itself. An interrupt does not shorten the waits; the flag
+   * is cleared while close() works (onStoppedLeading and the release run without it) and set again
+   * on return. An {@link Error} from {@link Leadership#onStoppedLeading} is rethrown after the
+   * lease was released and the lock closed.
    */
   @Override
   public void close() {
@@ -566,7 +579,7 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
-   * Step 3, item 5, of the class's algorithm: one wait for a lost term's work to end, which wakes
+   * Step 3, item 6, of the class's algorithm: one wait for a lost term's work to end, which wakes
    * the campaign when it does. Past {@code workStopTimeout} it is reported once, and waited for
    * still.
    */
