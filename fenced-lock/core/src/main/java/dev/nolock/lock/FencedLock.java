@@ -240,10 +240,24 @@ public final class FencedLock implements AutoCloseable {
     } catch (RejectedExecutionException closedMeanwhile) {
       // close() ran while the grant was on its way: nobody would renew or release it.
       releaseQuietly(name, owner, token.get());
-      throw new IllegalStateException(
-          "This FencedLock was closed while acquiring; the grant was released.", closedMeanwhile);
+      throw closedWhileAcquiring(closedMeanwhile);
+    }
+    if (closed.get()) {
+      // close() began before this lease was registered: its pass over the held leases may have
+      // missed it, and the timers just scheduled are dropped when it shuts the schedulers down.
+      // The registration comes before this read and close() marks before it passes, so one of
+      // the two always releases the lease (release is idempotent).
+      lock.release();
+      throw closedWhileAcquiring(null);
     }
     return Option.some(lock);
+  }
+
+  private static IllegalStateException closedWhileAcquiring(Throwable cause) {
+    return new IllegalStateException(
+        "This FencedLock was closed while acquiring; the grant was released. Create a new"
+            + " FencedLock to acquire again.",
+        cause);
   }
 
   private void renew(HeldLock lock) {

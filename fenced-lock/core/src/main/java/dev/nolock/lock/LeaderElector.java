@@ -50,9 +50,10 @@ import org.slf4j.LoggerFactory;
  *             must not overlap the successor, and client-go's {@code os.Exit(1)} in {@code
  *             OnStoppedLeading} exists for that reason. Nothing the backend or the owner does can
  *             delay it: no backend call, no callback and no metric comes before it (only the log
- *             line, so an appender that blocks would delay it);
+ *             line, so an appender that blocks would delay it; one that throws does not skip it);
  *         <li>count the loss, then call {@link Leadership#onStoppedLeading} (after a real halt
- *             neither happens);
+ *             neither happens; nor does onStoppedLeading for a term whose {@link
+ *             Leadership#onStartedLeading} was never called);
  *         <li>release the lease on the elector's single release thread, once the lost term's work
  *             has ended or {@code workStopTimeout} has passed since its interrupt (logged and
  *             counted as an overrun): without a halt, a renewDeadline passed or a backend error
@@ -70,28 +71,39 @@ import org.slf4j.LoggerFactory;
  *             never leads again is visible and safe, a term overlapping its predecessor in one
  *             process is neither. Other candidates may lead meanwhile.
  *       </ol>
+ *       A lease the work released itself (it closed its {@link HeldLock}) is no loss: the term ends
+ *       by the same steps, but logged at warn level, without a halt and not counted.
  *   <li>{@link #close()} steps down gracefully, without halting, and frees the lease only once the
  *       work has ended, so that a successor never overlaps it. The first call does the work; a
  *       later call waits until it is done, and a call from the elector's own threads (the work, a
  *       callback such as {@code onStoppedLeading}, the closing thread) returns at once rather than
- *       wait for itself. Interrupts shorten none of its waits (the flag is set again on return):
+ *       wait for itself. Interrupts shorten none of its waits: the flag is cleared on entry and
+ *       after each wait, so that onStoppedLeading and the backend's release never run with it set,
+ *       and set again on return. Its waits are measured on the elector's clock, but for the last
+ *       (lost terms' releases), which bounds backend calls and uses {@code System.nanoTime}:
  *       <ol>
  *         <li>stop campaigning: mark the elector closed and wait for the campaign thread, at most
  *             {@code workStopTimeout + leaseDuration} (it may be finishing a step-down, or in a
- *             backend call that does not answer). A grant that comes back after that is released at
- *             once and starts no work;
- *         <li>interrupt the work thread and call {@link Leadership#onStoppedLeading};
- *         <li>wait for the work thread to end, at most {@code workStopTimeout}, watching the lease
- *             as the campaign did: if it is lost meanwhile (refused, {@code renewDeadline} passed,
- *             a backend error), the process halts unless {@code haltOnLoss(false)}, since the work
- *             may now overlap a successor. A thread still running at the timeout is logged at error
- *             level and counted ({@code nolock.leadership.work.overruns});
+ *             backend call that does not answer). A grant that comes back once the elector is
+ *             marked closed is released at once and starts no work;
+ *         <li>interrupt the work thread (unless it is the one calling close()), and from then on
+ *             watch the lease on a thread of the elector's, as the campaign did, until the work has
+ *             ended or the wait below gave up: if it is lost meanwhile (refused, {@code
+ *             renewDeadline} passed, a backend error), the process halts unless {@code
+ *             haltOnLoss(false)}, since the work may now overlap a successor, and the loss is
+ *             counted; a lease the work released itself is logged at warn level only;
+ *         <li>call {@link Leadership#onStoppedLeading}, if the term's work was started (the lease
+ *             is watched meanwhile: it may wait for the work itself);
+ *         <li>wait for the work thread to end, at most {@code workStopTimeout} after its interrupt;
+ *             a thread still running then is logged at error level and counted ({@code
+ *             nolock.leadership.work.overruns}). A work thread that called close() itself is not
+ *             waited for;
  *         <li>release the lease, so that a successor need not wait for it to expire, wait at most
  *             {@code leaseDuration} for lost terms' releases still running, and close the lock.
  *             These happen whatever {@code onStoppedLeading} threw; an {@link Error} from it is
  *             rethrown after them.
  *       </ol>
- *       A close while the candidate waits for a lost term's work (step 3, item 5) waits for it at
+ *       A close while the candidate waits for a lost term's work (step 3, item 6) waits for it at
  *       most {@code workStopTimeout} as well, then returns, logging and counting a thread still
  *       running.
  *   <li>A backend that is down ({@link BackendUnavailableException}) is retried every {@code
@@ -111,8 +123,8 @@ import org.slf4j.LoggerFactory;
  *       at error level, and is rethrown: the campaign thread ends; the elector is not campaigning
  *       any more. An {@code Error} thrown by a renewal is handled as in step 5.
  *   <li>An interrupt of the campaign thread (by anyone but the elector) is logged at error level,
- *       and a leader steps down as {@link #close()} does (the lease is not lost: no halt); the
- *       campaign thread then ends.
+ *       and a leader steps down as {@link #close()} does, steps 2 to 5 (the lease is not lost: no
+ *       halt; the flag is cleared first and set again after); the campaign thread then ends.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
@@ -152,6 +164,7 @@ public final class LeaderElector implements AutoCloseable {
   private record RenewalFailure(FencingToken token, Throwable cause) {}
 
   private volatile boolean running = true;
+  private volatile boolean campaignEnded; // set, under mutex, as the campaign thread ends
   private boolean closed; // under mutex: set by the first close(), before it ends the term
   private volatile HeldLock held; // written under mutex, with work
   private volatile long leaderSinceNanos;
@@ -269,12 +282,23 @@ public final class LeaderElector implements AutoCloseable {
    *
    * <p>Single-flight: the first call does the work; a later call waits until it is done, except a
    * call from the elector's own threads (the work, a callback, the closing thread itself), which
-   * returns at once rather than wait for itself. An interrupt does not shorten the waits; the
-   * interrupt flag is set again on return. An {@link Error} from {@link
-   * Leadership#onStoppedLeading} is rethrown after the lease was released and the lock closed.
+   * returns at once rather than wait for itself. An interrupt does not shorten the waits; the flag
+   * is cleared while close() works (onStoppedLeading and the release run without it) and set again
+   * on return. An {@link Error} from {@link Leadership#onStoppedLeading} is rethrown after the
+   * lease was released and the lock closed.
    */
   @Override
   public void close() {
+    Interrupts interrupts = new Interrupts();
+    interrupts.clear();
+    try {
+      closeSingleFlight(interrupts);
+    } finally {
+      interrupts.restore();
+    }
+  }
+
+  private void closeSingleFlight(Interrupts interrupts) {
     boolean first;
     mutex.lock();
     try {
@@ -295,38 +319,88 @@ public final class LeaderElector implements AutoCloseable {
     boolean wasOwn = ownThread.get();
     ownThread.set(true);
     try {
-      closeOnce();
+      closeOnce(interrupts);
     } finally {
       ownThread.set(wasOwn);
       closeDone.countDown();
     }
   }
 
-  private void closeOnce() {
+  private void closeOnce(Interrupts interrupts) {
     try {
-      if (Thread.currentThread() != loop && joinUninterruptibly(loop, campaignStopTimeout())) {
-        Thread.currentThread().interrupt();
+      if (Thread.currentThread() != loop) {
+        interrupts.add(awaitCampaignEnd());
       }
       Term term = endTerm();
       if (term != null) {
-        stopGracefully(term);
+        stopGracefully(term, interrupts);
       } else {
         LostWork lost = lostWork;
-        if (lost != null && !awaitEnd(lost.work(), lost.sinceNanos(), null)) {
-          overrun(lost.work(), "close() returns while it runs");
+        if (lost != null && !isCurrent(lost.work())) {
+          boolean ended = awaitEnd(lost.work(), lost.sinceNanos());
+          interrupts.clear();
+          if (!ended) {
+            overrun(lost.work(), "close() returns while it runs");
+          }
         }
       }
     } finally {
       try {
         releases.shutdown();
         awaitTermination(releases, config.leaseDuration());
+        interrupts.clear();
       } finally {
         lock.close();
       }
     }
   }
 
+  /**
+   * Waits for the campaign thread to end, at most {@link #campaignStopTimeout()} on the elector's
+   * clock, as its other waits are; returns whether an interrupt came meanwhile.
+   */
+  private boolean awaitCampaignEnd() {
+    long since = config.clock().nanoTime();
+    boolean interrupted = false;
+    mutex.lock();
+    try {
+      while (!campaignEnded) {
+        Duration left =
+            campaignStopTimeout().minus(Duration.ofNanos(config.clock().nanoTime() - since));
+        if (left.isNegative() || left.isZero()) {
+          break;
+        }
+        try {
+          config.pause().await(wake, left);
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    } finally {
+      mutex.unlock();
+    }
+    if (campaignEnded) {
+      // It has marked its end; what is left is the thread's exit.
+      interrupted |= joinUninterruptibly(loop);
+    }
+    return interrupted;
+  }
+
   private void run() {
+    try {
+      campaignAndStop();
+    } finally {
+      mutex.lock();
+      try {
+        campaignEnded = true;
+        wake.signalAll();
+      } finally {
+        mutex.unlock();
+      }
+    }
+  }
+
+  private void campaignAndStop() {
     ownThread.set(true);
     try {
       campaign();
@@ -338,7 +412,13 @@ public final class LeaderElector implements AutoCloseable {
             held != null ? "stepping down (the lease is not lost: no halt) and " : "");
         Term term = endTerm();
         if (term != null) {
-          stopGracefully(term);
+          Interrupts interrupts = new Interrupts();
+          interrupts.clear(); // the interrupt that ended the campaign must not fail the release
+          try {
+            stopGracefully(term, interrupts);
+          } finally {
+            interrupts.restore();
+          }
         }
       }
     } catch (Error e) {
@@ -416,8 +496,8 @@ public final class LeaderElector implements AutoCloseable {
 
   /**
    * Why the term of {@code lease} is over, or null while it holds: a renewal refused (the lease is
-   * lost), a renewal that failed with an unexpected exception (counted and logged here), or no
-   * renewal for {@code renewDeadline}.
+   * lost), a renewal that failed with an unexpected exception, no renewal for {@code
+   * renewDeadline}, or the work released the lease itself (not a loss: {@link Loss#released}).
    */
   private Loss lossOf(HeldLock lease) {
     RenewalFailure failure = renewalFailure.get();
@@ -426,8 +506,11 @@ public final class LeaderElector implements AutoCloseable {
         && renewalFailure.compareAndSet(failure, null)) {
       return new Loss("a renewal of the lease failed on an unexpected exception", failure.cause());
     }
-    if (!lease.isHeld()) {
+    if (lease.isLost()) {
       return new Loss("the lease was lost", null);
+    }
+    if (!lease.isHeld()) {
+      return Loss.RELEASED;
     }
     Duration sinceRenewal = config.leaseDuration().minus(lease.deadline().remaining());
     if (sinceRenewal.compareTo(config.renewDeadline()) >= 0) {
@@ -445,9 +528,18 @@ public final class LeaderElector implements AutoCloseable {
   /**
    * Why a term ended; {@code unexpected} is a failure other than {@link
    * BackendUnavailableException}, counted as {@code nolock.leadership.errors} once the halt (if
-   * any) has come.
+   * any) has come. {@link #RELEASED} is no loss: the work gave the lease up itself (closing the
+   * {@link HeldLock}, as try-with-resources does), so nothing the elector did not intend happened
+   * to it, and nothing halts.
    */
-  private record Loss(String reason, Throwable unexpected) {}
+  private record Loss(String reason, Throwable unexpected) {
+    static final Loss RELEASED =
+        new Loss("the leader's work released its own lease; the term ends", null);
+
+    boolean released() {
+      return this == RELEASED;
+    }
+  }
 
   private Duration untilRenewDeadline(HeldLock lease) {
     Duration sinceRenewal = config.leaseDuration().minus(lease.deadline().remaining());
@@ -487,7 +579,7 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
-   * Step 3, item 5, of the class's algorithm: one wait for a lost term's work to end, which wakes
+   * Step 3, item 6, of the class's algorithm: one wait for a lost term's work to end, which wakes
    * the campaign when it does. Past {@code workStopTimeout} it is reported once, and waited for
    * still.
    */
@@ -610,26 +702,42 @@ public final class LeaderElector implements AutoCloseable {
     long since = config.clock().nanoTime();
     boolean handedOver = false;
     try {
-      // The one line that says why a halted process died; nothing else comes before the halt.
-      LOG.error(
-          "Election {}: {} lost leadership{}: {}",
-          config.name(),
-          config.identity(),
-          config.haltOnLoss() ? ", halting the process" : "",
-          loss.reason(),
-          loss.unexpected());
-      if (config.haltOnLoss()) {
-        config.halt().run();
+      if (loss.released()) {
+        LOG.warn(
+            "Election {}: {}: {} steps down (not a loss: no halt)",
+            config.name(),
+            loss.reason(),
+            config.identity());
+      } else {
+        try {
+          // The one line that says why a halted process died; nothing else comes before the halt.
+          LOG.error(
+              "Election {}: {} lost leadership{}: {}",
+              config.name(),
+              config.identity(),
+              config.haltOnLoss() ? ", halting the process" : "",
+              loss.reason(),
+              loss.unexpected());
+        } finally {
+          // Even when the logger throws (a full disk, a broken appender).
+          if (config.haltOnLoss()) {
+            config.halt().run();
+          }
+        }
       }
       if (lost != null) {
         lostWork = new LostWork(lost, since);
       }
-      losses.increment();
+      if (!loss.released()) {
+        losses.increment();
+      }
       leading.record(Duration.ofNanos(since - leaderSinceNanos));
       if (loss.unexpected() != null) {
         errors.increment();
       }
-      stopped();
+      if (lost != null) {
+        stopped(); // never for a term whose onStartedLeading was not called
+      }
       if (inBackground) {
         try {
           releases.execute(() -> releaseAfterWork(term.lease(), lost, since));
@@ -652,7 +760,7 @@ public final class LeaderElector implements AutoCloseable {
    */
   private void releaseAfterWork(HeldLock lease, Work lost, long sinceNanos) {
     try {
-      if (lost != null && !awaitEnd(lost, sinceNanos, null)) {
+      if (lost != null && !awaitEnd(lost, sinceNanos)) {
         overrun(
             lost,
             "releasing the lost term's lease anyway: a successor may start while it runs, and only"
@@ -663,44 +771,70 @@ public final class LeaderElector implements AutoCloseable {
     }
   }
 
-  /** Step 4 of the class's algorithm, after campaigning stopped. */
-  private void stopGracefully(Term term) {
+  /**
+   * Step 4 of the class's algorithm, after campaigning stopped: interrupt the work, call
+   * onStoppedLeading, wait for the work, release; the lease is watched from the interrupt until the
+   * work ended or the wait gave up, onStoppedLeading included (it may wait for the work). The
+   * interrupt flag is cleared after each wait and remembered in {@code interrupts}, so that
+   * onStoppedLeading and the release never run with it set. A work thread that closes its own
+   * elector is neither interrupted nor waited for.
+   */
+  private void stopGracefully(Term term, Interrupts interrupts) {
     Work stopping = term.work();
+    boolean self = stopping != null && isCurrent(stopping);
+    Watch watch = null;
     try {
-      if (stopping != null) {
+      if (stopping != null && !self) {
         stopping.thread().interrupt();
       }
       long since = config.clock().nanoTime();
+      if (stopping != null) {
+        watch = new Watch(term.lease(), stopping);
+        watch.start();
+      }
       try {
-        stopped();
+        if (stopping != null) {
+          stopped(); // never for a term whose onStartedLeading was not called
+        }
       } finally {
-        if (stopping != null && !awaitEnd(stopping, since, term.lease())) {
-          overrun(
-              stopping,
-              "releasing the lease anyway: a successor may start while it runs, and only the"
-                  + " fence refuses its writes");
+        interrupts.clear();
+        if (stopping != null && !self) {
+          boolean ended = awaitEnd(stopping, since);
+          interrupts.clear();
+          if (!ended) {
+            overrun(
+                stopping,
+                "releasing the lease anyway: a successor may start while it runs, and only the"
+                    + " fence refuses its writes");
+          }
         }
       }
     } finally {
-      leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
-      release(term.lease());
+      try {
+        if (watch != null) {
+          interrupts.add(watch.stop());
+        }
+      } finally {
+        leading.record(Duration.ofNanos(config.clock().nanoTime() - leaderSinceNanos));
+        release(term.lease());
+      }
     }
+  }
+
+  private static boolean isCurrent(Work work) {
+    return work.thread() == Thread.currentThread();
   }
 
   /**
    * Waits until {@code work} has ended, at most {@code workStopTimeout} from {@code sinceNanos} on
    * the elector's clock; true when it has. Interrupts do not shorten it (the flag is set again on
-   * return). While it waits, {@code watched} (the lease of the term being ended, or null) is
-   * watched as the campaign would: if it is lost meanwhile, {@code haltOnLoss} applies, since work
-   * that ignores interrupts may now overlap a successor. A work thread waiting for itself returns
-   * at once.
+   * return). A work thread waiting for itself returns at once.
    */
-  private boolean awaitEnd(Work work, long sinceNanos, HeldLock watched) {
-    if (work.thread() == Thread.currentThread()) {
+  private boolean awaitEnd(Work work, long sinceNanos) {
+    if (isCurrent(work)) {
       return false;
     }
     boolean interrupted = false;
-    boolean lossSeen = false;
     mutex.lock();
     try {
       while (work.running()) {
@@ -710,20 +844,6 @@ public final class LeaderElector implements AutoCloseable {
                 .minus(Duration.ofNanos(config.clock().nanoTime() - sinceNanos));
         if (left.isNegative() || left.isZero()) {
           break;
-        }
-        if (watched != null && !lossSeen) {
-          Loss loss = lossOf(watched);
-          if (loss != null) {
-            lossSeen = true;
-            mutex.unlock();
-            try {
-              lostWhileClosing(loss);
-            } finally {
-              mutex.lock();
-            }
-            continue;
-          }
-          left = min(left, untilRenewDeadline(watched));
         }
         try {
           config.pause().await(wake, left);
@@ -737,7 +857,7 @@ public final class LeaderElector implements AutoCloseable {
     boolean ended = !work.running();
     if (ended) {
       // It has returned; what is left is its signal, which needs the mutex this no longer holds.
-      interrupted |= joinUninterruptibly(work.thread(), null);
+      interrupted |= joinUninterruptibly(work.thread());
     }
     if (interrupted) {
       Thread.currentThread().interrupt();
@@ -745,17 +865,90 @@ public final class LeaderElector implements AutoCloseable {
     return ended;
   }
 
-  /** The lease of a term being closed was lost while close() waited for its work. */
-  private void lostWhileClosing(Loss loss) {
-    LOG.error(
-        "Election {}: {} lost leadership while close() waited for the work to end{}: {}",
-        config.name(),
-        config.identity(),
-        config.haltOnLoss() ? ", halting the process" : "",
-        loss.reason(),
-        loss.unexpected());
-    if (config.haltOnLoss()) {
-      config.halt().run();
+  /**
+   * Watches the lease of a term being stopped gracefully, on a thread of its own, while its work
+   * runs and until {@link #stop}: nothing else watches it then (the campaign has stopped), and
+   * onStoppedLeading, which runs meanwhile, may itself wait for the work. A lease lost meanwhile
+   * (refused, {@code renewDeadline} passed, a renewal's unexpected exception) may let a successor
+   * start beside that work, so {@code haltOnLoss} applies; a lease the work released itself is only
+   * reported.
+   */
+  private final class Watch {
+    private final HeldLock lease;
+    private final Work work;
+    private final Thread thread;
+    private boolean stopped; // under mutex
+
+    Watch(HeldLock lease, Work work) {
+      this.lease = lease;
+      this.work = work;
+      this.thread = new Thread(own(this::watch), "nolock-elector-stopping-" + config.name());
+      thread.setDaemon(true);
+    }
+
+    void start() {
+      thread.start();
+    }
+
+    /** Ends the watch and waits for its thread; returns whether an interrupt came meanwhile. */
+    boolean stop() {
+      mutex.lock();
+      try {
+        stopped = true;
+        wake.signalAll();
+      } finally {
+        mutex.unlock();
+      }
+      return joinUninterruptibly(thread);
+    }
+
+    private void watch() {
+      mutex.lock();
+      try {
+        while (!stopped && work.running()) {
+          Loss loss = lossOf(lease);
+          if (loss != null) {
+            mutex.unlock();
+            try {
+              lostWhileStopping(loss);
+            } finally {
+              mutex.lock();
+            }
+            return;
+          }
+          config.pause().await(wake, untilRenewDeadline(lease));
+        }
+      } catch (InterruptedException e) {
+        // Only the process ending interrupts this thread.
+      } finally {
+        mutex.unlock();
+      }
+    }
+  }
+
+  /** The lease of a term being stopped gracefully ended while its work still ran. */
+  private void lostWhileStopping(Loss loss) {
+    if (loss.released()) {
+      LOG.warn(
+          "Election {}: {} while it was being stopped (not a loss: no halt)",
+          config.name(),
+          loss.reason());
+      return;
+    }
+    try {
+      LOG.error(
+          "Election {}: {} lost leadership while its term was being stopped and its work still"
+              + " ran{}: {}",
+          config.name(),
+          config.identity(),
+          config.haltOnLoss() ? ", halting the process" : "",
+          loss.reason(),
+          loss.unexpected());
+    } finally {
+      // Even when the logger throws (a full disk, a broken appender).
+      if (config.haltOnLoss()) {
+        config.halt().run();
+      }
     }
     losses.increment();
     if (loss.unexpected() != null) {
@@ -811,23 +1004,39 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
-   * Joins {@code thread}, at most {@code timeout} of real time (null: no bound), through
-   * interrupts; returns whether one came, for the caller to set the flag again once it is done.
+   * The interrupts a thread saw while it stopped a term: cleared after each wait, so that
+   * onStoppedLeading and the backend's release never run with the flag set (blocking calls would
+   * throw at once, and etcd's and Redis's clients fail), and set again when it is done.
    */
-  private static boolean joinUninterruptibly(Thread thread, Duration timeout) {
-    boolean interrupted = false;
-    long deadline = timeout == null ? 0 : System.nanoTime() + timeout.toNanos();
-    while (thread.isAlive()) {
-      long left = timeout == null ? 0 : deadline - System.nanoTime();
-      if (timeout != null && left <= 0) {
-        break;
+  private static final class Interrupts {
+    private boolean seen;
+
+    /** Takes the current thread's flag, if set. */
+    void clear() {
+      seen |= Thread.interrupted();
+    }
+
+    void add(boolean interrupted) {
+      seen |= interrupted;
+    }
+
+    void restore() {
+      clear();
+      if (seen) {
+        Thread.currentThread().interrupt();
       }
+    }
+  }
+
+  /**
+   * Joins {@code thread}, which has done its work and has only its exit left, through interrupts;
+   * returns whether one came, for the caller to set the flag again once it is done.
+   */
+  private static boolean joinUninterruptibly(Thread thread) {
+    boolean interrupted = false;
+    while (thread.isAlive()) {
       try {
-        if (timeout == null) {
-          thread.join();
-        } else {
-          TimeUnit.NANOSECONDS.timedJoin(thread, left);
-        }
+        thread.join();
       } catch (InterruptedException e) {
         interrupted = true;
       }
@@ -849,6 +1058,10 @@ public final class LeaderElector implements AutoCloseable {
     }
   }
 
+  /**
+   * Waits for the release thread, at most {@code timeout} of real time ({@code System.nanoTime},
+   * not the elector's clock: it bounds backend calls, which no injected clock slows or speeds).
+   */
   private void awaitTermination(ExecutorService executor, Duration timeout) {
     boolean interrupted = false;
     long deadline = System.nanoTime() + timeout.toNanos();

@@ -356,4 +356,105 @@ class FencedLockTest {
                       .isEmpty());
     }
   }
+
+  /**
+   * close() while a grant is on its way (FL-A): the grant that comes back after close() returned is
+   * released and not handed out, since nobody would renew or release it.
+   */
+  @Test
+  void aGrantThatComesBackAfterCloseIsReleasedAndNotHandedOut() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch inAcquire = new CountDownLatch(1);
+    CountDownLatch mayReturn = new CountDownLatch(1);
+    LockBackend slow =
+        new ForwardingLockBackend(server) {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            inAcquire.countDown();
+            awaitOrFail(mayReturn);
+            return super.tryAcquire(name, owner, ttl);
+          }
+        };
+    FencedLock closing =
+        FencedLock.create(slow, LockConfig.custom(LockPurpose.CORRECTNESS).build());
+    CompletableFuture<Option<HeldLock>> acquired =
+        CompletableFuture.supplyAsync(() -> closing.tryAcquire("invoice-1", TTL));
+    assertThat(inAcquire.await(10, TimeUnit.SECONDS)).isTrue();
+    closing.close();
+    mayReturn.countDown();
+
+    assertThatThrownBy(() -> acquired.get(10, TimeUnit.SECONDS))
+        .as("no lease handed out by a closed lock")
+        .hasCauseInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("closed while acquiring");
+    assertThat(server.holder("invoice-1")).as("the grant was released").isEmpty();
+  }
+
+  /**
+   * A grant that registers while close() is releasing the other leases (FL-B): close() has passed
+   * over the list of held leases and will shut the timers down, so a lease handed out now would
+   * stay held, renewed by nobody and released by nobody. It is released and not handed out.
+   */
+  @Test
+  void aGrantThatRegistersWhileCloseReleasesTheOthersIsReleasedAndNotHandedOut() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch inAcquire = new CountDownLatch(1);
+    CountDownLatch mayReturn = new CountDownLatch(1);
+    CountDownLatch inRelease = new CountDownLatch(1);
+    CountDownLatch releaseMayReturn = new CountDownLatch(1);
+    LockBackend slow =
+        new ForwardingLockBackend(server) {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            if (name.equals("invoice-2")) {
+              inAcquire.countDown();
+              awaitOrFail(mayReturn);
+            }
+            return super.tryAcquire(name, owner, ttl);
+          }
+
+          @Override
+          public boolean release(String name, String owner, FencingToken token) {
+            if (name.equals("invoice-1")) {
+              inRelease.countDown();
+              awaitOrFail(releaseMayReturn);
+            }
+            return super.release(name, owner, token);
+          }
+        };
+    FencedLock closing =
+        FencedLock.create(slow, LockConfig.custom(LockPurpose.CORRECTNESS).build());
+    closing.tryAcquire("invoice-1", TTL).get();
+    CompletableFuture<Option<HeldLock>> acquired =
+        CompletableFuture.supplyAsync(() -> closing.tryAcquire("invoice-2", TTL));
+    assertThat(inAcquire.await(10, TimeUnit.SECONDS)).isTrue();
+    CompletableFuture<Void> closed = CompletableFuture.runAsync(closing::close);
+    assertThat(inRelease.await(10, TimeUnit.SECONDS)).as("close() releases invoice-1").isTrue();
+    mayReturn.countDown(); // the grant of invoice-2 registers while close() is past the list
+    Object outcome;
+    try {
+      outcome = acquired.get(10, TimeUnit.SECONDS);
+    } catch (java.util.concurrent.ExecutionException e) {
+      outcome = e.getCause();
+    }
+    releaseMayReturn.countDown();
+    closed.get(10, TimeUnit.SECONDS);
+
+    assertThat(outcome)
+        .as("a closed lock hands out no lease (a lease nobody renews nor releases)")
+        .isInstanceOf(IllegalStateException.class);
+    assertThat(server.holder("invoice-2")).as("the grant was released").isEmpty();
+  }
+
+  private static void awaitOrFail(CountDownLatch latch) {
+    try {
+      // Bounded only so that a missing step fails the test instead of hanging it.
+      if (!latch.await(10, TimeUnit.SECONDS)) {
+        throw new AssertionError("the test never let the call return");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
 }

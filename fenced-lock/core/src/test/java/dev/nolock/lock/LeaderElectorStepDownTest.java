@@ -147,7 +147,11 @@ class LeaderElectorStepDownTest {
   }
 
   private static ElectorConfig.Builder fast(String identity) {
-    return ElectorConfig.custom("step-down")
+    return fast("step-down", identity);
+  }
+
+  private static ElectorConfig.Builder fast(String election, String identity) {
+    return ElectorConfig.custom(election)
         .identity(identity)
         .leaseDuration(Duration.ofSeconds(1))
         .renewDeadline(Duration.ofMillis(500))
@@ -389,7 +393,9 @@ class LeaderElectorStepDownTest {
                 .clock(clock)
                 .pause(
                     (wake, d) -> {
-                      if (Thread.currentThread() == test) {
+                      // close()'s wait for the campaign thread, woken as that thread ends, is a
+                      // real one: this test measures its wait for the work.
+                      if (Thread.currentThread() == test && !campaigning("step-down")) {
                         closeWaits.add(d);
                         clock.advance(d);
                       } else {
@@ -414,6 +420,58 @@ class LeaderElectorStepDownTest {
             closeWaits)
         .contains("A: release, interrupted before: true, at PT5S");
     assertThat(server.holder("step-down").isEmpty()).as("the lease was released").isTrue();
+  }
+
+  /**
+   * close() while the campaign thread is in a backend call that does not answer (an acquire that
+   * ignores interrupts): close() waits for it workStopTimeout + leaseDuration on the elector's
+   * clock (a manual one that the closer's waits move), no longer, and the grant that comes back
+   * after starts no work.
+   */
+  @Test
+  void closeWaitsForACampaignStuckInTheBackendWorkStopTimeoutPlusLeaseDuration() throws Exception {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    CountDownLatch inAcquire = new CountDownLatch(1);
+    CountDownLatch acquireMayReturn = latch();
+    LockBackendRecorder backend =
+        new LockBackendRecorder("A", server) {
+          @Override
+          public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+            inAcquire.countDown();
+            awaitQuietly(acquireMayReturn);
+            return super.tryAcquire(name, owner, ttl);
+          }
+        };
+    List<Duration> closeWaits = new CopyOnWriteArrayList<>();
+    StubbornWork a = new StubbornWork("A", latch(), true);
+    LeaderElector elector =
+        start(
+            backend,
+            fast("A")
+                .workStopTimeout(Duration.ofSeconds(2))
+                .clock(clock)
+                .pause(
+                    (wake, d) -> {
+                      if (Thread.currentThread().getName().equals("closer")) {
+                        closeWaits.add(d);
+                        clock.advance(d);
+                      } else {
+                        wake.awaitNanos(d.toNanos());
+                      }
+                    })
+                .build(),
+            a);
+    inAcquire.await();
+    assertEnds(closeOn("closer", elector));
+
+    assertThat(closeWaits)
+        .as("close() waited workStopTimeout (2 s) + leaseDuration (1 s) for the campaign thread")
+        .containsExactly(Duration.ofSeconds(3));
+    acquireMayReturn.countDown();
+    await().until(() -> !campaigning("step-down"));
+    assertThat(a.started.getCount()).as("the late grant started no work").isOne();
+    assertThat(server.holder("step-down").isEmpty()).as("and was released").isTrue();
   }
 
   /**
@@ -761,12 +819,14 @@ class LeaderElectorStepDownTest {
   }
 
   /**
-   * An acquire still in flight when close() stops waiting for the campaign (here on an interrupted
-   * thread, after leaseDuration): the grant that comes back after close() returned is released and
-   * starts no work.
+   * An acquire in flight when close() begins: close() marks the elector closed and waits for the
+   * campaign, and only then does the grant come back, well within its TTL. The campaign must see
+   * that close() began and release the grant instead of starting a term nobody would end (without
+   * that check the work would start here and the grant would be a live term).
    */
   @Test
-  void anAcquireInFlightWhenCloseReturnsIsReleasedAndStartsNoWork() throws Exception {
+  void aGrantThatComesBackWhileCloseWaitsForTheCampaignIsReleasedAndStartsNoWork()
+      throws Exception {
     InMemoryLockBackend server = new InMemoryLockBackend();
     CountDownLatch inAcquire = new CountDownLatch(1);
     CountDownLatch acquireMayReturn = latch();
@@ -775,44 +835,34 @@ class LeaderElectorStepDownTest {
           @Override
           public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
             inAcquire.countDown();
-            while (acquireMayReturn.getCount() > 0) {
-              try {
-                acquireMayReturn.await();
-              } catch (InterruptedException ignored) {
-                // a backend call that does not answer interrupts
-              }
-            }
+            awaitQuietly(acquireMayReturn);
             Option<FencingToken> got = super.tryAcquire(name, owner, ttl);
             events.add("A: granted " + got.isDefined());
             return got;
           }
         };
-    StubbornWork a = new StubbornWork("A", latch(), false);
-    LeaderElector elector = start(backend, fast("A").workStopTimeout(Duration.ZERO).build(), a);
+    StubbornWork a = new StubbornWork("A", latch(), true);
+    LeaderElector elector =
+        start(
+            backend,
+            fast("A")
+                .leaseDuration(Duration.ofSeconds(30))
+                .renewDeadline(Duration.ofSeconds(20))
+                .build(),
+            a);
     inAcquire.await();
-    Thread closer =
-        new Thread(
-            () -> {
-              Thread.currentThread().interrupt();
-              elector.close();
-              events.add("close returned");
-            });
-    closer.start();
+    Thread closer = closeOn("closer", elector);
+    await("close() waits for the campaign thread")
+        .until(() -> !closer.isAlive() || waitsInTheElector(closer));
+    assertThat(closer.isAlive()).as("close() waits for the acquire in flight").isTrue();
+
+    acquireMayReturn.countDown(); // within the 30 s TTL: only close()'s mark refuses it
     assertEnds(closer);
 
-    acquireMayReturn.countDown();
-    await().until(() -> indexOf("A: granted") >= 0);
-    await()
-        .until(
-            () ->
-                a.started.getCount() == 0
-                    || indexOf("A: release") >= 0
-                    || !campaigning("step-down"));
-
     assertThat(a.started.getCount())
-        .as("no work started after close() returned; events: %s", events)
+        .as("no work started for a grant that came back after close() began; events: %s", events)
         .isOne();
-    assertThat(events).containsSubsequence("close returned", "A: granted true", "A: release");
+    assertThat(events).containsSubsequence("A: granted true", "A: release");
     assertThat(server.holder("step-down").isEmpty()).as("the grant was released").isTrue();
   }
 
@@ -990,6 +1040,398 @@ class LeaderElectorStepDownTest {
         .contains("A: halt, losses counted: 0.0, logged: true");
   }
 
+  /**
+   * close() calls onStoppedLeading, which here drains: it waits for the work, which ignores the
+   * interrupt. The lease is lost meanwhile (the server's lease expires, the next renewal is
+   * refused), so a successor may start beside that work. Nothing but close() watches the lease
+   * then: the halt must come while onStoppedLeading still waits, and the loss is counted.
+   */
+  @Test
+  void aLeaseLostWhileOnStoppedLeadingRunsInCloseHalts() throws Exception {
+    assertALossWhileOnStoppedLeadingRunsHalts("closer", elector -> closeOn("closer", elector));
+  }
+
+  /** The same on the campaign thread, interrupted by someone else, which steps down as close(). */
+  @Test
+  void aLeaseLostWhileOnStoppedLeadingRunsAfterAnInterruptedCampaignHalts() throws Exception {
+    assertALossWhileOnStoppedLeadingRunsHalts(
+        "interrupted",
+        elector -> {
+          Thread loop = campaignThread("interrupted");
+          loop.interrupt();
+          return loop;
+        });
+  }
+
+  private void assertALossWhileOnStoppedLeadingRunsHalts(
+      String election, java.util.function.Function<LeaderElector, Thread> stop) throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    CountDownLatch halted = latch();
+    CountDownLatch mayEnd = latch();
+    StubbornWork a =
+        new StubbornWork("A", mayEnd, false) {
+          @Override
+          public void onStoppedLeading() {
+            super.onStoppedLeading();
+            serverClock.advance(Duration.ofSeconds(2)); // past the 1 s lease: renewals refused
+            events.add("A: onStoppedLeading returns, halted meanwhile: " + awaitQuietly(halted));
+            mayEnd.countDown();
+          }
+        };
+    LeaderElector elector =
+        start(
+            new LockBackendRecorder("A", server),
+            fast(election, "A")
+                .workStopTimeout(Duration.ofSeconds(30))
+                .metrics(registry)
+                .halt(
+                    () -> {
+                      events.add("A: halt, work running: " + a.working());
+                      halted.countDown();
+                    })
+                .build(),
+            a);
+    a.started.await();
+
+    assertEnds(stop.apply(elector));
+
+    assertThat(events)
+        .as("the lease lost while onStoppedLeading ran halted at once; events: %s", events)
+        .contains("A: halt, work running: true")
+        .contains("A: onStoppedLeading returns, halted meanwhile: true");
+    assertThat(registry.get("nolock.leadership.losses").counter().count())
+        .as("and the loss is counted")
+        .isEqualTo(1);
+  }
+
+  /**
+   * The work closes its own lease (try-with-resources) when close() interrupts it, then cleans up:
+   * a released lease is not a lost one. The term ends as close() meant it to, without a halt and
+   * without a loss counted, and a warning says the work released its own lease.
+   */
+  @Test
+  void aWorkThatReleasesItsOwnLeaseOnCloseIsNotALoss() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (CapturedStderr err = new CapturedStderr()) {
+      CountDownLatch started = new CountDownLatch(1);
+      Leadership releasing =
+          new Leadership() {
+            @Override
+            public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+              try (leadership) {
+                started.countDown();
+                new CountDownLatch(1).await();
+              } finally {
+                // Cleanup after try-with-resources released the lease, until the elector decided.
+                awaitHaltOrWarning(err);
+              }
+            }
+
+            @Override
+            public void onStoppedLeading() {}
+          };
+      LeaderElector elector =
+          start(
+              new LockBackendRecorder("A", new InMemoryLockBackend()),
+              fast("A").metrics(registry).halt(() -> events.add("A: halt")).build(),
+              releasing);
+      started.await();
+
+      elector.close();
+
+      assertThat(events).as("a graceful close() never halts").doesNotContain("A: halt");
+      assertThat(registry.get("nolock.leadership.losses").counter().count()).isZero();
+      assertThat(err.lines()).anyMatch(l -> l.contains("WARN") && l.contains(RELEASED_ITS_OWN));
+    }
+  }
+
+  /**
+   * The work releases its own lease while it leads: the campaign ends the term without a halt and
+   * without a loss counted, says so at warn level, and calls onStoppedLeading.
+   */
+  @Test
+  void aWorkThatReleasesItsOwnLeaseWhileLeadingEndsTheTermWithoutAHalt() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (CapturedStderr err = new CapturedStderr()) {
+      CountDownLatch stopped = new CountDownLatch(1);
+      AtomicInteger terms = new AtomicInteger();
+      Leadership releasing =
+          new Leadership() {
+            @Override
+            public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+              if (terms.incrementAndGet() == 1) {
+                leadership.release();
+                awaitHaltOrWarning(err);
+              } else {
+                new CountDownLatch(1).await();
+              }
+            }
+
+            @Override
+            public void onStoppedLeading() {
+              stopped.countDown();
+            }
+          };
+      start(
+          new LockBackendRecorder("A", new InMemoryLockBackend()),
+          fast("A").metrics(registry).halt(() -> events.add("A: halt")).build(),
+          releasing);
+      await().until(() -> events.contains("A: halt") || stopped.getCount() == 0);
+
+      assertThat(events).as("a released lease is no loss: no halt").doesNotContain("A: halt");
+      assertThat(stopped.getCount()).as("the term ended: onStoppedLeading ran").isZero();
+      assertThat(registry.get("nolock.leadership.losses").counter().count()).isZero();
+      assertThat(err.lines()).anyMatch(l -> l.contains("WARN") && l.contains(RELEASED_ITS_OWN));
+    }
+  }
+
+  private static final String RELEASED_ITS_OWN = "the leader's work released its own lease";
+
+  /** Keeps the work running until a halt or the warning that it released its own lease. */
+  private void awaitHaltOrWarning(CapturedStderr err) {
+    Thread.interrupted(); // the cleanup of an interrupted work
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () ->
+                events.contains("A: halt")
+                    || err.lines().stream().anyMatch(l -> l.contains(RELEASED_ITS_OWN)));
+  }
+
+  /**
+   * close() on an interrupted thread: onStoppedLeading (whose blocking waits would throw at once)
+   * and the backend's release (etcd and Redis clients fail on an interrupted thread) run with the
+   * flag clear; close() returns with it set again.
+   */
+  @Test
+  void closeOnAnInterruptedThreadRunsOnStoppedLeadingAndTheReleaseWithTheFlagClear()
+      throws Exception {
+    StubbornWork a = interruptRecordingWork();
+    LeaderElector elector = start(interruptRecordingBackend(), fast("A").build(), a);
+    a.started.await();
+    Thread closer =
+        new Thread(
+            () -> {
+              Thread.currentThread().interrupt();
+              elector.close();
+              events.add("close returned, interrupted: " + Thread.currentThread().isInterrupted());
+            },
+            "closer");
+    closer.start();
+    assertEnds(closer);
+
+    assertThat(events)
+        .as("events: %s", events)
+        .containsSubsequence(
+            "A: onStoppedLeading, interrupted: false",
+            "A: release, interrupted: false",
+            "close returned, interrupted: true");
+  }
+
+  /** The same on the campaign thread, interrupted by someone else: it steps down with it clear. */
+  @Test
+  void anInterruptedCampaignRunsOnStoppedLeadingAndTheReleaseWithTheFlagClear() throws Exception {
+    StubbornWork a = interruptRecordingWork();
+    start(interruptRecordingBackend(), fast("interrupted", "A").build(), a);
+    a.started.await();
+    Thread loop = campaignThread("interrupted");
+    loop.interrupt();
+    assertEnds(loop);
+
+    assertThat(events)
+        .as("events: %s", events)
+        .containsSubsequence(
+            "A: onStoppedLeading, interrupted: false", "A: release, interrupted: false");
+  }
+
+  private StubbornWork interruptRecordingWork() {
+    return new StubbornWork("A", latch(), true) {
+      @Override
+      public void onStoppedLeading() {
+        events.add("A: onStoppedLeading, interrupted: " + Thread.currentThread().isInterrupted());
+        mayEnd.countDown();
+      }
+    };
+  }
+
+  private LockBackendRecorder interruptRecordingBackend() {
+    return new LockBackendRecorder("A", new InMemoryLockBackend()) {
+      @Override
+      String releaseNote() {
+        return ", interrupted: " + Thread.currentThread().isInterrupted();
+      }
+    };
+  }
+
+  /**
+   * close() called by the leader's own work: it neither interrupts itself (its release would run
+   * with the flag set) nor reports itself as a work thread that outlived workStopTimeout.
+   */
+  @Test
+  void aCloseFromTheWorkItselfNeitherInterruptsItNorCountsAnOverrun() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    AtomicReference<LeaderElector> self = new AtomicReference<>();
+    CountDownLatch mayClose = latch();
+    CountDownLatch closed = new CountDownLatch(1);
+    Leadership closing =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+            mayClose.await();
+            self.get().close();
+            events.add("close returned, interrupted: " + Thread.currentThread().isInterrupted());
+            closed.countDown();
+          }
+
+          @Override
+          public void onStoppedLeading() {}
+        };
+    try (CapturedStderr err = new CapturedStderr()) {
+      LeaderElector elector =
+          start(interruptRecordingBackend(), fast("A").metrics(registry).build(), closing);
+      self.set(elector);
+      mayClose.countDown();
+      assertThat(awaitQuietly(closed)).as("the work's close() returned").isTrue();
+
+      assertThat(events)
+          .as("events: %s", events)
+          .containsSubsequence(
+              "A: release, interrupted: false", "close returned, interrupted: false");
+      assertThat(overruns(registry)).as("no overrun counted").isZero();
+      assertThat(err.lines()).noneMatch(l -> l.contains("workStopTimeout"));
+    }
+  }
+
+  /**
+   * The logger throws on the line that reports the loss (a full disk, a broken appender): the halt
+   * must come all the same, on the campaign's step-down.
+   */
+  @Test
+  void aLoggerThatThrowsOnTheLossLineDoesNotSkipTheHalt() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    CountDownLatch halted = latch();
+    StubbornWork a = new StubbornWork("A", latch(), false);
+    try (ThrowingStderr err = new ThrowingStderr("lost leadership")) {
+      start(
+          new LockBackendRecorder("A", new InMemoryLockBackend(serverClock)),
+          fast("A").halt(halted::countDown).build(),
+          a);
+      a.started.await();
+      serverClock.advance(Duration.ofSeconds(2)); // past the 1 s lease: the renewal is refused
+
+      assertThat(awaitQuietly(halted)).as("halted although the log line threw").isTrue();
+      assertThat(err.thrown()).as("the logger did throw").isPositive();
+    }
+  }
+
+  /** The same for a loss while close() waits for the work. */
+  @Test
+  void aLoggerThatThrowsOnTheLossLineDoesNotSkipTheHaltInClose() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    CountDownLatch halted = latch();
+    CountDownLatch mayEnd = latch();
+    StubbornWork a = new StubbornWork("A", mayEnd, false);
+    CountDownLatch closeWaits = new CountDownLatch(1);
+    LeaderElector elector =
+        start(
+            new LockBackendRecorder("A", new InMemoryLockBackend(serverClock)),
+            fast("A")
+                .workStopTimeout(Duration.ofSeconds(30))
+                .pause(signalling(closeWaits))
+                .halt(halted::countDown)
+                .build(),
+            a);
+    a.started.await();
+    try (ThrowingStderr err = new ThrowingStderr("lost leadership")) {
+      Thread closer = closeOn("closer", elector);
+      await().until(() -> endedOrOpen(closer, closeWaits));
+      serverClock.advance(Duration.ofSeconds(2));
+
+      assertThat(awaitQuietly(halted)).as("halted although the log line threw").isTrue();
+      assertThat(err.thrown()).as("the logger did throw").isPositive();
+      mayEnd.countDown();
+      assertEnds(closer);
+    }
+  }
+
+  /**
+   * close() from onNewLeader, which the campaign calls as it takes the lease and before it starts
+   * the work: the term ends with its lease released, and onStoppedLeading, which pairs with an
+   * onStartedLeading that never ran, is not called.
+   */
+  @Test
+  void aCloseBeforeTheWorkStartedDoesNotCallOnStoppedLeading() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    AtomicReference<LeaderElector> self = new AtomicReference<>();
+    CountDownLatch mayClose = latch();
+    CountDownLatch closed = new CountDownLatch(1);
+    Leadership closing =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) {
+            events.add("A: started leading");
+          }
+
+          @Override
+          public void onStoppedLeading() {
+            events.add("A: onStoppedLeading");
+          }
+
+          @Override
+          public void onNewLeader(String identity) {
+            awaitQuietly(mayClose);
+            self.get().close();
+            closed.countDown();
+          }
+        };
+    self.set(start(new LockBackendRecorder("A", server), fast("A").build(), closing));
+    mayClose.countDown();
+    assertThat(awaitQuietly(closed)).as("close() from onNewLeader returned").isTrue();
+
+    assertThat(events)
+        .as("the term ended before its work started; events: %s", events)
+        .containsExactly("A: release");
+    assertThat(server.holder("step-down").isEmpty()).isTrue();
+  }
+
+  /** Replaces System.err (where slf4j-simple logs) with one whose lines containing a text throw. */
+  private static final class ThrowingStderr implements AutoCloseable {
+    private final java.io.PrintStream original = System.err;
+    private final AtomicInteger thrown = new AtomicInteger();
+
+    ThrowingStderr(String needle) {
+      System.setErr(
+          new java.io.PrintStream(original, true, java.nio.charset.StandardCharsets.UTF_8) {
+            @Override
+            public void println(String line) {
+              if (line != null && line.contains(needle)) {
+                thrown.incrementAndGet();
+                throw new IllegalStateException("the appender failed");
+              }
+              super.println(line);
+            }
+          });
+    }
+
+    int thrown() {
+      return thrown.get();
+    }
+
+    @Override
+    public void close() {
+      System.setErr(original);
+    }
+  }
+
+  private static Thread campaignThread(String election) {
+    return Thread.getAllStackTraces().keySet().stream()
+        .filter(t -> t.getName().equals("nolock-elector-" + election))
+        .findFirst()
+        .orElseThrow();
+  }
+
   /** Renewals that do not get through, on {@code server}, whose clock the test does not move. */
   private LockBackendRecorder partitionedRenewals(String who, InMemoryLockBackend server) {
     return new LockBackendRecorder(who, server) {
@@ -1042,6 +1484,20 @@ class LeaderElectorStepDownTest {
 
   private static boolean endedOrOpen(Thread thread, CountDownLatch latch) {
     return !thread.isAlive() || latch.getCount() == 0;
+  }
+
+  /**
+   * Whether {@code thread} waits inside close()'s work (past the mark that close() began: the mark
+   * comes before {@code closeOnce}).
+   */
+  private static boolean waitsInTheElector(Thread thread) {
+    Thread.State state = thread.getState();
+    return (state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING)
+        && java.util.Arrays.stream(thread.getStackTrace())
+            .anyMatch(
+                f ->
+                    f.getClassName().equals(LeaderElector.class.getName())
+                        && f.getMethodName().equals("closeOnce"));
   }
 
   /** Whether {@code thread} is parked in a CountDownLatch's await. */

@@ -406,8 +406,12 @@ class LeaderElectorTest {
                       && line.contains("leader-error")
                       && line.contains("NoClassDefFoundError"));
     }
-    assertThat(stopped.getCount()).as("the leader stepped down").isZero();
-    assertThat(backend.holder("leader-error").isEmpty()).as("and released its lease").isTrue();
+    assertThat(stopped.getCount())
+        .as("onStoppedLeading is not called for a term whose onStartedLeading never ran")
+        .isOne();
+    assertThat(backend.holder("leader-error").isEmpty())
+        .as("the leader stepped down: it released its lease")
+        .isTrue();
     assertThat(halts).as("and halted, as on any lost term").hasValue(1);
   }
 
