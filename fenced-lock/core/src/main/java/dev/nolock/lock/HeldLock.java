@@ -17,15 +17,18 @@ import java.util.concurrent.atomic.AtomicReference;
  * dev.nolock.patterns.Fence}, because a pause between the check and the write can still outlast the
  * lease.
  *
- * <p>Thread-safe. States: held → lost (renewal refused, or the lease ran out) or held → released;
- * each change happens once.
+ * <p>Thread-safe. States: held → lost (renewal refused, or the lease ran out) → lost and released,
+ * or held → released; each change happens once. A lost lease stays lost when it is released (the
+ * usual {@code try (HeldLock held = ...)} releases it on the way out of a {@link
+ * LeaseLostException}), so whoever asks afterwards still learns that it was lost.
  */
 public final class HeldLock implements AutoCloseable {
 
   enum State {
     HELD,
     LOST,
-    RELEASED
+    RELEASED,
+    LOST_AND_RELEASED
   }
 
   private final FencedLock lock;
@@ -85,7 +88,8 @@ public final class HeldLock implements AutoCloseable {
 
   /** True once the lease was lost (renewal refused, or it ran out); never becomes false again. */
   public boolean isLost() {
-    return state.get() == State.LOST;
+    State current = state.get();
+    return current == State.LOST || current == State.LOST_AND_RELEASED;
   }
 
   /**
@@ -118,7 +122,7 @@ public final class HeldLock implements AutoCloseable {
   public void checkPointOfNoReturn(Duration expectedWriteTime) {
     Objects.requireNonNull(expectedWriteTime, "expectedWriteTime");
     State current = state.get();
-    if (current == State.RELEASED) {
+    if (current == State.RELEASED || current == State.LOST_AND_RELEASED) {
       throw new IllegalStateException(
           "Lock \"" + name + "\" was released; acquire it again before writing.");
     }
@@ -140,8 +144,15 @@ public final class HeldLock implements AutoCloseable {
    * failure that a caller would retry.
    */
   public void release() {
-    State before = state.getAndSet(State.RELEASED);
-    if (before == State.RELEASED) {
+    State before =
+        state.getAndUpdate(
+            s ->
+                switch (s) {
+                  case HELD -> State.RELEASED;
+                  case LOST -> State.LOST_AND_RELEASED;
+                  default -> s;
+                });
+    if (before == State.RELEASED || before == State.LOST_AND_RELEASED) {
       return;
     }
     lock.released(this, before == State.HELD);

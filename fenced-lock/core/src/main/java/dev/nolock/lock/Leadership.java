@@ -16,12 +16,14 @@ public interface Leadership {
    * after the work thread was interrupted and before the elector waits for that thread ({@link
    * ElectorConfig#workStopTimeout()}) and releases the lease, so it is the place to stop work that
    * does not answer interrupts; it may wait for the work (the lease is watched meanwhile, and a
-   * loss halts), and it runs with the interrupt flag clear even when {@code close()} was called on
-   * an interrupted thread. On a loss it runs after the interrupt and after the halt: with the
-   * default halt it never runs, because nothing may delay the halt. It is not called for a term
-   * whose {@link #onStartedLeading} was never called. The lease is released whatever it throws; an
-   * {@link Error} is rethrown after that (from {@code close()}, or ending the campaign thread).
-   * Calling {@code close()} from it returns at once.
+   * loss halts) — except when the work itself called {@code close()}: then it runs on the work's
+   * own thread, and waiting for the work would wait for itself, for ever, with the lease renewed.
+   * It runs with the interrupt flag clear even when {@code close()} was called on an interrupted
+   * thread. On a loss it runs after the interrupt and after the halt: with the default halt it
+   * never runs, because nothing may delay the halt. It is not called for a term whose {@link
+   * #onStartedLeading} was never called. The lease is released whatever it throws; an {@link Error}
+   * is rethrown after that (from {@code close()}, or ending the campaign thread). Calling {@code
+   * close()} from it returns at once.
    */
   void onStoppedLeading();
 

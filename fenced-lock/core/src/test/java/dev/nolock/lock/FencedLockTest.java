@@ -119,6 +119,32 @@ class FencedLockTest {
     assertThat(other.tryAcquire("invoice-1", ttl).isEmpty()).isTrue();
   }
 
+  /**
+   * The usual work shape, {@code try (HeldLock held = ...)} around {@code checkPointOfNoReturn},
+   * releases a lease after it was lost: whoever asks afterwards (a leader elector deciding whether
+   * to halt) must still learn that it was lost, not that it was given back.
+   */
+  @Test
+  void aLostLeaseReleasedAfterwardsStillSaysItWasLost() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    try (FencedLock a = correctness(server)) {
+      HeldLock held = a.tryAcquire("invoice-1", Duration.ofMillis(600)).get();
+      serverClock.advance(Duration.ofSeconds(1));
+      lost.get(10, TimeUnit.SECONDS);
+
+      held.release();
+
+      assertThat(held.isLost()).as("lost, then released: still lost").isTrue();
+      assertThat(held.isHeld()).isFalse();
+      assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ZERO))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("was released");
+      held.release(); // idempotent
+      assertThat(held.isLost()).isTrue();
+    }
+  }
+
   @Test
   void aRefusedRenewalLosesTheLeaseAtOnceAndTheNextCheckThrows() throws Exception {
     ManualLeaseClock serverClock = new ManualLeaseClock();

@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
+import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.ManualLeaseClock;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -1188,6 +1189,70 @@ class LeaderElectorStepDownTest {
   }
 
   private static final String RELEASED_ITS_OWN = "the leader's work released its own lease";
+
+  /**
+   * The usual work shape, {@code try (HeldLock term = ...)} around {@code checkPointOfNoReturn},
+   * meets a lost lease first and releases it on its way out; the campaign looks only afterwards
+   * (its wait holds it until the work has ended). A lost lease is still a loss: the process halts.
+   */
+  @Test
+  void aLostLeaseThatTheWorkReleasedOnItsWayOutStillHalts() throws Exception {
+    ManualLeaseClock serverClock = new ManualLeaseClock();
+    InMemoryLockBackend server = new InMemoryLockBackend(serverClock);
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch workEnded = new CountDownLatch(1);
+    AtomicInteger lossesSeen = new AtomicInteger();
+    AtomicInteger serverExpired = new AtomicInteger();
+    Leadership releasingOnItsWayOut =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock term) {
+            try (term) {
+              started.countDown();
+              while (!Thread.currentThread().isInterrupted()) { // the next term ends on close()
+                term.checkPointOfNoReturn(Duration.ofMillis(1));
+                LockSupport.parkNanos(Duration.ofMillis(1).toNanos());
+              }
+            } catch (LeaseLostException e) {
+              lossesSeen.incrementAndGet();
+            } finally {
+              workEnded.countDown();
+            }
+          }
+
+          @Override
+          public void onStoppedLeading() {}
+        };
+    try (CapturedStderr err = new CapturedStderr()) {
+      start(
+          new LockBackendRecorder("A", server),
+          fast("A")
+              .halt(() -> events.add("A: halt"))
+              .pause(
+                  (wake, d) -> {
+                    wake.awaitNanos(d.toNanos());
+                    if (serverExpired.get() > 0
+                        && Thread.currentThread().getName().equals("nolock-elector-step-down")) {
+                      awaitQuietly(workEnded); // the campaign looks only once the work released
+                    }
+                  })
+              .build(),
+          releasingOnItsWayOut);
+      started.await();
+
+      serverExpired.incrementAndGet();
+      serverClock.advance(Duration.ofSeconds(2)); // the server expires the lease: renewal refused
+      await()
+          .until(
+              () ->
+                  events.contains("A: halt")
+                      || err.lines().stream().anyMatch(l -> l.contains(RELEASED_ITS_OWN)));
+    }
+    assertThat(lossesSeen.get()).as("the work met the loss and released on its way out").isOne();
+    assertThat(events)
+        .as("a lost lease that the work then released is still a loss")
+        .contains("A: halt");
+  }
 
   /** Keeps the work running until a halt or the warning that it released its own lease. */
   private void awaitHaltOrWarning(CapturedStderr err) {
