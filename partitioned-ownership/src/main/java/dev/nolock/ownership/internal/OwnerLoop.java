@@ -124,8 +124,11 @@ public final class OwnerLoop<K, V> {
     OwnershipMetrics create(int partitions);
   }
 
-  /** The consumer's generation (member epoch) and the loop clock when a partition was fenced. */
-  private record SteppedAside(int generation, long sinceNanos) {}
+  /**
+   * The consumer's generation (member epoch) and the watchdog's running time ({@link
+   * PauseWatchdog#mark}) when a partition was fenced.
+   */
+  private record SteppedAside(int generation, long sinceMark) {}
 
   private static final class Owned {
     final long epoch;
@@ -221,7 +224,10 @@ public final class OwnerLoop<K, V> {
       lastCommitNanos = clock.nanoTime();
       watchdog =
           new PauseWatchdog(
-              clock, config.safetyMargin(), "nolock-owner-watchdog-" + group + "-" + owner);
+              clock,
+              config.safetyMargin(),
+              config.sessionTimeout(),
+              "nolock-owner-watchdog-" + group + "-" + owner);
       watchdog.start();
       while (!closing.get()) {
         endBackoffIfDue();
@@ -411,7 +417,8 @@ public final class OwnerLoop<K, V> {
     metrics.released(tp.partition());
     consumer.pause(List.of(tp));
     steppedAside.put(
-        tp, new SteppedAside(consumer.groupMetadata().generationId(), clock.nanoTime()));
+        tp,
+        new SteppedAside(consumer.groupMetadata().generationId(), watchdog.mark(clock.nanoTime())));
     metrics.steppedAside(steppedAside.size());
     events.released(tp.partition(), "fenced");
     publishView();
@@ -626,17 +633,18 @@ public final class OwnerLoop<K, V> {
    *
    * <p>A fenced partition is claimed again when it is still assigned here after the generation
    * changed (a rebalance kept it here), or once the process has run for a session timeout since it
-   * was fenced without a pause ({@link PauseWatchdog}): a pause stops the heartbeats too, so only
-   * running time counts, while a slow loop (a slow apply, a claim waiting on a row lock) does not
-   * stop the count, as the heartbeats go on on the consumer's own thread. The timer is what works
-   * with both group protocols: the consumer protocol has no rebalance a member can ask for, and its
-   * member epoch changes only when the group does. Within a session timeout of running (the
-   * heartbeat interval is shorter), a member that is no longer in the group hears so at a heartbeat
-   * and loses its partitions, so a partition still assigned after that is this member's, and
-   * whoever fenced it was a late claim. Were that wrong (the coordinator unreachable from here, so
-   * the consumer has not heard yet), the claim would fence the rightful owner until it claims back:
-   * progress would suffer, never the epoch check. A re-claim that does not succeed leaves the
-   * partition stepped aside, so the next attempt checks the timer again.
+   * was fenced, pauses excluded and counted only since the last pause that could have expired the
+   * session ({@link PauseWatchdog}): a pause stops the heartbeats too, so only running time counts,
+   * while a slow loop (a slow apply, a claim waiting on a row lock) does not stop the count, as the
+   * heartbeats go on on the consumer's own thread. The timer is what works with both group
+   * protocols: the consumer protocol has no rebalance a member can ask for, and its member epoch
+   * changes only when the group does. Within a session timeout of running (the heartbeat interval
+   * is shorter), a member that is no longer in the group hears so at a heartbeat and loses its
+   * partitions, so a partition still assigned after that is this member's, and whoever fenced it
+   * was a late claim. Were that wrong (the coordinator unreachable from here, so the consumer has
+   * not heard yet), the claim would fence the rightful owner until it claims back: progress would
+   * suffer, never the epoch check. A re-claim that does not succeed leaves the partition stepped
+   * aside, so the next attempt checks the timer again.
    */
   private void retryClaims() {
     if (backingOff) {
@@ -645,7 +653,6 @@ public final class OwnerLoop<K, V> {
     Set<TopicPartition> assignment = consumer.assignment();
     int generation = consumer.groupMetadata().generationId();
     long now = clock.nanoTime();
-    long runningSince = watchdog.runningSinceNanos(now);
     Map<TopicPartition, SteppedAside> due = new LinkedHashMap<>();
     for (Iterator<Map.Entry<TopicPartition, SteppedAside>> it = steppedAside.entrySet().iterator();
         it.hasNext(); ) {
@@ -654,8 +661,7 @@ public final class OwnerLoop<K, V> {
       if (!assignment.contains(entry.getKey())) {
         it.remove();
       } else if (aside.generation() != generation
-          || now - Math.max(aside.sinceNanos(), runningSince)
-              >= config.sessionTimeout().toNanos()) {
+          || watchdog.runningSince(aside.sinceMark(), now) >= config.sessionTimeout().toNanos()) {
         it.remove();
         due.put(entry.getKey(), aside);
       }
