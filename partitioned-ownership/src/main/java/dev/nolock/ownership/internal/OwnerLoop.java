@@ -36,6 +36,7 @@ import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
@@ -111,6 +112,14 @@ public final class OwnerLoop<K, V> {
 
   /** Assigned partitions whose last log start lookup failed: warned about once per run of them. */
   private final Set<TopicPartition> lookupFailing = new HashSet<>();
+
+  /**
+   * No turn is under way: the last poll's records were applied or rewound, so every offset between
+   * an owned partition's next offset and its position held no record for the handler (see {@link
+   * #recordPassedOffsets()}). A poll that throws (a wakeup at close) returns no records, so the
+   * previous turn's state stands.
+   */
+  private boolean settled = true;
 
   private int backendFailures;
   private long backoffUntilNanos;
@@ -233,6 +242,7 @@ public final class OwnerLoop<K, V> {
         endBackoffIfDue();
         pollSentNanos = clock.nanoTime();
         ConsumerRecords<K, V> records = consumer.poll(nextPollTimeout());
+        settled = false;
         throwIfFatal();
         checkPartitionCount();
         retryClaims();
@@ -243,6 +253,7 @@ public final class OwnerLoop<K, V> {
         }
         updateLag();
         commitIfDue();
+        settled = true;
       }
     } catch (WakeupException | InterruptException e) {
       if (!closing.get()) {
@@ -715,6 +726,7 @@ public final class OwnerLoop<K, V> {
       return;
     }
     lastCommitNanos = clock.nanoTime();
+    recordPassedOffsets();
     Map<TopicPartition, OffsetAndMetadata> offsets = uncommitted(owned.keySet());
     if (!offsets.isEmpty()) {
       consumer.commitAsync(
@@ -724,6 +736,77 @@ public final class OwnerLoop<K, V> {
               log.debug("Committing {} to Kafka failed (informational only): {}", committed, e);
             }
           });
+    }
+  }
+
+  /**
+   * Moves the rows of owned partitions past offsets the consumer passed without a record for the
+   * handler: transaction markers and aborted records under {@code read_committed}. Such offsets
+   * advance the consumer's position but never reach an apply, so without this a partition whose
+   * last offsets are markers keeps a row before them; once retention deletes them, its next claim
+   * seeks below the log start ({@code OffsetOutOfRangeException}), or, for a partition that only
+   * ever saw aborted transactions, finds {@code -1} on a log above 0 ({@link
+   * dev.nolock.ownership.LogStartMismatchException}).
+   *
+   * <p>Called at the commit interval and at a clean close, only between turns ({@link #settled}):
+   *
+   * <ol>
+   *   <li>Skipped while backing off (the positions were rewound) and for paused partitions.
+   *   <li>The consumer's position only counts records it returned, and each returned record of an
+   *       owned partition was applied, found applied, or rewound to; so when the position is above
+   *       the next offset, the offsets between held no record for the handler.
+   *   <li>One compare-and-swap statement ({@link OwnerTable#skipTo}) moves the row to the offset
+   *       before the position if it still carries this epoch and owner; a failure or a refusal
+   *       changes nothing here (the next apply finds out about a newer epoch), and the next
+   *       interval tries again.
+   * </ol>
+   */
+  private void recordPassedOffsets() {
+    if (backingOff) {
+      return;
+    }
+    Set<TopicPartition> paused = consumer.paused();
+    for (Map.Entry<TopicPartition, Owned> entry : owned.entrySet()) {
+      TopicPartition tp = entry.getKey();
+      Owned o = entry.getValue();
+      if (paused.contains(tp)) {
+        continue;
+      }
+      long position;
+      try {
+        position = consumer.position(tp, Duration.ZERO);
+      } catch (TimeoutException e) {
+        continue; // no position yet: nothing passed
+      }
+      if (position <= o.nextOffset) {
+        continue;
+      }
+      try {
+        if (table.skipTo(
+                dsl,
+                group,
+                topic,
+                tp.partition(),
+                o.epoch,
+                owner,
+                o.nextOffset - 1,
+                position - 1,
+                config.queryTimeout())
+            == 1) {
+          log.debug(
+              "{}: offsets {} to {} held no record to apply (transaction markers or aborted"
+                  + " records); the ownership row now says {}",
+              tp,
+              o.nextOffset,
+              position - 1,
+              position - 1);
+          o.nextOffset = position;
+          o.uncommitted = true;
+        }
+      } catch (DataAccessException e) {
+        log.debug(
+            "Recording the offsets {} passed failed (tried again later): {}", tp, e.toString());
+      }
     }
   }
 
@@ -787,6 +870,9 @@ public final class OwnerLoop<K, V> {
     }
     try {
       if (metrics != null) {
+        if (settled) {
+          recordPassedOffsets();
+        }
         commitQuietly(List.copyOf(owned.keySet()));
       }
     } catch (RuntimeException e) {

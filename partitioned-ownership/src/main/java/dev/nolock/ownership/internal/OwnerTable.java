@@ -344,6 +344,46 @@ public final class OwnerTable {
         .where(where);
   }
 
+  /**
+   * Moves the partition's row past offsets the consumer passed without a record for the handler:
+   * transaction markers and, under {@code read_committed}, aborted records (and offsets removed by
+   * compaction). Without it the row would stay before them, and once retention deleted them, the
+   * next claim would seek below the log start.
+   *
+   * <p>One autocommit statement: it sets the row to {@code to} only if it still carries {@code
+   * epoch} and {@code owner} (so a newer claim is never overwritten) and says between {@code from}
+   * and {@code to} (so it never moves back). Resent after its answer was lost, it matches the row
+   * it already moved and sets the same value.
+   *
+   * @param from the offset before the first one the caller has not applied
+   * @param to the offset before the consumer's position; every offset in between held no record for
+   *     the handler
+   * @return 1 when the row now says {@code to}, 0 when the epoch or owner changed (or the row moved
+   *     outside the range)
+   */
+  public int skipTo(
+      DSLContext dsl,
+      String group,
+      String topic,
+      int partition,
+      long epoch,
+      String owner,
+      long from,
+      long to,
+      Duration timeout) {
+    return dsl.update(table)
+        .set(LAST_APPLIED, to)
+        .where(
+            GROUP.eq(group),
+            TOPIC.eq(topic),
+            PARTITION.eq(partition),
+            EPOCH.eq(epoch),
+            OWNER.eq(owner),
+            LAST_APPLIED.between(from, to))
+        .queryTimeout((int) Math.max(1, (timeout.toMillis() + 999) / 1000))
+        .execute();
+  }
+
   private static Field<String> setLocal(String setting, Duration value) {
     return function(
         "set_config",
