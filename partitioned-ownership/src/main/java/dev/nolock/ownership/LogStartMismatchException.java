@@ -4,8 +4,8 @@ import dev.nolock.patterns.CoordinationException;
 
 /**
  * A partition's ownership row says nothing was applied ({@code last_applied_offset = -1}, which
- * means "start at offset 0") after its first claim, but the partition's log no longer starts at 0.
- * Either records were deleted (retention, {@code deleteRecords}) before they were applied; or the
+ * means "start at offset 0") at a claim, but the partition's log no longer starts at 0. Either
+ * records were deleted (retention, {@code deleteRecords}) before they were applied; or the
  * partition held only transaction markers and aborted records (which {@code read_committed} passes
  * without an apply) and its runner stopped before it recorded passing them (it does so at the
  * commit interval and at close), and retention deleted them; or the row was set to -1 by a

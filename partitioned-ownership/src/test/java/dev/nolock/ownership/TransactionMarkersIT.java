@@ -153,10 +153,7 @@ class TransactionMarkersIT {
   /** The lag gauge of an owned partition; -1 while it is not owned. */
   private static double lag(SimpleMeterRegistry metrics, int partition) {
     Gauge gauge =
-        metrics
-            .find("nolock.ownership.lag")
-            .tag("partition", Integer.toString(partition))
-            .gauge();
+        metrics.find("nolock.ownership.lag").tag("partition", Integer.toString(partition)).gauge();
     return gauge == null ? -1 : gauge.value();
   }
 

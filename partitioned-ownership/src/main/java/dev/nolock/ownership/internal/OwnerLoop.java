@@ -110,6 +110,12 @@ public final class OwnerLoop<K, V> {
   private long pollSentNanos;
   private PauseWatchdog watchdog;
 
+  /**
+   * Partitions whose rows {@code start()} did not record (its log start lookup failed): recorded by
+   * {@link #claimAll} before their first claim here, unless another runner recorded them first.
+   */
+  private final Set<TopicPartition> unrecorded = new HashSet<>();
+
   /** Assigned partitions whose last log start lookup failed: warned about once per run of them. */
   private final Set<TopicPartition> lookupFailing = new HashSet<>();
 
@@ -217,6 +223,11 @@ public final class OwnerLoop<K, V> {
       partitionCount = discoverPartitionCount();
       metrics = metricsFactory.create(partitionCount);
       Map<Integer, Long> logStarts = logStartsAtRegistration();
+      for (int p = 0; p < partitionCount; p++) {
+        if (!logStarts.containsKey(p)) {
+          unrecorded.add(new TopicPartition(topic, p));
+        }
+      }
       try {
         table.register(dsl, group, topic, partitionCount, config.queryTimeout(), logStarts);
       } catch (DataAccessException e) {
@@ -312,7 +323,8 @@ public final class OwnerLoop<K, V> {
   /**
    * Every partition's log start, recorded in the rows {@link OwnerTable#register} creates, so that
    * records deleted before a partition's first claim stop that claim. Empty when the lookup fails
-   * (a WARN): the rows then say -1, and the first claim records the log start it finds.
+   * (a WARN): no row is recorded then (a row saying -1 would mean "the log started at 0"), and
+   * {@link #claimAll} records a missing row with the log start it looks up before its first claim.
    */
   private Map<Integer, Long> logStartsAtRegistration() {
     List<TopicPartition> all = new ArrayList<>();
@@ -327,8 +339,9 @@ public final class OwnerLoop<K, V> {
       throw e;
     } catch (KafkaException e) {
       log.warn(
-          "Could not look up the log starts of {} before recording its partitions ({}): a"
-              + " partition's first claim records its log start instead",
+          "Could not look up the log starts of {} before recording its partitions ({}): their"
+              + " rows are recorded before their first claims, with the log starts found then;"
+              + " records deleted before that are not applied",
           topic,
           e.toString());
       return Map.of();
@@ -491,7 +504,13 @@ public final class OwnerLoop<K, V> {
       return;
     }
     List<TopicPartition> lookUp =
-        tps.stream().filter(tp -> rows.getOrDefault(tp.partition(), 0L) == -1).toList();
+        tps.stream()
+            .filter(
+                tp ->
+                    rows.containsKey(tp.partition())
+                        ? rows.get(tp.partition()) == -1
+                        : unrecorded.contains(tp))
+            .toList();
     Map<TopicPartition, Long> logStarts = Map.of();
     if (!lookUp.isEmpty()) {
       try {
@@ -515,6 +534,9 @@ public final class OwnerLoop<K, V> {
         }
       }
     }
+    if (!recordMissingRows(tps, rows, logStarts, onFailure, asides)) {
+      return;
+    }
     for (TopicPartition tp : tps) {
       if (lookUp.contains(tp) && !logStarts.containsKey(tp)) {
         continue;
@@ -535,6 +557,47 @@ public final class OwnerLoop<K, V> {
     } catch (LeaseLostException e) {
       return true;
     }
+  }
+
+  /**
+   * Records the rows {@code start()} could not, for those of {@code tps} whose log start is now
+   * known and whose row is still missing, in one idempotent transaction ({@link
+   * OwnerTable#register}). False when it failed: the partitions wait, unclaimed, for the next turn
+   * (a backoff for a transient failure), or the runner stops.
+   */
+  private boolean recordMissingRows(
+      Collection<TopicPartition> tps,
+      Map<Integer, Long> rows,
+      Map<TopicPartition, Long> logStarts,
+      OwnerEvents.BackoffCause onFailure,
+      Map<TopicPartition, SteppedAside> asides) {
+    Map<Integer, Long> toRecord = new HashMap<>();
+    for (TopicPartition tp : tps) {
+      if (unrecorded.contains(tp)
+          && !rows.containsKey(tp.partition())
+          && logStarts.containsKey(tp)) {
+        toRecord.put(tp.partition(), logStarts.get(tp));
+      }
+    }
+    if (toRecord.isEmpty()) {
+      return true;
+    }
+    try {
+      table.register(dsl, group, topic, partitionCount, config.queryTimeout(), toRecord);
+    } catch (PartitionCountChangedException e) {
+      fatal = e;
+      return false;
+    } catch (DataAccessException e) {
+      if (!SqlErrors.isTransient(e)) {
+        fatal = e;
+        return false;
+      }
+      tps.forEach(tp -> notClaimed(tp, asides.get(tp)));
+      startBackoff(e, "recording the ownership rows of " + toRecord.keySet(), onFailure);
+      return false;
+    }
+    unrecorded.removeIf(tp -> toRecord.containsKey(tp.partition()));
+    return true;
   }
 
   private void claim(
