@@ -4,10 +4,13 @@ import dev.nolock.patterns.CoordinationException;
 
 /**
  * A partition's ownership row says nothing was applied ({@code last_applied_offset = -1}, which
- * means "start at offset 0") after its first claim, but the partition's log no longer starts at 0.
- * Either records were deleted (retention, {@code deleteRecords}) before they were applied, or the
- * row was set to -1 by a migration or by hand to mean "from the start". The runner cannot tell the
- * two apart, so it stops rather than skip records; the claim that found it rolled back.
+ * means "start at offset 0") at a claim, but the partition's log no longer starts at 0. Either
+ * records were deleted (retention, {@code deleteRecords}) before they were applied; or the
+ * partition held only transaction markers and aborted records (which {@code read_committed} passes
+ * without an apply) and its runner stopped before it recorded passing them (it does so at the
+ * commit interval and at close), and retention deleted them; or the row was set to -1 by a
+ * migration or by hand to mean "from the start". The runner cannot tell these apart, so it stops
+ * rather than skip records; the claim that found it rolled back.
  *
  * <p>The caller's action: if records were lost, restore them or accept the loss; to start at the
  * log's first record (which also reprocesses from the start), set the row to the offset before it,
@@ -35,8 +38,10 @@ public class LogStartMismatchException extends CoordinationException {
             + logStart
             + ". Records 0 to "
             + (logStart - 1)
-            + " were deleted before they were applied, or the row was set to -1 by a migration"
-            + " or by hand. If they were lost, restore them or accept the loss; to apply from the"
+            + " were deleted before they were applied; or they held only transaction markers and"
+            + " aborted records (passed without an apply) and the runner stopped before recording"
+            + " that; or the row was set to -1 by a migration or by hand. If records were lost,"
+            + " restore them or accept the loss; to apply from the"
             + " log's first record, run, while no runner of the group runs: UPDATE "
             + table
             + " SET last_applied_offset = "

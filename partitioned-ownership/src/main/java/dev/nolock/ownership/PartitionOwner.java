@@ -45,7 +45,8 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Nothing is skipped.</b> A new owner starts at the last applied offset + 1, read from the
  *       table, not from Kafka's committed offsets; records deleted by retention before they were
  *       applied stop the runner instead of being skipped (limits: the README's "Nothing is
- *       skipped", for a first claim after retention and for compacted topics).
+ *       skipped", for records deleted before a partition's row was recorded and for compacted
+ *       topics).
  *   <li><b>The topic keeps its partition count.</b> The count is recorded in the table; a runner
  *       that sees another one stops with {@link PartitionCountChangedException}.
  * </ul>

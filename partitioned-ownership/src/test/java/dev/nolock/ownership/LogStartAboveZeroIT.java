@@ -262,6 +262,114 @@ class LogStartAboveZeroIT {
   }
 
   /**
+   * A row recorded by {@code start()} while the log started at 0 says -1 (seeded here at epoch 0,
+   * never claimed); records are produced and the first four deleted before the first claim. That
+   * claim must stop the runner ({@link LogStartMismatchException}), not take the log start it finds
+   * and skip them.
+   */
+  @Test
+  void recordsDeletedBeforeTheFirstClaimOfARowRecordedAtLogStartZeroStopTheRunner(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-first"), 1);
+    String group = "owners-" + topic;
+    TopicPartition tp = new TopicPartition(topic, 0);
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
+    try (PartitionOwner<String, String> owner =
+        PartitionOwner.create(
+            pg.dataSource(),
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "first").build(),
+            new StringDeserializer(),
+            new StringDeserializer(),
+            ledger.handler())) {
+      owner.createTableIfMissing();
+      pg.dsl()
+          .execute(
+              "INSERT INTO "
+                  + OwnershipConfig.DEFAULT_TABLE
+                  + " (consumer_group, topic, partition, partition_count, epoch,"
+                  + " last_applied_offset) VALUES (?, ?, 0, 1, 0, -1)",
+              group,
+              topic);
+      commands.send(SENT);
+      deleteBefore(kafka, tp, LOG_START);
+      owner.start();
+      Awaitility.await("the runner stopped, or the records after the log start applied")
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> !owner.isRunning() || ledger.appliesPerOffset(0).size() == SENT - LOG_START);
+      assertThat(owner.failure())
+          .as("records deleted before the first claim of a row recorded at log start 0")
+          .get()
+          .isInstanceOf(LogStartMismatchException.class);
+      assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
+      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0))
+          .as("the refused claim rolled back")
+          .isEqualTo(new OwnerRows.Row(0, null, -1));
+    } finally {
+      commands.close();
+    }
+  }
+
+  /**
+   * The log start lookup at {@code start()} fails (a test hook throws what {@code beginningOffsets}
+   * would, once); the log already starts at 4. No row may be recorded as -1 for it: the row is
+   * recorded at the first claim, with the log start it then finds, and every record from there
+   * applies once (a -1 row would read as "start at 0" and stop the runner on records deleted long
+   * before).
+   */
+  @Test
+  void aFailedLookupAtStartRecordsNoRowAndTheFirstClaimRecordsTheLogStart(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-unknown"), 1);
+    String group = "owners-" + topic;
+    TopicPartition tp = new TopicPartition(topic, 0);
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
+    AtomicInteger lookups = new AtomicInteger();
+    Map<Integer, OwnerRows.Row> rowsAtSecondLookup = new java.util.concurrent.ConcurrentHashMap<>();
+    RecordingEvents events =
+        new RecordingEvents() {
+          @Override
+          public void beforeLogStartLookup(java.util.Set<Integer> partitions) {
+            if (lookups.incrementAndGet() == 1) {
+              throw new org.apache.kafka.common.KafkaException("test: no leader at start");
+            }
+            rowsAtSecondLookup.putAll(OwnerRows.read(pg.dsl(), group, topic));
+          }
+        };
+    try {
+      commands.send(SENT);
+      deleteBefore(kafka, tp, LOG_START);
+      try (PartitionOwner<String, String> owner =
+          PartitionOwner.withSafeguards(
+              pg.dataSource(),
+              TestOwners.config(kafka.bootstrapServers(), topic, group, "unknown").build(),
+              new StringDeserializer(),
+              new StringDeserializer(),
+              ledger.handler(),
+              Safeguards.ALL,
+              events)) {
+        owner.createTableIfMissing();
+        owner.start();
+        Awaitility.await("the records from the log start applied, or the runner stopped")
+            .atMost(Duration.ofSeconds(60))
+            .until(
+                () -> !owner.isRunning() || ledger.appliesPerOffset(0).size() == SENT - LOG_START);
+        assertThat(owner.failure()).isEmpty();
+      }
+      assertThat(lookups.get()).as("the lookup at start failed, the claim's answered").isEqualTo(2);
+      assertThat(rowsAtSecondLookup).as("no row recorded by the failed start lookup").isEmpty();
+      Map<Long, Integer> expected = new TreeMap<>();
+      for (long offset = LOG_START; offset < SENT; offset++) {
+        expected.put(offset, 1);
+      }
+      assertThat(ledger.appliesPerOffset(0)).isEqualTo(expected);
+    } finally {
+      commands.close();
+    }
+  }
+
+  /**
    * The first claim of a partition whose log is empty and starts at 0 records -1 (the offset before
    * 0); the owner closes before anything is produced. Records are then produced and the first three
    * deleted before any owner applied them: the next claim (epoch 2, the row still -1) must stop the

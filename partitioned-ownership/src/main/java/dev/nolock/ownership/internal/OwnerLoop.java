@@ -36,6 +36,7 @@ import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
@@ -109,8 +110,22 @@ public final class OwnerLoop<K, V> {
   private long pollSentNanos;
   private PauseWatchdog watchdog;
 
+  /**
+   * Partitions whose rows {@code start()} did not record (its log start lookup failed): recorded by
+   * {@link #claimAll} before their first claim here, unless another runner recorded them first.
+   */
+  private final Set<TopicPartition> unrecorded = new HashSet<>();
+
   /** Assigned partitions whose last log start lookup failed: warned about once per run of them. */
   private final Set<TopicPartition> lookupFailing = new HashSet<>();
+
+  /**
+   * No turn is under way: the last poll's records were applied or rewound, so every offset between
+   * an owned partition's next offset and its position held no record for the handler (see {@link
+   * #recordPassedOffsets()}). A poll that throws (a wakeup at close) returns no records, so the
+   * previous turn's state stands.
+   */
+  private boolean settled = true;
 
   private int backendFailures;
   private long backoffUntilNanos;
@@ -124,8 +139,11 @@ public final class OwnerLoop<K, V> {
     OwnershipMetrics create(int partitions);
   }
 
-  /** The consumer's generation (member epoch) and the loop clock when a partition was fenced. */
-  private record SteppedAside(int generation, long sinceNanos) {}
+  /**
+   * The consumer's generation (member epoch) and the watchdog's running time ({@link
+   * PauseWatchdog#mark}) when a partition was fenced.
+   */
+  private record SteppedAside(int generation, long sinceMark) {}
 
   private static final class Owned {
     final long epoch;
@@ -205,6 +223,11 @@ public final class OwnerLoop<K, V> {
       partitionCount = discoverPartitionCount();
       metrics = metricsFactory.create(partitionCount);
       Map<Integer, Long> logStarts = logStartsAtRegistration();
+      for (int p = 0; p < partitionCount; p++) {
+        if (!logStarts.containsKey(p)) {
+          unrecorded.add(new TopicPartition(topic, p));
+        }
+      }
       try {
         table.register(dsl, group, topic, partitionCount, config.queryTimeout(), logStarts);
       } catch (DataAccessException e) {
@@ -221,12 +244,16 @@ public final class OwnerLoop<K, V> {
       lastCommitNanos = clock.nanoTime();
       watchdog =
           new PauseWatchdog(
-              clock, config.safetyMargin(), "nolock-owner-watchdog-" + group + "-" + owner);
+              clock,
+              config.safetyMargin(),
+              config.sessionTimeout(),
+              "nolock-owner-watchdog-" + group + "-" + owner);
       watchdog.start();
       while (!closing.get()) {
         endBackoffIfDue();
         pollSentNanos = clock.nanoTime();
         ConsumerRecords<K, V> records = consumer.poll(nextPollTimeout());
+        settled = false;
         throwIfFatal();
         checkPartitionCount();
         retryClaims();
@@ -237,6 +264,7 @@ public final class OwnerLoop<K, V> {
         }
         updateLag();
         commitIfDue();
+        settled = true;
       }
     } catch (WakeupException | InterruptException e) {
       if (!closing.get()) {
@@ -295,7 +323,8 @@ public final class OwnerLoop<K, V> {
   /**
    * Every partition's log start, recorded in the rows {@link OwnerTable#register} creates, so that
    * records deleted before a partition's first claim stop that claim. Empty when the lookup fails
-   * (a WARN): the rows then say -1, and the first claim records the log start it finds.
+   * (a WARN): no row is recorded then (a row saying -1 would mean "the log started at 0"), and
+   * {@link #claimAll} records a missing row with the log start it looks up before its first claim.
    */
   private Map<Integer, Long> logStartsAtRegistration() {
     List<TopicPartition> all = new ArrayList<>();
@@ -310,8 +339,9 @@ public final class OwnerLoop<K, V> {
       throw e;
     } catch (KafkaException e) {
       log.warn(
-          "Could not look up the log starts of {} before recording its partitions ({}): a"
-              + " partition's first claim records its log start instead",
+          "Could not look up the log starts of {} before recording its partitions ({}): their"
+              + " rows are recorded before their first claims, with the log starts found then;"
+              + " records deleted before that are not applied",
           topic,
           e.toString());
       return Map.of();
@@ -411,7 +441,8 @@ public final class OwnerLoop<K, V> {
     metrics.released(tp.partition());
     consumer.pause(List.of(tp));
     steppedAside.put(
-        tp, new SteppedAside(consumer.groupMetadata().generationId(), clock.nanoTime()));
+        tp,
+        new SteppedAside(consumer.groupMetadata().generationId(), watchdog.mark(clock.nanoTime())));
     metrics.steppedAside(steppedAside.size());
     events.released(tp.partition(), "fenced");
     publishView();
@@ -473,7 +504,13 @@ public final class OwnerLoop<K, V> {
       return;
     }
     List<TopicPartition> lookUp =
-        tps.stream().filter(tp -> rows.getOrDefault(tp.partition(), 0L) == -1).toList();
+        tps.stream()
+            .filter(
+                tp ->
+                    rows.containsKey(tp.partition())
+                        ? rows.get(tp.partition()) == -1
+                        : unrecorded.contains(tp))
+            .toList();
     Map<TopicPartition, Long> logStarts = Map.of();
     if (!lookUp.isEmpty()) {
       try {
@@ -497,6 +534,9 @@ public final class OwnerLoop<K, V> {
         }
       }
     }
+    if (!recordMissingRows(tps, rows, logStarts, onFailure, asides)) {
+      return;
+    }
     for (TopicPartition tp : tps) {
       if (lookUp.contains(tp) && !logStarts.containsKey(tp)) {
         continue;
@@ -517,6 +557,47 @@ public final class OwnerLoop<K, V> {
     } catch (LeaseLostException e) {
       return true;
     }
+  }
+
+  /**
+   * Records the rows {@code start()} could not, for those of {@code tps} whose log start is now
+   * known and whose row is still missing, in one idempotent transaction ({@link
+   * OwnerTable#register}). False when it failed: the partitions wait, unclaimed, for the next turn
+   * (a backoff for a transient failure), or the runner stops.
+   */
+  private boolean recordMissingRows(
+      Collection<TopicPartition> tps,
+      Map<Integer, Long> rows,
+      Map<TopicPartition, Long> logStarts,
+      OwnerEvents.BackoffCause onFailure,
+      Map<TopicPartition, SteppedAside> asides) {
+    Map<Integer, Long> toRecord = new HashMap<>();
+    for (TopicPartition tp : tps) {
+      if (unrecorded.contains(tp)
+          && !rows.containsKey(tp.partition())
+          && logStarts.containsKey(tp)) {
+        toRecord.put(tp.partition(), logStarts.get(tp));
+      }
+    }
+    if (toRecord.isEmpty()) {
+      return true;
+    }
+    try {
+      table.register(dsl, group, topic, partitionCount, config.queryTimeout(), toRecord);
+    } catch (PartitionCountChangedException e) {
+      fatal = e;
+      return false;
+    } catch (DataAccessException e) {
+      if (!SqlErrors.isTransient(e)) {
+        fatal = e;
+        return false;
+      }
+      tps.forEach(tp -> notClaimed(tp, asides.get(tp)));
+      startBackoff(e, "recording the ownership rows of " + toRecord.keySet(), onFailure);
+      return false;
+    }
+    unrecorded.removeIf(tp -> toRecord.containsKey(tp.partition()));
+    return true;
   }
 
   private void claim(
@@ -626,17 +707,18 @@ public final class OwnerLoop<K, V> {
    *
    * <p>A fenced partition is claimed again when it is still assigned here after the generation
    * changed (a rebalance kept it here), or once the process has run for a session timeout since it
-   * was fenced without a pause ({@link PauseWatchdog}): a pause stops the heartbeats too, so only
-   * running time counts, while a slow loop (a slow apply, a claim waiting on a row lock) does not
-   * stop the count, as the heartbeats go on on the consumer's own thread. The timer is what works
-   * with both group protocols: the consumer protocol has no rebalance a member can ask for, and its
-   * member epoch changes only when the group does. Within a session timeout of running (the
-   * heartbeat interval is shorter), a member that is no longer in the group hears so at a heartbeat
-   * and loses its partitions, so a partition still assigned after that is this member's, and
-   * whoever fenced it was a late claim. Were that wrong (the coordinator unreachable from here, so
-   * the consumer has not heard yet), the claim would fence the rightful owner until it claims back:
-   * progress would suffer, never the epoch check. A re-claim that does not succeed leaves the
-   * partition stepped aside, so the next attempt checks the timer again.
+   * was fenced, pauses excluded and counted only since the last pause that could have expired the
+   * session ({@link PauseWatchdog}): a pause stops the heartbeats too, so only running time counts,
+   * while a slow loop (a slow apply, a claim waiting on a row lock) does not stop the count, as the
+   * heartbeats go on on the consumer's own thread. The timer is what works with both group
+   * protocols: the consumer protocol has no rebalance a member can ask for, and its member epoch
+   * changes only when the group does. Within a session timeout of running (the heartbeat interval
+   * is shorter), a member that is no longer in the group hears so at a heartbeat and loses its
+   * partitions, so a partition still assigned after that is this member's, and whoever fenced it
+   * was a late claim. Were that wrong (the coordinator unreachable from here, so the consumer has
+   * not heard yet), the claim would fence the rightful owner until it claims back: progress would
+   * suffer, never the epoch check. A re-claim that does not succeed leaves the partition stepped
+   * aside, so the next attempt checks the timer again.
    */
   private void retryClaims() {
     if (backingOff) {
@@ -645,7 +727,6 @@ public final class OwnerLoop<K, V> {
     Set<TopicPartition> assignment = consumer.assignment();
     int generation = consumer.groupMetadata().generationId();
     long now = clock.nanoTime();
-    long runningSince = watchdog.runningSinceNanos(now);
     Map<TopicPartition, SteppedAside> due = new LinkedHashMap<>();
     for (Iterator<Map.Entry<TopicPartition, SteppedAside>> it = steppedAside.entrySet().iterator();
         it.hasNext(); ) {
@@ -654,8 +735,7 @@ public final class OwnerLoop<K, V> {
       if (!assignment.contains(entry.getKey())) {
         it.remove();
       } else if (aside.generation() != generation
-          || now - Math.max(aside.sinceNanos(), runningSince)
-              >= config.sessionTimeout().toNanos()) {
+          || watchdog.runningSince(aside.sinceMark(), now) >= config.sessionTimeout().toNanos()) {
         it.remove();
         due.put(entry.getKey(), aside);
       }
@@ -709,6 +789,7 @@ public final class OwnerLoop<K, V> {
       return;
     }
     lastCommitNanos = clock.nanoTime();
+    recordPassedOffsets();
     Map<TopicPartition, OffsetAndMetadata> offsets = uncommitted(owned.keySet());
     if (!offsets.isEmpty()) {
       consumer.commitAsync(
@@ -718,6 +799,77 @@ public final class OwnerLoop<K, V> {
               log.debug("Committing {} to Kafka failed (informational only): {}", committed, e);
             }
           });
+    }
+  }
+
+  /**
+   * Moves the rows of owned partitions past offsets the consumer passed without a record for the
+   * handler: transaction markers and aborted records under {@code read_committed}. Such offsets
+   * advance the consumer's position but never reach an apply, so without this a partition whose
+   * last offsets are markers keeps a row before them; once retention deletes them, its next claim
+   * seeks below the log start ({@code OffsetOutOfRangeException}), or, for a partition that only
+   * ever saw aborted transactions, finds {@code -1} on a log above 0 ({@link
+   * dev.nolock.ownership.LogStartMismatchException}).
+   *
+   * <p>Called at the commit interval and at a clean close, only between turns ({@link #settled}):
+   *
+   * <ol>
+   *   <li>Skipped while backing off (the positions were rewound) and for paused partitions.
+   *   <li>The consumer's position only counts records it returned, and each returned record of an
+   *       owned partition was applied, found applied, or rewound to; so when the position is above
+   *       the next offset, the offsets between held no record for the handler.
+   *   <li>One compare-and-swap statement ({@link OwnerTable#skipTo}) moves the row to the offset
+   *       before the position if it still carries this epoch and owner; a failure or a refusal
+   *       changes nothing here (the next apply finds out about a newer epoch), and the next
+   *       interval tries again.
+   * </ol>
+   */
+  private void recordPassedOffsets() {
+    if (backingOff) {
+      return;
+    }
+    Set<TopicPartition> paused = consumer.paused();
+    for (Map.Entry<TopicPartition, Owned> entry : owned.entrySet()) {
+      TopicPartition tp = entry.getKey();
+      Owned o = entry.getValue();
+      if (paused.contains(tp)) {
+        continue;
+      }
+      long position;
+      try {
+        position = consumer.position(tp, Duration.ZERO);
+      } catch (TimeoutException e) {
+        continue; // no position yet: nothing passed
+      }
+      if (position <= o.nextOffset) {
+        continue;
+      }
+      try {
+        if (table.skipTo(
+                dsl,
+                group,
+                topic,
+                tp.partition(),
+                o.epoch,
+                owner,
+                o.nextOffset - 1,
+                position - 1,
+                config.queryTimeout())
+            == 1) {
+          log.debug(
+              "{}: offsets {} to {} held no record to apply (transaction markers or aborted"
+                  + " records); the ownership row now says {}",
+              tp,
+              o.nextOffset,
+              position - 1,
+              position - 1);
+          o.nextOffset = position;
+          o.uncommitted = true;
+        }
+      } catch (DataAccessException e) {
+        log.debug(
+            "Recording the offsets {} passed failed (tried again later): {}", tp, e.toString());
+      }
     }
   }
 
@@ -781,6 +933,9 @@ public final class OwnerLoop<K, V> {
     }
     try {
       if (metrics != null) {
+        if (settled) {
+          recordPassedOffsets();
+        }
         commitQuietly(List.copyOf(owned.keySet()));
       }
     } catch (RuntimeException e) {

@@ -17,6 +17,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -100,17 +101,26 @@ public final class OwnerTable {
         .execute();
   }
 
-  /** {@link #register(DSLContext, String, String, int, Duration, Map)} with no log starts known. */
+  /**
+   * {@link #register(DSLContext, String, String, int, Duration, Map)} with every log start at 0:
+   * every missing row says -1.
+   */
   public void register(
       DSLContext dsl, String group, String topic, int partitions, Duration timeout) {
-    register(dsl, group, topic, partitions, timeout, Map.of());
+    Map<Integer, Long> atZero = new HashMap<>();
+    for (int p = 0; p < partitions; p++) {
+      atZero.put(p, 0L);
+    }
+    register(dsl, group, topic, partitions, timeout, atZero);
   }
 
   /**
    * Records the topic's partition count for the group, or checks it against the one recorded:
-   * creates the missing rows (epoch 0) in one transaction. A missing row starts at the offset
-   * before its partition's log start in {@code logStarts} (so records deleted before the first
-   * claim stop that claim), or at -1 (nothing applied) for a partition not in it.
+   * creates the missing rows (epoch 0) of the partitions in {@code logStarts}, in one transaction,
+   * each at the offset before its log start (so records deleted before the first claim stop that
+   * claim). A partition not in {@code logStarts} gets no row here: a row is only ever recorded with
+   * a known log start, so {@code -1} always means "start at offset 0". Resent after a lost answer,
+   * it inserts nothing twice.
    *
    * @throws PartitionCountChangedException when rows for another count exist
    */
@@ -138,9 +148,13 @@ public final class OwnerTable {
           InsertValuesStep7<Record, String, String, Integer, Integer, Long, Long, String> insert =
               tx.insertInto(
                   table, GROUP, TOPIC, PARTITION, PARTITION_COUNT, EPOCH, LAST_APPLIED, OWNER);
-          for (int p = 0; p < partitions; p++) {
-            long before = logStarts.getOrDefault(p, 0L) - 1;
-            insert = insert.values(group, topic, p, partitions, 0L, before, null);
+          if (logStarts.isEmpty()) {
+            return;
+          }
+          for (Map.Entry<Integer, Long> start : new TreeMap<>(logStarts).entrySet()) {
+            insert =
+                insert.values(
+                    group, topic, start.getKey(), partitions, 0L, start.getValue() - 1, null);
           }
           insert.onConflictDoNothing().execute();
         });
@@ -155,20 +169,16 @@ public final class OwnerTable {
    * Kafka before the transaction (see {@link #lastApplied}), so that the row lock is never held
    * while Kafka is asked:
    *
-   * <ol>
-   *   <li>At the first claim (epoch 1 after the bump), the row is set to the offset before the log
-   *       start, with an {@code UPDATE} that also requires epoch 1 and {@code -1}: every later
-   *       claim then starts at a concrete offset, and records deleted before they were applied fail
-   *       the fetch ({@code OffsetOutOfRangeException}) instead of being skipped by a start at "the
-   *       log start, wherever it is now". A log start looked up a moment before is at most lower
-   *       than the real one (it only grows), which fails that way too, never skips.
-   *   <li>At a later claim, {@code -1} means "start at offset 0": if the log starts above 0, the
-   *       claim throws {@link LogStartMismatchException} and rolls back.
-   * </ol>
+   * <p>Rows are recorded only with a known log start ({@link #register}), so {@code -1} means
+   * "start at offset 0" at every claim, the first included: if the log starts above 0, records were
+   * deleted before they were applied (or the row was set to -1 by hand), and the claim throws
+   * {@link LogStartMismatchException} and rolls back instead of starting at the log start it finds
+   * and skipping them. A log start looked up a moment before is at most lower than the real one (it
+   * only grows): a stop missed then fails the fetch instead ({@code OffsetOutOfRangeException}).
    *
    * @param logStart the partition's first offset in Kafka, or null when it was not looked up
    *     because the row did not say {@code -1} a moment before
-   * @throws LogStartMismatchException see step 2
+   * @throws LogStartMismatchException when the row says {@code -1} and the log starts above 0
    * @throws LogStartNeededException when the row says {@code -1} and {@code logStart} is null (it
    *     was set to -1 since it was read): rolled back, claim again
    * @throws PartitionCountChangedException when the row was set up for another partition count
@@ -205,21 +215,9 @@ public final class OwnerTable {
             if (lastApplied == -1 && logStart == null) {
               throw new LogStartNeededException();
             }
-            if (lastApplied == -1 && epoch > 1 && logStart > 0) {
+            if (lastApplied == -1 && logStart > 0) {
               throw new LogStartMismatchException(
                   tableName.toString(), group, topic, partition, logStart);
-            }
-            if (lastApplied == -1 && epoch == 1) {
-              lastApplied = logStart - 1;
-              tx.update(table)
-                  .set(LAST_APPLIED, lastApplied)
-                  .where(
-                      GROUP.eq(group),
-                      TOPIC.eq(topic),
-                      PARTITION.eq(partition),
-                      EPOCH.eq(epoch),
-                      LAST_APPLIED.eq(-1L))
-                  .execute();
             }
             return new Claim(epoch, lastApplied);
           }
@@ -342,6 +340,46 @@ public final class OwnerTable {
             LAST_APPLIED,
             safeguards.offsetCheck() ? val(offset) : greatest(LAST_APPLIED, val(offset)))
         .where(where);
+  }
+
+  /**
+   * Moves the partition's row past offsets the consumer passed without a record for the handler:
+   * transaction markers and, under {@code read_committed}, aborted records (and offsets removed by
+   * compaction). Without it the row would stay before them, and once retention deleted them, the
+   * next claim would seek below the log start.
+   *
+   * <p>One autocommit statement: it sets the row to {@code to} only if it still carries {@code
+   * epoch} and {@code owner} (so a newer claim is never overwritten) and says between {@code from}
+   * and {@code to} (so it never moves back). Resent after its answer was lost, it matches the row
+   * it already moved and sets the same value.
+   *
+   * @param from the offset before the first one the caller has not applied
+   * @param to the offset before the consumer's position; every offset in between held no record for
+   *     the handler
+   * @return 1 when the row now says {@code to}, 0 when the epoch or owner changed (or the row moved
+   *     outside the range)
+   */
+  public int skipTo(
+      DSLContext dsl,
+      String group,
+      String topic,
+      int partition,
+      long epoch,
+      String owner,
+      long from,
+      long to,
+      Duration timeout) {
+    return dsl.update(table)
+        .set(LAST_APPLIED, to)
+        .where(
+            GROUP.eq(group),
+            TOPIC.eq(topic),
+            PARTITION.eq(partition),
+            EPOCH.eq(epoch),
+            OWNER.eq(owner),
+            LAST_APPLIED.between(from, to))
+        .queryTimeout((int) Math.max(1, (timeout.toMillis() + 999) / 1000))
+        .execute();
   }
 
   private static Field<String> setLocal(String setting, Duration value) {
