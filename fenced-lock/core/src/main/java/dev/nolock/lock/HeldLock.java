@@ -144,6 +144,10 @@ public final class HeldLock implements AutoCloseable {
    * failure that a caller would retry.
    */
   public void release() {
+    if (state.get() == State.HELD && deadline.hasExpired()) {
+      // A pause longer than the lease, and this release came before any renewal noticed.
+      lose("the lease ran out before a renewal succeeded");
+    }
     State before =
         state.getAndUpdate(
             s ->

@@ -216,6 +216,26 @@ class FencedLockTest {
     }
   }
 
+  /**
+   * A pause longer than the lease, after which the holder's own release comes before any renewal
+   * notices: the lease ran out while held, so it was lost, not given back.
+   */
+  @Test
+  void aLeaseReleasedAfterItRanOutSaysItWasLost() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    try (FencedLock manual =
+        FencedLock.create(
+            new InMemoryLockBackend(clock),
+            LockConfig.custom(LockPurpose.CORRECTNESS).clock(clock).autoRenew(false).build())) {
+      HeldLock held = manual.tryAcquire("invoice-1", Duration.ofSeconds(3)).get();
+      clock.advance(Duration.ofSeconds(4)); // a pause longer than the lease
+
+      held.release();
+
+      assertThat(held.isLost()).as("ran out while held, then released: lost").isTrue();
+    }
+  }
+
   @Test
   void withLockRunsTheWorkWithTheLockAndReleasesIt() {
     Either<NotAcquired, Long> token =

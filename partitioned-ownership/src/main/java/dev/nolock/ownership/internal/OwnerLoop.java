@@ -36,7 +36,6 @@ import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
-import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
@@ -819,9 +818,9 @@ public final class OwnerLoop<K, V> {
    *       owned partition was applied, found applied, or rewound to; so when the position is above
    *       the next offset, the offsets between held no record for the handler.
    *   <li>One compare-and-swap statement ({@link OwnerTable#skipTo}) moves the row to the offset
-   *       before the position if it still carries this epoch and owner; a failure or a refusal
-   *       changes nothing here (the next apply finds out about a newer epoch), and the next
-   *       interval tries again.
+   *       before the position if it still carries this epoch and owner; a refusal changes nothing
+   *       here (the next apply finds out about a newer epoch), a failure ends this interval's pass,
+   *       and the next interval tries again.
    * </ol>
    */
   private void recordPassedOffsets() {
@@ -838,8 +837,10 @@ public final class OwnerLoop<K, V> {
       long position;
       try {
         position = consumer.position(tp, Duration.ZERO);
-      } catch (TimeoutException e) {
-        continue; // no position yet: nothing passed
+      } catch (WakeupException | InterruptException e) {
+        throw e; // closing: the caller's
+      } catch (KafkaException | IllegalStateException e) {
+        continue; // no position now (none yet, or being reassigned): nothing to record
       }
       if (position <= o.nextOffset) {
         continue;
@@ -867,8 +868,11 @@ public final class OwnerLoop<K, V> {
           o.uncommitted = true;
         }
       } catch (DataAccessException e) {
+        // One failure is enough for this interval: trying every partition against a database that
+        // does not answer would hold the loop for partitions × queryTimeout.
         log.debug(
             "Recording the offsets {} passed failed (tried again later): {}", tp, e.toString());
+        return;
       }
     }
   }

@@ -118,14 +118,15 @@ public final class PauseWatchdog implements AutoCloseable {
       return;
     }
     lastReadingNanos = now;
-    if (gap <= gapNanos) {
-      runningNanos += gap;
-    } else if (gap >= restartNanos) {
+    // Half the session first: a safety margin near the session makes the pause threshold longer.
+    if (gap >= restartNanos) {
       log.debug(
           "No clock reading for {} ms, half the session or more: the process may have been paused"
               + " long enough to leave its group; the running time restarts",
           gap / 1_000_000);
       restartedAtNanos = runningNanos;
+    } else if (gap <= gapNanos) {
+      runningNanos += gap;
     } else {
       log.debug(
           "No clock reading for {} ms: the process may have been paused; not counted as running",

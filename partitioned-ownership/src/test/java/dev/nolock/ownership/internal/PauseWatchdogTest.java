@@ -65,6 +65,21 @@ class PauseWatchdogTest {
         .isEqualTo(PauseWatchdog.TICK.toNanos());
   }
 
+  /**
+   * A safety margin of 9 s in a 10 s session makes the pause threshold longer than half the
+   * session: an 8 s pause, which can expire the session, must still restart the count.
+   */
+  @Test
+  void aPauseOfHalfTheSessionRestartsTheCountWhateverTheThreshold() {
+    PauseWatchdog watchdog = watchdog(Duration.ofSeconds(9), SESSION);
+    long mark = watchdog.mark(clock.nanoTime());
+    clock.advance(Duration.ofSeconds(1));
+    watchdog.tick();
+    clock.advance(Duration.ofSeconds(8));
+    watchdog.tick();
+    assertThat(watchdog.runningSince(mark, clock.nanoTime())).isZero();
+  }
+
   @Test
   void aPauseNotYetSeenByTheThreadIsSeenByTheCaller() {
     PauseWatchdog watchdog = watchdog(Duration.ofSeconds(2), SESSION);
