@@ -1,5 +1,6 @@
 package dev.nolock.testkit;
 
+import dev.nolock.testkit.internal.ProcessSignals;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -15,7 +16,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
-import org.awaitility.Awaitility;
 
 /**
  * A child JVM running a test's {@code main}: the process the kill and pause tests freeze with
@@ -163,24 +163,12 @@ public final class ChildJvm implements AutoCloseable {
 
   /** Sends {@code kill -<signal>}, e.g. {@code STOP}, {@code CONT}, {@code 9}. */
   public void signal(String signal) throws IOException, InterruptedException {
-    Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).start();
-    if (kill.waitFor() != 0) {
-      throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
-    }
+    ProcessSignals.send(pid(), signal);
   }
 
   /** Waits until the kernel reports the process in {@code state} ('T' = stopped by a signal). */
   public void awaitState(char state) {
-    Path stat = Path.of("/proc", Long.toString(pid()), "stat");
-    // Field 3, after the parenthesised command name, is the state.
-    Awaitility.await(name + " (pid " + pid() + ") in state " + state)
-        .atMost(Duration.ofSeconds(10))
-        .pollInterval(Duration.ofMillis(5))
-        .until(
-            () -> {
-              String content = Files.readString(stat);
-              return content.charAt(content.lastIndexOf(')') + 2) == state;
-            });
+    ProcessSignals.awaitState(pid(), state, name);
   }
 
   /** Waits for the process to end and returns its exit code (137 after {@code kill -9}). */

@@ -1,5 +1,6 @@
 package dev.nolock.testkit;
 
+import dev.nolock.testkit.internal.ProcessSignals;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.ClientBuilder;
 import io.etcd.jetcd.maintenance.StatusResponse;
@@ -260,13 +261,13 @@ public final class EtcdCluster implements AutoCloseable {
 
   /** {@code SIGSTOP}: the member keeps its sockets open and answers nothing. */
   public void freeze(Member member) {
-    member.signal("STOP", true);
+    member.stopOrResume(true);
     member.frozen = true;
   }
 
   /** {@code SIGCONT}. */
   public void thaw(Member member) {
-    member.signal("CONT", false);
+    member.stopOrResume(false);
     member.frozen = false;
   }
 
@@ -432,28 +433,8 @@ public final class EtcdCluster implements AutoCloseable {
       frozen = false;
     }
 
-    private void signal(String signal, boolean stopped) {
-      try {
-        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).start();
-        if (kill.waitFor() != 0) {
-          throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted while signalling " + this, e);
-      }
-      Path stat = Path.of("/proc", Long.toString(pid()), "stat");
-      // Field 3, after the parenthesised command name, is the state.
-      Awaitility.await(this + (stopped ? " stopped" : " resumed"))
-          .atMost(Duration.ofSeconds(10))
-          .pollInterval(Duration.ofMillis(5))
-          .until(
-              () -> {
-                String content = Files.readString(stat);
-                return (content.charAt(content.lastIndexOf(')') + 2) == 'T') == stopped;
-              });
+    private void stopOrResume(boolean stop) {
+      ProcessSignals.stopOrResume(pid(), stop, toString());
     }
 
     private boolean lostABindRace() {

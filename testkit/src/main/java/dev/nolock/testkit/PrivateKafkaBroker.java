@@ -1,8 +1,8 @@
 package dev.nolock.testkit;
 
+import dev.nolock.testkit.internal.ProcessSignals;
 import dev.nolock.testkit.internal.UniqueNames;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -170,13 +170,13 @@ public final class PrivateKafkaBroker implements AutoCloseable {
 
   /** {@code SIGSTOP}: the broker keeps its sockets open and answers nothing until {@link #thaw}. */
   public void freeze() {
-    signal("STOP", true);
+    ProcessSignals.stopOrResume(pid(), true, toString());
     frozen = true;
   }
 
   /** {@code SIGCONT}. */
   public void thaw() {
-    signal("CONT", false);
+    ProcessSignals.stopOrResume(pid(), false, toString());
     frozen = false;
   }
 
@@ -238,30 +238,6 @@ public final class PrivateKafkaBroker implements AutoCloseable {
     } catch (IOException e) {
       return false;
     }
-  }
-
-  private void signal(String signal, boolean stopped) {
-    try {
-      Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(pid())).start();
-      if (kill.waitFor() != 0) {
-        throw new IllegalStateException("kill -" + signal + " " + pid() + " failed");
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted while signalling " + this, e);
-    }
-    Path stat = Path.of("/proc", Long.toString(pid()), "stat");
-    // Field 3, after the parenthesised command name, is the state.
-    Awaitility.await(this + (stopped ? " stopped" : " resumed"))
-        .atMost(Duration.ofSeconds(10))
-        .pollInterval(Duration.ofMillis(5))
-        .until(
-            () -> {
-              String content = Files.readString(stat);
-              return (content.charAt(content.lastIndexOf(')') + 2) == 'T') == stopped;
-            });
   }
 
   private static void awaitExit(Process format, Path log) throws IOException {
