@@ -2,6 +2,7 @@ package dev.nolock.ownership;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.ownership.internal.OwnerEvents;
 import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
@@ -11,12 +12,17 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.assertj.core.api.InstanceOfAssertFactories;
@@ -42,40 +48,25 @@ class LogStartAboveZeroIT {
   @Test
   void aFirstApplyThatFailsOnceIsRetriedFromTheLogStartAndEveryRemainingRecordAppliesOnce(
       KafkaBroker kafka, PostgresSchema pg) throws Exception {
-    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start"), 1);
-    String group = "owners-" + topic;
-    TopicPartition tp = new TopicPartition(topic, 0);
-    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
-    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
     AtomicInteger failuresLeft = new AtomicInteger(1);
-    RecordHandler<String, String> applied = ledger.handler();
     SimpleMeterRegistry metrics = new SimpleMeterRegistry();
-    try {
-      commands.send(SENT);
-      deleteBefore(kafka, tp, LOG_START);
+    try (Partition p = Partition.create(kafka, pg, "log-start")) {
+      RecordHandler<String, String> applied = p.ledger().handler();
+      p.sendAndDeleteBefore(LOG_START);
       try (PartitionOwner<String, String> owner =
-          PartitionOwner.create(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "log-start")
-                  .meterRegistry(metrics)
-                  .build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
+          p.owner(
+              "log-start",
+              config -> config.meterRegistry(metrics),
               (record, tx, epoch) -> {
                 applied.apply(record, tx, epoch); // rolled back by the failure below
                 if (failuresLeft.getAndDecrement() > 0) {
-                  throw new DataAccessException(
-                      "could not serialize access", new SQLException("serialization", "40001"));
+                  throw serializationFailure();
                 }
               })) {
         owner.createTableIfMissing();
         owner.start();
-        Awaitility.await("every record from the log start applied, or the runner stopped")
-            .atMost(Duration.ofSeconds(60))
-            .until(
-                () ->
-                    !owner.isRunning()
-                        || OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied() == SENT - 1);
+        p.awaitStoppedOrRowAtLastRecord(
+            "every record from the log start applied, or the runner stopped", owner);
         assertThat(owner.failure())
             .as("the rewind after the failed first apply must not be read as data lost")
             .isEmpty();
@@ -87,15 +78,9 @@ class LogStartAboveZeroIT {
             .as("the one transient failure, nothing else")
             .isEqualTo(1);
       }
-      Map<Long, Integer> expected = new TreeMap<>();
-      for (long offset = LOG_START; offset < SENT; offset++) {
-        expected.put(offset, 1);
-      }
-      assertThat(ledger.appliesPerOffset(0))
+      assertThat(p.ledger().appliesPerOffset(0))
           .as("each record from the log start applied once, none before it")
-          .isEqualTo(expected);
-    } finally {
-      commands.close();
+          .isEqualTo(oncePerOffsetFromTheLogStart());
     }
   }
 
@@ -107,28 +92,18 @@ class LogStartAboveZeroIT {
   @Test
   void recordsDeletedBeforeTheRetryOfTheFirstApplyStopTheRunnerInsteadOfBeingSkipped(
       KafkaBroker kafka, PostgresSchema pg) throws Exception {
-    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-moved"), 1);
-    String group = "owners-" + topic;
-    TopicPartition tp = new TopicPartition(topic, 0);
-    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
-    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
     AtomicInteger failuresLeft = new AtomicInteger(1);
-    RecordHandler<String, String> applied = ledger.handler();
-    try {
-      commands.send(SENT);
-      deleteBefore(kafka, tp, LOG_START);
+    try (Partition p = Partition.create(kafka, pg, "log-start-moved")) {
+      RecordHandler<String, String> applied = p.ledger().handler();
+      p.sendAndDeleteBefore(LOG_START);
       try (PartitionOwner<String, String> owner =
-          PartitionOwner.create(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "log-start-moved").build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
+          p.owner(
+              "log-start-moved",
               (record, tx, epoch) -> {
                 applied.apply(record, tx, epoch);
                 if (failuresLeft.getAndDecrement() > 0) {
-                  deleteBefore(kafka, tp, LOG_START + 2);
-                  throw new DataAccessException(
-                      "could not serialize access", new SQLException("serialization", "40001"));
+                  p.deleteBefore(LOG_START + 2);
+                  throw serializationFailure();
                 }
               })) {
         owner.createTableIfMissing();
@@ -138,12 +113,10 @@ class LogStartAboveZeroIT {
             .isTrue();
         assertThat(owner.failure()).get().isInstanceOf(OffsetOutOfRangeException.class);
       }
-      assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
-      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied())
+      assertThat(p.ledger().appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
+      assertThat(p.row().lastApplied())
           .as("the offset before the log start at the first claim: nothing applied")
           .isEqualTo(LOG_START - 1);
-    } finally {
-      commands.close();
     }
   }
 
@@ -156,21 +129,12 @@ class LogStartAboveZeroIT {
   @Test
   void recordsDeletedBetweenTwoClaimsOfANeverAppliedPartitionStopTheNextOwner(
       KafkaBroker kafka, PostgresSchema pg) throws Exception {
-    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-claims"), 1);
-    String group = "owners-" + topic;
-    TopicPartition tp = new TopicPartition(topic, 0);
-    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
-    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
-    RecordHandler<String, String> applied = ledger.handler();
-    try {
-      commands.send(SENT);
-      deleteBefore(kafka, tp, LOG_START);
+    try (Partition p = Partition.create(kafka, pg, "log-start-claims")) {
+      RecordHandler<String, String> applied = p.ledger().handler();
+      p.sendAndDeleteBefore(LOG_START);
       try (PartitionOwner<String, String> first =
-          PartitionOwner.create(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "first").build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
+          p.owner(
+              "first",
               (record, tx, epoch) -> {
                 applied.apply(record, tx, epoch); // rolled back by the failure below
                 throw new IllegalStateException("the first owner stops on its first apply");
@@ -180,32 +144,20 @@ class LogStartAboveZeroIT {
         assertThat(first.awaitTermination(Duration.ofSeconds(60))).isTrue();
         assertThat(first.failure()).get().isInstanceOf(IllegalStateException.class);
       }
-      deleteBefore(kafka, tp, LOG_START + 2);
-      try (PartitionOwner<String, String> next =
-          PartitionOwner.create(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "next").build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
-              applied)) {
+      p.deleteBefore(LOG_START + 2);
+      try (PartitionOwner<String, String> next = p.owner("next", applied)) {
         next.start();
-        Awaitility.await("the next owner stopped, or applied through the last record")
-            .atMost(Duration.ofSeconds(60))
-            .until(
-                () ->
-                    !next.isRunning()
-                        || OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied() == SENT - 1);
+        p.awaitStoppedOrRowAtLastRecord(
+            "the next owner stopped, or applied through the last record", next);
         assertThat(next.failure())
             .as(
                 "records %d and %d, deleted before they were applied, stop the next owner"
                     + " instead of being skipped (applied: %s)",
-                LOG_START, LOG_START + 1, ledger.appliesPerOffset(0))
+                LOG_START, LOG_START + 1, p.ledger().appliesPerOffset(0))
             .get()
             .isInstanceOf(OffsetOutOfRangeException.class);
       }
-      assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
-    } finally {
-      commands.close();
+      assertThat(p.ledger().appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
     }
   }
 
@@ -219,21 +171,9 @@ class LogStartAboveZeroIT {
   @Test
   void aRowAboveEpochOneSayingNothingAppliedOnALogAboveZeroStopsWithTheSqlFix(
       KafkaBroker kafka, PostgresSchema pg) throws Exception {
-    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-seeded"), 1);
-    String group = "owners-" + topic;
-    TopicPartition tp = new TopicPartition(topic, 0);
-    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
-    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
-    try {
-      commands.send(SENT);
-      deleteBefore(kafka, tp, LOG_START);
-      try (PartitionOwner<String, String> owner =
-          PartitionOwner.create(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "seeded").build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
-              ledger.handler())) {
+    try (Partition p = Partition.create(kafka, pg, "log-start-seeded")) {
+      p.sendAndDeleteBefore(LOG_START);
+      try (PartitionOwner<String, String> owner = p.owner("seeded", p.ledger().handler())) {
         owner.createTableIfMissing();
         pg.dsl()
             .execute(
@@ -241,23 +181,21 @@ class LogStartAboveZeroIT {
                     + OwnershipConfig.DEFAULT_TABLE
                     + " (consumer_group, topic, partition, partition_count, epoch, owner,"
                     + " last_applied_offset) VALUES (?, ?, 0, 1, 5, 'migration', -1)",
-                group,
-                topic);
+                p.group(),
+                p.topic());
         owner.start();
         assertThat(owner.awaitTermination(Duration.ofSeconds(60))).isTrue();
         assertThat(owner.failure())
             .get()
             .asInstanceOf(InstanceOfAssertFactories.THROWABLE)
             .as("the failure names the partition and the statement that fixes the row")
-            .hasMessageContaining(tp.toString())
+            .hasMessageContaining(p.tp().toString())
             .hasMessageContaining("SET last_applied_offset = " + (LOG_START - 1));
       }
-      assertThat(ledger.appliesPerOffset(0)).isEmpty();
-      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0))
+      assertThat(p.ledger().appliesPerOffset(0)).isEmpty();
+      assertThat(p.row())
           .as("the refused claim rolled back")
           .isEqualTo(new OwnerRows.Row(5, "migration", -1));
-    } finally {
-      commands.close();
     }
   }
 
@@ -270,18 +208,8 @@ class LogStartAboveZeroIT {
   @Test
   void recordsDeletedBeforeTheFirstClaimOfARowRecordedAtLogStartZeroStopTheRunner(
       KafkaBroker kafka, PostgresSchema pg) throws Exception {
-    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-first"), 1);
-    String group = "owners-" + topic;
-    TopicPartition tp = new TopicPartition(topic, 0);
-    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
-    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
-    try (PartitionOwner<String, String> owner =
-        PartitionOwner.create(
-            pg.dataSource(),
-            TestOwners.config(kafka.bootstrapServers(), topic, group, "first").build(),
-            new StringDeserializer(),
-            new StringDeserializer(),
-            ledger.handler())) {
+    try (Partition p = Partition.create(kafka, pg, "log-start-first");
+        PartitionOwner<String, String> owner = p.owner("first", p.ledger().handler())) {
       owner.createTableIfMissing();
       pg.dsl()
           .execute(
@@ -289,24 +217,20 @@ class LogStartAboveZeroIT {
                   + OwnershipConfig.DEFAULT_TABLE
                   + " (consumer_group, topic, partition, partition_count, epoch,"
                   + " last_applied_offset) VALUES (?, ?, 0, 1, 0, -1)",
-              group,
-              topic);
-      commands.send(SENT);
-      deleteBefore(kafka, tp, LOG_START);
+              p.group(),
+              p.topic());
+      p.sendAndDeleteBefore(LOG_START);
       owner.start();
-      Awaitility.await("the runner stopped, or the records after the log start applied")
-          .atMost(Duration.ofSeconds(60))
-          .until(() -> !owner.isRunning() || ledger.appliesPerOffset(0).size() == SENT - LOG_START);
+      p.awaitStoppedOrAppliedFromTheLogStart(
+          "the runner stopped, or the records after the log start applied", owner);
       assertThat(owner.failure())
           .as("records deleted before the first claim of a row recorded at log start 0")
           .get()
           .isInstanceOf(LogStartMismatchException.class);
-      assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
-      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0))
+      assertThat(p.ledger().appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
+      assertThat(p.row())
           .as("the refused claim rolled back")
           .isEqualTo(new OwnerRows.Row(0, null, -1));
-    } finally {
-      commands.close();
     }
   }
 
@@ -320,52 +244,31 @@ class LogStartAboveZeroIT {
   @Test
   void aFailedLookupAtStartRecordsNoRowAndTheFirstClaimRecordsTheLogStart(
       KafkaBroker kafka, PostgresSchema pg) throws Exception {
-    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-unknown"), 1);
-    String group = "owners-" + topic;
-    TopicPartition tp = new TopicPartition(topic, 0);
-    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
-    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
     AtomicInteger lookups = new AtomicInteger();
-    Map<Integer, OwnerRows.Row> rowsAtSecondLookup = new java.util.concurrent.ConcurrentHashMap<>();
-    RecordingEvents events =
-        new RecordingEvents() {
-          @Override
-          public void beforeLogStartLookup(java.util.Set<Integer> partitions) {
-            if (lookups.incrementAndGet() == 1) {
-              throw new org.apache.kafka.common.KafkaException("test: no leader at start");
+    Map<Integer, OwnerRows.Row> rowsAtSecondLookup = new ConcurrentHashMap<>();
+    try (Partition p = Partition.create(kafka, pg, "log-start-unknown")) {
+      RecordingEvents events =
+          new RecordingEvents() {
+            @Override
+            public void beforeLogStartLookup(Set<Integer> partitions) {
+              if (lookups.incrementAndGet() == 1) {
+                throw new KafkaException("test: no leader at start");
+              }
+              rowsAtSecondLookup.putAll(p.rows());
             }
-            rowsAtSecondLookup.putAll(OwnerRows.read(pg.dsl(), group, topic));
-          }
-        };
-    try {
-      commands.send(SENT);
-      deleteBefore(kafka, tp, LOG_START);
+          };
+      p.sendAndDeleteBefore(LOG_START);
       try (PartitionOwner<String, String> owner =
-          PartitionOwner.withSafeguards(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "unknown").build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
-              ledger.handler(),
-              Safeguards.ALL,
-              events)) {
+          p.owner("unknown", p.ledger().handler(), events)) {
         owner.createTableIfMissing();
         owner.start();
-        Awaitility.await("the records from the log start applied, or the runner stopped")
-            .atMost(Duration.ofSeconds(60))
-            .until(
-                () -> !owner.isRunning() || ledger.appliesPerOffset(0).size() == SENT - LOG_START);
+        p.awaitStoppedOrAppliedFromTheLogStart(
+            "the records from the log start applied, or the runner stopped", owner);
         assertThat(owner.failure()).isEmpty();
       }
       assertThat(lookups.get()).as("the lookup at start failed, the claim's answered").isEqualTo(2);
       assertThat(rowsAtSecondLookup).as("no row recorded by the failed start lookup").isEmpty();
-      Map<Long, Integer> expected = new TreeMap<>();
-      for (long offset = LOG_START; offset < SENT; offset++) {
-        expected.put(offset, 1);
-      }
-      assertThat(ledger.appliesPerOffset(0)).isEqualTo(expected);
-    } finally {
-      commands.close();
+      assertThat(p.ledger().appliesPerOffset(0)).isEqualTo(oncePerOffsetFromTheLogStart());
     }
   }
 
@@ -379,36 +282,18 @@ class LogStartAboveZeroIT {
   @Test
   void recordsProducedAndDeletedAfterAFirstClaimOnAnEmptyLogStopTheNextClaim(
       KafkaBroker kafka, PostgresSchema pg) throws Exception {
-    String topic = kafka.createTopic(kafka.uniqueTopicName("log-start-empty"), 1);
-    String group = "owners-" + topic;
-    TopicPartition tp = new TopicPartition(topic, 0);
-    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
-    Commands commands = new Commands(kafka.bootstrapServers(), topic, 1, 3);
-    try {
+    try (Partition p = Partition.create(kafka, pg, "log-start-empty")) {
       RecordingEvents firstEvents = new RecordingEvents();
       try (PartitionOwner<String, String> first =
-          PartitionOwner.withSafeguards(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "first-empty").build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
-              ledger.handler(),
-              Safeguards.ALL,
-              firstEvents)) {
+          p.owner("first-empty", p.ledger().handler(), firstEvents)) {
         first.createTableIfMissing();
         first.start();
         assertThat(firstEvents.claimed.await(60, TimeUnit.SECONDS)).isTrue();
       }
       assertThat(firstEvents.claims).containsExactly(new RecordingEvents.Claimed(0, 1, -1));
-      commands.send(5);
-      deleteBefore(kafka, tp, 3);
-      try (PartitionOwner<String, String> next =
-          PartitionOwner.create(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "next-empty").build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
-              ledger.handler())) {
+      p.commands().send(5);
+      p.deleteBefore(3);
+      try (PartitionOwner<String, String> next = p.owner("next-empty", p.ledger().handler())) {
         next.start();
         assertThat(next.awaitTermination(Duration.ofSeconds(60)))
             .as("the next owner stops on records 0 to 2, deleted before they were applied")
@@ -419,27 +304,140 @@ class LogStartAboveZeroIT {
             .isInstanceOf(LogStartMismatchException.class)
             .hasMessageContaining("SET last_applied_offset = 2");
       }
-      assertThat(ledger.appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
-      assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(-1);
-    } finally {
-      commands.close();
+      assertThat(p.ledger().appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
+      assertThat(p.row().lastApplied()).isEqualTo(-1);
     }
   }
 
-  private static void deleteBefore(KafkaBroker kafka, TopicPartition tp, long offset)
-      throws Exception {
-    kafka
-        .admin()
-        .deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(offset)))
-        .all()
-        .get(30, TimeUnit.SECONDS);
-    long start =
-        kafka
-            .admin()
-            .listOffsets(Map.of(tp, OffsetSpec.earliest()))
-            .partitionResult(tp)
-            .get(30, TimeUnit.SECONDS)
-            .offset();
-    assertThat(start).as("the log start after deleteRecords").isEqualTo(offset);
+  /** What a serialization conflict throws: a transient failure, retried. */
+  private static DataAccessException serializationFailure() {
+    return new DataAccessException(
+        "could not serialize access", new SQLException("serialization", "40001"));
+  }
+
+  /** One apply of each offset from {@code LOG_START} to the last record sent. */
+  private static Map<Long, Integer> oncePerOffsetFromTheLogStart() {
+    Map<Long, Integer> expected = new TreeMap<>();
+    for (long offset = LOG_START; offset < SENT; offset++) {
+      expected.put(offset, 1);
+    }
+    return expected;
+  }
+
+  /**
+   * One test's partition: a new one-partition topic, its group, a fresh ledger of applies and the
+   * producer of its records (closed with the partition), and the owners of that group.
+   */
+  private record Partition(
+      KafkaBroker kafka,
+      PostgresSchema pg,
+      String topic,
+      String group,
+      TopicPartition tp,
+      AppliedLedger ledger,
+      Commands commands)
+      implements AutoCloseable {
+
+    static Partition create(KafkaBroker kafka, PostgresSchema pg, String topicPrefix) {
+      String topic = kafka.createTopic(kafka.uniqueTopicName(topicPrefix), 1);
+      return new Partition(
+          kafka,
+          pg,
+          topic,
+          "owners-" + topic,
+          new TopicPartition(topic, 0),
+          AppliedLedger.fresh(pg.dsl()),
+          new Commands(kafka.bootstrapServers(), topic, 1, 3));
+    }
+
+    PartitionOwner<String, String> owner(String ownerId, RecordHandler<String, String> handler) {
+      return owner(ownerId, config -> {}, handler);
+    }
+
+    PartitionOwner<String, String> owner(
+        String ownerId,
+        Consumer<OwnershipConfig.Builder> tweak,
+        RecordHandler<String, String> handler) {
+      return PartitionOwner.create(
+          pg.dataSource(),
+          config(ownerId, tweak),
+          new StringDeserializer(),
+          new StringDeserializer(),
+          handler);
+    }
+
+    /** An owner with every safeguard on that reports to {@code events}. */
+    PartitionOwner<String, String> owner(
+        String ownerId, RecordHandler<String, String> handler, OwnerEvents events) {
+      return PartitionOwner.withSafeguards(
+          pg.dataSource(),
+          config(ownerId, config -> {}),
+          new StringDeserializer(),
+          new StringDeserializer(),
+          handler,
+          Safeguards.ALL,
+          events);
+    }
+
+    private OwnershipConfig config(String ownerId, Consumer<OwnershipConfig.Builder> tweak) {
+      OwnershipConfig.Builder config =
+          TestOwners.config(kafka.bootstrapServers(), topic, group, ownerId);
+      tweak.accept(config);
+      return config.build();
+    }
+
+    /** Sends {@code SENT} records, then deletes those before {@code logStart}. */
+    void sendAndDeleteBefore(long logStart) throws Exception {
+      commands.send(SENT);
+      deleteBefore(logStart);
+    }
+
+    /** Deletes the records before {@code offset}, as retention does, and checks the log start. */
+    void deleteBefore(long offset) throws Exception {
+      kafka
+          .admin()
+          .deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(offset)))
+          .all()
+          .get(30, TimeUnit.SECONDS);
+      long start =
+          kafka
+              .admin()
+              .listOffsets(Map.of(tp, OffsetSpec.earliest()))
+              .partitionResult(tp)
+              .get(30, TimeUnit.SECONDS)
+              .offset();
+      assertThat(start).as("the log start after deleteRecords").isEqualTo(offset);
+    }
+
+    Map<Integer, OwnerRows.Row> rows() {
+      return OwnerRows.read(pg.dsl(), group, topic);
+    }
+
+    /** The ownership row of partition 0. */
+    OwnerRows.Row row() {
+      return rows().get(0);
+    }
+
+    /** Waits until {@code owner} stopped, or its row says the last record sent was applied. */
+    void awaitStoppedOrRowAtLastRecord(String alias, PartitionOwner<?, ?> owner) {
+      awaitStoppedOr(alias, owner, () -> row().lastApplied() == SENT - 1);
+    }
+
+    /** Waits until {@code owner} stopped, or the ledger holds as many records as the log. */
+    void awaitStoppedOrAppliedFromTheLogStart(String alias, PartitionOwner<?, ?> owner) {
+      awaitStoppedOr(alias, owner, () -> ledger.appliesPerOffset(0).size() == SENT - LOG_START);
+    }
+
+    private static void awaitStoppedOr(
+        String alias, PartitionOwner<?, ?> owner, BooleanSupplier done) {
+      Awaitility.await(alias)
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> !owner.isRunning() || done.getAsBoolean());
+    }
+
+    @Override
+    public void close() {
+      commands.close();
+    }
   }
 }

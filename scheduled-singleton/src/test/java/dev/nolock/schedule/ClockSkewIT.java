@@ -63,11 +63,7 @@ class ClockSkewIT {
   void readTheDatabaseClock(PostgresSchema s) {
     schema = s;
     runs = new Runs(s.dsl());
-    dbNow =
-        s.dsl()
-            .resultQuery("SELECT clock_timestamp()")
-            .fetchOne(0, OffsetDateTime.class)
-            .toInstant();
+    dbNow = databaseClock();
     latestDay = DAILY_AT_3.latestAtOrBefore(dbNow).orElseThrow();
     latestMonth = MONTHLY.latestAtOrBefore(dbNow).orElseThrow();
   }
@@ -78,7 +74,7 @@ class ClockSkewIT {
     fleetRanSixtyDaysThenRetention(job);
     MutableClock behind = new MutableClock(dbNow.minus(FORTY_DAYS));
 
-    List<RunOutcome> outcomes = passADayLater(behind, config(job, behind));
+    List<RunOutcome> outcomes = passAfter(behind, Duration.ofDays(1), config(job, behind));
 
     Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).orElseThrow();
     assertThat(ran)
@@ -99,11 +95,7 @@ class ClockSkewIT {
     fleetRanSixtyDaysThenRetention(job);
     MutableClock ahead = new MutableClock(dbNow.plus(FORTY_DAYS));
 
-    List<RunOutcome> outcomes;
-    try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(schema.dataSource(), config(job, ahead).build(), ran::add)) {
-      outcomes = instance.runDueNow();
-    }
+    List<RunOutcome> outcomes = onePass(config(job, ahead).build());
 
     Instant early = DAILY_AT_3.latestAtOrBefore(ahead.instant()).orElseThrow();
     assertThat(ran)
@@ -121,7 +113,7 @@ class ClockSkewIT {
     String job = "behind-no-rows";
     MutableClock behind = new MutableClock(dbNow.minus(FORTY_DAYS));
 
-    List<RunOutcome> outcomes = passADayLater(behind, config(job, behind));
+    List<RunOutcome> outcomes = passAfter(behind, Duration.ofDays(1), config(job, behind));
 
     Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).orElseThrow();
     assertThat(ran).as("outcomes: %s", outcomes).isEmpty();
@@ -137,7 +129,10 @@ class ClockSkewIT {
     MutableClock behind = new MutableClock(dbNow.minus(FORTY_DAYS));
 
     List<RunOutcome> outcomes =
-        passADayLater(behind, config(job, behind).claimWindow(ScheduleConfig.MAX_CLAIM_WINDOW));
+        passAfter(
+            behind,
+            Duration.ofDays(1),
+            config(job, behind).claimWindow(ScheduleConfig.MAX_CLAIM_WINDOW));
 
     Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).orElseThrow();
     assertThat(ran)
@@ -168,13 +163,11 @@ class ClockSkewIT {
     String job = "ahead-retry";
     MutableClock ahead = new MutableClock(dbNow);
     try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(
-            schema.dataSource(),
+        instance(
             ScheduleConfig.custom(job, EVERY_SECOND)
                 .clock(ahead)
                 .clockTolerance(Duration.ZERO)
-                .build(),
-            ran::add)) {
+                .build())) {
       assertThat(instance.runDueNow()).isEmpty();
       ahead.advance(Duration.ofSeconds(3));
       Instant t = EVERY_SECOND.latestAtOrBefore(ahead.instant()).orElseThrow();
@@ -249,14 +242,8 @@ class ClockSkewIT {
     seedDoneRuns(job, latestDay.minus(Duration.ofDays(60)), latestDay.minus(Duration.ofDays(10)));
     MutableClock correct = new MutableClock(dbNow);
 
-    List<RunOutcome> outcomes;
-    try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(
-            schema.dataSource(),
-            config(job, correct).missedSchedules(MissedSchedules.runEach(10)).build(),
-            ran::add)) {
-      outcomes = instance.runDueNow();
-    }
+    List<RunOutcome> outcomes =
+        onePass(config(job, correct).missedSchedules(MissedSchedules.runEach(10)).build());
 
     assertThat(ran)
         .as(
@@ -275,14 +262,7 @@ class ClockSkewIT {
     seedDoneRuns(job, MONTHLY, latestMonth.minus(Duration.ofDays(120)), latestMonth);
     MutableClock ahead = new MutableClock(dbNow.plus(FORTY_DAYS));
 
-    List<RunOutcome> outcomes;
-    try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(
-            schema.dataSource(),
-            ScheduleConfig.custom(job, MONTHLY).clock(ahead).build(),
-            ran::add)) {
-      outcomes = instance.runDueNow();
-    }
+    List<RunOutcome> outcomes = onePass(ScheduleConfig.custom(job, MONTHLY).clock(ahead).build());
 
     Instant early = MONTHLY.latestAtOrBefore(ahead.instant()).orElseThrow();
     assertThat(ran)
@@ -303,10 +283,7 @@ class ClockSkewIT {
     MutableClock clock = new MutableClock(dbNow.plus(Duration.ofDays(100)));
 
     try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(
-            schema.dataSource(),
-            ScheduleConfig.custom(job, MONTHLY).clock(clock).build(),
-            ran::add)) {
+        instance(ScheduleConfig.custom(job, MONTHLY).clock(clock).build())) {
       List<RunOutcome> ahead = instance.runDueNow();
       assertThat(ran).as("nothing runs 100 days early: %s", ahead).isEmpty();
 
@@ -432,12 +409,8 @@ class ClockSkewIT {
             job);
     MutableClock correct = new MutableClock(dbNow);
 
-    List<RunOutcome> outcomes;
     ScheduleConfig config = config(job, correct).build();
-    try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(schema.dataSource(), config, ran::add)) {
-      outcomes = instance.runDueNow();
-    }
+    List<RunOutcome> outcomes = onePass(config);
 
     assertThat(ran)
         .as(
@@ -458,13 +431,11 @@ class ClockSkewIT {
     java.time.Clock ahead =
         java.time.Clock.offset(java.time.Clock.systemUTC(), Duration.ofSeconds(2));
     try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(
-            schema.dataSource(),
+        instance(
             ScheduleConfig.custom(job, EVERY_SECOND)
                 .clock(ahead)
                 .clockTolerance(Duration.ZERO)
-                .build(),
-            ran::add)) {
+                .build())) {
       Instant started = EVERY_SECOND.latestAtOrBefore(ahead.instant()).orElseThrow();
       assertThat(instance.runDueNow()).as("nothing due before the instance started").isEmpty();
       await("the wall clock moves past " + started)
@@ -512,11 +483,25 @@ class ClockSkewIT {
     }
   }
 
-  /** Starts an instance on {@code clock}, moves it {@code by} on and runs a pass. */
+  /** An instance on {@code config} whose runs {@link #ran} records. */
+  private ScheduledSingleton instance(ScheduleConfig config) {
+    return ScheduledSingleton.plain(schema.dataSource(), config, ran::add);
+  }
+
+  /** Starts an instance on {@code config}, runs one pass and closes it. */
+  private List<RunOutcome> onePass(ScheduleConfig config) {
+    try (ScheduledSingleton instance = instance(config)) {
+      return instance.runDueNow();
+    }
+  }
+
+  /**
+   * Starts an instance on {@code clock} (a new job's first pass runs nothing due before its start),
+   * moves the clock {@code by} on and runs a pass.
+   */
   private List<RunOutcome> passAfter(
       MutableClock clock, Duration by, ScheduleConfig.Builder config) {
-    try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(schema.dataSource(), config.build(), ran::add)) {
+    try (ScheduledSingleton instance = instance(config.build())) {
       assertThat(instance.runDueNow()).as("nothing due before the instance started").isEmpty();
       clock.advance(by);
       return instance.runDueNow();
@@ -528,19 +513,6 @@ class ClockSkewIT {
   }
 
   /**
-   * Starts an instance on {@code clock} (a new job's first pass runs nothing due before its start),
-   * moves the clock a day on and runs a pass.
-   */
-  private List<RunOutcome> passADayLater(MutableClock clock, ScheduleConfig.Builder config) {
-    try (ScheduledSingleton instance =
-        ScheduledSingleton.plain(schema.dataSource(), config.build(), ran::add)) {
-      assertThat(instance.runDueNow()).as("nothing due before the instance started").isEmpty();
-      clock.advance(Duration.ofDays(1));
-      return instance.runDueNow();
-    }
-  }
-
-  /**
    * Rows a fleet on correct clocks left for the 60 days before {@link #latestDay}; an instance on a
    * correct clock then runs {@link #latestDay} (the window admits it), and the README's retention
    * statement deletes the rows older than 30 days, keeping the newest.
@@ -548,8 +520,7 @@ class ClockSkewIT {
   private void fleetRanSixtyDaysThenRetention(String job) {
     seedDoneRuns(job, latestDay.minus(Duration.ofDays(60)), latestDay.minus(Duration.ofDays(1)));
     MutableClock correct = new MutableClock(dbNow);
-    try (ScheduledSingleton a =
-        ScheduledSingleton.plain(schema.dataSource(), config(job, correct).build(), ran::add)) {
+    try (ScheduledSingleton a = instance(config(job, correct).build())) {
       assertThat(a.runDueNow())
           .as("the instance on a correct clock runs the latest day")
           .singleElement()
