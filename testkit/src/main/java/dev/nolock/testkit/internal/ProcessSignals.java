@@ -28,7 +28,7 @@ public final class ProcessSignals {
 
   /** Waits until the kernel reports the process in {@code state} ('T' = stopped by a signal). */
   public static void awaitState(long pid, char state, String what) {
-    awaitStopped(pid, s -> s == state, what + " (pid " + pid + ") in state " + state);
+    awaitStateMatching(pid, s -> s == state, what + " (pid " + pid + ") in state " + state);
   }
 
   /**
@@ -44,11 +44,10 @@ public final class ProcessSignals {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while signalling " + what, e);
     }
-    awaitStopped(pid, s -> (s == 'T') == stop, what + (stop ? " stopped" : " resumed"));
+    awaitStateMatching(pid, s -> (s == 'T') == stop, what + (stop ? " stopped" : " resumed"));
   }
 
-  private static void awaitStopped(
-      long pid, IntPredicate stateMatches, String alias) {
+  private static void awaitStateMatching(long pid, IntPredicate stateMatches, String alias) {
     Path stat = Path.of("/proc", Long.toString(pid), "stat");
     // Field 3, after the parenthesised command name, is the state.
     Awaitility.await(alias)
