@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -356,17 +357,16 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   /**
-   * Waits for the campaign thread to end, at most {@link #campaignStopTimeout()} on the elector's
-   * clock, as its other waits are; returns whether an interrupt came meanwhile.
+   * Waits under the mutex, woken by {@code wake}, until {@code done} holds or {@code bound} has
+   * passed since {@code sinceNanos} on the elector's clock; an interrupt does not shorten it.
+   * Returns whether one came meanwhile, for the caller to set the flag again.
    */
-  private boolean awaitCampaignEnd() {
-    long since = config.clock().nanoTime();
+  private boolean awaitUninterruptibly(BooleanSupplier done, Duration bound, long sinceNanos) {
     boolean interrupted = false;
     mutex.lock();
     try {
-      while (!campaignEnded) {
-        Duration left =
-            campaignStopTimeout().minus(Duration.ofNanos(config.clock().nanoTime() - since));
+      while (!done.getAsBoolean()) {
+        Duration left = bound.minus(Duration.ofNanos(config.clock().nanoTime() - sinceNanos));
         if (left.isNegative() || left.isZero()) {
           break;
         }
@@ -379,6 +379,16 @@ public final class LeaderElector implements AutoCloseable {
     } finally {
       mutex.unlock();
     }
+    return interrupted;
+  }
+
+  /**
+   * Waits for the campaign thread to end, at most {@link #campaignStopTimeout()} on the elector's
+   * clock, as its other waits are; returns whether an interrupt came meanwhile.
+   */
+  private boolean awaitCampaignEnd() {
+    boolean interrupted =
+        awaitUninterruptibly(() -> campaignEnded, campaignStopTimeout(), config.clock().nanoTime());
     if (campaignEnded) {
       // It has marked its end; what is left is the thread's exit.
       interrupted |= joinUninterruptibly(loop);
@@ -834,26 +844,8 @@ public final class LeaderElector implements AutoCloseable {
     if (isCurrent(work)) {
       return false;
     }
-    boolean interrupted = false;
-    mutex.lock();
-    try {
-      while (work.running()) {
-        Duration left =
-            config
-                .workStopTimeout()
-                .minus(Duration.ofNanos(config.clock().nanoTime() - sinceNanos));
-        if (left.isNegative() || left.isZero()) {
-          break;
-        }
-        try {
-          config.pause().await(wake, left);
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-    } finally {
-      mutex.unlock();
-    }
+    boolean interrupted =
+        awaitUninterruptibly(() -> !work.running(), config.workStopTimeout(), sinceNanos);
     boolean ended = !work.running();
     if (ended) {
       // It has returned; what is left is its signal, which needs the mutex this no longer holds.

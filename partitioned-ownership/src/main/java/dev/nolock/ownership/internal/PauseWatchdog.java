@@ -142,6 +142,8 @@ public final class PauseWatchdog implements AutoCloseable {
         log.error("The pause watchdog's clock reading failed; it keeps reading", e);
       }
       try {
+        // The sleep is the measurement, not a wait for an event: a wake-up much later than TICK
+        // is how a pause of the whole process shows (the next reading sees the gap).
         Thread.sleep(TICK.toMillis());
       } catch (InterruptedException e) {
         // close() interrupts; the loop's condition decides
