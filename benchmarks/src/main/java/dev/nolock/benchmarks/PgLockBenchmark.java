@@ -6,7 +6,7 @@ import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.postgres.PostgresAdvisoryLock;
 import dev.nolock.lock.postgres.PostgresLockBackend;
-import dev.nolock.patterns.Fence;
+import dev.nolock.patterns.sql.Fence;
 import io.vavr.control.Option;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

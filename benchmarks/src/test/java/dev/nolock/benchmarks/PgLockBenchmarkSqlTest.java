@@ -3,10 +3,10 @@ package dev.nolock.benchmarks;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.patterns.Deadline;
-import dev.nolock.patterns.Fence;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.patterns.sql.Fence;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;

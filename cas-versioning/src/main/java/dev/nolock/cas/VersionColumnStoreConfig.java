@@ -5,6 +5,7 @@ import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
+import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Objects;
@@ -172,7 +173,7 @@ public final class VersionColumnStoreConfig<K, T> {
     private String instanceName;
 
     private Builder(String table, Class<K> keyType, ValueCodec<T, ?> codec) {
-      Names.requireSqlIdentifier("table", table);
+      SqlNames.requireSqlIdentifier("table", table);
       if (keyType == null || !KEY_TYPES.contains(keyType)) {
         throw new IllegalArgumentException(
             "The key type "
@@ -288,7 +289,7 @@ public final class VersionColumnStoreConfig<K, T> {
     }
 
     private static String column(String what, String column) {
-      Name name = Names.requireSqlIdentifier(what, column);
+      Name name = SqlNames.requireSqlIdentifier(what, column);
       if (name.qualified()) {
         throw new IllegalArgumentException(
             "The "

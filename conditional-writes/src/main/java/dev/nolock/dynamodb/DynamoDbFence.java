@@ -25,9 +25,9 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.GetItemResponse;
 
 /**
- * The resource-side check for one DynamoDB item, beside the SQL {@link dev.nolock.patterns.Fence}
- * and the Redis fence: a write that carries a stale {@link FencingToken} is refused by DynamoDB
- * itself, whatever the writer believes about its lease.
+ * The resource-side check for one DynamoDB item, beside the SQL {@code
+ * dev.nolock.patterns.sql.Fence} and the Redis fence: a write that carries a stale {@link
+ * FencingToken} is refused by DynamoDB itself, whatever the writer believes about its lease.
  *
  * <p><b>A per-item fence.</b> The token lives in the guarded item ({@code fence_token}, {@code
  * fence_owner}), so it guards exactly that one item. That is enough when the lock protects exactly

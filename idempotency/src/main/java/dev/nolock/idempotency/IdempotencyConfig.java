@@ -5,6 +5,7 @@ import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
+import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.time.Duration;
@@ -153,7 +154,7 @@ public final class IdempotencyConfig {
      * IdempotencyConfig#DEFAULT_TABLE}.
      */
     public Builder table(String table) {
-      Names.requireSqlIdentifier("idempotency keys table", table);
+      SqlNames.requireSqlIdentifier("idempotency keys table", table);
       String last = table.substring(table.lastIndexOf('.') + 1);
       if (last.length() > MAX_TABLE_NAME_LENGTH) {
         throw new IllegalArgumentException(

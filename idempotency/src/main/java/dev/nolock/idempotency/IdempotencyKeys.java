@@ -6,6 +6,7 @@ import dev.nolock.idempotency.internal.Safeguards;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.SqlNames;
 import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
@@ -83,7 +84,7 @@ public final class IdempotencyKeys<R> {
     Objects.requireNonNull(dataSource, "dataSource");
     this.config = Objects.requireNonNull(config, "config");
     KeyTable table =
-        new KeyTable(Names.requireSqlIdentifier("idempotency keys table", config.table()));
+        new KeyTable(SqlNames.requireSqlIdentifier("idempotency keys table", config.table()));
     this.executor =
         new KeyExecutor<>(
             DSL.using(dataSource, SQLDialect.POSTGRES),

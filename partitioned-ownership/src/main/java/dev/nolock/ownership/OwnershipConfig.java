@@ -2,6 +2,7 @@ package dev.nolock.ownership;
 
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -82,7 +83,7 @@ public final class OwnershipConfig {
     this.groupId = b.groupId;
     this.ownerId = b.ownerId;
     this.table = b.table;
-    this.tableName = Names.requireSqlIdentifier("ownership table", b.table);
+    this.tableName = SqlNames.requireSqlIdentifier("ownership table", b.table);
     this.pollTimeout = b.pollTimeout;
     this.maxPollRecords = b.maxPollRecords;
     this.sessionTimeout = b.sessionTimeout;
@@ -316,7 +317,7 @@ public final class OwnershipConfig {
 
     /** The ownership table, {@code "table"} or {@code "schema.table"}, lower case. */
     public Builder table(String table) {
-      Names.requireSqlIdentifier("ownership table", table);
+      SqlNames.requireSqlIdentifier("ownership table", table);
       this.table = table;
       return this;
     }

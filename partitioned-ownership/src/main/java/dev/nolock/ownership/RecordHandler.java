@@ -15,8 +15,8 @@ import org.jooq.DSLContext;
  *
  * <p>Write only through {@code tx}; writes through another connection are not fenced. A write to
  * another system should carry {@code epoch} as a fencing token for that system to check (for
- * example through {@code dev.nolock.patterns.Fence}, with the partition as the lock name), which
- * refuses a zombie owner, <b>and</b> be idempotent per record (keyed by {@code
+ * example through {@code dev.nolock.patterns.sql.Fence}, with the partition as the lock name),
+ * which refuses a zombie owner, <b>and</b> be idempotent per record (keyed by {@code
  * topic-partition@offset}): a record is applied again after its transaction rolled back or its
  * {@code COMMIT} answer was lost, by the same owner with the same epoch, which the fence lets
  * through. Do not commit or roll back {@code tx} yourself. Throwing rolls the transaction back and

@@ -2,6 +2,7 @@ package dev.nolock.schedule;
 
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.SqlNames;
 import dev.nolock.schedule.internal.CatchUp;
 import dev.nolock.schedule.internal.InstanceIdentity;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -299,7 +300,7 @@ public final class ScheduleConfig {
 
     /** The runs table, optionally {@code schema.table}: {@code [a-z_][a-z0-9_]*} per part. */
     public Builder table(String table) {
-      Names.requireSqlIdentifier("runs table", table);
+      SqlNames.requireSqlIdentifier("runs table", table);
       this.table = table;
       return this;
     }

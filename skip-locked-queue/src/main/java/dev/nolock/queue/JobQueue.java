@@ -4,8 +4,8 @@ import static dev.nolock.queue.internal.PgFunctions.pgNotify;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
-import dev.nolock.patterns.Names;
-import dev.nolock.patterns.OwnTransaction;
+import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.SqlNames;
 import dev.nolock.queue.internal.JobsTable;
 import dev.nolock.queue.internal.QueueMetrics;
 import dev.nolock.queue.internal.QueueMetrics.Operation;
@@ -132,7 +132,7 @@ public final class JobQueue<T> {
     Settings settings =
         new Settings().withQueryTimeout(Math.toIntExact(config.queryTimeout().toSeconds()));
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES, settings);
-    this.jobs = new JobsTable(Names.requireSqlIdentifier("jobs table", config.table()));
+    this.jobs = new JobsTable(SqlNames.requireSqlIdentifier("jobs table", config.table()));
     this.metrics = new QueueMetrics(config.registry().orElse(null), queue);
     this.sampler = new ReadySampler();
     metrics.registerGauges(

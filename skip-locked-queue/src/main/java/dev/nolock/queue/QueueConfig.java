@@ -4,6 +4,7 @@ import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
+import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.Objects;
@@ -214,7 +215,7 @@ public final class QueueConfig {
      * Several queues may share one table.
      */
     public Builder table(String table) {
-      Names.requireSqlIdentifier("jobs table", table);
+      SqlNames.requireSqlIdentifier("jobs table", table);
       if (lastPart(table).length() > MAX_TABLE_NAME_LENGTH) {
         throw new IllegalArgumentException(
             "The jobs table name \""
@@ -230,7 +231,7 @@ public final class QueueConfig {
 
     /** The LISTEN/NOTIFY channel, a plain identifier; default the table's name (last part). */
     public Builder channel(String channel) {
-      if (Names.requireSqlIdentifier("notify channel", channel).parts().length != 1) {
+      if (SqlNames.requireSqlIdentifier("notify channel", channel).parts().length != 1) {
         throw new IllegalArgumentException(
             "The notify channel \"" + channel + "\" must be one identifier, without a schema.");
       }

@@ -2,7 +2,7 @@ package dev.nolock.queue;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.SqlNames;
 import dev.nolock.queue.internal.JobsTable;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
@@ -134,7 +134,7 @@ class ClaimCostIT {
 
   /** The smallest of three measurements (each rolled back), to leave cache warm-up out. */
   private static Cost measure(PostgresSchema schema, String table) throws Exception {
-    JobsTable jobs = new JobsTable(Names.requireSqlIdentifier("table", table));
+    JobsTable jobs = new JobsTable(SqlNames.requireSqlIdentifier("table", table));
     Cost best = null;
     for (int i = 0; i < 3; i++) {
       try (Connection connection = schema.dataSource().getConnection()) {

@@ -3,9 +3,9 @@ package dev.nolock.testkit;
 import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.table;
 
-import dev.nolock.patterns.Fence;
 import dev.nolock.patterns.Lease;
-import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.Fence;
+import dev.nolock.patterns.sql.SqlNames;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Function;
@@ -31,7 +31,7 @@ public final class SqlResource {
 
   private SqlResource(DSLContext dsl, String table, Fence fence) {
     this.dsl = Objects.requireNonNull(dsl, "dsl");
-    this.table = table(Names.requireSqlIdentifier("resource table", table));
+    this.table = table(SqlNames.requireSqlIdentifier("resource table", table));
     this.fence = Objects.requireNonNull(fence, "fence");
   }
 

@@ -10,9 +10,9 @@ import static org.jooq.impl.DSL.val;
 import dev.nolock.cas.ValueCodec;
 import dev.nolock.cas.VersionColumnStoreConfig;
 import dev.nolock.cas.VersionedWrite;
-import dev.nolock.patterns.Names;
 import dev.nolock.patterns.Version;
 import dev.nolock.patterns.Versioned;
+import dev.nolock.patterns.sql.SqlNames;
 import io.vavr.control.Option;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -81,7 +81,7 @@ public final class VersionTable<K, T, S> {
   private final int queryTimeoutSeconds;
 
   private VersionTable(VersionColumnStoreConfig<K, T> config, ValueCodec<T, S> codec) {
-    Name name = Names.requireSqlIdentifier("table", config.table());
+    Name name = SqlNames.requireSqlIdentifier("table", config.table());
     DataType<K> keyType = Codecs.dataType("key type", config.keyType());
     DataType<S> valueType = Codecs.dataType("value codec's stored type", codec.storedType());
     this.tableName = config.table();

@@ -33,7 +33,7 @@ import org.slf4j.LoggerFactory;
  * <p>What it promises is <b>not</b> "only one holder": no TTL lock can (a holder paused past its
  * lease still believes it holds it). It promises that a {@link LockPurpose#CORRECTNESS} holder gets
  * a strictly increasing {@link FencingToken} with which the protected resource can refuse a stale
- * holder's write ({@link dev.nolock.patterns.Fence}), that the holder learns of a lost lease at
+ * holder's write ({@code dev.nolock.patterns.sql.Fence}), that the holder learns of a lost lease at
  * once (callback and {@link dev.nolock.patterns.LeaseLostException} on its next check), and that no
  * renewal, release or fenced write of one grant ever passes as another's, even when a backend that
  * lost its state hands an equal token to a second grant of the same process.

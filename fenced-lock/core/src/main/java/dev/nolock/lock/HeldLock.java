@@ -13,9 +13,9 @@ import java.util.concurrent.atomic.AtomicReference;
  * is released or lost. Close it (try-with-resources) to release.
  *
  * <p>Before every protected write call {@link #checkPointOfNoReturn(Duration)}; for a {@link
- * LockPurpose#CORRECTNESS} lock, send the write with {@link #lease()} through a {@link
- * dev.nolock.patterns.Fence}, because a pause between the check and the write can still outlast the
- * lease.
+ * LockPurpose#CORRECTNESS} lock, send the write with {@link #lease()} through a {@code
+ * dev.nolock.patterns.sql.Fence}, because a pause between the check and the write can still outlast
+ * the lease.
  *
  * <p>Thread-safe. States: held → lost (renewal refused, or the lease ran out) → lost and released,
  * or held → released; each change happens once. A lost lease stays lost when it is released (the
@@ -93,7 +93,7 @@ public final class HeldLock implements AutoCloseable {
   }
 
   /**
-   * The grant to pass to a {@link dev.nolock.patterns.Fence}: lock name, this grant's {@link
+   * The grant to pass to a {@code dev.nolock.patterns.sql.Fence}: lock name, this grant's {@link
    * #owner()}, fencing token and the current deadline.
    *
    * @throws IllegalStateException for an {@link LockPurpose#EFFICIENCY} lock, which must not guard

@@ -16,7 +16,7 @@ public enum LockPurpose {
   /**
    * Duplicate work corrupts data or double-charges. No TTL lock can promise a single holder (a
    * pause past the lease makes two), so every protected write must carry the lease's fencing token
-   * to a resource that checks it ({@link dev.nolock.patterns.Fence}), and the holder checks its
+   * to a resource that checks it ({@code dev.nolock.patterns.sql.Fence}), and the holder checks its
    * point of no return before each write.
    */
   CORRECTNESS

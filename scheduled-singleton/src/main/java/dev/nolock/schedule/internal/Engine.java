@@ -2,8 +2,8 @@ package dev.nolock.schedule.internal;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
-import dev.nolock.patterns.OwnTransaction;
 import dev.nolock.patterns.RetryPolicy;
+import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.schedule.CronSchedule;
 import dev.nolock.schedule.FencedJob;
 import dev.nolock.schedule.MissedSchedules;

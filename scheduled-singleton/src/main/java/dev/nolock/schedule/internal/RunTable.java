@@ -10,8 +10,8 @@ import static org.jooq.impl.DSL.unquotedName;
 import static org.jooq.impl.DSL.val;
 
 import dev.nolock.patterns.Lease;
-import dev.nolock.patterns.Names;
-import dev.nolock.patterns.OwnTransaction;
+import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.SqlNames;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -107,7 +107,7 @@ public final class RunTable {
    * @param queryTimeout the JDBC timeout of every statement, rounded up to whole seconds
    */
   public RunTable(String tableName, Duration queryTimeout) {
-    Name qualified = Names.requireSqlIdentifier("runs table", tableName);
+    Name qualified = SqlNames.requireSqlIdentifier("runs table", tableName);
     this.table = table(qualified);
     this.tableName = tableName;
     // An index lives in its table's schema and takes an unqualified name.

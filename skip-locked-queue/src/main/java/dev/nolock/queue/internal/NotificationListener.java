@@ -1,6 +1,6 @@
 package dev.nolock.queue.internal;
 
-import dev.nolock.patterns.OwnTransaction;
+import dev.nolock.patterns.sql.OwnTransaction;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -131,7 +131,7 @@ public final class NotificationListener implements AutoCloseable {
   private boolean listen(Connection connection) throws SQLException {
     connection.setAutoCommit(true);
     // jOOQ has no LISTEN statement: a plain SQL template with the channel as a validated
-    // identifier (Names.requireSqlIdentifier), which jOOQ quotes. Nothing else goes in.
+    // identifier (SqlNames.requireSqlIdentifier), which jOOQ quotes. Nothing else goes in.
     DSL.using(connection, SQLDialect.POSTGRES).query("LISTEN {0}", DSL.name(channel)).execute();
     PGConnection pg = connection.unwrap(PGConnection.class);
     if (!selfTest(pg)) {

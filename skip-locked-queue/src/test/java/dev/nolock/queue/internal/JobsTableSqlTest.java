@@ -2,7 +2,7 @@ package dev.nolock.queue.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.SqlNames;
 import java.time.Duration;
 import java.util.List;
 import org.jooq.DSLContext;
@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 class JobsTableSqlTest {
 
   private final DSLContext dsl = DSL.using(SQLDialect.POSTGRES);
-  private final JobsTable jobs = new JobsTable(Names.requireSqlIdentifier("t", "app.jobs"));
+  private final JobsTable jobs = new JobsTable(SqlNames.requireSqlIdentifier("t", "app.jobs"));
 
   @Test
   void claimIsOneUpdateFromAMaterializedSkipLockedCte() {

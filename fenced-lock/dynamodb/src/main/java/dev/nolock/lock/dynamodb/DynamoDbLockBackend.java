@@ -121,7 +121,7 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  * are never compared. Within one backend instance, a lease it granted itself is measured from its
  * own write (the holder's deadline, on the same clock), so that instance can take it over as soon
  * as the holder's own deadline has passed. A holder paused past its deadline can still write late:
- * that is what the fence is for ({@link dev.nolock.patterns.Fence} for SQL, {@code
+ * that is what the fence is for ({@code dev.nolock.patterns.sql.Fence} for SQL, {@code
  * dev.nolock.dynamodb.DynamoDbFence} for one DynamoDB item).
  *
  * <p>State is per instance: observations of held leases and the rvn of each grant made here. Use

@@ -5,8 +5,8 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
-import dev.nolock.patterns.Names;
-import dev.nolock.patterns.OwnTransaction;
+import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.SqlNames;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
@@ -28,7 +28,8 @@ import org.jooq.impl.DSL;
  * one higher than the previous grant of that name, forever, because the row is never deleted;
  * renewal and release change the row only while it still carries the caller's owner and token and
  * has not expired. It does <em>not</em> promise a single holder: a holder paused past its lease
- * still believes it holds it, so writes it protects go through a {@link dev.nolock.patterns.Fence}.
+ * still believes it holds it, so writes it protects go through a {@link
+ * dev.nolock.patterns.sql.Fence}.
  *
  * <p>Algorithm, one statement per call, each in its own short transaction (autocommit, or an
  * explicit commit when the pool hands out connections with autocommit off):
@@ -78,7 +79,7 @@ public final class PostgresLockBackend implements LockBackend {
     Objects.requireNonNull(dataSource, "dataSource");
     this.config = Objects.requireNonNull(config, "config");
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
-    this.table = new LockTable(Names.requireSqlIdentifier("lock table", config.table()));
+    this.table = new LockTable(SqlNames.requireSqlIdentifier("lock table", config.table()));
     this.queryTimeoutSeconds = Math.toIntExact(config.queryTimeout().toSeconds());
   }
 

@@ -1,6 +1,6 @@
 package dev.nolock.lock.postgres;
 
-import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.SqlNames;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -68,7 +68,7 @@ public final class PostgresLockConfig {
      * @throws IllegalArgumentException for anything that is not a plain SQL identifier
      */
     public Builder table(String table) {
-      Names.requireSqlIdentifier("lock table", table);
+      SqlNames.requireSqlIdentifier("lock table", table);
       this.table = table;
       return this;
     }

@@ -22,8 +22,8 @@ import java.util.Objects;
 import java.util.UUID;
 
 /**
- * The resource-side check for data in Redis, beside the SQL {@link dev.nolock.patterns.Fence}: a
- * write that carries a stale {@link FencingToken} is refused by Redis itself, whatever the writer
+ * The resource-side check for data in Redis, beside the SQL {@code dev.nolock.patterns.sql.Fence}:
+ * a write that carries a stale {@link FencingToken} is refused by Redis itself, whatever the writer
  * believes about its lease — also when that Redis loses state.
  *
  * <p>Guarantee: for each lock name, once a write with token {@code t} from owner {@code o} went

@@ -28,7 +28,7 @@ import java.util.UUID;
  * lease is granted only when the name has no unexpired lease; every grant gets a token higher than
  * every earlier grant of the name (a release or an expiry never resets the counter); renewal and
  * release act only on the caller's own {@code (owner, token)}. Safety of the protected data does
- * not rest on this lock but on the fence at the resource ({@link dev.nolock.patterns.Fence} for
+ * not rest on this lock but on the fence at the resource ({@code dev.nolock.patterns.sql.Fence} for
  * SQL, {@link RedisFence} for Redis keys), which refuses a stale token.
  *
  * <p>Algorithm, each step one Lua script, atomic on the server (see {@link RedisLockBackendConfig}

@@ -9,11 +9,11 @@ import static org.jooq.impl.DSL.table;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
-import dev.nolock.patterns.Fence;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.sql.Fence;
 import dev.nolock.testkit.FenceAuditor;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;

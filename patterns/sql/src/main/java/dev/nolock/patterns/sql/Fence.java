@@ -1,4 +1,4 @@
-package dev.nolock.patterns;
+package dev.nolock.patterns.sql;
 
 import static org.jooq.impl.DSL.excluded;
 import static org.jooq.impl.DSL.field;
@@ -6,6 +6,13 @@ import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
 import static org.jooq.impl.DSL.val;
 
+import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.FenceRejection;
+import dev.nolock.patterns.FencedWrite;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.GrantOwner;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.WriteId;
 import io.vavr.control.Either;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -145,20 +152,20 @@ public final class Fence {
    * table_writes} (see {@link #WRITES_SUFFIX}), counting rejections in {@code metrics}.
    */
   public static Fence onTable(String table, CoordinationMetrics metrics) {
-    Name tableName = Names.requireSqlIdentifier("fence table", table);
+    Name tableName = SqlNames.requireSqlIdentifier("fence table", table);
     String derived = table + WRITES_SUFFIX;
-    if (tableName.last().length() + WRITES_SUFFIX.length() > Names.MAX_SQL_IDENTIFIER_LENGTH) {
+    if (tableName.last().length() + WRITES_SUFFIX.length() > SqlNames.MAX_SQL_IDENTIFIER_LENGTH) {
       throw new IllegalArgumentException(
           "The fence table \""
               + table
               + "\" is too long to name its write-id table \""
               + derived
               + "\" (at most "
-              + Names.MAX_SQL_IDENTIFIER_LENGTH
+              + SqlNames.MAX_SQL_IDENTIFIER_LENGTH
               + " characters a part): shorten it, or name the write-id table with"
               + " Fence.onTables(fenceTable, writesTable, metrics).");
     }
-    return new Fence(tableName, Names.requireSqlIdentifier("write-id table", derived), metrics);
+    return new Fence(tableName, SqlNames.requireSqlIdentifier("write-id table", derived), metrics);
   }
 
   /**
@@ -174,8 +181,8 @@ public final class Fence {
    * schema.table}), counting rejections in {@code metrics}.
    */
   public static Fence onTables(String fenceTable, String writesTable, CoordinationMetrics metrics) {
-    Name tableName = Names.requireSqlIdentifier("fence table", fenceTable);
-    Name writesName = Names.requireSqlIdentifier("write-id table", writesTable);
+    Name tableName = SqlNames.requireSqlIdentifier("fence table", fenceTable);
+    Name writesName = SqlNames.requireSqlIdentifier("write-id table", writesTable);
     if (tableName.equals(writesName)) {
       throw new IllegalArgumentException(
           "The fence table and the write-id table are both \""

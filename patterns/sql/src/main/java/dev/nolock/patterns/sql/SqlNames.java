@@ -1,16 +1,15 @@
-package dev.nolock.patterns;
+package dev.nolock.patterns.sql;
 
 import java.util.regex.Pattern;
 import org.jooq.Name;
 import org.jooq.impl.DSL;
 
 /**
- * Validation of the names that reach a backend: lock, queue and scope names given by callers, and
- * SQL identifiers given by configuration. Every nolock module validates at its API edge through
- * these, so that a bad name is refused with a message that says how to fix the call before anything
- * is written.
+ * Validation of SQL identifiers given by configuration (table and schema names). Every PostgreSQL
+ * module validates its table names through this before it renders any statement, so that
+ * configuration cannot smuggle SQL in and PostgreSQL cannot fold or truncate a name.
  */
-public final class Names {
+public final class SqlNames {
 
   /**
    * PostgreSQL truncates identifiers at 63 bytes; refusing longer ones avoids silent collisions.
@@ -19,50 +18,7 @@ public final class Names {
 
   private static final Pattern SQL_IDENTIFIER = Pattern.compile("[a-z_][a-z0-9_]*");
 
-  private Names() {}
-
-  /**
-   * A caller-given name (a lock, a queue, a scope): not blank, at most {@code maxLength}
-   * characters, no control characters.
-   *
-   * @param what what the name names, for the message ("lock name")
-   * @return {@code value}, for assignment
-   */
-  public static String requireName(String what, String value, int maxLength) {
-    if (value == null || value.isBlank()) {
-      throw new IllegalArgumentException(
-          "The "
-              + what
-              + " is "
-              + (value == null ? "null" : "blank")
-              + ": pass a non-empty name"
-              + " that identifies what is coordinated, e.g. \"invoice-42\".");
-    }
-    if (value.length() > maxLength) {
-      throw new IllegalArgumentException(
-          "The "
-              + what
-              + " is "
-              + value.length()
-              + " characters long, more than "
-              + maxLength
-              + ": shorten it or hash the long part (\""
-              + value.substring(0, 20)
-              + "...\").");
-    }
-    for (int i = 0; i < value.length(); i++) {
-      if (Character.isISOControl(value.charAt(i))) {
-        throw new IllegalArgumentException(
-            "The "
-                + what
-                + " contains a control character at index "
-                + i
-                + ": use printable"
-                + " characters only.");
-      }
-    }
-    return value;
-  }
+  private SqlNames() {}
 
   /**
    * An SQL identifier from configuration, optionally schema-qualified ({@code "app.fences"}): each

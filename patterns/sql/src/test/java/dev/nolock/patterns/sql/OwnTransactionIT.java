@@ -1,4 +1,4 @@
-package dev.nolock.patterns;
+package dev.nolock.patterns.sql;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;

@@ -1,4 +1,4 @@
-package dev.nolock.patterns;
+package dev.nolock.patterns.sql;
 
 import java.sql.Connection;
 import java.sql.SQLException;

@@ -1,4 +1,4 @@
-package dev.nolock.patterns;
+package dev.nolock.patterns.sql;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -6,6 +6,11 @@ import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
 
+import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.FenceRejection;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.testkit.FenceAuditor;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;

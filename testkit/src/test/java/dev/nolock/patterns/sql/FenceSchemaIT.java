@@ -1,8 +1,14 @@
-package dev.nolock.patterns;
+package dev.nolock.patterns.sql;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.patterns.WriteId;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
