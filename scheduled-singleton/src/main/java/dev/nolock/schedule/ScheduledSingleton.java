@@ -54,29 +54,13 @@ public final class ScheduledSingleton implements AutoCloseable {
     Objects.requireNonNull(dataSource, "dataSource");
     this.config = Objects.requireNonNull(config, "config");
     this.identity = InstanceIdentity.of(config.owner());
-    Engine.Settings settings =
-        new Engine.Settings(
-            config.job(),
-            config.schedule(),
-            config.missedSchedules(),
-            config.clock(),
-            identity,
-            config.lease(),
-            config.claimWindow(),
-            config.clockTolerance(),
-            config.maxAttempts(),
-            ScheduleConfig.MAX_COUNTED_MISSED,
-            config.queryTimeout(),
-            config.shutdownTimeout(),
-            config.table(),
-            config.onOutcome(),
-            config.attemptCheck(),
-            config.renewalAttemptCheck(),
-            config.claimLock());
     this.engine =
         new Engine(
             dataSource,
-            settings,
+            config,
+            identity,
+            new Engine.Checks(
+                config.attemptCheck(), config.renewalAttemptCheck(), config.claimLock()),
             fenced,
             plain,
             new ScheduleMetrics(config.registry().orElse(null), config.job()));
