@@ -63,8 +63,8 @@ import org.jooq.impl.DSL;
  *
  * <p>The parts: {@link Recovery} (steps 1 and 2), {@link Claims} (steps 3 to 5), {@link Execution}
  * (running and finishing an attempt) with {@link Renewals} (its lease), and {@link Loop} (the timer
- * and the lifecycle); what an instance remembers between passes is in {@link PassState}, guarded by
- * this object's monitor.
+ * and the lifecycle), and {@link Retention} (deleting finished runs no claim needs); what an
+ * instance remembers between passes is in {@link PassState}, guarded by this object's monitor.
  */
 public final class Engine implements AutoCloseable {
 
@@ -73,12 +73,17 @@ public final class Engine implements AutoCloseable {
   private final Recovery recovery;
   private final Claims claims;
   private final Loop loop;
+  private final Retention retention;
 
   /**
    * The checks the tests' negative controls switch off, each true in production: the attempt in a
-   * finish, the attempt in a renewal, the job's claim lock.
+   * finish, the attempt in a renewal, the job's claim lock, and what retention keeps.
    */
-  public record Checks(boolean attemptCheck, boolean renewalAttemptCheck, boolean claimLock) {}
+  public record Checks(
+      boolean attemptCheck,
+      boolean renewalAttemptCheck,
+      boolean claimLock,
+      boolean retentionGuards) {}
 
   /** When the loop wakes next, as far as what the passes learnt says. */
   record NextWake(Instant from, Duration untilAheadDue) {}
@@ -114,6 +119,7 @@ public final class Engine implements AutoCloseable {
     this.recovery = new Recovery(ctx, state, execution);
     this.claims = new Claims(ctx, state, execution);
     this.loop = new Loop(ctx, state, this, renewals);
+    this.retention = new Retention(ctx);
   }
 
   /** Creates the runs table and its index unless they exist. */
@@ -168,6 +174,18 @@ public final class Engine implements AutoCloseable {
     Duration untilDue = state.aheadRetry;
     state.aheadRetry = null;
     return new NextWake(from, untilDue);
+  }
+
+  /**
+   * Deletes the job's finished runs that no claim needs; see {@link Retention}. Independent of
+   * passes: it may run while one is in flight.
+   *
+   * @param age validated by the caller: not negative, at most the longest claim window
+   * @return the rows deleted
+   * @throws BackendUnavailableException when a statement failed; the batches before it stay deleted
+   */
+  public long purgeFinishedRunsOlderThan(Duration age) {
+    return retention.purgeFinishedRunsOlderThan(age);
   }
 
   /** Starts the background loop. */
