@@ -92,6 +92,7 @@ public final class ScheduleConfig {
   private final boolean attemptCheck;
   private final boolean renewalAttemptCheck;
   private final boolean claimLock;
+  private final boolean retentionGuards;
 
   private ScheduleConfig(Builder b, Duration claimWindow) {
     this.job = b.job;
@@ -111,6 +112,7 @@ public final class ScheduleConfig {
     this.attemptCheck = b.attemptCheck;
     this.renewalAttemptCheck = b.renewalAttemptCheck;
     this.claimLock = b.claimLock;
+    this.retentionGuards = b.retentionGuards;
   }
 
   /** A configuration for {@code job} on {@code schedule}, with the documented defaults. */
@@ -239,6 +241,11 @@ public final class ScheduleConfig {
     return claimLock;
   }
 
+  /** False only in the tests' negative control: retention deletes whatever is old enough. */
+  boolean retentionGuards() {
+    return retentionGuards;
+  }
+
   private static String generatedOwner() {
     String host = System.getenv("HOSTNAME");
     if (host == null || host.isBlank() || host.length() > 100) {
@@ -289,6 +296,7 @@ public final class ScheduleConfig {
     private boolean attemptCheck = true;
     private boolean renewalAttemptCheck = true;
     private boolean claimLock = true;
+    private boolean retentionGuards = true;
 
     private Builder(String job, CronSchedule schedule) {
       this.job = Names.requireName("job name", job, MAX_JOB_NAME_LENGTH);
@@ -471,6 +479,16 @@ public final class ScheduleConfig {
      */
     Builder withoutClaimLockForNegativeControl() {
       this.claimLock = false;
+      return this;
+    }
+
+    /**
+     * The negative control of the tests: {@link ScheduledSingleton#purgeFinishedRunsOlderThan}
+     * deletes every run of the job scheduled more than the given age ago, the newest, those inside
+     * the claim window and running ones included. Never for production; not public.
+     */
+    Builder withoutRetentionGuardsForNegativeControl() {
+      this.retentionGuards = false;
       return this;
     }
 

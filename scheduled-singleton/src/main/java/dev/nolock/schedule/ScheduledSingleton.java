@@ -3,6 +3,7 @@ package dev.nolock.schedule;
 import dev.nolock.schedule.internal.Engine;
 import dev.nolock.schedule.internal.InstanceIdentity;
 import dev.nolock.schedule.internal.ScheduleMetrics;
+import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
@@ -41,7 +42,8 @@ import javax.sql.DataSource;
  *
  * Create it with {@link #fenced} or {@link #plain}, call {@link #createTableIfMissing()} once, then
  * either {@link #start()} the background loop (which wakes at each scheduled time) and {@link
- * #close()} it on shutdown, or drive passes yourself with {@link #runDueNow()}. Thread-safe.
+ * #close()} it on shutdown, or drive passes yourself with {@link #runDueNow()}. Bound the runs
+ * table with {@link #purgeFinishedRunsOlderThan(Duration)} from time to time. Thread-safe.
  */
 public final class ScheduledSingleton implements AutoCloseable {
 
@@ -54,29 +56,16 @@ public final class ScheduledSingleton implements AutoCloseable {
     Objects.requireNonNull(dataSource, "dataSource");
     this.config = Objects.requireNonNull(config, "config");
     this.identity = InstanceIdentity.of(config.owner());
-    Engine.Settings settings =
-        new Engine.Settings(
-            config.job(),
-            config.schedule(),
-            config.missedSchedules(),
-            config.clock(),
-            identity,
-            config.lease(),
-            config.claimWindow(),
-            config.clockTolerance(),
-            config.maxAttempts(),
-            ScheduleConfig.MAX_COUNTED_MISSED,
-            config.queryTimeout(),
-            config.shutdownTimeout(),
-            config.table(),
-            config.onOutcome(),
-            config.attemptCheck(),
-            config.renewalAttemptCheck(),
-            config.claimLock());
     this.engine =
         new Engine(
             dataSource,
-            settings,
+            config,
+            identity,
+            new Engine.Checks(
+                config.attemptCheck(),
+                config.renewalAttemptCheck(),
+                config.claimLock(),
+                config.retentionGuards()),
             fenced,
             plain,
             new ScheduleMetrics(config.registry().orElse(null), config.job()));
@@ -150,6 +139,65 @@ public final class ScheduledSingleton implements AutoCloseable {
    */
   public List<RunOutcome> runDueNow() {
     return engine.runDueNow();
+  }
+
+  /**
+   * Deletes this job's finished runs that no claim needs any more, and returns how many it deleted.
+   * The runs table grows by one row per scheduled time; this is its retention. Other jobs' rows in
+   * the same table are untouched (each job's instances purge their own).
+   *
+   * <p>What it guarantees: no scheduled time runs twice because of it, and no run in flight loses
+   * its row. It never deletes
+   *
+   * <ul>
+   *   <li>the job's newest run, whatever its age: it refuses every claim of an older time (so an
+   *       instance whose clock is behind cannot run a handled time again) and is the floor from
+   *       which the next pass counts missed times;
+   *   <li>a run scheduled inside the job's catch-up window, {@link ScheduleConfig#claimWindow()}
+   *       back from the database's clock: its time could still be claimed, and its row answers that
+   *       claim;
+   *   <li>a run that finished less than {@code age} ago, nor less than the claim window ago: an
+   *       instance whose finish answer was lost reads it to report the true outcome;
+   *   <li>a {@code running} run: in flight, given back after its job threw, or waiting for a
+   *       takeover.
+   * </ul>
+   *
+   * <p>The algorithm:
+   *
+   * <ol>
+   *   <li>{@code keep} = the larger of {@code age} and the claim window;
+   *   <li>in a transaction of its own, delete up to 1,000 of the job's rows, oldest first, that are
+   *       {@code done} or {@code failed}, finished before {@code clock_timestamp() - keep},
+   *       scheduled before {@code clock_timestamp() - claimWindow}, and scheduled before the job's
+   *       newest row;
+   *   <li>repeat while a batch was full.
+   * </ol>
+   *
+   * It takes no lock a claim takes, so it never delays a claim; a claim in flight refuses a handled
+   * time whichever commits first (it sees the time's row, or the newest row after it). Safe to call
+   * from any instance, at any time, concurrently with passes and other purges.
+   *
+   * @param age how long a finished run is kept at least, 0 to {@link
+   *     ScheduleConfig#MAX_CLAIM_WINDOW}; the claim window applies when it is longer
+   * @return the rows deleted
+   * @throws IllegalArgumentException when {@code age} is null, negative or longer than {@link
+   *     ScheduleConfig#MAX_CLAIM_WINDOW}
+   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL failed; the batches
+   *     deleted before stay deleted, and calling it again continues
+   */
+  public long purgeFinishedRunsOlderThan(Duration age) {
+    if (age == null || age.isNegative() || age.compareTo(ScheduleConfig.MAX_CLAIM_WINDOW) > 0) {
+      throw new IllegalArgumentException(
+          "purgeFinishedRunsOlderThan(age): pass how long finished runs are kept, from"
+              + " Duration.ZERO to "
+              + ScheduleConfig.MAX_CLAIM_WINDOW.toDays()
+              + " days, e.g. Duration.ofDays(30); got "
+              + age
+              + ". Runs inside the claim window ("
+              + config.claimWindow()
+              + ") and the job's newest run are kept whatever the age.");
+    }
+    return engine.purgeFinishedRunsOlderThan(age);
   }
 
   /**

@@ -37,7 +37,8 @@ import org.jooq.types.DayToSecond;
  * this instance whose answer it lost (a claim, a takeover, a finish); {@link #renew} extends the
  * lease of the current attempt; {@link #finish} marks it {@code done} if the attempt is still
  * current; {@link #release} gives it back for a retry; {@link #takeOver} claims an expired run
- * again with the next attempt; {@link #giveUp} and {@link #fail} record it as {@code failed}.
+ * again with the next attempt; {@link #giveUp} and {@link #fail} record it as {@code failed};
+ * {@link #purgeFinished} deletes it once no claim, pass or settle needs it.
  */
 public final class RunTable {
 
@@ -490,6 +491,64 @@ public final class RunTable {
             .queryTimeout(timeoutSeconds)
             .execute()
         == 1;
+  }
+
+  /**
+   * Deletes up to {@code batch} finished runs of {@code jobName}, oldest first, that no claim, pass
+   * or settle reads again, and returns how many:
+   *
+   * <pre>{@code
+   * DELETE FROM t WHERE job = :job AND state IN ('done', 'failed') AND scheduled_at IN (
+   *   SELECT scheduled_at FROM t WHERE job = :job AND state IN ('done', 'failed')
+   *     AND finished_at < clock_timestamp() - :keep
+   *     AND scheduled_at < clock_timestamp() - :window
+   *     AND scheduled_at < (SELECT max(scheduled_at) FROM t WHERE job = :job)
+   *   ORDER BY scheduled_at LIMIT :batch)
+   * }</pre>
+   *
+   * The job's newest row stays: it refuses every claim of an older time ({@link #claim}'s {@code
+   * later}) and is the floor of the next pass. A row scheduled inside the claim window stays: its
+   * time could still be claimed, and its row answers that claim ({@code existing}), a second
+   * protection beside the newest row. A row finished less than {@code keep} ago stays (the caller
+   * makes {@code keep} at least the window): an instance whose finish answer was lost reads it to
+   * learn its true outcome. A running row (in flight, released for a retry, or waiting for a
+   * takeover) never matches; one that finishes while this statement runs is re-checked on its
+   * committed version ({@code state} in the outer condition) or, unseen by the snapshot, kept.
+   */
+  public int purgeFinished(
+      DSLContext dsl, String jobName, Duration keep, Duration window, int batch) {
+    return dsl.query(
+            "DELETE FROM {0} WHERE job = {1} AND state IN ({2}, {3}) AND scheduled_at IN ("
+                + " SELECT scheduled_at FROM {0} WHERE job = {1} AND state IN ({2}, {3})"
+                + " AND finished_at < clock_timestamp() - {4} * interval '1 millisecond'"
+                + " AND scheduled_at < clock_timestamp() - {5} * interval '1 millisecond'"
+                + " AND scheduled_at < (SELECT max(scheduled_at) FROM {0} WHERE job = {1})"
+                + " ORDER BY scheduled_at LIMIT {6})",
+            table,
+            val(jobName),
+            val(DONE),
+            val(FAILED),
+            val(millis(keep)),
+            val(millis(window)),
+            val(batch))
+        .queryTimeout(timeoutSeconds)
+        .execute();
+  }
+
+  /**
+   * The tests' negative control only: the naive retention, every run of {@code jobName} scheduled
+   * more than {@code age} ago, in whatever state, the newest and those inside the claim window
+   * included. Up to {@code batch} rows, oldest first.
+   */
+  public int purgeAnyForNegativeControl(DSLContext dsl, String jobName, Duration age, int batch) {
+    return dsl.query(
+            "DELETE FROM {0} WHERE job = {1} AND scheduled_at IN ("
+                + " SELECT scheduled_at FROM {0} WHERE job = {1}"
+                + " AND scheduled_at < clock_timestamp() - {2} * interval '1 millisecond'"
+                + " ORDER BY scheduled_at LIMIT {3})",
+            table, val(jobName), val(millis(age)), val(batch))
+        .queryTimeout(timeoutSeconds)
+        .execute();
   }
 
   private Condition currentRun(String jobName, Instant time, long currentAttempt) {
