@@ -100,7 +100,7 @@ public final class QueueAdmin<T> {
    *
    * <ol>
    *   <li>{@code UPDATE t SET run_at = :at WHERE queue = :q AND id = :id AND state = 'ready' AND
-   *       :at > clock_timestamp()}.
+   *       run_at <> :at AND :at > clock_timestamp()}.
    *   <li>When that matched nothing, the job as it is now answers: absent, {@link
    *       AdminRefusal.UnknownJob}; not ready, {@link AdminRefusal.NotReady}; ready at {@code at}
    *       already (a resend), {@link Rescheduled} with {@code byThisCall} false; {@code at} not

@@ -95,9 +95,10 @@ public final class AdminSql {
   }
 
   /**
-   * {@code UPDATE t SET run_at = :at WHERE queue = :q AND id = :id AND state = 'ready' AND :at >
-   * clock_timestamp() RETURNING run_at}: the same race as {@link #cancel}, and never into the past
-   * on the database's clock.
+   * {@code UPDATE t SET run_at = :at WHERE queue = :q AND id = :id AND state = 'ready' AND run_at
+   * <> :at AND :at > clock_timestamp() RETURNING run_at}: the same race as {@link #cancel}, never
+   * into the past on the database's clock, and a job already at {@code :at} is left alone (the
+   * follow-up read answers it, so a resend is told an earlier call did it).
    */
   public ResultQuery<Record1<OffsetDateTime>> reschedule(
       DSLContext dsl, String queueName, long jobId, OffsetDateTime at) {
@@ -107,6 +108,7 @@ public final class AdminSql {
         .where(t.queue.eq(queueName))
         .and(t.id.eq(jobId))
         .and(t.state.eq(literal(JobState.READY)))
+        .and(t.runAt.ne(when))
         .and(when.gt(clockTimestamp()))
         .returningResult(t.runAt);
   }
