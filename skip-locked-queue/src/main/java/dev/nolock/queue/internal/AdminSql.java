@@ -168,8 +168,8 @@ public final class AdminSql {
    * Retention of cancelled jobs, shaped as {@link JobsTable#purge}: {@code WITH c AS MATERIALIZED
    * (SELECT id FROM t WHERE queue = :q AND state = 'cancelled' AND finished_at < clock_timestamp()
    * - :age ORDER BY finished_at LIMIT :n FOR UPDATE SKIP LOCKED) DELETE FROM t AS j USING c WHERE
-   * j.id = c.id}. No index is dedicated to cancelled jobs, so this scans the queue's rows; the
-   * purge sends it once per call, not once per batch, unless cancelled jobs fill batches.
+   * j.id = c.id}. No index is dedicated to cancelled jobs, so this scans the table; the purge sends
+   * it once per call, not once per batch, unless cancelled jobs fill batches.
    */
   public Query purgeCancelled(DSLContext dsl, String queueName, Duration olderThan, int max) {
     CommonTableExpression<Record1<Long>> c =
