@@ -7,11 +7,13 @@ import java.util.Locale;
  *
  * <pre>
  *   enqueue ──► READY ──claim──► RUNNING ──complete──► DONE ──purge──► (deleted)
- *                 ▲                 │
- *                 │  fail (retries  │ fail (attempts used up),
- *                 │  left), release,│ reaper (attempts used up)
- *                 │  reaper         ▼
- *                 └──────────────  DEAD ──retryDead──► READY
+ *               │ ▲                 │
+ *               │ │  fail (retries  │ fail (attempts used up),
+ *               │ │  left), release,│ reaper (attempts used up)
+ *               │ │  reaper         ▼
+ *               │ └──────────────  DEAD ──retryDead, admin().retry──► READY
+ *               │
+ *               └──admin().cancel──► CANCELLED ──purge──► (deleted)
  * </pre>
  */
 public enum JobState {
@@ -22,7 +24,12 @@ public enum JobState {
   /** Completed; kept until retention purges it. */
   DONE,
   /** Dead-lettered after its last allowed attempt failed; keeps its last error. */
-  DEAD;
+  DEAD,
+  /**
+   * Cancelled while ready ({@link QueueAdmin#cancel}): never claimed again; kept, with the time of
+   * the cancellation in {@code finished_at}, until retention purges it.
+   */
+  CANCELLED;
 
   /** The value stored in the {@code state} column: the name in lower case. */
   public String sqlValue() {

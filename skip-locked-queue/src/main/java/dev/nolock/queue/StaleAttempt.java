@@ -78,6 +78,10 @@ public record StaleAttempt(
       why =
           " (re-claimed since this attempt: its lease expired and the reaper took the job back, or"
               + " an earlier call of this attempt whose answer was lost failed or released it)";
+    } else if (currentState.get() == JobState.CANCELLED) {
+      why =
+          " (taken back after this attempt, by the reaper when its lease expired or by an earlier"
+              + " call of this attempt, then cancelled by an administrator)";
     } else if (currentState.get() == JobState.RUNNING) {
       why = " (this attempt's lease expired; the reaper will hand the job to another worker)";
     } else {

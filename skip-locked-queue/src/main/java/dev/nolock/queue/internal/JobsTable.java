@@ -162,7 +162,8 @@ public final class JobsTable {
                     literal(JobState.READY),
                     literal(JobState.RUNNING),
                     literal(JobState.DONE),
-                    literal(JobState.DEAD)))
+                    literal(JobState.DEAD),
+                    literal(JobState.CANCELLED)))
             .check(attempt.ge(inline(0L)))
             .check(failures.ge(inline(0)))
             .check(maxAttempts.ge(inline(1))));
