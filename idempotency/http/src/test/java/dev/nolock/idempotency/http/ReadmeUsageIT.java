@@ -77,7 +77,8 @@ class ReadmeUsageIT {
                           field(name("charge")))
                       .values(attempt.key(), 700L, charge)
                       .execute();
-                  return Reply.json(201, "{\"charge\":\"" + charge + "\"}");
+                  return Reply.json(201, "{\"charge\":\"" + charge + "\"}")
+                      .withHeader("Location", "/payments/" + charge);
                 })
             // who is asking, from your authentication filter; part of the fingerprint
             .principal(e -> e.getPrincipal() == null ? "" : e.getPrincipal().getName())
@@ -99,6 +100,8 @@ class ReadmeUsageIT {
       assertThat(again.statusCode()).isEqualTo(201);
       assertThat(again.body()).isEqualTo(first.body());
       assertThat(again.headers().firstValue("Idempotent-Replayed")).contains("true");
+      assertThat(again.headers().firstValue("Location")).contains("/payments/ch_0");
+      assertThat(again.headers().firstValue("Content-Type")).contains("application/json");
       assertThat(provider.calls).hasValue(1);
     } finally {
       server.stop(0);
