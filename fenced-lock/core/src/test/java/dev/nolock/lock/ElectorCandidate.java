@@ -2,10 +2,10 @@ package dev.nolock.lock;
 
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.sql.SqlResource;
 import dev.nolock.testkit.ElectionCandidate;
 import dev.nolock.testkit.PostgresSchema;
 import dev.nolock.testkit.Protection;
-import dev.nolock.testkit.SqlResource;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;

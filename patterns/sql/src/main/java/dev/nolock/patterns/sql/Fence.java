@@ -14,6 +14,9 @@ import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.WriteId;
 import io.vavr.control.Either;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Arrays;
@@ -23,11 +26,16 @@ import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.stream.Collectors;
+import org.jooq.ConnectionProvider;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Name;
+import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.exception.DataAccessException;
+import org.jooq.impl.DSL;
+import org.jooq.impl.DataSourceConnectionProvider;
+import org.jooq.impl.DefaultConnectionProvider;
 import org.jooq.impl.SQLDataType;
 
 /**
@@ -45,7 +53,8 @@ import org.jooq.impl.SQLDataType;
  *
  * <p>Two tables: the fence table (one row per lock name: the highest token and its owner) and the
  * write-id table (one row per lock name and write id that committed: the token and owner that wrote
- * it and when, by the server's clock). Algorithm of {@link #write}, in one transaction:
+ * it and when, by the server's clock). Algorithm of {@link #write}, in one transaction (its own, or
+ * the caller's behind a savepoint, see below):
  *
  * <ol>
  *   <li>Advance the lock's fence row: {@code INSERT INTO fences AS f (name, token, owner) VALUES
@@ -93,10 +102,18 @@ import org.jooq.impl.SQLDataType;
  * <p>Use it under PostgreSQL's default READ COMMITTED isolation. Under REPEATABLE READ or
  * SERIALIZABLE a concurrent advance of the same fence row aborts the transaction with a
  * serialization failure instead of a rejection value; that is still safe, but the caller sees an
- * exception. Inside a caller's own transaction jOOQ runs this as a savepoint, and the caller must
- * roll its whole transaction back on {@link FencedWrite.AlreadyWritten} as on a rejection: the
- * caller's own statements before the fenced write ran again on a retry, and only the fenced writes
- * were recognised.
+ * exception.
+ *
+ * <p>Whose transaction: a {@code DSLContext} over a {@code DataSource} runs each call in a
+ * transaction of its own, committed before the call returns. A {@code DSLContext} over one
+ * connection (for example {@code DSL.using(connection)}), or a plain {@link Connection} (the
+ * overloads), joins the caller's open transaction when there is one (auto-commit off, or a jOOQ
+ * transaction the caller opened): the steps run behind a savepoint and the call <b>never
+ * commits</b>; the caller's commit or rollback decides for the fenced writes and the fence row
+ * together. With auto-commit on, the call is its own transaction on that connection. In the
+ * caller's transaction, the caller must roll its whole transaction back on {@link
+ * FencedWrite.AlreadyWritten} as on a rejection: the caller's own statements before the fenced
+ * write ran again on a retry, and only the fenced writes were recognised.
  *
  * <p>Immutable and thread-safe. The table names come from configuration and are validated as SQL
  * identifiers; every value is bound.
@@ -280,8 +297,10 @@ public final class Fence {
    * are not idempotent (adding to a balance), use {@link #write(DSLContext, Lease, WriteId,
    * Function)}.
    *
-   * @param dsl where to run; a {@code DSLContext} already in a transaction gets a savepoint, and on
-   *     a rejection the caller must roll back what it wrote before
+   * @param dsl where to run: over a {@code DataSource}, a transaction of its own, committed; over
+   *     one connection in the caller's open transaction (auto-commit off, or inside a jOOQ
+   *     transaction), that transaction behind a savepoint, never committed by this call, and on a
+   *     rejection the caller must roll back what it wrote before
    * @param lease the lease the writes are made under; its name, owner and token are checked
    * @param writes the protected data writes, run on the fenced transaction's context
    * @return the writes' result, or the rejection when the lease's token is stale; on a rejection
@@ -320,7 +339,9 @@ public final class Fence {
    * again in the retried transaction; committing them next to {@code AlreadyWritten} applies them
    * twice.
    *
-   * @param dsl where to run; a {@code DSLContext} already in a transaction gets a savepoint
+   * @param dsl where to run: over a {@code DataSource}, a transaction of its own, committed; over
+   *     one connection in the caller's open transaction, that transaction behind a savepoint, never
+   *     committed by this call
    * @param lease the lease the writes are made under; its name, owner and token are checked
    * @param writeId the caller's id of this intended write, the same on each of its retries, unique
    *     among the lock's writes while it is kept
@@ -337,6 +358,60 @@ public final class Fence {
         "writeId: pass WriteId.of(...) chosen once per intended write, or call write(dsl, lease,"
             + " writes) if the writes are idempotent");
     return run(dsl, lease, writeId, writes);
+  }
+
+  /**
+   * {@link #write(DSLContext, Lease, Function)} on a plain JDBC connection, in the caller's open
+   * transaction when there is one.
+   *
+   * <ul>
+   *   <li>Auto-commit off (the caller's transaction is open): the fence row, the writes and nothing
+   *       else run inside that transaction behind a savepoint; this call <b>never commits</b>. A
+   *       rejection or writes that throw leave the caller's earlier statements in place and the
+   *       transaction usable; the caller's own commit or rollback then decides for the fenced
+   *       writes too (a rollback undoes them and the fence row's advance).
+   *   <li>Auto-commit on: the call is a transaction of its own on the connection, committed before
+   *       it returns; auto-commit is on again afterwards.
+   * </ul>
+   *
+   * The writes may use {@code connection} directly as well: it is the same transaction.
+   *
+   * @param connection a PostgreSQL connection; not closed by this call
+   * @throws IllegalArgumentException when {@code connection} is null
+   * @throws org.jooq.exception.DataAccessException when PostgreSQL or the connection failed:
+   *     unknown whether written if the call committed on its own (auto-commit on); in the caller's
+   *     transaction nothing is committed until the caller commits
+   */
+  public <T> Either<FenceRejection, T> write(
+      Connection connection, Lease lease, Function<DSLContext, ? extends T> writes) {
+    return write(onConnection(connection), lease, writes);
+  }
+
+  /**
+   * {@link #write(DSLContext, Lease, WriteId, Function)} on a plain JDBC connection, in the
+   * caller's open transaction when there is one, never committing it: see {@link #write(Connection,
+   * Lease, Function)}. In the caller's transaction the write id is recorded in that transaction, so
+   * it counts only once the caller commits; roll back on {@link FencedWrite.AlreadyWritten} as on a
+   * rejection.
+   *
+   * @param connection a PostgreSQL connection; not closed by this call
+   * @throws IllegalArgumentException when {@code connection} is null
+   */
+  public <T> Either<FenceRejection, FencedWrite<T>> write(
+      Connection connection,
+      Lease lease,
+      WriteId writeId,
+      Function<DSLContext, ? extends T> writes) {
+    return write(onConnection(connection), lease, writeId, writes);
+  }
+
+  private static DSLContext onConnection(Connection connection) {
+    if (connection == null) {
+      throw new IllegalArgumentException(
+          "The connection is null: pass an open PostgreSQL connection, with auto-commit off to"
+              + " write in your own transaction.");
+    }
+    return DSL.using(connection, SQLDialect.POSTGRES);
   }
 
   /**
@@ -371,40 +446,113 @@ public final class Fence {
     Objects.requireNonNull(dsl, "dsl");
     Objects.requireNonNull(lease, "lease");
     Objects.requireNonNull(writes, "writes");
+    ConnectionProvider provider = dsl.configuration().connectionProvider();
+    if (provider instanceof DataSourceConnectionProvider) {
+      // Each call takes a pool connection of its own: no caller's transaction can be open on it.
+      return inOwnTransaction(dsl, lease, writeId, writes);
+    }
+    return dsl.connectionResult(
+        connection -> {
+          // Over a DefaultConnectionProvider every statement of dsl runs on this connection; over
+          // any other provider, bind them to it so the fence and the writes share one transaction.
+          DSLContext onConnection =
+              provider instanceof DefaultConnectionProvider
+                  ? dsl
+                  : dsl.configuration().derive(connection).dsl();
+          return connection.getAutoCommit()
+              ? inOwnTransaction(onConnection, lease, writeId, writes)
+              : inCallersTransaction(connection, onConnection, lease, writeId, writes);
+        });
+  }
+
+  /** Steps 1 to 4 in a transaction that jOOQ begins and commits or rolls back. */
+  private <T> Either<FenceRejection, FencedWrite<T>> inOwnTransaction(
+      DSLContext dsl, Lease lease, WriteId writeId, Function<DSLContext, ? extends T> writes) {
     try {
       return dsl.transactionResult(
-          configuration -> {
-            DSLContext tx = configuration.dsl();
-            int advanced = advance(tx, lease);
-            if (advanced > 1) {
-              throw new IllegalStateException(
-                  "The fence advanced "
-                      + advanced
-                      + " rows for one lock name: the fence table "
-                      + table
-                      + " has lost its primary key on name. Recreate it with"
-                      + " createTableIfMissing on an empty schema.");
-            }
-            if (writeId != null) {
-              Optional<FencedWrite.AlreadyWritten<T>> earlier = recorded(tx, lease, writeId);
-              if (earlier.isPresent()) {
-                throw new AlreadyWrittenRollback(earlier.get());
-              }
-            }
-            if (advanced == 0) {
-              return Either.left(rejected(tx, lease));
-            }
-            if (writeId != null) {
-              record(tx, lease, writeId);
-            }
-            return Either.right(new FencedWrite.Applied<>(writeId, writes.apply(tx)));
-          });
+          configuration -> fenced(configuration.dsl(), lease, writeId, writes));
     } catch (AlreadyWrittenRollback rolledBack) {
-      FencedWrite.AlreadyWritten<?> earlier = rolledBack.earlier;
-      return Either.right(
-          new FencedWrite.AlreadyWritten<>(
-              earlier.lockName(), earlier.token(), earlier.owner(), earlier.writeId()));
+      return Either.right(rolledBack.answer());
     }
+  }
+
+  /**
+   * Steps 1 to 4 inside the caller's open transaction on {@code connection}, behind a savepoint,
+   * never committing: an {@code AlreadyWritten} or writes that throw roll back to the savepoint
+   * (this call's part only, and the transaction stays usable); otherwise the savepoint is released
+   * and the caller's commit or rollback decides for everything.
+   */
+  private <T> Either<FenceRejection, FencedWrite<T>> inCallersTransaction(
+      Connection connection,
+      DSLContext tx,
+      Lease lease,
+      WriteId writeId,
+      Function<DSLContext, ? extends T> writes) {
+    Savepoint savepoint;
+    try {
+      savepoint = connection.setSavepoint();
+    } catch (SQLException e) {
+      throw new DataAccessException(
+          "Could not set a savepoint in the caller's transaction: " + e.getMessage(), e);
+    }
+    Either<FenceRejection, FencedWrite<T>> result;
+    try {
+      result = fenced(tx, lease, writeId, writes);
+    } catch (AlreadyWrittenRollback rolledBack) {
+      rollBackTo(connection, savepoint, null);
+      return Either.right(rolledBack.answer());
+    } catch (RuntimeException | Error e) {
+      rollBackTo(connection, savepoint, e);
+      throw e;
+    }
+    try {
+      connection.releaseSavepoint(savepoint);
+    } catch (SQLException e) {
+      throw new DataAccessException(
+          "Could not release the savepoint in the caller's transaction: " + e.getMessage(), e);
+    }
+    return result;
+  }
+
+  private static void rollBackTo(Connection connection, Savepoint savepoint, Throwable failure) {
+    try {
+      connection.rollback(savepoint);
+    } catch (SQLException e) {
+      if (failure != null) {
+        failure.addSuppressed(e);
+        return;
+      }
+      throw new DataAccessException(
+          "Could not roll back to the savepoint in the caller's transaction: " + e.getMessage(), e);
+    }
+  }
+
+  /** Steps 1 to 4 on {@code tx}; throws {@link AlreadyWrittenRollback} for step 2's answer. */
+  private <T> Either<FenceRejection, FencedWrite<T>> fenced(
+      DSLContext tx, Lease lease, WriteId writeId, Function<DSLContext, ? extends T> writes) {
+    int advanced = advance(tx, lease);
+    if (advanced > 1) {
+      throw new IllegalStateException(
+          "The fence advanced "
+              + advanced
+              + " rows for one lock name: the fence table "
+              + table
+              + " has lost its primary key on name. Recreate it with"
+              + " createTableIfMissing on an empty schema.");
+    }
+    if (writeId != null) {
+      Optional<FencedWrite.AlreadyWritten<T>> earlier = recorded(tx, lease, writeId);
+      if (earlier.isPresent()) {
+        throw new AlreadyWrittenRollback(earlier.get());
+      }
+    }
+    if (advanced == 0) {
+      return Either.left(rejected(tx, lease));
+    }
+    if (writeId != null) {
+      record(tx, lease, writeId);
+    }
+    return Either.right(new FencedWrite.Applied<>(writeId, writes.apply(tx)));
   }
 
   private int advance(DSLContext tx, Lease lease) {
@@ -465,6 +613,11 @@ public final class Fence {
     AlreadyWrittenRollback(FencedWrite.AlreadyWritten<?> earlier) {
       super(null, null, false, false);
       this.earlier = earlier;
+    }
+
+    <T> FencedWrite.AlreadyWritten<T> answer() {
+      return new FencedWrite.AlreadyWritten<>(
+          earlier.lockName(), earlier.token(), earlier.owner(), earlier.writeId());
     }
   }
 }

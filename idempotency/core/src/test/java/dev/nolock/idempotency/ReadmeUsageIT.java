@@ -5,19 +5,11 @@ import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
 
-import com.sun.net.httpserver.HttpServer;
-import dev.nolock.idempotency.http.IdempotentHttpHandler;
-import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.net.InetSocketAddress;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -28,7 +20,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** The README's snippets, kept compiling and running. */
+/** The README's snippets, kept compiling and running; the HTTP one is in the http module. */
 @ExtendWith(PostgresExtension.class)
 class ReadmeUsageIT {
 
@@ -177,52 +169,6 @@ class ReadmeUsageIT {
     assertThat(transferred).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) transferred).result()).startsWith("transfer done: ch_");
 
-    // --- README: HTTP ---
-    IdempotencyKeys<Reply> replies =
-        IdempotencyKeys.create(
-            pool, IdempotencyConfig.ofDefaults(), IdempotentHttpHandler.replyCodec());
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext(
-        "/payments",
-        IdempotentHttpHandler.builder(
-                replies,
-                "payments.create",
-                (request, attempt) -> {
-                  String charge = provider.charge(attempt.idempotencyKeyForDownstream(), 700);
-                  attempt
-                      .dsl()
-                      .insertInto(
-                          table(name("payments")),
-                          field(name("idem_key")),
-                          field(name("cents")),
-                          field(name("charge")))
-                      .values(attempt.key(), 700L, charge)
-                      .execute();
-                  return Reply.json(201, "{\"charge\":\"" + charge + "\"}");
-                })
-            // who is asking, from your authentication filter; part of the fingerprint
-            .principal(e -> e.getPrincipal() == null ? "" : e.getPrincipal().getName())
-            .build());
-    server.start();
-    // --- end ---
-    try {
-      HttpClient client = HttpClient.newHttpClient();
-      HttpRequest request =
-          HttpRequest.newBuilder(
-                  URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/payments"))
-              .header("Idempotency-Key", "\"" + UUID.randomUUID() + "\"")
-              .POST(HttpRequest.BodyPublishers.ofString("{\"cents\":700}"))
-              .build();
-      HttpResponse<String> first = client.send(request, HttpResponse.BodyHandlers.ofString());
-      HttpResponse<String> again = client.send(request, HttpResponse.BodyHandlers.ofString());
-
-      assertThat(first.statusCode()).isEqualTo(201);
-      assertThat(again.statusCode()).isEqualTo(201);
-      assertThat(again.body()).isEqualTo(first.body());
-      assertThat(again.headers().firstValue("Idempotent-Replayed")).contains("true");
-    } finally {
-      server.stop(0);
-    }
     String reconciledKey = UUID.randomUUID().toString();
 
     // --- README: Operator calls ---

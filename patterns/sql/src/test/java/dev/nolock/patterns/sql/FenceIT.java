@@ -39,9 +39,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * {@link Fence} against the real PostgreSQL: a stale token writes nothing, and the same scenarios
  * without the fence are caught by the same assertions (the negative controls).
- *
- * <p>It lives in testkit because it uses testkit's PostgreSQL extension, and testkit depends on
- * patterns (a test dependency the other way round would be a Maven cycle).
  */
 @ExtendWith(PostgresExtension.class)
 class FenceIT {

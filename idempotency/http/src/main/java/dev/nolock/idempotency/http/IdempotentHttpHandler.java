@@ -11,20 +11,27 @@ import dev.nolock.idempotency.ResultCodec;
 import dev.nolock.idempotency.StoredResult;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Names;
+import java.io.ByteArrayOutputStream;
+import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Function;
+import java.util.stream.Stream;
 
 /**
  * The HTTP binding of {@link IdempotencyKeys} for the JDK's {@code com.sun.net.httpserver}: reads
@@ -34,9 +41,11 @@ import java.util.function.Function;
  * <table>
  *   <caption>Answers</caption>
  *   <tr><th>outcome</th><th>status</th><th>headers</th></tr>
- *   <tr><td>first run</td><td>the endpoint's</td><td></td></tr>
+ *   <tr><td>first run</td><td>the endpoint's</td><td>the {@link Reply}'s: {@code Content-Type}
+ *       and its {@link Reply#headers()} (e.g. {@code Location})</td></tr>
  *   <tr><td>repeat with the same request, completed</td><td>the stored one</td>
- *       <td>{@code Idempotent-Replayed: true}</td></tr>
+ *       <td>the stored ones, the same as the first run's, and {@code Idempotent-Replayed: true}
+ *       </td></tr>
  *   <tr><td>key missing or malformed</td><td>400</td><td></td></tr>
  *   <tr><td>repeat while the first is in progress, or a stale attempt</td><td>409</td>
  *       <td>{@code Retry-After}</td></tr>
@@ -91,24 +100,77 @@ public final class IdempotentHttpHandler implements HttpHandler {
   }
 
   /**
-   * What the endpoint answers; stored with the key and sent again on a replay.
+   * What the endpoint answers; stored with the key and sent again on a replay, status, headers and
+   * body alike.
    *
    * @param contentType sent as {@code Content-Type}; at most 255 visible ASCII characters and
    *     spaces
+   * @param headers further response headers, e.g. {@code Location}; each value in order, names
+   *     compared without case. The server's own ({@code Content-Length}, {@code Transfer-Encoding},
+   *     {@code Connection}), {@code Content-Type} (pass {@code contentType}) and {@link
+   *     #REPLAYED_HEADER} are refused.
    */
-  public record Reply(int status, String contentType, byte[] body) {
+  public record Reply(
+      int status, String contentType, Map<String, List<String>> headers, byte[] body) {
+
+    /** Longest header name accepted. */
+    public static final int MAX_HEADER_NAME_LENGTH = 255;
+
+    /** Longest header value accepted. */
+    public static final int MAX_HEADER_VALUE_LENGTH = 8192;
+
+    private static final Set<String> NOT_YOURS =
+        Set.of(
+            "content-type",
+            "content-length",
+            "transfer-encoding",
+            "connection",
+            "idempotent-replayed");
+
     public Reply {
       if (status < 200 || status > 599) {
         throw new IllegalArgumentException(
             "A reply status must be 200 to 599, got " + status + " (1xx are not final answers).");
       }
       Names.requireName("content type", contentType, 255);
+      if (headers == null) {
+        throw new IllegalArgumentException(
+            "The reply headers are null: pass Map.of() for a reply without further headers.");
+      }
+      Map<String, List<String>> copy = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+      headers.forEach(
+          (name, values) -> {
+            requireHeaderName(name);
+            if (values == null || values.isEmpty()) {
+              throw new IllegalArgumentException(
+                  "The reply header \"" + name + "\" has no value: leave it out instead.");
+            }
+            values.forEach(value -> requireHeaderValue(name, value));
+            copy.merge(
+                name,
+                List.copyOf(values),
+                (a, b) -> Stream.concat(a.stream(), b.stream()).toList());
+          });
+      headers = Collections.unmodifiableMap(copy);
       body = body.clone();
+    }
+
+    /** A reply without further headers. */
+    public Reply(int status, String contentType, byte[] body) {
+      this(status, contentType, Map.of(), body);
     }
 
     /** A UTF-8 {@code application/json} reply. */
     public static Reply json(int status, String json) {
       return new Reply(status, "application/json", json.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** This reply with {@code value} added to header {@code name}, e.g. {@code Location}. */
+    public Reply withHeader(String name, String value) {
+      Map<String, List<String>> more = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+      more.putAll(headers);
+      more.merge(name, List.of(value), (a, b) -> Stream.concat(a.stream(), b.stream()).toList());
+      return new Reply(status, contentType, more, body);
     }
 
     @Override
@@ -126,17 +188,71 @@ public final class IdempotentHttpHandler implements HttpHandler {
       return other instanceof Reply that
           && status == that.status
           && contentType.equals(that.contentType)
+          && headers.equals(that.headers)
           && Arrays.equals(body, that.body);
     }
 
     @Override
     public int hashCode() {
-      return Objects.hash(status, contentType, Arrays.hashCode(body));
+      return Objects.hash(status, contentType, headers, Arrays.hashCode(body));
     }
 
     @Override
     public String toString() {
-      return "Reply[" + status + " " + contentType + ", " + body.length + " bytes]";
+      return "Reply["
+          + status
+          + " "
+          + contentType
+          + ", headers "
+          + headers.keySet()
+          + ", "
+          + body.length
+          + " bytes]";
+    }
+
+    private static void requireHeaderName(String name) {
+      if (name == null
+          || name.isEmpty()
+          || name.length() > MAX_HEADER_NAME_LENGTH
+          || !name.chars().allMatch(Reply::isTokenChar)) {
+        throw new IllegalArgumentException(
+            "The reply header name \""
+                + name
+                + "\" is not an HTTP token of 1 to "
+                + MAX_HEADER_NAME_LENGTH
+                + " characters (letters, digits and !#$%&'*+-.^_`|~), e.g. \"Location\".");
+      }
+      if (NOT_YOURS.contains(name.toLowerCase(Locale.ROOT))) {
+        throw new IllegalArgumentException(
+            "The reply header \""
+                + name
+                + "\" is set by the handler or the server: pass the content type as contentType,"
+                + " and leave Content-Length, Transfer-Encoding, Connection and "
+                + REPLAYED_HEADER
+                + " out.");
+      }
+    }
+
+    private static void requireHeaderValue(String name, String value) {
+      // Visible ASCII, space and tab only: a CR or LF would let a value start a header of its own.
+      if (value == null
+          || value.length() > MAX_HEADER_VALUE_LENGTH
+          || !value.chars().allMatch(c -> c == '\t' || (c >= 0x20 && c < 0x7f))) {
+        throw new IllegalArgumentException(
+            "The value of reply header \""
+                + name
+                + "\" must be at most "
+                + MAX_HEADER_VALUE_LENGTH
+                + " visible ASCII characters, spaces and tabs (no CR or LF), got: "
+                + (value == null ? "null" : "\"" + value.replaceAll("[^\\x20-\\x7e]", "?") + "\""));
+      }
+    }
+
+    private static boolean isTokenChar(int c) {
+      return (c >= '0' && c <= '9')
+          || (c >= 'a' && c <= 'z')
+          || (c >= 'A' && c <= 'Z')
+          || "!#$%&'*+-.^_`|~".indexOf(c) >= 0;
     }
   }
 
@@ -165,8 +281,10 @@ public final class IdempotentHttpHandler implements HttpHandler {
   }
 
   /**
-   * Stores a {@link Reply} as its status and {@code [2-byte length][content type][body]}; give it
-   * to {@link IdempotencyKeys#create} for the keys this handler uses.
+   * Stores a {@link Reply} (status, content type, headers and body) as a {@link StoredResult}, so
+   * that a replay sends what the first answer sent; give it to {@link IdempotencyKeys#create} for
+   * the keys this handler uses. Replies stored by the earlier format, without headers, still
+   * decode.
    */
   public static ResultCodec<Reply> replyCodec() {
     return ReplyCodec.INSTANCE;
@@ -347,6 +465,10 @@ public final class IdempotentHttpHandler implements HttpHandler {
   private static void send(HttpExchange exchange, Reply reply, boolean replayed)
       throws IOException {
     exchange.getResponseHeaders().set("Content-Type", reply.contentType());
+    reply
+        .headers()
+        .forEach(
+            (name, values) -> exchange.getResponseHeaders().put(name, new ArrayList<>(values)));
     if (replayed) {
       exchange.getResponseHeaders().set(REPLAYED_HEADER, "true");
     }
@@ -430,27 +552,88 @@ public final class IdempotentHttpHandler implements HttpHandler {
     }
   }
 
-  /** {@code [u16 length][content type, UTF-8][body]} with the reply's status. */
+  /**
+   * A reply as {@link StoredResult}: its status, and as bytes (lengths are unsigned 16-bit, text is
+   * UTF-8):
+   *
+   * <pre>{@code
+   * [0x01][u16 length][content type][u16 count]([u16 length][name][u16 length][value])*[body]
+   * }</pre>
+   *
+   * one name-value pair per header value, in order. Rows stored before headers were kept hold
+   * {@code [u16 length][content type][body]}; a content type is at most 255 bytes, so their first
+   * byte is 0, and they decode with no further headers. The headers live in the codec's bytes, not
+   * in a column of their own: the key table stores any result as a status and bytes, and needs no
+   * change for what one codec puts in them.
+   */
   private static final class ReplyCodec implements ResultCodec<Reply> {
     static final ReplyCodec INSTANCE = new ReplyCodec();
 
+    private static final byte WITH_HEADERS = 1;
+
     @Override
     public StoredResult encode(Reply reply) {
-      byte[] type = reply.contentType().getBytes(StandardCharsets.UTF_8);
-      byte[] body = reply.body();
-      ByteBuffer out = ByteBuffer.allocate(2 + type.length + body.length);
-      out.putShort((short) type.length).put(type).put(body);
-      return StoredResult.of(reply.status(), out.array());
+      ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+      DataOutputStream out = new DataOutputStream(bytes);
+      try {
+        out.writeByte(WITH_HEADERS);
+        writeText(out, reply.contentType());
+        List<Map.Entry<String, String>> pairs = new ArrayList<>();
+        reply
+            .headers()
+            .forEach((name, values) -> values.forEach(v -> pairs.add(Map.entry(name, v))));
+        if (pairs.size() > 0xFFFF) {
+          throw new IllegalArgumentException(
+              "A reply with "
+                  + pairs.size()
+                  + " header values cannot be stored (at most 65535): send fewer headers.");
+        }
+        out.writeShort(pairs.size());
+        for (Map.Entry<String, String> pair : pairs) {
+          writeText(out, pair.getKey());
+          writeText(out, pair.getValue());
+        }
+        out.write(reply.body());
+      } catch (IOException e) {
+        throw new UncheckedIOException("a ByteArrayOutputStream does not fail", e);
+      }
+      return StoredResult.of(reply.status(), bytes.toByteArray());
     }
 
     @Override
     public Reply decode(StoredResult stored) {
       ByteBuffer in = ByteBuffer.wrap(stored.body());
-      byte[] type = new byte[Short.toUnsignedInt(in.getShort())];
-      in.get(type);
+      boolean withHeaders = in.get(0) == WITH_HEADERS;
+      if (withHeaders) {
+        in.get();
+      }
+      String contentType = readText(in);
+      Map<String, List<String>> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
+      if (withHeaders) {
+        int count = Short.toUnsignedInt(in.getShort());
+        for (int i = 0; i < count; i++) {
+          String name = readText(in);
+          String value = readText(in);
+          headers.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
+        }
+      }
       byte[] body = new byte[in.remaining()];
       in.get(body);
-      return new Reply(stored.status(), new String(type, StandardCharsets.UTF_8), body);
+      return new Reply(stored.status(), contentType, headers, body);
+    }
+
+    private static void writeText(DataOutputStream out, String text) throws IOException {
+      // Header names and values are ASCII and at most 8192 characters (Reply checks), so their
+      // UTF-8 length fits the u16.
+      byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
+      out.writeShort(utf8.length);
+      out.write(utf8);
+    }
+
+    private static String readText(ByteBuffer in) {
+      byte[] utf8 = new byte[Short.toUnsignedInt(in.getShort())];
+      in.get(utf8);
+      return new String(utf8, StandardCharsets.UTF_8);
     }
   }
 

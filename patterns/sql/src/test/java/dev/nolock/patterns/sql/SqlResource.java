@@ -1,11 +1,10 @@
-package dev.nolock.testkit;
+package dev.nolock.patterns.sql;
 
 import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.table;
 
 import dev.nolock.patterns.Lease;
-import dev.nolock.patterns.sql.Fence;
-import dev.nolock.patterns.sql.SqlNames;
+import dev.nolock.testkit.Protection;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Function;
@@ -19,6 +18,9 @@ import org.jooq.impl.SQLDataType;
  * The protected resource of the lock scenarios: one row per lock name in PostgreSQL, written
  * through the SQL {@link Fence} or, for the negative control, around it. Needs jOOQ and pgjdbc on
  * the test classpath.
+ *
+ * <p>It lives in this module's test jar, not in testkit: testkit depends on nothing of the SQL
+ * layer, so that this module's own tests can use testkit's extensions without a dependency cycle.
  */
 public final class SqlResource {
 

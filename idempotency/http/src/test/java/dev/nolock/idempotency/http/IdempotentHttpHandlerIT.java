@@ -16,6 +16,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -115,6 +116,16 @@ class IdempotentHttpHandlerIT {
                   }
                   if (request.bodyText().equals("explode")) {
                     throw new IllegalStateException("the warehouse is on fire");
+                  }
+                  if (request.bodyText().startsWith("located")) {
+                    return new Reply(
+                            201,
+                            "application/vnd.nolock.order+json; charset=utf-8",
+                            ("{\"order\":" + attempt.token().value() + "}")
+                                .getBytes(StandardCharsets.UTF_8))
+                        .withHeader("Location", "/orders/" + attempt.token().value())
+                        .withHeader("Link", "</orders>; rel=\"collection\"")
+                        .withHeader("Link", "</items>; rel=\"related\"");
                   }
                   return Reply.json(
                       201,
@@ -255,6 +266,30 @@ class IdempotentHttpHandlerIT {
     assertThat(replay.statusCode()).isEqualTo(201);
     assertThat(replay.body()).isEqualTo(firstResponse.body());
     assertThat(replayed(replay)).isTrue();
+    assertThat(orderRows(key)).isEqualTo(1);
+  }
+
+  @Test
+  void theReplayCarriesTheFirstAnswersLocationAndContentType() throws Exception {
+    String key = UUID.randomUUID().toString();
+    HttpResponse<String> first = send(post(key, "located chair"));
+    HttpResponse<String> replay = send(post(key, "located chair"));
+
+    assertThat(first.statusCode()).isEqualTo(201);
+    assertThat(replayed(first)).isFalse();
+    String location = first.headers().firstValue("Location").orElseThrow();
+    assertThat(location).startsWith("/orders/");
+    assertThat(first.headers().firstValue("Content-Type"))
+        .contains("application/vnd.nolock.order+json; charset=utf-8");
+
+    assertThat(replay.statusCode()).isEqualTo(201);
+    assertThat(replayed(replay)).isTrue();
+    assertThat(replay.body()).isEqualTo(first.body());
+    assertThat(replay.headers().firstValue("Location")).contains(location);
+    assertThat(replay.headers().firstValue("Content-Type"))
+        .contains("application/vnd.nolock.order+json; charset=utf-8");
+    assertThat(replay.headers().allValues("Link"))
+        .containsExactly("</orders>; rel=\"collection\"", "</items>; rel=\"related\"");
     assertThat(orderRows(key)).isEqualTo(1);
   }
 

@@ -1,0 +1,121 @@
+package dev.nolock.idempotency.http;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.nolock.idempotency.InvalidIdempotencyKeyException;
+import dev.nolock.idempotency.ResultCodec;
+import dev.nolock.idempotency.StoredResult;
+import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class IdempotentHttpHandlerTest {
+
+  @Test
+  void aBareHeaderValueIsTheKeyWithoutSurroundingSpaces() {
+    assertThat(IdempotentHttpHandler.parseHeaderValue(" 8e03978e-40d5 "))
+        .isEqualTo("8e03978e-40d5");
+  }
+
+  @Test
+  void aQuotedHeaderValueIsParsedAsAStructuredFieldString() {
+    assertThat(IdempotentHttpHandler.parseHeaderValue("\"8e03978e-40d5\""))
+        .isEqualTo("8e03978e-40d5");
+    assertThat(IdempotentHttpHandler.parseHeaderValue("\"a\\\"b\\\\c\"")).isEqualTo("a\"b\\c");
+  }
+
+  @Test
+  void malformedQuotedValuesAreRefused() {
+    assertThatThrownBy(() -> IdempotentHttpHandler.parseHeaderValue("\"open"))
+        .isInstanceOf(InvalidIdempotencyKeyException.class);
+    assertThatThrownBy(() -> IdempotentHttpHandler.parseHeaderValue("\"a\"b"))
+        .isInstanceOf(InvalidIdempotencyKeyException.class);
+    assertThatThrownBy(() -> IdempotentHttpHandler.parseHeaderValue("\"a\\nb\""))
+        .isInstanceOf(InvalidIdempotencyKeyException.class);
+  }
+
+  @Test
+  void theReplyCodecRoundTripsStatusContentTypeAndBody() {
+    ResultCodec<Reply> codec = IdempotentHttpHandler.replyCodec();
+    Reply reply =
+        new Reply(
+            402,
+            "application/json; charset=utf-8",
+            "{\"error\":\"declined\"}".getBytes(StandardCharsets.UTF_8));
+
+    Reply decoded = codec.decode(codec.encode(reply));
+
+    assertThat(decoded).isEqualTo(reply);
+    assertThat(codec.encode(reply).status()).isEqualTo(402);
+    assertThat(codec.decode(codec.encode(new Reply(204, "text/plain", new byte[0]))).body())
+        .isEmpty();
+  }
+
+  @Test
+  void aReplyNeedsAFinalStatus() {
+    assertThatThrownBy(() -> new Reply(100, "text/plain", new byte[0]))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new Reply(200, "", new byte[0]))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void theReplyCodecRoundTripsHeadersWithEveryValueInOrder() {
+    ResultCodec<Reply> codec = IdempotentHttpHandler.replyCodec();
+    Reply reply =
+        new Reply(201, "application/json", "{}".getBytes(StandardCharsets.UTF_8))
+            .withHeader("Location", "/orders/42")
+            .withHeader("link", "</a>; rel=\"next\"")
+            .withHeader("Link", "</b>; rel=\"prev\"");
+
+    Reply decoded = codec.decode(codec.encode(reply));
+
+    assertThat(decoded).isEqualTo(reply);
+    assertThat(decoded.headers().get("location")).containsExactly("/orders/42");
+    assertThat(decoded.headers().get("LINK"))
+        .containsExactly("</a>; rel=\"next\"", "</b>; rel=\"prev\"");
+  }
+
+  @Test
+  void aReplyStoredBeforeHeadersWereKeptStillDecodes() {
+    // [u16 length][content type][body], as the codec wrote a reply before it kept headers.
+    byte[] type = "text/plain".getBytes(StandardCharsets.UTF_8);
+    byte[] body = "ok".getBytes(StandardCharsets.UTF_8);
+    byte[] stored =
+        ByteBuffer.allocate(2 + type.length + body.length)
+            .putShort((short) type.length)
+            .put(type)
+            .put(body)
+            .array();
+
+    Reply decoded = IdempotentHttpHandler.replyCodec().decode(StoredResult.of(200, stored));
+
+    assertThat(decoded).isEqualTo(new Reply(200, "text/plain", body));
+    assertThat(decoded.headers()).isEmpty();
+  }
+
+  @Test
+  void aReplyRefusesHeadersThatCouldSplitTheResponseOrThatTheServerSets() {
+    Reply ok = new Reply(200, "text/plain", new byte[0]);
+
+    assertThatThrownBy(() -> ok.withHeader("Location", "/a\r\nSet-Cookie: x=1"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("no CR or LF");
+    assertThatThrownBy(() -> ok.withHeader("Bad Name", "v"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("HTTP token");
+    assertThatThrownBy(() -> ok.withHeader("content-length", "3"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("set by the handler or the server");
+    assertThatThrownBy(() -> ok.withHeader("Content-Type", "text/html"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("contentType");
+    assertThatThrownBy(() -> ok.withHeader(IdempotentHttpHandler.REPLAYED_HEADER, "true"))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new Reply(200, "text/plain", null, new byte[0]))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Map.of()");
+  }
+}
