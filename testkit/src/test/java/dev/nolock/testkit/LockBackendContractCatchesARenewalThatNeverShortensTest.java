@@ -17,8 +17,8 @@ import org.junit.platform.testkit.engine.EngineTestKit;
 
 /**
  * The renewal tests can fail: a lock that is correct except that a renewal only ever lengthens a
- * lease (a common "extend" that takes the later of the two ends) fails the shorter-renewal test
- * and nothing else.
+ * lease (a common "extend" that takes the later of the two ends) fails the shorter-renewal test and
+ * nothing else.
  */
 class LockBackendContractCatchesARenewalThatNeverShortensTest {
 
@@ -45,8 +45,7 @@ class LockBackendContractCatchesARenewalThatNeverShortensTest {
     }
 
     @Override
-    public synchronized boolean renew(
-        String name, String owner, FencingToken token, Duration ttl) {
+    public synchronized boolean renew(String name, String owner, FencingToken token, Duration ttl) {
       Entry current = leases.get(name);
       if (!live(current) || !current.owner().equals(owner) || !current.token().equals(token)) {
         return false;
@@ -77,8 +76,7 @@ class LockBackendContractCatchesARenewalThatNeverShortensTest {
 
     synchronized Optional<PeekedLease> peek(String name) {
       Entry current = leases.get(name);
-      return Optional.ofNullable(current)
-          .map(e -> new PeekedLease(e.owner(), e.token(), !live(e)));
+      return Optional.ofNullable(current).map(e -> new PeekedLease(e.owner(), e.token(), !live(e)));
     }
   }
 

@@ -22,8 +22,8 @@ public sealed interface ReleaseOutcome {
   record KeptUntil(Deadline until) implements ReleaseOutcome {}
 
   /**
-   * The lease had already ended before the release: it ran out, or passed to another holder.
-   * Writes sent near its end may have met another holder's; a fence refuses the stale ones.
+   * The lease had already ended before the release: it ran out, or passed to another holder. Writes
+   * sent near its end may have met another holder's; a fence refuses the stale ones.
    *
    * @param cause which kind of end; {@link LostLease.Cause#TTL_REACHED} is the expected end of a
    *     lease that nobody renews

@@ -20,8 +20,7 @@ class FencedLockForJobsTest {
 
   private FencedLock withoutWatchdog() {
     return FencedLock.create(
-        backend,
-        LockConfig.custom(LockPurpose.EFFICIENCY).clock(clock).autoRenew(false).build());
+        backend, LockConfig.custom(LockPurpose.EFFICIENCY).clock(clock).autoRenew(false).build());
   }
 
   @Test

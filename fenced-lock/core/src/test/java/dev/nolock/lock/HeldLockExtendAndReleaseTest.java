@@ -133,8 +133,8 @@ class HeldLockExtendAndReleaseTest {
   }
 
   /**
-   * With a watchdog, an extension to a shorter length also renews more often: renewing every
-   * third of the first TTL would lose the shorter lease between two renewals.
+   * With a watchdog, an extension to a shorter length also renews more often: renewing every third
+   * of the first TTL would lose the shorter lease between two renewals.
    */
   @Test
   void aShorterExtensionMakesTheWatchdogRenewOftenEnough() {
