@@ -261,10 +261,21 @@ public final class FencedLock implements AutoCloseable {
         cause);
   }
 
+  /** A loss decided under a lease's renewal monitor, acted on (with its callback) outside it. */
+  private record Loss(LostLease.Cause cause, String reason) {}
+
   private void renew(HeldLock lock) {
+    Loss loss = renewOnce(lock);
+    if (loss != null) {
+      // Outside the monitor: the callback is user code, and may release or extend.
+      lock.lose(loss.cause(), loss.reason());
+    }
+  }
+
+  private Loss renewOnce(HeldLock lock) {
     synchronized (lock.renewing()) {
       if (!lock.isHeld()) {
-        return;
+        return null;
       }
       Duration ttl = lock.ttl();
       long sent = clock.nanoTime();
@@ -274,36 +285,41 @@ public final class FencedLock implements AutoCloseable {
       } catch (RuntimeException e) {
         metrics.renewalFailed();
         LOG.warn("Renewal of {} failed; retrying at the next interval", lock, e);
-        if (lock.deadline().hasExpired()) {
-          lock.lose(LostLease.Cause.RAN_OUT, "renewals failed until the lease ran out (" + e + ")");
-        }
-        return;
+        return lock.deadline().hasExpired()
+            ? new Loss(
+                LostLease.Cause.RAN_OUT, "renewals failed until the lease ran out (" + e + ")")
+            : null;
       }
       if (!renewed) {
         metrics.renewalFailed();
-        lock.lose(
+        return new Loss(
             LostLease.Cause.REFUSED,
             "the backend refused the renewal: the lease expired or another holder has it");
-        return;
       }
       Deadline deadline = Deadline.forHolder(clock, sent, ttl);
       if (!lock.isHeld()) {
         // The renewal landed after the holder gave the lease up (lost at its deadline, or released
         // while the call was out): nobody believes they hold it, so free it now, not a TTL later.
         releaseQuietly(lock.name(), lock.owner(), lock.token());
-        return;
+        return null;
       }
       lock.renewed(ttl, deadline);
       metrics.renewed();
       reschedule(lock, deadline, null);
+      return null;
     }
   }
 
   /** {@link HeldLock#extend}. */
   void extend(HeldLock lock, Duration ttl) {
     Duration interval = config.renewalIntervalFor(ttl);
+    requireHeld(lock);
+    Loss loss;
     synchronized (lock.renewing()) {
-      requireHeld(lock);
+      if (!lock.isHeld()) {
+        // Lost or released since the check above: say which, as the check would have.
+        requireHeld(lock);
+      }
       long sent = clock.nanoTime();
       boolean renewed;
       try {
@@ -319,20 +335,23 @@ public final class FencedLock implements AutoCloseable {
         reschedule(lock, sooner, interval);
         throw e;
       }
-      if (!renewed) {
-        metrics.renewalFailed();
-        lock.lose(
-            LostLease.Cause.REFUSED,
-            "the backend refused the extension to "
-                + ttl
-                + ": the lease expired or another holder has it");
-        throw new LeaseLostException(lock.lostMessage());
+      if (renewed) {
+        Deadline deadline = Deadline.forHolder(clock, sent, ttl);
+        lock.renewed(ttl, deadline);
+        metrics.renewed();
+        reschedule(lock, deadline, interval);
+        return;
       }
-      Deadline deadline = Deadline.forHolder(clock, sent, ttl);
-      lock.renewed(ttl, deadline);
-      metrics.renewed();
-      reschedule(lock, deadline, interval);
+      metrics.renewalFailed();
+      loss =
+          new Loss(
+              LostLease.Cause.REFUSED,
+              "the backend refused the extension to "
+                  + ttl
+                  + ": the lease expired or another holder has it");
     }
+    lock.lose(loss.cause(), loss.reason());
+    throw new LeaseLostException(lock.lostMessage());
   }
 
   private void requireHeld(HeldLock lock) {
@@ -441,29 +460,34 @@ public final class FencedLock implements AutoCloseable {
     synchronized (lock.renewing()) {
       long sent = clock.nanoTime();
       long missing = afterAcquiring.toNanos() - (sent - lock.acquiredAtNanos());
-      if (!lock.isHeld() || missing <= 0 || lock.deadline().hasExpired()) {
-        return lock.release();
+      if (lock.isHeld() && missing > 0 && !lock.deadline().hasExpired()) {
+        return keepFor(lock, sent, missing);
       }
-      // Whole milliseconds, rounded up: every backend keeps at least that, none refuses it.
-      Duration keep = Duration.ofMillis((missing + 999_999) / 1_000_000);
-      boolean renewed;
-      try {
-        renewed = backend.renew(lock.name(), lock.owner(), lock.token(), keep);
-      } catch (RuntimeException e) {
-        lock.markReleased();
-        metrics.held(since(lock.acquiredAtNanos()));
-        releaseFailed(lock.name(), lock.owner(), lock.token(), e);
-        return new ReleaseOutcome.Unknown(e);
-      }
-      HeldLock.State before = lock.markReleased();
-      if (before != HeldLock.State.HELD) {
-        return new ReleaseOutcome.Lost(lock.lostCause(), lock.lostReason());
-      }
-      metrics.held(since(lock.acquiredAtNanos()));
-      return renewed
-          ? new ReleaseOutcome.KeptUntil(Deadline.forHolder(clock, sent, keep))
-          : goneAtRelease(lock, "renewal that keeps it until the time asked for");
     }
+    // Outside the monitor: a release may call the lease-lost callback, which is user code.
+    return lock.release();
+  }
+
+  private ReleaseOutcome keepFor(HeldLock lock, long sent, long missingNanos) {
+    // Whole milliseconds, rounded up: every backend keeps at least that, none refuses it.
+    Duration keep = Duration.ofMillis((missingNanos + 999_999) / 1_000_000);
+    boolean renewed;
+    try {
+      renewed = backend.renew(lock.name(), lock.owner(), lock.token(), keep);
+    } catch (RuntimeException e) {
+      lock.markReleased();
+      metrics.held(since(lock.acquiredAtNanos()));
+      releaseFailed(lock.name(), lock.owner(), lock.token(), e);
+      return new ReleaseOutcome.Unknown(e);
+    }
+    HeldLock.State before = lock.markReleased();
+    if (before != HeldLock.State.HELD) {
+      return new ReleaseOutcome.Lost(lock.lostCause(), lock.lostReason());
+    }
+    metrics.held(since(lock.acquiredAtNanos()));
+    return renewed
+        ? new ReleaseOutcome.KeptUntil(Deadline.forHolder(clock, sent, keep))
+        : goneAtRelease(lock, "renewal that keeps it until the time asked for");
   }
 
   /**
