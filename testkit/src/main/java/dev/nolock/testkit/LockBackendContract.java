@@ -181,6 +181,41 @@ public abstract class LockBackendContract {
     assertThat(backend().tryAcquire(name, "B", ttl()).isEmpty()).isTrue();
   }
 
+  /**
+   * A renewal sets the lease to end {@code ttl} from now, shorter than before too: a holder that
+   * gives time back ({@code HeldLock.releaseNoEarlierThan}, or an extension to a shorter length)
+   * lets the next holder in when it says, not at the end of its first, longer TTL.
+   */
+  @Test
+  void renewalToAShorterLengthShortensTheLease() {
+    String name = name("renew-shorter");
+    Duration firstTtl = ttl().multipliedBy(6);
+    FencingToken a = backend().tryAcquire(name, "A", firstTtl).get();
+
+    assertThat(backend().renew(name, "A", a, shortTtl())).isTrue();
+
+    awaitExpiry(name); // bounded far below the first TTL
+    FencingToken b = backend().tryAcquire(name, "B", ttl()).get();
+    assertThat(b.isNewerThan(a)).isTrue();
+  }
+
+  /** Shortened, then lengthened again past both earlier lengths: the last renewal counts. */
+  @Test
+  void renewalToALongerLengthAfterAShorterOneKeepsTheLease() {
+    String name = name("renew-shorter-longer");
+    FencingToken a = backend().tryAcquire(name, "A", ttl()).get();
+    assertThat(backend().renew(name, "A", a, shortTtl())).as("shorter").isTrue();
+    assertThat(backend().renew(name, "A", a, ttl().multipliedBy(2))).as("longer").isTrue();
+
+    // Holding a condition for a while is an assertion, not a synchronisation.
+    await()
+        .during(shortTtl().multipliedBy(2))
+        .atMost(shortTtl().multipliedBy(4))
+        .until(() -> peek(name).map(p -> !p.expired()).orElse(false));
+    assertThat(backend().tryAcquire(name, "B", ttl()).isEmpty()).isTrue();
+    assertThat(backend().holder(name).toJavaOptional()).contains(new LeaseHolder("A", a));
+  }
+
   @Test
   void holderNamesTheOwnerAndTokenOfTheUnexpiredLeaseOnly() {
     String name = name("holder");

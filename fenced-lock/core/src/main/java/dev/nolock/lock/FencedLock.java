@@ -7,6 +7,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
@@ -260,42 +261,142 @@ public final class FencedLock implements AutoCloseable {
         cause);
   }
 
+  /** A loss decided under a lease's renewal monitor, acted on (with its callback) outside it. */
+  private record Loss(LostLease.Cause cause, String reason) {}
+
   private void renew(HeldLock lock) {
-    if (!lock.isHeld()) {
-      return;
+    Loss loss = renewOnce(lock);
+    if (loss != null) {
+      // Outside the monitor: the callback is user code, and may release or extend.
+      lock.lose(loss.cause(), loss.reason());
     }
-    long sent = clock.nanoTime();
-    boolean renewed;
-    try {
-      renewed = backend.renew(lock.name(), lock.owner(), lock.token(), lock.ttl());
-    } catch (RuntimeException e) {
-      metrics.renewalFailed();
-      LOG.warn("Renewal of {} failed; retrying at the next interval", lock, e);
-      if (lock.deadline().hasExpired()) {
-        lock.lose("renewals failed until the lease ran out (" + e + ")");
+  }
+
+  private Loss renewOnce(HeldLock lock) {
+    synchronized (lock.renewing()) {
+      if (!lock.isHeld()) {
+        return null;
       }
-      return;
+      Duration ttl = lock.ttl();
+      long sent = clock.nanoTime();
+      boolean renewed;
+      try {
+        renewed = backend.renew(lock.name(), lock.owner(), lock.token(), ttl);
+      } catch (RuntimeException e) {
+        metrics.renewalFailed();
+        LOG.warn("Renewal of {} failed; retrying at the next interval", lock, e);
+        return lock.deadline().hasExpired()
+            ? new Loss(
+                LostLease.Cause.RAN_OUT, "renewals failed until the lease ran out (" + e + ")")
+            : null;
+      }
+      if (!renewed) {
+        metrics.renewalFailed();
+        return new Loss(
+            LostLease.Cause.REFUSED,
+            "the backend refused the renewal: the lease expired or another holder has it");
+      }
+      Deadline deadline = Deadline.forHolder(clock, sent, ttl);
+      if (!lock.isHeld()) {
+        // The renewal landed after the holder gave the lease up (lost at its deadline, or released
+        // while the call was out): nobody believes they hold it, so free it now, not a TTL later.
+        releaseQuietly(lock.name(), lock.owner(), lock.token());
+        return null;
+      }
+      lock.renewed(ttl, deadline);
+      metrics.renewed();
+      reschedule(lock, deadline, null);
+      return null;
     }
-    if (!renewed) {
+  }
+
+  /** {@link HeldLock#extend}. */
+  void extend(HeldLock lock, Duration ttl) {
+    Duration interval = config.renewalIntervalFor(ttl);
+    requireHeld(lock);
+    Loss loss;
+    synchronized (lock.renewing()) {
+      if (!lock.isHeld()) {
+        // Lost or released since the check above: say which, as the check would have.
+        requireHeld(lock);
+      }
+      long sent = clock.nanoTime();
+      boolean renewed;
+      try {
+        renewed = backend.renew(lock.name(), lock.owner(), lock.token(), ttl);
+      } catch (RuntimeException e) {
+        metrics.renewalFailed();
+        // Applied or not, unknown: the server's lease ends at its old end or ttl after the call.
+        // Read the old remainder first, so that the comparison errs towards the shorter one.
+        Duration before = lock.deadline().remaining();
+        Deadline extended = Deadline.forHolder(clock, sent, ttl);
+        Deadline sooner = extended.remaining().compareTo(before) <= 0 ? extended : lock.deadline();
+        lock.renewed(ttl, sooner);
+        reschedule(lock, sooner, interval);
+        throw e;
+      }
+      if (renewed) {
+        Deadline deadline = Deadline.forHolder(clock, sent, ttl);
+        lock.renewed(ttl, deadline);
+        metrics.renewed();
+        reschedule(lock, deadline, interval);
+        return;
+      }
       metrics.renewalFailed();
-      lock.lose("the backend refused the renewal: the lease expired or another holder has it");
-      return;
+      loss =
+          new Loss(
+              LostLease.Cause.REFUSED,
+              "the backend refused the extension to "
+                  + ttl
+                  + ": the lease expired or another holder has it");
     }
-    Deadline deadline = Deadline.forHolder(clock, sent, lock.ttl());
+    lock.lose(loss.cause(), loss.reason());
+    throw new LeaseLostException(lock.lostMessage());
+  }
+
+  private void requireHeld(HeldLock lock) {
+    if (lock.isLost()) {
+      throw new LeaseLostException(lock.lostMessage());
+    }
     if (!lock.isHeld()) {
-      // The renewal landed after the holder gave the lease up (lost at its deadline, or released
-      // while the call was out): nobody believes they hold it, so free it now, not a TTL later.
-      releaseQuietly(lock.name(), lock.owner(), lock.token());
-      return;
+      throw new IllegalStateException(
+          "Lock \"" + lock.name() + "\" was released; acquire it again.");
     }
-    lock.renewed(deadline);
-    metrics.renewed();
+    if (lock.deadline().hasExpired()) {
+      ranOut(lock);
+      throw new LeaseLostException(lock.lostMessage());
+    }
+  }
+
+  /**
+   * Moves the expiry timer to {@code deadline} and, when {@code interval} is given and a watchdog
+   * runs, renews every {@code interval} from now on.
+   */
+  private void reschedule(HeldLock lock, Deadline deadline, Duration interval) {
     held.computeIfPresent(
         lock,
         (l, timers) -> {
           timers.expiry().cancel(false);
-          return new Timers(timers.renewal(), watchExpiry(l, deadline));
+          ScheduledFuture<?> renewal = timers.renewal();
+          if (interval != null && renewal != null) {
+            renewal.cancel(false);
+            renewal =
+                renewals.scheduleWithFixedDelay(
+                    () -> renew(l), interval.toNanos(), interval.toNanos(), TimeUnit.NANOSECONDS);
+          }
+          return new Timers(renewal, watchExpiry(l, deadline));
         });
+  }
+
+  /** The lease's deadline passed while held: the expected end without a watchdog, a loss with. */
+  void ranOut(HeldLock lock) {
+    if (config.autoRenew()) {
+      lock.lose(LostLease.Cause.RAN_OUT, "the lease ran out before a renewal succeeded");
+    } else {
+      lock.lose(
+          LostLease.Cause.TTL_REACHED,
+          "the lease reached its TTL of " + lock.ttl() + " (auto-renewal is off)");
+    }
   }
 
   private ScheduledFuture<?> watchExpiry(HeldLock lock, Deadline deadline) {
@@ -303,7 +404,7 @@ public final class FencedLock implements AutoCloseable {
     return expiries.schedule(
         () -> {
           if (lock.isHeld() && lock.deadline().hasExpired()) {
-            lock.lose("the lease ran out before a renewal succeeded");
+            ranOut(lock);
           }
         },
         delay,
@@ -311,7 +412,7 @@ public final class FencedLock implements AutoCloseable {
   }
 
   /** Called once by {@link HeldLock#lose}. */
-  void lost(HeldLock lock, String reason) {
+  void lost(HeldLock lock, LostLease.Cause cause, String reason) {
     Timers timers = held.remove(lock);
     if (timers != null) {
       timers.cancel();
@@ -319,22 +420,90 @@ public final class FencedLock implements AutoCloseable {
     metrics.leaseLost();
     metrics.held(since(lock.acquiredAtNanos()));
     try {
-      config.onLeaseLost().accept(new LostLease(lock.name(), lock.owner(), lock.token(), reason));
+      config
+          .onLeaseLost()
+          .accept(new LostLease(lock.name(), lock.owner(), lock.token(), cause, reason));
     } catch (RuntimeException e) {
       LOG.error("The lease-lost callback for {} threw", lock, e);
     }
   }
 
-  /** Called once by {@link HeldLock#release}. */
-  void released(HeldLock lock, boolean wasHeld) {
+  /** Called once by {@link HeldLock#release}, after it marked the lock released. */
+  ReleaseOutcome released(HeldLock lock, HeldLock.State before) {
     Timers timers = held.remove(lock);
     if (timers != null) {
       timers.cancel();
     }
-    if (wasHeld) {
-      metrics.held(since(lock.acquiredAtNanos()));
+    if (before != HeldLock.State.HELD) {
+      // Lost before: free it anyway in case the server still keeps it, but the holder's answer is
+      // that it had ended.
+      releaseQuietly(lock.name(), lock.owner(), lock.token());
+      return new ReleaseOutcome.Lost(lock.lostCause(), lock.lostReason());
     }
-    releaseQuietly(lock.name(), lock.owner(), lock.token());
+    metrics.held(since(lock.acquiredAtNanos()));
+    boolean freed;
+    try {
+      freed = backend.release(lock.name(), lock.owner(), lock.token());
+    } catch (RuntimeException e) {
+      releaseFailed(lock.name(), lock.owner(), lock.token(), e);
+      return new ReleaseOutcome.Unknown(e);
+    }
+    return freed ? new ReleaseOutcome.Released() : goneAtRelease(lock, "release");
+  }
+
+  /** Called once by {@link HeldLock#releaseNoEarlierThan}. */
+  ReleaseOutcome keep(HeldLock lock, Duration afterAcquiring) {
+    Timers timers = held.remove(lock);
+    if (timers != null) {
+      timers.cancel();
+    }
+    synchronized (lock.renewing()) {
+      long sent = clock.nanoTime();
+      long missing = afterAcquiring.toNanos() - (sent - lock.acquiredAtNanos());
+      if (lock.isHeld() && missing > 0 && !lock.deadline().hasExpired()) {
+        return keepFor(lock, sent, missing);
+      }
+    }
+    // Outside the monitor: a release may call the lease-lost callback, which is user code.
+    return lock.release();
+  }
+
+  private ReleaseOutcome keepFor(HeldLock lock, long sent, long missingNanos) {
+    // Whole milliseconds, rounded up: every backend keeps at least that, none refuses it.
+    Duration keep = Duration.ofMillis((missingNanos + 999_999) / 1_000_000);
+    boolean renewed;
+    try {
+      renewed = backend.renew(lock.name(), lock.owner(), lock.token(), keep);
+    } catch (RuntimeException e) {
+      lock.markReleased();
+      metrics.held(since(lock.acquiredAtNanos()));
+      releaseFailed(lock.name(), lock.owner(), lock.token(), e);
+      return new ReleaseOutcome.Unknown(e);
+    }
+    HeldLock.State before = lock.markReleased();
+    if (before != HeldLock.State.HELD) {
+      return new ReleaseOutcome.Lost(lock.lostCause(), lock.lostReason());
+    }
+    metrics.held(since(lock.acquiredAtNanos()));
+    return renewed
+        ? new ReleaseOutcome.KeptUntil(Deadline.forHolder(clock, sent, keep))
+        : goneAtRelease(lock, "renewal that keeps it until the time asked for");
+  }
+
+  /**
+   * A release (or its keeping renewal) that found the lease no longer this grant's, although the
+   * holder's deadline had not passed: the server expired it sooner than the holder measured, or it
+   * lost its state. Worth a warning whatever the configuration.
+   */
+  private ReleaseOutcome goneAtRelease(HeldLock lock, String call) {
+    String reason =
+        "the backend refused the "
+            + call
+            + ": the lease had expired on the server or another holder has it";
+    lock.lostAtRelease(LostLease.Cause.REFUSED, reason);
+    metrics.leaseLost();
+    LOG.warn("{}: {}", lock, reason);
+    return new ReleaseOutcome.Lost(LostLease.Cause.REFUSED, reason);
   }
 
   /**
@@ -347,22 +516,26 @@ public final class FencedLock implements AutoCloseable {
     try {
       backend.release(name, owner, token);
     } catch (RuntimeException e) {
-      metrics.releaseFailed();
-      if (e instanceof BackendUnavailableException) {
-        LOG.warn(
-            "Release of {} by {} (token {}) failed or lost its answer; it ends at its TTL",
-            name,
-            owner,
-            token.value(),
-            e);
-      } else {
-        LOG.error(
-            "Release of {} by {} (token {}) failed on an unexpected exception; it ends at its TTL",
-            name,
-            owner,
-            token.value(),
-            e);
-      }
+      releaseFailed(name, owner, token, e);
+    }
+  }
+
+  private void releaseFailed(String name, String owner, FencingToken token, RuntimeException e) {
+    metrics.releaseFailed();
+    if (e instanceof BackendUnavailableException) {
+      LOG.warn(
+          "Release of {} by {} (token {}) failed or lost its answer; it ends at its TTL",
+          name,
+          owner,
+          token.value(),
+          e);
+    } else {
+      LOG.error(
+          "Release of {} by {} (token {}) failed on an unexpected exception; it ends at its TTL",
+          name,
+          owner,
+          token.value(),
+          e);
     }
   }
 

@@ -35,11 +35,20 @@ public final class HeldLock implements AutoCloseable {
   private final String name;
   private final String owner;
   private final FencingToken token;
-  private final Duration ttl;
   private final long acquiredAtNanos;
   private final AtomicReference<State> state = new AtomicReference<>(State.HELD);
+
+  /** Held while a renewal or extension is out, so that their answers apply in the order sent. */
+  private final Object renewing = new Object();
+
+  /** Held while releasing, so that a second release waits for the first one's outcome. */
+  private final Object releasing = new Object();
+
+  private volatile Duration ttl;
   private volatile Deadline deadline;
+  private volatile LostLease.Cause lostCause;
   private volatile String lostReason;
+  private ReleaseOutcome outcome; // guarded by releasing
 
   HeldLock(
       FencedLock lock,
@@ -71,12 +80,21 @@ public final class HeldLock implements AutoCloseable {
     return owner;
   }
 
+  /**
+   * This grant's fencing token, for logs and metrics, whatever the lock's purpose. A {@link
+   * LockPurpose#EFFICIENCY} lock reads it too, but must not guard writes with it: only {@link
+   * #lease()} (refused for such a lock) goes to a fence.
+   */
+  public FencingToken token() {
+    return token;
+  }
+
   /** When the lease ends as this holder measures it; moves forward with each renewal. */
   public Deadline deadline() {
     return deadline;
   }
 
-  /** The TTL the lease was acquired and is renewed with. */
+  /** The TTL the lease is renewed with: the acquiring TTL, or the last {@link #extend} length. */
   public Duration ttl() {
     return ttl;
   }
@@ -104,10 +122,11 @@ public final class HeldLock implements AutoCloseable {
       throw new IllegalStateException(
           "Lock \""
               + name
-              + "\" was created for EFFICIENCY: it hands out no fencing token because"
-              + " duplicate work under it must be harmless. If it guards writes a second holder"
-              + " would corrupt, create it with LockConfig.custom(LockPurpose.CORRECTNESS) and send"
-              + " each write with lease() through a Fence.");
+              + "\" was created for EFFICIENCY: it hands out no fencing lease because"
+              + " duplicate work under it must be harmless (token() is there for logs). If it"
+              + " guards writes a second holder would corrupt, create it with"
+              + " LockConfig.custom(LockPurpose.CORRECTNESS) and send each write with lease()"
+              + " through a Fence.");
     }
     return new Lease(name, owner, token, deadline);
   }
@@ -118,6 +137,8 @@ public final class HeldLock implements AutoCloseable {
    *
    * @throws LeaseLostException when the write must not be sent: stop writing, re-acquire
    * @throws IllegalStateException when this lock was already released
+   * @throws IllegalArgumentException when the configured safety margin is half the TTL or more, so
+   *     that no write could ever pass
    */
   public void checkPointOfNoReturn(Duration expectedWriteTime) {
     Objects.requireNonNull(expectedWriteTime, "expectedWriteTime");
@@ -129,37 +150,107 @@ public final class HeldLock implements AutoCloseable {
     if (current == State.LOST) {
       throw new LeaseLostException(lostMessage());
     }
+    lock.config().requireMarginFits(ttl);
     Deadline now = deadline;
     if (now.hasExpired()) {
-      lose("the lease ran out before a renewal succeeded");
+      lock.ranOut(this);
       throw new LeaseLostException(lostMessage());
     }
     now.checkPointOfNoReturn(lock.config().safetyMargin(), expectedWriteTime);
   }
 
   /**
-   * Releases the lease if it is still this holder's; idempotent. Never throws for the backend: a
-   * release that fails or loses its answer is logged and counted ({@code nolock.release.failures})
-   * and the lease ends at its TTL, so that closing the lock never turns finished work into a
-   * failure that a caller would retry.
+   * Sets the lease to end {@code ttl} from now, shorter or longer than before, and renews it with
+   * {@code ttl} from then on (with auto-renewal on, every {@link LockConfig#renewalInterval()} or
+   * {@code ttl/3}). A job without a watchdog calls this to ask for more time; one that knows it
+   * needs less gives time back.
+   *
+   * <p>Algorithm: read the clock, ask the backend to renew this grant with {@code ttl} (a
+   * compare-and-swap on owner and token, see {@link dev.nolock.patterns.LockBackend#renew}), and on
+   * success move the deadline to that reading plus {@code ttl}. When the call fails its outcome is
+   * unknown: the server's lease now ends either where it did or {@code ttl} after the call, so the
+   * deadline becomes the sooner of the two, and the exception is rethrown.
+   *
+   * @throws LeaseLostException when the backend refused: the lease had expired or someone else has
+   *     it (it is now lost)
+   * @throws IllegalStateException when this lock was already released
+   * @throws IllegalArgumentException for a TTL outside (0, {@link LockConfig#MAX_TTL}], or one the
+   *     renewal interval does not fit
+   * @throws dev.nolock.patterns.BackendUnavailableException when the backend failed (see above)
    */
-  public void release() {
-    if (state.get() == State.HELD && deadline.hasExpired()) {
-      // A pause longer than the lease, and this release came before any renewal noticed.
-      lose("the lease ran out before a renewal succeeded");
+  public void extend(Duration ttl) {
+    lock.extend(this, ttl);
+  }
+
+  /**
+   * Releases the lease if it is still this holder's; idempotent (a second call returns the first
+   * one's outcome). Never throws for the backend: a release that fails or loses its answer is
+   * logged and counted ({@code nolock.release.failures}) and answered {@link
+   * ReleaseOutcome.Unknown}, and the lease ends at its TTL, so that closing the lock never turns
+   * finished work into a failure that a caller would retry.
+   *
+   * @return {@link ReleaseOutcome.Released} when this call freed the lease; {@link
+   *     ReleaseOutcome.Lost} when it had already run out or passed to another holder; {@link
+   *     ReleaseOutcome.Unknown} when the backend failed
+   */
+  public ReleaseOutcome release() {
+    synchronized (releasing) {
+      if (outcome != null) {
+        return outcome;
+      }
+      if (state.get() == State.HELD && deadline.hasExpired()) {
+        // A pause longer than the lease, and this release came before any renewal noticed.
+        lock.ranOut(this);
+      }
+      outcome = lock.released(this, markReleased());
+      return outcome;
     }
-    State before =
-        state.getAndUpdate(
-            s ->
-                switch (s) {
-                  case HELD -> State.RELEASED;
-                  case LOST -> State.LOST_AND_RELEASED;
-                  default -> s;
-                });
-    if (before == State.RELEASED || before == State.LOST_AND_RELEASED) {
-      return;
+  }
+
+  /**
+   * Gives the lease up but keeps every other acquirer out until {@code afterAcquiring} has passed
+   * since this lease was acquired (ShedLock's "lock at least for"): a job scheduled on several
+   * nodes then runs once per period even when it finishes early and the nodes' timers disagree a
+   * little. Idempotent like {@link #release()}; never throws for the backend.
+   *
+   * <p>Algorithm:
+   *
+   * <ol>
+   *   <li>Stop the watchdog and the expiry timer of this lease.
+   *   <li>Read the clock. If {@code afterAcquiring} has already passed since the acquire request
+   *       was sent (the moment the lease's deadline counts from), {@link #release()} as usual.
+   *   <li>Otherwise ask the backend to renew this grant for the time still missing, rounded up to
+   *       whole milliseconds: shorter or longer than the lease's TTL, the server's lease then ends
+   *       no earlier than that moment, and ends by itself then, because nobody renews it any more.
+   * </ol>
+   *
+   * @param afterAcquiring how long after the acquisition the lease must at least last; zero or
+   *     more, at most {@link LockConfig#MAX_TTL}
+   * @return {@link ReleaseOutcome.KeptUntil} when the lease is kept until then; {@link
+   *     ReleaseOutcome.Released} when the moment had passed and the lease was freed; {@link
+   *     ReleaseOutcome.Lost} when the lease had already run out or passed to another holder; {@link
+   *     ReleaseOutcome.Unknown} when the backend failed (the lease then ends at its TTL at the
+   *     latest, maybe before the moment asked for)
+   * @throws IllegalArgumentException for a negative or too long {@code afterAcquiring}
+   */
+  public ReleaseOutcome releaseNoEarlierThan(Duration afterAcquiring) {
+    Objects.requireNonNull(afterAcquiring, "afterAcquiring");
+    if (afterAcquiring.isNegative() || afterAcquiring.compareTo(LockConfig.MAX_TTL) > 0) {
+      throw new IllegalArgumentException(
+          "afterAcquiring must be between zero and "
+              + LockConfig.MAX_TTL
+              + ", got "
+              + afterAcquiring
+              + ": pass how long after the acquisition the lock must stay taken, e.g."
+              + " Duration.ofMinutes(1) for a job scheduled every minute.");
     }
-    lock.released(this, before == State.HELD);
+    synchronized (releasing) {
+      if (outcome != null) {
+        return outcome;
+      }
+      outcome = lock.keep(this, afterAcquiring);
+      return outcome;
+    }
   }
 
   /** Same as {@link #release()}. */
@@ -168,30 +259,58 @@ public final class HeldLock implements AutoCloseable {
     release();
   }
 
-  FencingToken token() {
-    return token;
-  }
-
   long acquiredAtNanos() {
     return acquiredAtNanos;
   }
 
-  /** A renewal that was sent at {@code deadline}'s start succeeded. */
-  void renewed(Deadline renewed) {
+  Object renewing() {
+    return renewing;
+  }
+
+  LostLease.Cause lostCause() {
+    return lostCause;
+  }
+
+  String lostReason() {
+    return lostReason;
+  }
+
+  /** A renewal or extension with {@code renewedTtl} that was sent at {@code renewed}'s start. */
+  void renewed(Duration renewedTtl, Deadline renewed) {
     if (isHeld()) {
+      this.ttl = renewedTtl;
       this.deadline = renewed;
     }
   }
 
+  /** Marks the lease released (or lost and released) and returns the state it had before. */
+  State markReleased() {
+    return state.getAndUpdate(
+        s ->
+            switch (s) {
+              case HELD -> State.RELEASED;
+              case LOST -> State.LOST_AND_RELEASED;
+              default -> s;
+            });
+  }
+
+  /** Records that a release found the lease gone on the backend; no callback (the work is over). */
+  void lostAtRelease(LostLease.Cause cause, String reason) {
+    this.lostCause = cause;
+    this.lostReason = reason;
+    state.compareAndSet(State.RELEASED, State.LOST_AND_RELEASED);
+  }
+
   /** Marks the lease lost once and tells the facade; later calls do nothing. */
-  void lose(String reason) {
+  void lose(LostLease.Cause cause, String reason) {
     if (state.compareAndSet(State.HELD, State.LOST)) {
+      this.lostCause = cause;
       this.lostReason = reason;
-      lock.lost(this, reason);
+      lock.lost(this, cause, reason);
     }
   }
 
-  private String lostMessage() {
+  String lostMessage() {
     return "Lease on lock \""
         + name
         + "\" (token "

@@ -1,6 +1,7 @@
 package dev.nolock.lock;
 
 import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseClock;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -9,6 +10,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Consumer;
+import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
@@ -17,11 +19,14 @@ import org.slf4j.LoggerFactory;
  */
 public final class LockConfig {
 
-  /** Shorter leases are refused: renewal and the round trip would eat them. */
-  public static final Duration MIN_TTL = Duration.ofMillis(100);
-
-  /** Longer leases are refused: a lock held for hours is a job claim; use a queue or a schedule. */
-  public static final Duration MAX_TTL = Duration.ofHours(1);
+  /**
+   * Longest TTL a lock accepts: a week, the longest lease a {@link Deadline} measures. A daily job
+   * without a watchdog may ask for hours. There is no shortest TTL here beyond "positive": a
+   * backend that needs a floor enforces its own (Redis and DynamoDB count whole milliseconds; etcd
+   * and Kubernetes round up to whole seconds, so they keep a lease longer than asked, never
+   * shorter).
+   */
+  public static final Duration MAX_TTL = Deadline.MAX_LEASE_DURATION;
 
   /** Time kept back at the point of no return for clock drift and scheduling delay. */
   public static final Duration DEFAULT_SAFETY_MARGIN = Duration.ofMillis(100);
@@ -110,36 +115,19 @@ public final class LockConfig {
   }
 
   /**
-   * Checks {@code ttl} against the limits and against the settings that depend on it, and returns
-   * the renewal interval to use for it.
+   * Checks {@code ttl} against the limits and, with auto-renewal on, against the renewal interval,
+   * and returns the renewal interval to use for it. The safety margin is not checked here: a caller
+   * that never checks the point of no return may hold a lease shorter than twice the margin ({@link
+   * #requireMarginFits} checks it at the point of no return).
    */
   Duration renewalIntervalFor(Duration ttl) {
-    Objects.requireNonNull(ttl, "ttl");
-    if (ttl.compareTo(MIN_TTL) < 0 || ttl.compareTo(MAX_TTL) > 0) {
-      throw new IllegalArgumentException(
-          "A lock TTL of "
-              + ttl
-              + " is outside ["
-              + MIN_TTL
-              + ", "
-              + MAX_TTL
-              + "]: pick a TTL a"
-              + " few times longer than the critical section, e.g. Duration.ofSeconds(10).");
-    }
+    requireTtl(ttl);
     // Nanosecond arithmetic: Duration.multipliedBy/dividedBy go through BigDecimal, and this runs
-    // on every acquisition attempt (the TTL is at most an hour, so nothing overflows).
+    // on every acquisition attempt (the TTL is at most a week, so nothing overflows).
     long ttlNanos = ttl.toNanos();
-    if (2 * safetyMargin.toNanos() >= ttlNanos) {
-      throw new IllegalArgumentException(
-          "The safety margin "
-              + safetyMargin
-              + " is half the TTL "
-              + ttl
-              + " or more: every write would fail its point-of-no-return check. Lengthen the TTL or"
-              + " shorten the margin.");
-    }
-    Duration interval = renewalInterval != null ? renewalInterval : Duration.ofNanos(ttlNanos / 3);
-    if (2 * interval.toNanos() > ttlNanos) {
+    Duration interval =
+        renewalInterval != null ? renewalInterval : Duration.ofNanos(Math.max(1, ttlNanos / 3));
+    if (autoRenew && 2 * interval.toNanos() > ttlNanos) {
       throw new IllegalArgumentException(
           "The renewal interval "
               + interval
@@ -147,9 +135,40 @@ public final class LockConfig {
               + ttl
               + ": one"
               + " late renewal would lose the lease. Renew at most every TTL/2 (the default is"
-              + " TTL/3), or lengthen the TTL.");
+              + " TTL/3), lengthen the TTL, or turn auto-renewal off.");
     }
     return interval;
+  }
+
+  /**
+   * Refuses a point-of-no-return check whose margin leaves no usable lease: with {@code 2 *
+   * safetyMargin >= ttl} most of each lease would be unusable for writes, which is a configuration
+   * error, not a lost lease.
+   */
+  void requireMarginFits(Duration ttl) {
+    if (2 * safetyMargin.toNanos() >= ttl.toNanos()) {
+      throw new IllegalArgumentException(
+          "The safety margin "
+              + safetyMargin
+              + " is half the TTL "
+              + ttl
+              + " or more: every write would fail its point-of-no-return check. Lengthen the TTL or"
+              + " shorten the margin (LockConfig.Builder.safetyMargin).");
+    }
+  }
+
+  private static void requireTtl(Duration ttl) {
+    Objects.requireNonNull(ttl, "ttl");
+    if (ttl.isNegative() || ttl.isZero() || ttl.compareTo(MAX_TTL) > 0) {
+      throw new IllegalArgumentException(
+          "A lock TTL of "
+              + ttl
+              + " is outside (0, "
+              + MAX_TTL
+              + "]: pick a TTL a few times longer than"
+              + " the critical section, e.g. Duration.ofSeconds(10), or for a job without a"
+              + " watchdog, longer than the job's longest run.");
+    }
   }
 
   /** Builds a {@link LockConfig}. */
@@ -159,14 +178,7 @@ public final class LockConfig {
     private Duration renewalInterval;
     private boolean autoRenew = true;
     private Duration safetyMargin = DEFAULT_SAFETY_MARGIN;
-    private Consumer<LostLease> onLeaseLost =
-        lost ->
-            LoggerFactory.getLogger(FencedLock.class)
-                .warn(
-                    "Lost lease on {} (token {}): {}",
-                    lost.name(),
-                    lost.token().value(),
-                    lost.reason());
+    private Consumer<LostLease> onLeaseLost = Builder::logLoss;
     private LeaseClock clock = LeaseClock.system();
     private CoordinationMetrics metrics = CoordinationMetrics.noop();
     private Duration backoffBase = DEFAULT_BACKOFF_BASE;
@@ -207,7 +219,10 @@ public final class LockConfig {
       return this;
     }
 
-    /** Time kept back at each point-of-no-return check; less than half of each TTL. */
+    /**
+     * Time kept back at each point-of-no-return check; less than half of the TTL of each lease that
+     * checks it (a lease that never checks the point of no return may be shorter).
+     */
     public Builder safetyMargin(Duration safetyMargin) {
       Objects.requireNonNull(safetyMargin, "safetyMargin");
       if (safetyMargin.isNegative()) {
@@ -220,7 +235,9 @@ public final class LockConfig {
 
     /**
      * Called once, on a watchdog thread, when a held lease is lost (renewal refused, or the lease
-     * ran out). Stop the work it protects. Default: a warning in the log.
+     * ran out). Stop the work it protects. Default: a warning in the log, except for {@link
+     * LostLease.Cause#TTL_REACHED} (auto-renewal off, and the lease simply lived its TTL), which is
+     * logged at INFO.
      */
     public Builder onLeaseLost(Consumer<LostLease> onLeaseLost) {
       this.onLeaseLost = Objects.requireNonNull(onLeaseLost, "onLeaseLost");
@@ -256,6 +273,16 @@ public final class LockConfig {
 
     public LockConfig build() {
       return new LockConfig(this);
+    }
+
+    private static void logLoss(LostLease lost) {
+      Logger log = LoggerFactory.getLogger(FencedLock.class);
+      String message = "Lost lease on {} (token {}): {}";
+      if (lost.cause() == LostLease.Cause.TTL_REACHED) {
+        log.info(message, lost.name(), lost.token().value(), lost.reason());
+      } else {
+        log.warn(message, lost.name(), lost.token().value(), lost.reason());
+      }
     }
   }
 }

@@ -16,7 +16,8 @@ import java.time.Duration;
  *       a release or an expiry (a release never resets the counter).
  *   <li>{@link #renew} is a compare-and-swap on the token: it extends the lease only while the
  *       stored lease is still {@code (owner, token)} and unexpired, so it can never extend a lease
- *       that another holder now owns. It is never a blind TTL bump.
+ *       that another holder now owns. It is never a blind TTL bump. It sets the lease to end the
+ *       given TTL from now, shorter or longer than before.
  *   <li>{@link #release} frees the lease only while it is still {@code (owner, token)}; it is
  *       idempotent, and a stale release never frees the next holder's lease.
  *   <li>{@link #holder} reports the unexpired lease's owner and token, read-only; it changes
@@ -42,7 +43,12 @@ public interface LockBackend {
   Option<FencingToken> tryAcquire(String name, String owner, Duration ttl);
 
   /**
-   * Extends the lease to {@code ttl} from now (server time) if it is still this holder's.
+   * Sets the lease to end {@code ttl} from now (server time) if it is still this holder's. The new
+   * length replaces the old one whether it is shorter or longer than the TTL the lease was acquired
+   * or last renewed with: a shorter {@code ttl} ends the lease sooner (a holder giving time back,
+   * or keeping the lease only until a chosen moment), a longer one keeps it past its first TTL. A
+   * backend may keep the lease longer than {@code ttl} (rounding up to its unit, or to a minimum
+   * lease), never shorter, because the holder counts {@code ttl} from before it sent the call.
    *
    * @return false when the lease expired or now belongs to someone else: the holder has lost it
    */

@@ -9,10 +9,12 @@ import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.LostLease;
+import dev.nolock.lock.ReleaseOutcome;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseLostException;
+import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.patterns.sql.Fence;
 import dev.nolock.testkit.PeekedLease;
 import dev.nolock.testkit.PostgresExtension;
@@ -82,7 +84,7 @@ class FencedLockOnPostgresIT {
     assertThat(rows.peek(name)).contains(new PeekedLease(held.owner(), token, false));
     assertThat(lockB.tryAcquire(name, TTL).isEmpty()).as("B while A holds it").isTrue();
 
-    held.release();
+    assertThat(held.release()).isEqualTo(new ReleaseOutcome.Released());
 
     assertThat(rows.peek(name)).contains(new PeekedLease(held.owner(), token, true));
     HeldLock next = lockB.tryAcquire(name, TTL).get();
@@ -149,8 +151,11 @@ class FencedLockOnPostgresIT {
 
     Either<FenceRejection, Integer> firstWrite = fence.write(dsl, first.lease(), tx -> 1);
     Either<FenceRejection, Integer> secondWrite = fence.write(dsl, second.lease(), tx -> 2);
-    first.release();
+    ReleaseOutcome firstRelease = first.release();
 
+    assertThat(firstRelease)
+        .as("the first grant's release learns that its lease passed to another grant")
+        .isInstanceOf(ReleaseOutcome.Lost.class);
     assertThat(firstWrite.isRight()).as("the first grant's write").isTrue();
     assertThat(secondWrite.isLeft())
         .as("the second grant, with an equal token from the same process, is refused")
@@ -175,5 +180,68 @@ class FencedLockOnPostgresIT {
     assertThat(byB).isEqualTo(Either.right("B wrote"));
     assertThat(byA.isLeft()).as("A's late write was attempted and refused").isTrue();
     assertThat(byA.getLeft().currentToken()).isEqualTo(b.lease().token());
+  }
+
+  /**
+   * {@link HeldLock#releaseNoEarlierThan} on the database's clock: the holder's own clock is a
+   * manual one that stands still, so the lease must last the whole 3 s from the release on, past
+   * its 1 s TTL, and end then.
+   */
+  @Test
+  void releaseNoEarlierThanKeepsOthersOutUntilThenEvenPastTheTtl() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    try (FencedLock job = job(clock)) {
+      HeldLock held = job.tryAcquire(name, Duration.ofSeconds(1)).get();
+
+      assertThat(held.releaseNoEarlierThan(Duration.ofSeconds(3)))
+          .isInstanceOf(ReleaseOutcome.KeptUntil.class);
+
+      assertThat(lockB.tryAcquire(name, TTL).isEmpty()).as("at once").isTrue();
+      // Holding a condition for a while is an assertion, not a synchronisation.
+      await()
+          .during(Duration.ofMillis(1_500))
+          .atMost(Duration.ofMillis(2_500))
+          .until(() -> rows.peek(name).map(p -> !p.expired()).orElse(false));
+      await().atMost(Duration.ofSeconds(10)).until(() -> lockB.tryAcquire(name, TTL).isDefined());
+    }
+  }
+
+  /** The moment asked for comes long before the TTL's end: the lease is shortened to it. */
+  @Test
+  void releaseNoEarlierThanAMomentBeforeTheTtlEndsLetsOthersInThen() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    try (FencedLock job = job(clock)) {
+      HeldLock held = job.tryAcquire(name, Duration.ofMinutes(10)).get();
+
+      assertThat(held.releaseNoEarlierThan(Duration.ofMillis(500)))
+          .isInstanceOf(ReleaseOutcome.KeptUntil.class);
+
+      await().atMost(Duration.ofSeconds(10)).until(() -> lockB.tryAcquire(name, TTL).isDefined());
+    }
+  }
+
+  /** Negative control: once the moment has passed on the holder's clock, the release is plain. */
+  @Test
+  void releaseNoEarlierThanAMomentAlreadyPastFreesTheLeaseAtOnce() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    try (FencedLock job = job(clock)) {
+      HeldLock held = job.tryAcquire(name, Duration.ofMinutes(10)).get();
+      clock.advance(Duration.ofSeconds(4));
+
+      assertThat(held.releaseNoEarlierThan(Duration.ofSeconds(3)))
+          .isEqualTo(new ReleaseOutcome.Released());
+
+      assertThat(lockB.tryAcquire(name, TTL).isDefined()).isTrue();
+    }
+  }
+
+  private FencedLock job(ManualLeaseClock clock) {
+    return FencedLock.create(
+        backend,
+        LockConfig.custom(LockPurpose.EFFICIENCY)
+            .owner("job-" + UUID.randomUUID())
+            .clock(clock)
+            .autoRenew(false)
+            .build());
   }
 }

@@ -9,8 +9,10 @@ import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.LostLease;
+import dev.nolock.lock.ReleaseOutcome;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.LeaseLostException;
+import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.testkit.FenceAuditor;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
@@ -19,6 +21,7 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.vavr.control.Either;
 import java.time.Duration;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -164,7 +167,9 @@ class FencedLockOnRedisIT {
         .as("Redis reissued the first grant's token")
         .isEqualTo(first.lease().token());
 
-    first.release();
+    assertThat(first.release())
+        .as("the first grant's release learns that its lease passed to another grant")
+        .isInstanceOf(ReleaseOutcome.Lost.class);
 
     assertThat(redis.get(leaseKey))
         .as("the first grant's release left the second grant's lease alone")
@@ -179,5 +184,78 @@ class FencedLockOnRedisIT {
       config.onLeaseLost(lostByA::complete);
     }
     return FencedLock.create(backend, config.build());
+  }
+
+  /**
+   * {@link HeldLock#releaseNoEarlierThan} on Redis's clock (PX): the holder's own clock is a manual
+   * one that stands still, so the lease must last the whole 3 s from the release on, past its 1 s
+   * TTL, and end then.
+   */
+  @Test
+  void releaseNoEarlierThanKeepsOthersOutUntilThenEvenPastTheTtl() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    String name = "kept-" + UUID.randomUUID();
+    lockB = lock("B", false);
+    try (FencedLock job = job(clock)) {
+      HeldLock held = job.tryAcquire(name, Duration.ofSeconds(1)).get();
+
+      assertThat(held.releaseNoEarlierThan(Duration.ofSeconds(3)))
+          .isInstanceOf(ReleaseOutcome.KeptUntil.class);
+
+      assertThat(lockB.tryAcquire(name, Duration.ofSeconds(10)).isEmpty()).as("at once").isTrue();
+      // Holding a condition for a while is an assertion, not a synchronisation.
+      await()
+          .during(Duration.ofMillis(1_500))
+          .atMost(Duration.ofMillis(2_500))
+          .until(() -> redis.exists(backend.config().leaseKey(name)) == 1L);
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> lockB.tryAcquire(name, Duration.ofSeconds(10)).isDefined());
+    }
+  }
+
+  /** The moment asked for comes long before the TTL's end: the lease is shortened to it. */
+  @Test
+  void releaseNoEarlierThanAMomentBeforeTheTtlEndsLetsOthersInThen() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    String name = "kept-" + UUID.randomUUID();
+    lockB = lock("B", false);
+    try (FencedLock job = job(clock)) {
+      HeldLock held = job.tryAcquire(name, Duration.ofMinutes(10)).get();
+
+      assertThat(held.releaseNoEarlierThan(Duration.ofMillis(500)))
+          .isInstanceOf(ReleaseOutcome.KeptUntil.class);
+
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> lockB.tryAcquire(name, Duration.ofSeconds(10)).isDefined());
+    }
+  }
+
+  /** Negative control: once the moment has passed on the holder's clock, the release is plain. */
+  @Test
+  void releaseNoEarlierThanAMomentAlreadyPastFreesTheLeaseAtOnce() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    String name = "kept-" + UUID.randomUUID();
+    lockB = lock("B", false);
+    try (FencedLock job = job(clock)) {
+      HeldLock held = job.tryAcquire(name, Duration.ofMinutes(10)).get();
+      clock.advance(Duration.ofSeconds(4));
+
+      assertThat(held.releaseNoEarlierThan(Duration.ofSeconds(3)))
+          .isEqualTo(new ReleaseOutcome.Released());
+
+      assertThat(lockB.tryAcquire(name, Duration.ofSeconds(10)).isDefined()).isTrue();
+    }
+  }
+
+  private FencedLock job(ManualLeaseClock clock) {
+    return FencedLock.create(
+        backend,
+        LockConfig.custom(LockPurpose.EFFICIENCY)
+            .owner("job")
+            .clock(clock)
+            .autoRenew(false)
+            .build());
   }
 }
