@@ -1,11 +1,11 @@
 package dev.nolock.lock.dynamodb;
 
-import dev.nolock.dynamodb.internal.ConditionalWrites;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Applied;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Outcome;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Refused;
-import dev.nolock.dynamodb.internal.DynamoDbFailures;
-import dev.nolock.dynamodb.internal.Tables;
+import dev.nolock.dynamodb.ConditionalWrites;
+import dev.nolock.dynamodb.ConditionalWrites.Applied;
+import dev.nolock.dynamodb.ConditionalWrites.Outcome;
+import dev.nolock.dynamodb.ConditionalWrites.Refused;
+import dev.nolock.dynamodb.DynamoDbFailures;
+import dev.nolock.dynamodb.OneKeyTables;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
@@ -250,7 +250,7 @@ public final class DynamoDbLockBackend implements LockBackend {
    * @return true when this call created it
    */
   public boolean createTableIfMissing() {
-    return Tables.createIfMissing(client, table, config.keyAttribute());
+    return OneKeyTables.createIfMissing(client, table, config.keyAttribute());
   }
 
   /**
