@@ -10,8 +10,8 @@ import dev.nolock.lock.redis.internal.Scripts;
  * <p>Published so that what runs on a Redis server can be audited, allowed or preloaded ({@code
  * SCRIPT LOAD}) by its operator, and so that a measurement of the bare protocol (the benchmarks'
  * floor) runs byte-identical scripts rather than a copy that drifts. Each script's keys and
- * arguments are described in the library's source; they are not a stable interface and
- * may change between versions, so call the backend and the fence rather than the scripts.
+ * arguments are described in the library's source; they are not a stable interface and may change
+ * between versions, so call the backend and the fence rather than the scripts.
  *
  * <p>Each script runs atomically on one Redis instance. Immutable and thread-safe.
  */
