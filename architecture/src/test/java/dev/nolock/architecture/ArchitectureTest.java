@@ -69,8 +69,8 @@ class ArchitectureTest {
           BENCHMARKS);
 
   /** The modules that talk to no SQL database: they must not bring jOOQ or the SQL layer along. */
-  static final Set<String> NON_SQL = Set.of(LOCK_REDIS, LOCK_ETCD, LOCK_DYNAMODB, LOCK_KUBERNETES,
-      DYNAMODB);
+  static final Set<String> NON_SQL =
+      Set.of(LOCK_REDIS, LOCK_ETCD, LOCK_DYNAMODB, LOCK_KUBERNETES, DYNAMODB);
 
   /** The module of a package: the longest root it starts with, if any. */
   static Optional<String> moduleOf(String packageName) {

@@ -12,9 +12,9 @@ import java.util.concurrent.ConcurrentMap;
  * of its own: a contender decides that a held lease has ended by watching its <em>version</em> (a
  * record version number, a {@code resourceVersion}: anything that changes with every write of the
  * lease) stay unchanged for the lease duration stored with it, measured on the contender's own
- * monotonic {@link LeaseClock}. No timestamp of another machine is ever compared with a local clock.
- * The DynamoDB and the Kubernetes lock backends are built on it; a backend keeps one instance for
- * as long as it lives.
+ * monotonic {@link LeaseClock}. No timestamp of another machine is ever compared with a local
+ * clock. The DynamoDB and the Kubernetes lock backends are built on it; a backend keeps one
+ * instance for as long as it lives.
  *
  * <p>Guarantee: {@link #observe} reports a lease as taken-over-able only after this instance has
  * seen the same version for at least the stored duration, counted from when a read that already
@@ -61,9 +61,9 @@ public final class ObservedLeases {
   }
 
   /**
-   * Records that a read of the lease {@code name}, which returned at {@code returnedAtNanos}, showed
-   * it held at {@code version} with {@code storedDuration}, and answers when this instance may take
-   * it over.
+   * Records that a read of the lease {@code name}, which returned at {@code returnedAtNanos},
+   * showed it held at {@code version} with {@code storedDuration}, and answers when this instance
+   * may take it over.
    *
    * @param returnedAtNanos {@code clock.nanoTime()} read <em>after</em> the read returned
    * @param storedDuration the duration the holder stored with {@code version}, not this instance's
