@@ -8,7 +8,7 @@ import dev.nolock.lock.redis.RedisFence;
 import dev.nolock.lock.redis.RedisFenceConfig;
 import dev.nolock.lock.redis.RedisLockBackend;
 import dev.nolock.lock.redis.RedisLockBackendConfig;
-import dev.nolock.lock.redis.internal.Scripts;
+import dev.nolock.lock.redis.RedisScripts;
 import dev.nolock.patterns.GrantOwner;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.RedisClient;
@@ -148,10 +148,10 @@ public class RedisLockBenchmark {
     owner = lockConfig.owner();
     rememberedWrites = Integer.toString(fenceConfig.rememberedWrites());
     releaseMarkerMillis = Long.toString(uri.getTimeout().toMillis());
-    acquireSha = redis.scriptLoad(Scripts.ACQUIRE.source());
-    fenceHorizonSha = redis.scriptLoad(Scripts.FENCE_HORIZON.source());
-    fencedWriteSha = redis.scriptLoad(Scripts.FENCED_WRITE.source());
-    releaseSha = redis.scriptLoad(Scripts.RELEASE.source());
+    acquireSha = redis.scriptLoad(RedisScripts.ACQUIRE.source());
+    fenceHorizonSha = redis.scriptLoad(RedisScripts.FENCE_HORIZON.source());
+    fencedWriteSha = redis.scriptLoad(RedisScripts.FENCED_WRITE.source());
+    releaseSha = redis.scriptLoad(RedisScripts.RELEASE.source());
 
     // Only Redisson's own trials start it: an idle client's threads and connections would be
     // noise beside the other variants on a two-core machine.

@@ -1,11 +1,8 @@
 package dev.nolock.dynamodb;
 
-import dev.nolock.dynamodb.internal.ConditionalWrites;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Applied;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Outcome;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Refused;
-import dev.nolock.dynamodb.internal.DynamoDbFailures;
-import dev.nolock.dynamodb.internal.DynamoDbNames;
+import dev.nolock.dynamodb.ConditionalWrites.Applied;
+import dev.nolock.dynamodb.ConditionalWrites.Outcome;
+import dev.nolock.dynamodb.ConditionalWrites.Refused;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;

@@ -1,6 +1,5 @@
 package dev.nolock.dynamodb;
 
-import dev.nolock.dynamodb.internal.DynamoDbNames;
 import dev.nolock.patterns.CoordinationMetrics;
 import java.util.Objects;
 

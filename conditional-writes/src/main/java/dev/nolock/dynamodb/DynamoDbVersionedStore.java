@@ -1,14 +1,10 @@
 package dev.nolock.dynamodb;
 
-import dev.nolock.dynamodb.internal.ConditionalWrites;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Applied;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Outcome;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Refused;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Resend;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Unanswered;
-import dev.nolock.dynamodb.internal.DynamoDbFailures;
-import dev.nolock.dynamodb.internal.DynamoDbNames;
-import dev.nolock.dynamodb.internal.Tables;
+import dev.nolock.dynamodb.ConditionalWrites.Applied;
+import dev.nolock.dynamodb.ConditionalWrites.Outcome;
+import dev.nolock.dynamodb.ConditionalWrites.Refused;
+import dev.nolock.dynamodb.ConditionalWrites.Resend;
+import dev.nolock.dynamodb.ConditionalWrites.Unanswered;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Conflict;
 import dev.nolock.patterns.CoordinationMetrics;
@@ -166,7 +162,7 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
    * @return true when this call created it
    */
   public boolean createTableIfMissing() {
-    return Tables.createIfMissing(client, table, config.keyAttribute());
+    return OneKeyTables.createIfMissing(client, table, config.keyAttribute());
   }
 
   @Override

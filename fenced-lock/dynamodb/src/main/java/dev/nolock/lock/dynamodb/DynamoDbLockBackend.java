@@ -1,11 +1,12 @@
 package dev.nolock.lock.dynamodb;
 
-import dev.nolock.dynamodb.internal.ConditionalWrites;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Applied;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Outcome;
-import dev.nolock.dynamodb.internal.ConditionalWrites.Refused;
-import dev.nolock.dynamodb.internal.DynamoDbFailures;
-import dev.nolock.dynamodb.internal.Tables;
+import dev.nolock.dynamodb.ConditionalWrites;
+import dev.nolock.dynamodb.ConditionalWrites.Applied;
+import dev.nolock.dynamodb.ConditionalWrites.Outcome;
+import dev.nolock.dynamodb.ConditionalWrites.Refused;
+import dev.nolock.dynamodb.DynamoDbFailures;
+import dev.nolock.dynamodb.OneKeyTables;
+import dev.nolock.lock.ObservedLeases;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
@@ -58,11 +59,12 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  *         <li>Held by someone: the caller cannot tell from the item whether the holder is alive,
  *             and must not compare timestamps. This instance remembers "I saw rvn {@code r}, with
  *             stored duration {@code D}, when my read <em>returned</em> at {@code t}" (a {@link
- *             Deadline#forContender}). A later {@code tryAcquire} that still reads rvn {@code r}
- *             after {@code t + D} takes the lease with the same conditional write, on {@code #rvn =
- *             :r}; a different rvn (the holder heartbeated) starts a new observation. Meanwhile
- *             {@code tryAcquire} returns empty: it is one non-blocking attempt, and the {@code
- *             FencedLock} facade's {@code acquire} repeats it with backoff.
+ *             Deadline#forContender}, kept by {@link ObservedLeases}). A later {@code tryAcquire}
+ *             that still reads rvn {@code r} after {@code t + D} takes the lease with the same
+ *             conditional write, on {@code #rvn = :r}; a different rvn (the holder heartbeated)
+ *             starts a new observation. Meanwhile {@code tryAcquire} returns empty: it is one
+ *             non-blocking attempt, and the {@code FencedLock} facade's {@code acquire} repeats it
+ *             with backoff.
  *         <li>Held by this very owner (the same grant asking again, e.g. a caller's retry after an
  *             "unknown"): the grant's own token, after a refresh that writes a new rvn and duration
  *             on {@code #owner = :o AND #token = :t AND #rvn = :seen AND #released = false}, so
@@ -159,8 +161,6 @@ public final class DynamoDbLockBackend implements LockBackend {
       "SET #owner = :owner, #rvn = :rvn, #duration = :duration, #released = :false"
           + " ADD #token :one";
 
-  private record Observation(String rvn, Deadline takeoverAt) {}
-
   private record Grant(String name, long token) {}
 
   private record Holding(String owner, String rvn, Deadline deadline) {}
@@ -218,7 +218,7 @@ public final class DynamoDbLockBackend implements LockBackend {
   private final DynamoDbLockBackendConfig config;
   private final LeaseClock clock;
   private final String table;
-  private final ConcurrentMap<String, Observation> observations = new ConcurrentHashMap<>();
+  private final ObservedLeases observations;
   private final ConcurrentMap<Grant, Holding> holdings = new ConcurrentHashMap<>();
 
   private DynamoDbLockBackend(DynamoDbClient client, DynamoDbLockBackendConfig config) {
@@ -226,6 +226,7 @@ public final class DynamoDbLockBackend implements LockBackend {
     this.config = Objects.requireNonNull(config, "config");
     this.clock = config.clock();
     this.table = config.tableName();
+    this.observations = new ObservedLeases(clock);
   }
 
   /** A backend on {@code client} with the default table; the caller keeps owning the client. */
@@ -250,7 +251,7 @@ public final class DynamoDbLockBackend implements LockBackend {
    * @return true when this call created it
    */
   public boolean createTableIfMissing() {
-    return Tables.createIfMissing(client, table, config.keyAttribute());
+    return OneKeyTables.createIfMissing(client, table, config.keyAttribute());
   }
 
   /**
@@ -279,7 +280,7 @@ public final class DynamoDbLockBackend implements LockBackend {
         result = grant(name, owner, ttl, ttlMillis, null, mine);
       } else if (item.get().released()) {
         result = grant(name, owner, ttl, ttlMillis, item.get().rvn(), mine);
-      } else if (!observe(name, item.get(), returned).takeoverAt().hasExpired()) {
+      } else if (!observe(name, item.get(), returned).hasExpired()) {
         if (!item.get().owner().equals(owner)) {
           return refusedBy(name, item.get(), ttl, mine);
         }
@@ -346,7 +347,7 @@ public final class DynamoDbLockBackend implements LockBackend {
     }
     Deadline deadline = Deadline.forHolder(clock, mine.firstSentNanos(), ttl);
     holdings.replace(grant, held, new Holding(owner, renewed, deadline));
-    observations.put(name, new Observation(renewed, deadline));
+    observations.wrote(name, renewed, deadline);
     return true;
   }
 
@@ -408,7 +409,7 @@ public final class DynamoDbLockBackend implements LockBackend {
         released = mine.wrote(now.get().rvn());
       }
       if (released) {
-        observations.remove(name);
+        observations.forget(name);
       }
       return released;
     } finally {
@@ -442,9 +443,7 @@ public final class DynamoDbLockBackend implements LockBackend {
     return item.map(
         stored -> {
           Duration waitLeft =
-              stored.released()
-                  ? Duration.ZERO
-                  : observe(name, stored, returned).takeoverAt().remaining();
+              stored.released() ? Duration.ZERO : observe(name, stored, returned).remaining();
           return new ObservedLease(
               stored.owner(),
               FencingToken.of(stored.token()),
@@ -455,19 +454,12 @@ public final class DynamoDbLockBackend implements LockBackend {
         });
   }
 
-  /** The observation of {@code stored}'s rvn: the earliest one this instance has, or a new one. */
-  private Observation observe(String name, Stored stored, long returnedAtNanos) {
-    if (observations.size() > PRUNE_ABOVE) {
-      observations.values().removeIf(o -> o.takeoverAt().hasExpired());
-    }
-    return observations.compute(
-        name,
-        (n, before) ->
-            before != null && before.rvn().equals(stored.rvn())
-                ? before
-                : new Observation(
-                    stored.rvn(),
-                    Deadline.forContender(clock, returnedAtNanos, stored.leaseDuration())));
+  /**
+   * The takeover deadline of {@code stored}'s rvn ({@link ObservedLeases}): the earliest watch of
+   * it this instance has, or a new one.
+   */
+  private Deadline observe(String name, Stored stored, long returnedAtNanos) {
+    return observations.observe(name, stored.rvn(), stored.leaseDuration(), returnedAtNanos);
   }
 
   /**
@@ -613,7 +605,7 @@ public final class DynamoDbLockBackend implements LockBackend {
       holdings.values().removeIf(held -> held.deadline().hasExpired());
     }
     holdings.put(new Grant(name, token), new Holding(owner, rvn, deadline));
-    observations.put(name, new Observation(rvn, deadline));
+    observations.wrote(name, rvn, deadline);
     return FencingToken.of(token);
   }
 

@@ -1,6 +1,6 @@
 package dev.nolock.lock.dynamodb;
 
-import dev.nolock.dynamodb.internal.DynamoDbNames;
+import dev.nolock.dynamodb.DynamoDbNames;
 import dev.nolock.patterns.LeaseClock;
 import java.util.Objects;
 

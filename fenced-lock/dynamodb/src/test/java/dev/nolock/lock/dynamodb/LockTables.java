@@ -1,6 +1,6 @@
 package dev.nolock.lock.dynamodb;
 
-import dev.nolock.dynamodb.internal.Tables;
+import dev.nolock.dynamodb.OneKeyTables;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.Map;
@@ -34,7 +34,7 @@ final class LockTables {
   /** Creates a data table with the string partition key {@code pk}. */
   static void createDataTable(DynamoDbClient dynamo, String table) {
     // Polls every 500 ms; the SDK's waiter sleeps 20 s when the first describe says CREATING.
-    Tables.createIfMissing(dynamo, table, "pk");
+    OneKeyTables.createIfMissing(dynamo, table, "pk");
   }
 
   /** The lease item of {@code name}, read natively and consistently. */

@@ -1,5 +1,6 @@
 package dev.nolock.lock.kubernetes;
 
+import dev.nolock.lock.ObservedLeases;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
@@ -74,12 +75,13 @@ import org.slf4j.LoggerFactory;
  *         <li>Held by anyone (the same owner included: the lock is not reentrant): this instance
  *             remembers "I saw {@code resourceVersion r}, with stored {@code leaseDurationSeconds
  *             D}, when my read <em>returned</em> at {@code t}" on its own monotonic {@link
- *             LeaseClock} (a {@link Deadline#forContender}). A later {@code tryAcquire} that still
- *             reads {@code r} after {@code t + D} takes the Lease with an update on {@code r},
- *             {@code leaseTransitions + 1}; any change of the object (a renewal, a new holder, a
- *             release, anyone's edit) gives a new {@code resourceVersion} and starts a new
- *             observation. Meanwhile {@code tryAcquire} returns empty: it is one non-blocking
- *             attempt, and the {@code FencedLock} facade repeats it with backoff.
+ *             LeaseClock} (a {@link Deadline#forContender}, kept by {@link ObservedLeases}). A
+ *             later {@code tryAcquire} that still reads {@code r} after {@code t + D} takes the
+ *             Lease with an update on {@code r}, {@code leaseTransitions + 1}; any change of the
+ *             object (a renewal, a new holder, a release, anyone's edit) gives a new {@code
+ *             resourceVersion} and starts a new observation. Meanwhile {@code tryAcquire} returns
+ *             empty: it is one non-blocking attempt, and the {@code FencedLock} facade repeats it
+ *             with backoff.
  *       </ul>
  *       {@code leaseTransitions} is bumped on <em>every</em> acquisition, also when the same
  *       identity takes the Lease again (client-go bumps it only when the holder changes, which
@@ -159,8 +161,6 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
 
   private static final int PRUNE_ABOVE = 10_000;
 
-  private record Observation(String resourceVersion, Deadline takeoverAt) {}
-
   private record Grant(String name, long token) {}
 
   private record Holding(String owner, Deadline deadline) {}
@@ -189,7 +189,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   private final KubernetesLeaseLockConfig config;
   private final LeaseClock clock;
   private final String namespace;
-  private final ConcurrentMap<String, Observation> observations = new ConcurrentHashMap<>();
+  private final ObservedLeases observations;
   private final ConcurrentMap<Grant, Holding> holdings = new ConcurrentHashMap<>();
   private final Map<String, HighWater> highWater;
 
@@ -201,6 +201,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     this.config = Objects.requireNonNull(config, "config");
     this.clock = config.clock();
     this.namespace = config.namespace();
+    this.observations = new ObservedLeases(clock);
     this.highWater = leastRecentlyUsed(config.rememberedNames());
     this.reportedDeletions = Collections.newSetFromMap(leastRecentlyUsed(config.rememberedNames()));
   }
@@ -254,7 +255,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     if (stored.isFree()) {
       return grant(name, leaseName, owner, seconds, stored);
     }
-    if (!observe(name, stored, returned).takeoverAt().hasExpired()) {
+    if (!observe(name, stored, returned).hasExpired()) {
       return Option.none();
     }
     return grant(name, leaseName, owner, seconds, stored);
@@ -296,7 +297,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
       if (written != null) {
         Deadline deadline = Deadline.forHolder(clock, sent, Duration.ofSeconds(seconds));
         holdings.replace(grant, held, new Holding(owner, deadline));
-        observations.put(name, new Observation(resourceVersion(name, written), deadline));
+        observations.wrote(name, resourceVersion(name, written), deadline);
         record(name, written, token.value()); // a held name stays among the remembered ones
         return true;
       }
@@ -320,7 +321,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
           return false; // already free, or someone else's: change nothing
         }
         if (isOwnRelease(name, lease, token, sent)) {
-          observations.remove(name);
+          observations.forget(name);
           return true; // our update landed; its answer was lost and the resend met it
         }
         throw lostRelease(name);
@@ -339,7 +340,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
       sent.add(mark);
       if (updateOrNull(released, "release lock \"" + name + "\"") != null) {
         forget(grant, owner);
-        observations.remove(name);
+        observations.forget(name);
         return true;
       }
     }
@@ -375,7 +376,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     Stored stored = stored(name, lease);
     record(name, lease, stored.transitions());
     Duration waitLeft =
-        stored.isFree() ? Duration.ZERO : observe(name, stored, returned).takeoverAt().remaining();
+        stored.isFree() ? Duration.ZERO : observe(name, stored, returned).remaining();
     return Option.some(
         new ObservedLease(
             stored.holder(),
@@ -388,9 +389,10 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   }
 
   /**
-   * The observation of {@code stored}'s version: the earliest one this instance has, or a new one.
+   * The takeover deadline of {@code stored}'s version ({@link ObservedLeases}): the earliest watch
+   * of it this instance has, or a new one.
    */
-  private Observation observe(String name, Stored stored, long returnedAtNanos) {
+  private Deadline observe(String name, Stored stored, long returnedAtNanos) {
     Integer seconds = stored.durationSeconds();
     if (seconds == null || seconds <= 0) {
       throw new IllegalStateException(
@@ -404,17 +406,8 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
               + " KubernetesLeaseLockBackend, and nobody can tell when it ends. Use a Lease of the"
               + " lock's own (another leaseNamePrefix).");
     }
-    if (observations.size() > PRUNE_ABOVE) {
-      observations.values().removeIf(o -> o.takeoverAt().hasExpired());
-    }
-    return observations.compute(
-        name,
-        (n, before) ->
-            before != null && before.resourceVersion().equals(stored.resourceVersion())
-                ? before
-                : new Observation(
-                    stored.resourceVersion(),
-                    Deadline.forContender(clock, returnedAtNanos, Duration.ofSeconds(seconds))));
+    return observations.observe(
+        name, stored.resourceVersion(), Duration.ofSeconds(seconds), returnedAtNanos);
   }
 
   /** Creates the Lease ({@code seen} null) or takes it over on {@code seen}'s resourceVersion. */
@@ -481,7 +474,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
       holdings.values().removeIf(held -> held.deadline().hasExpired());
     }
     holdings.put(new Grant(name, next), new Holding(owner, deadline));
-    observations.put(name, new Observation(resourceVersion(name, written), deadline));
+    observations.wrote(name, resourceVersion(name, written), deadline);
     record(name, written, next);
     return Option.some(FencingToken.of(next));
   }

@@ -1,4 +1,4 @@
-package dev.nolock.dynamodb.internal;
+package dev.nolock.dynamodb;
 
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.RetryPolicy;
@@ -47,6 +47,9 @@ import software.amazon.awssdk.services.dynamodb.model.DynamoDbException;
  * {@value #MAX_ATTEMPTS} attempts is the SDK's own default in its standard retry mode. Written by
  * hand because the SDK's retry cannot tell its caller that an attempt was ambiguous, which is the
  * one thing this needs.
+ *
+ * <p>A building block for DynamoDB components (this module's store and fence, and the fenced lock's
+ * DynamoDB backend), public so that they share one resend policy. Stateless and thread-safe.
  */
 public final class ConditionalWrites {
 

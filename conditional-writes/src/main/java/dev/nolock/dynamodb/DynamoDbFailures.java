@@ -1,4 +1,4 @@
-package dev.nolock.dynamodb.internal;
+package dev.nolock.dynamodb;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import software.amazon.awssdk.core.exception.SdkException;
@@ -13,6 +13,9 @@ import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
  * everything else (network, throttling, a server error) is a {@link BackendUnavailableException}:
  * retry later. A failed condition is not translated here: it is a lost race, which callers turn
  * into a value.
+ *
+ * <p>A building block for DynamoDB components (this module's store and fence, and the fenced lock's
+ * DynamoDB backend), public so that every one reports a failure the same way.
  */
 public final class DynamoDbFailures {
 

@@ -1,4 +1,4 @@
-package dev.nolock.dynamodb.internal;
+package dev.nolock.dynamodb;
 
 import java.nio.charset.StandardCharsets;
 import java.util.regex.Pattern;
@@ -6,6 +6,9 @@ import java.util.regex.Pattern;
 /**
  * Validation of the names that reach DynamoDB, by DynamoDB's own rules, so that a bad name is
  * refused with a message that says how to fix it before any request is sent.
+ *
+ * <p>A building block for the configurations of DynamoDB components (this module's and the fenced
+ * lock's DynamoDB backend), public so that every one applies the same rules.
  */
 public final class DynamoDbNames {
 

@@ -1,4 +1,4 @@
-package dev.nolock.dynamodb.internal;
+package dev.nolock.dynamodb;
 
 import java.time.Duration;
 import software.amazon.awssdk.core.exception.SdkException;
@@ -12,13 +12,19 @@ import software.amazon.awssdk.services.dynamodb.model.ResourceNotFoundException;
 import software.amazon.awssdk.services.dynamodb.model.ScalarAttributeType;
 import software.amazon.awssdk.services.dynamodb.model.TableStatus;
 
-/** Creating the one-key tables nolock's DynamoDB components use. */
-public final class Tables {
+/**
+ * Creating the one-key tables nolock's DynamoDB components use (a string partition key, no sort
+ * key), behind their {@code createTableIfMissing()}.
+ *
+ * <p>A building block for DynamoDB components (this module's store and the fenced lock's DynamoDB
+ * backend), public so that every one creates and awaits its table the same way.
+ */
+public final class OneKeyTables {
 
   private static final Duration POLL = Duration.ofMillis(500);
   private static final Duration MAX_WAIT = Duration.ofMinutes(5);
 
-  private Tables() {}
+  private OneKeyTables() {}
 
   /**
    * Creates {@code table} with the string partition key {@code keyAttribute}, on-demand ({@code
