@@ -43,6 +43,7 @@ class ArchitectureTest {
   static final String DYNAMODB = "dev.nolock.dynamodb";
   static final String QUEUE = "dev.nolock.queue";
   static final String IDEMPOTENCY = "dev.nolock.idempotency";
+  static final String IDEMPOTENCY_HTTP = "dev.nolock.idempotency.http";
   static final String SCHEDULE = "dev.nolock.schedule";
   static final String OWNERSHIP = "dev.nolock.ownership";
   static final String TESTKIT = "dev.nolock.testkit";
@@ -63,6 +64,7 @@ class ArchitectureTest {
           DYNAMODB,
           QUEUE,
           IDEMPOTENCY,
+          IDEMPOTENCY_HTTP,
           SCHEDULE,
           OWNERSHIP,
           TESTKIT,
@@ -186,6 +188,18 @@ class ArchitectureTest {
           .resideInAPackage("dev.nolock..")
           .should()
           .dependOnClassesThat(inModule(TESTKIT, BENCHMARKS));
+
+  @ArchTest
+  static final ArchRule the_idempotency_core_carries_no_http_code =
+      noClasses()
+          .that(inModule(IDEMPOTENCY))
+          .should()
+          .dependOnClassesThat(
+              inModule(IDEMPOTENCY_HTTP)
+                  .or(
+                      DescribedPredicate.describe(
+                          "in com.sun.net.httpserver",
+                          c -> c.getPackageName().startsWith("com.sun.net.httpserver"))));
 
   /** The import found the modules: a rule over an empty import would pass vacuously. */
   @ArchTest
