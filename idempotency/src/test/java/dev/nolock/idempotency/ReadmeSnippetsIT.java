@@ -11,6 +11,7 @@ import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.InetSocketAddress;
@@ -18,6 +19,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -30,7 +32,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's snippets, kept compiling and running. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeUsageIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   /** A payment provider with its own idempotency keys, like Stripe's. */
   interface PaymentProvider {
@@ -257,5 +261,34 @@ class ReadmeUsageIT {
 
   private static FencingToken outcomeToken(Outcome<String> outcome) {
     return ((Outcome.Completed<String>) outcome).attempt();
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheTestRunsForUsage() {
+    ReadmeSnippet.javaBlock(README, "## Usage").assertRunBy(ReadmeSnippetsIT.class, "Usage");
+  }
+
+  /** The README shows the code the test above runs, with a fresh key. */
+  @Test
+  void theReadmeShowsTheCodeTheTestRunsForAtomicPhases() {
+    ReadmeSnippet.javaBlock(README, "### Atomic phases")
+        .replacing(
+            "keys.execute(\"transfers.create\", key,",
+            "keys.execute(\"transfers.create\", UUID.randomUUID().toString(),")
+        .assertRunBy(ReadmeSnippetsIT.class, "Atomic phases");
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheTestRunsForHttp() {
+    ReadmeSnippet.javaBlock(README, "### HTTP").assertRunBy(ReadmeSnippetsIT.class, "HTTP");
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheTestRunsForOperatorCalls() {
+    ReadmeSnippet.javaBlock(README, "### Operator calls")
+        .assertRunBy(ReadmeSnippetsIT.class, "Operator calls");
   }
 }
