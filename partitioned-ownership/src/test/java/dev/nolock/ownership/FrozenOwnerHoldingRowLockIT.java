@@ -151,8 +151,7 @@ class FrozenOwnerHoldingRowLockIT {
           .atMost(Duration.ofSeconds(60))
           .pollInterval(Duration.ofMillis(200))
           .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == BEFORE_FREEZE);
-      frozen.send("ARM");
-      frozen.awaitLine("ARMED", Duration.ofSeconds(10));
+      frozen.arm(Duration.ofSeconds(10));
       int frozensPartition =
           IntStream.range(0, PARTITIONS)
               .filter(p -> !survivorsOwn.contains(p))
@@ -206,7 +205,7 @@ class FrozenOwnerHoldingRowLockIT {
           .as("the survivor's epoch on the locked partition")
           .isGreaterThan(frozenEpoch);
       assertThat(frozen.isAlive()).as("the child was frozen until now").isTrue();
-      frozen.send("GO");
+      frozen.go();
       frozen.signal("CONT");
       // Later commands on every partition: a run skipped before them would leave the positions
       // where applying every command would.
@@ -221,7 +220,7 @@ class FrozenOwnerHoldingRowLockIT {
                       || !survivor.isRunning());
       survivor.close();
       assertThat(survivor.failure()).as("the survivor stopped cleanly").isEmpty();
-      frozen.send("EXIT");
+      frozen.stop();
       frozen.awaitLine("CLOSED", Duration.ofSeconds(60));
       assertThat(frozen.awaitExit(Duration.ofSeconds(30))).as("the child's exit code").isZero();
 

@@ -1,21 +1,13 @@
 package dev.nolock.ownership;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.ownership.internal.ApplyOutcome;
 import dev.nolock.ownership.internal.OwnerEvents;
 import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.patterns.FencingToken;
-import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
+import dev.nolock.testkit.ChildChannel;
+import java.time.Duration;
 import java.util.Map;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -29,21 +21,22 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  * off), the apply attempt to stop at (0: never), and optionally where the gate is: {@code
  * BEFORE_APPLY} (the default) or {@code IN_HANDLER}: inside the apply transaction after its
  * ownership update took the row lock, so that a frozen child holds the lock, in the first handler
- * call after {@code ARM} on stdin (answered {@code ARMED}), whatever the apply attempt argument.
+ * call after {@code ARM} (answered {@code ARMED}), whatever the apply attempt argument.
  *
- * <p>Talks one line per event on stdout:
+ * <p>Speaks the {@link ChildChannel} protocol; events:
  *
  * <ul>
  *   <li>{@code STARTED <owner>}; {@code CLAIMED <p> <epoch> <lastApplied>}; {@code RELEASED <p>
  *       <why>};
  *   <li>{@code GATE <p> <offset> <epoch> <p:epoch,...>} at the gate: past the point-of-no-return
  *       check, right before the apply transaction (or inside it, in its handler), with the
- *       partitions owned then. It blocks reading stdin until {@code GO}; the test freezes it there
- *       with SIGSTOP. In the handler, {@code BACKEND <pid>} comes first: the PostgreSQL backend of
- *       the apply transaction, which holds the row lock;
+ *       partitions owned then. It waits at the gate for {@code GO}; the test freezes it there with
+ *       SIGSTOP. In the handler, {@code BACKEND <pid>} comes first: the PostgreSQL backend of the
+ *       apply transaction, which holds the row lock;
  *   <li>after the gate, {@code OUTCOME <p> <offset> <epoch> APPLIED|REPLAY|FENCED} for every apply;
- *   <li>on {@code EXIT} (or the end of stdin): closes the runner, prints {@code CLOSED}, exits 0.
- *       If the runner stops on its own: {@code FAILED <exception>}, exit 2.
+ *   <li>on {@code STOP}: closes the runner, reports {@code CLOSED}, exits 0. If the runner stops on
+ *       its own: {@code FAILED <exception>}, exit 2; any other failure: {@code ERROR <exception>},
+ *       exit 2.
  * </ul>
  */
 public final class OwnerChildMain {
@@ -51,8 +44,6 @@ public final class OwnerChildMain {
   private OwnerChildMain() {}
 
   public static void main(String[] args) throws Exception {
-    PrintStream out =
-        new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
     String bootstrap = args[0];
     String topic = args[1];
     String group = args[2];
@@ -71,47 +62,15 @@ public final class OwnerChildMain {
       throw new IllegalArgumentException("gate: BEFORE_APPLY or IN_HANDLER");
     }
 
-    CountDownLatch go = new CountDownLatch(1);
-    CountDownLatch exit = new CountDownLatch(1);
-    AtomicBoolean atGate = new AtomicBoolean();
-    Thread stdin =
-        new Thread(
-            () -> {
-              try (BufferedReader in =
-                  new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                for (String line; (line = in.readLine()) != null; ) {
-                  if (line.equals("GO")) {
-                    go.countDown();
-                  } else if (line.equals("ARM") && gateInHandler) {
-                    atGate.set(true);
-                    out.println("ARMED");
-                  } else if (line.equals("EXIT")) {
-                    break;
-                  }
-                }
-              } catch (IOException e) {
-                out.println("ERROR reading stdin: " + e);
-              }
-              exit.countDown();
-              go.countDown();
-            },
-            "stdin");
-    stdin.setDaemon(true);
-    stdin.start();
-
-    HikariConfig poolConfig = new HikariConfig();
-    poolConfig.setJdbcUrl(jdbcUrl);
-    poolConfig.setMaximumPoolSize(3);
-    poolConfig.setMinimumIdle(0);
-    poolConfig.setPoolName("child-" + ownerId);
-    try (HikariDataSource pool = new HikariDataSource(poolConfig)) {
+    ChildChannel channel = ChildChannel.open();
+    try (HikariDataSource pool = ChildChannel.pool(jdbcUrl, 3, "child-" + ownerId)) {
       AtomicReference<PartitionOwner<String, String>> self = new AtomicReference<>();
       AtomicInteger attempts = new AtomicInteger();
       AtomicBoolean pastGate = new AtomicBoolean();
       Runnable gate =
           () -> {
             try {
-              go.await();
+              channel.gate();
             } catch (InterruptedException e) {
               Thread.currentThread().interrupt();
             }
@@ -122,18 +81,18 @@ public final class OwnerChildMain {
 
             @Override
             public void claimed(int partition, long epoch, long lastApplied) {
-              out.println("CLAIMED " + partition + " " + epoch + " " + lastApplied);
+              channel.report("CLAIMED", partition, epoch, lastApplied);
             }
 
             @Override
             public void released(int partition, String why) {
-              out.println("RELEASED " + partition + " " + why);
+              channel.report("RELEASED", partition, why);
             }
 
             @Override
             public void beforeApply(int partition, long offset, long epoch) {
               if (!gateInHandler && gateAfter > 0 && attempts.incrementAndGet() == gateAfter) {
-                out.println(gateLine(partition, offset, epoch, self.get().ownedPartitions()));
+                channel.report(gateLine(partition, offset, epoch, self.get().ownedPartitions()));
                 gate.run();
               }
             }
@@ -141,7 +100,7 @@ public final class OwnerChildMain {
             @Override
             public void outcome(int partition, long offset, long epoch, ApplyOutcome outcome) {
               if (pastGate.get()) {
-                out.println("OUTCOME " + partition + " " + offset + " " + epoch + " " + outcome);
+                channel.report("OUTCOME", partition, offset, epoch, outcome);
               }
             }
           };
@@ -149,9 +108,9 @@ public final class OwnerChildMain {
       RecordHandler<String, String> bank = Bank.handler(ownerId);
       RecordHandler<String, String> handler =
           (record, tx, epoch) -> {
-            if (atGate.compareAndSet(true, false)) {
-              out.println("BACKEND " + tx.fetchValue("SELECT pg_backend_pid()"));
-              out.println(
+            if (gateInHandler && channel.takeArm()) {
+              channel.report("BACKEND", tx.fetchValue("SELECT pg_backend_pid()"));
+              channel.report(
                   gateLine(
                       record.partition(),
                       record.offset(),
@@ -172,19 +131,17 @@ public final class OwnerChildMain {
               events)) {
         self.set(owner);
         owner.start();
-        out.println("STARTED " + ownerId);
-        while (!exit.await(200, TimeUnit.MILLISECONDS)) {
+        channel.report("STARTED", ownerId);
+        while (!channel.awaitStop(Duration.ofMillis(200))) {
           if (!owner.isRunning()) {
-            out.println("FAILED " + owner.failure().map(Throwable::toString).orElse("stopped"));
+            channel.report("FAILED", owner.failure().map(Throwable::toString).orElse("stopped"));
             System.exit(2);
           }
         }
       }
-      out.println("CLOSED");
+      channel.report("CLOSED");
     } catch (Throwable e) {
-      out.println("FAILED " + e);
-      e.printStackTrace();
-      System.exit(2);
+      channel.fail(e, 2);
     }
     System.exit(0);
   }

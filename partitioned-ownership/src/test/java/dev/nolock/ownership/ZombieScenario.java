@@ -242,7 +242,7 @@ final class ZombieScenario {
                 + (appliedThere >= Long.parseLong(gate.getValue()[2])
                     ? " has been applied by the new owner"
                     : " is not applied yet (the partition is applied up to " + appliedThere + ")"));
-        child.send("GO");
+        child.go();
         child.signal("CONT");
         String[] first =
             child.awaitLine(
@@ -271,7 +271,7 @@ final class ZombieScenario {
       List<Frozen> frozen = new ArrayList<>();
       for (Map.Entry<String, String[]> gate : gates.entrySet()) {
         ChildJvm child = children.get(gate.getKey());
-        child.send("EXIT");
+        child.stop();
         child.awaitLine("CLOSED", Duration.ofSeconds(60));
         assertThat(child.awaitExit(Duration.ofSeconds(30)))
             .as(gate.getKey() + " exit code")

@@ -4,19 +4,13 @@ import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.nolock.testkit.ChildChannel;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.HexFormat;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jooq.DSLContext;
@@ -38,20 +32,18 @@ import org.jooq.impl.SQLDataType;
  *       job done by id alone, with no attempt-token check.
  * </ul>
  *
- * <p>Talks one line per event on stdout: {@code READY} once the pool runs; for the gated worker,
- * {@code HANDLED <id> <attempt>} after the handler's work for the first job past the gate count,
- * then it blocks on stdin until {@code GO} (the test freezes it with SIGSTOP right there, so the
- * pause lands after the work and before the completion), then {@code LATE <id> <attempt>} as the
- * completion goes out; on {@code STOP}: closes the pool gracefully, prints {@code STATS handled=<n>
- * stale=<n>} and exits 0.
+ * <p>Speaks the {@link ChildChannel} protocol. Events: {@code READY} once the pool runs; for the
+ * gated worker, {@code HANDLED <id> <attempt>} after the handler's work for the first job past the
+ * gate count, then it waits at the gate for {@code GO} (the test freezes it with SIGSTOP right
+ * there, so the pause lands after the work and before the completion), then {@code LATE <id>
+ * <attempt>} as the completion goes out; on {@code STOP}: closes the pool gracefully, reports
+ * {@code STATS handled=<n> stale=<n>} and exits 0.
  */
 public final class QueueWorkerMain {
 
   private QueueWorkerMain() {}
 
   public static void main(String[] args) throws Exception {
-    PrintStream out =
-        new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
     String url = args[0];
     String queueName = args[1];
     String ledger = args[2];
@@ -62,11 +54,8 @@ public final class QueueWorkerMain {
     int concurrency = Integer.parseInt(args[7]);
     int batchSize = Integer.parseInt(args[8]);
 
-    HikariConfig hikari = new HikariConfig();
-    hikari.setJdbcUrl(url);
-    hikari.setMaximumPoolSize(concurrency + 3);
-    hikari.setPoolName("worker-" + worker);
-    HikariDataSource pool = new HikariDataSource(hikari);
+    ChildChannel channel = ChildChannel.open();
+    HikariDataSource pool = ChildChannel.pool(url, concurrency + 3, "worker-" + worker);
     DSLContext dsl = DSL.using(pool, SQLDialect.POSTGRES);
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     JobQueue<String> queue =
@@ -75,28 +64,6 @@ public final class QueueWorkerMain {
             QueueConfig.custom(queueName).lease(lease).maxAttempts(25).metrics(registry).build(),
             PayloadCodec.utf8());
 
-    CountDownLatch gate = new CountDownLatch(1);
-    CountDownLatch stop = new CountDownLatch(1);
-    Thread stdin =
-        new Thread(
-            () -> {
-              try (BufferedReader in =
-                  new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
-                for (String line; (line = in.readLine()) != null; ) {
-                  if (line.equals("GO")) {
-                    gate.countDown();
-                  } else if (line.equals("STOP")) {
-                    stop.countDown();
-                  }
-                }
-              } catch (Exception e) {
-                out.println("ERROR stdin " + e);
-              }
-            },
-            "stdin");
-    stdin.setDaemon(true);
-    stdin.start();
-
     AtomicInteger handled = new AtomicInteger();
     AtomicBoolean gated = new AtomicBoolean();
     JobHandler<String> handler =
@@ -104,9 +71,9 @@ public final class QueueWorkerMain {
           String work = digest(job.payload()); // the job's work, before any write
           int n = handled.incrementAndGet();
           if (gateAfter >= 0 && n > gateAfter && gated.compareAndSet(false, true)) {
-            out.println("HANDLED " + job.id() + " " + job.attempt());
-            gate.await(); // the test freezes this process here with SIGSTOP
-            out.println("LATE " + job.id() + " " + job.attempt());
+            channel.report("HANDLED", job.id(), job.attempt());
+            channel.gate(); // the test freezes this process here with SIGSTOP
+            channel.report("LATE", job.id(), job.attempt());
           }
           if (fenced) {
             return Completion.completeWith(tx -> appendLedger(tx, ledger, job, worker, work));
@@ -138,14 +105,13 @@ public final class QueueWorkerMain {
                 .shutdownTimeout(Duration.ofSeconds(10))
                 .build(),
             handler);
-    out.println("READY");
-    stop.await();
+    channel.report("READY");
+    channel.awaitStop();
     workers.close();
-    out.println(
-        "STATS handled="
-            + handled.get()
-            + " stale="
-            + (long) registry.get("nolock.fence.rejections").counter().count());
+    channel.report(
+        "STATS",
+        "handled=" + handled.get(),
+        "stale=" + (long) registry.get("nolock.fence.rejections").counter().count());
     pool.close();
     System.exit(0);
   }

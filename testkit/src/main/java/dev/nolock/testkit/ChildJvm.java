@@ -22,8 +22,9 @@ import java.util.function.Predicate;
  * {@code SIGSTOP}, resume with {@code SIGCONT} and kill with {@code SIGKILL}. {@code java} from
  * {@code java.home}, this JVM's class path, a small heap and the C1 compiler only (several of them
  * start at once on two cores); the child prints one line per event on stdout, reads commands from
- * stdin (a gate that pins where a signal lands), and its stderr goes to this JVM's. The kernel's
- * view of the process comes from {@code /proc}, so it needs Linux. Close it to kill what is left.
+ * stdin (a gate that pins where a signal lands), and its stderr goes to this JVM's; {@link
+ * ChildChannel} documents the protocol and is its child side. The kernel's view of the process
+ * comes from {@code /proc}, so it needs Linux. Close it to kill what is left.
  *
  * <p>Written by hand: {@link ProcessBuilder} starts the process, but no well-kept library waits on
  * a child's output lines with a timeout or reads its scheduler state.
@@ -154,7 +155,28 @@ public final class ChildJvm implements AutoCloseable {
     }
   }
 
-  /** Writes one line to the child's stdin. */
+  /**
+   * Sends {@code ARM} and waits for its {@code ARMED}: the child's next armed gate blocks. Lines
+   * printed before {@code ARMED} are consumed, as by any {@link #awaitLine} wait.
+   */
+  public void arm(Duration timeout) throws IOException, InterruptedException {
+    send("ARM");
+    awaitLine(line -> line.equals("ARMED"), "ARMED", timeout);
+  }
+
+  /** Sends {@code GO}: opens the child's gate (it passes once the child runs again). */
+  public void go() throws IOException {
+    send("GO");
+  }
+
+  /** Sends {@code STOP}: the child shuts down gracefully, prints its last report and exits. */
+  public void stop() throws IOException {
+    send("STOP");
+  }
+
+  /**
+   * Writes one line to the child's stdin: a command of the child's own (see {@link ChildChannel}).
+   */
   public void send(String line) throws IOException {
     OutputStream in = process.getOutputStream();
     in.write((line + "\n").getBytes(StandardCharsets.UTF_8));

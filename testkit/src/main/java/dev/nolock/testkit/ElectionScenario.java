@@ -172,7 +172,7 @@ public final class ElectionScenario {
                   ? "ACCEPTED (the double leader's write: a lost update)"
                   : "refused by the fence"));
       Optional<String> afterStale = reader.read(election);
-      first.child.send("EXIT");
+      first.child.stop();
       first.child.awaitExit(stuck);
 
       second.child.signal("9");
@@ -189,7 +189,7 @@ public final class ElectionScenario {
       boolean thirdAccepted = write(replacement, THIRD_VALUE, election, auditor, timeline, stuck);
       Optional<String> finalValue = reader.read(election);
       timeline.add("the resource holds " + finalValue.map(v -> "\"" + v + "\"").orElse("nothing"));
-      third.send("EXIT");
+      third.stop();
       third.awaitExit(stuck);
 
       Map<String, List<String>> leadersSeen = new LinkedHashMap<>();

@@ -122,7 +122,7 @@ public final class PauseScenario {
       List<PausedWrite> writes = new ArrayList<>();
       for (int i = 0; i < children.size(); i++) {
         Child child = children.get(i);
-        child.jvm.send("WRITE"); // opens the gate: the write goes out once it resumes
+        child.jvm.go(); // opens the gate: the write goes out once it resumes
         child.jvm.signal("CONT");
         timeline.add(
             "holder "

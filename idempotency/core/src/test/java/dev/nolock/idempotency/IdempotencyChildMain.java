@@ -1,27 +1,23 @@
 package dev.nolock.idempotency;
 
 import dev.nolock.idempotency.internal.Safeguards;
+import dev.nolock.testkit.ChildChannel;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * The process that crashes or is paused mid-attempt. Arguments: mode ({@code PHASES} or {@code
  * ACTION}), JDBC URL (with the test's schema), scope, key, lease in milliseconds, safeguards
- * ({@code ALL} or {@code NO_ATTEMPT_CHECK}). One line per event on stdout:
+ * ({@code ALL} or {@code NO_ATTEMPT_CHECK}). Speaks the {@link ChildChannel} protocol; events:
  *
  * <ul>
  *   <li>{@code PHASES}: runs {@link LedgerPhases}; in phase 2, after its ledger row was written and
- *       before the phase commits, prints {@code IN_PHASE_2 <token>} and blocks reading stdin, so a
+ *       before the phase commits, reports {@code IN_PHASE_2 <token>} and waits at the gate, so a
  *       {@code kill -9} lands inside phase 2.
- *   <li>{@code ACTION}: one action that writes a ledger row {@code effect}, prints {@code IN_ACTION
- *       <token>} and blocks reading stdin (the test freezes it there with SIGSTOP); on the line
- *       {@code GO} it prints {@code STORING <token>} and returns, and the library's conditional
+ *   <li>{@code ACTION}: one action that writes a ledger row {@code effect}, reports {@code
+ *       IN_ACTION <token>} and waits at the gate (the test freezes it there with SIGSTOP); on
+ *       {@code GO} it reports {@code STORING <token>} and returns, and the library's conditional
  *       completion runs. Then {@code OUTCOME <type> <token>} and {@code STALE_ATTEMPTS <count>}.
  * </ul>
  *
@@ -34,7 +30,7 @@ public final class IdempotencyChildMain {
   private IdempotencyChildMain() {}
 
   public static void main(String[] args) {
-    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    ChildChannel channel = ChildChannel.open();
     try {
       String mode = args[0];
       PGSimpleDataSource dataSource = new PGSimpleDataSource();
@@ -56,16 +52,14 @@ public final class IdempotencyChildMain {
               ResultCodec.utf8(),
               FailurePolicy.releaseOnEveryFailure(),
               safeguards);
-      BufferedReader in =
-          new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
       Outcome<String> outcome;
       if (mode.equals("PHASES")) {
         Phases<String> phases =
             LedgerPhases.of(
                 attempt -> {},
                 attempt -> {
-                  out.println("IN_PHASE_2 " + attempt.token().value());
-                  gate(in, out);
+                  channel.report("IN_PHASE_2", attempt.token().value());
+                  gate(channel);
                 });
         outcome = keys.execute(scope, key, Fingerprint.of("same-request"), phases);
       } else {
@@ -76,9 +70,9 @@ public final class IdempotencyChildMain {
                 Fingerprint.of("same-request"),
                 attempt -> {
                   Ledger.write(attempt, "effect");
-                  out.println("IN_ACTION " + attempt.token().value());
-                  gate(in, out);
-                  out.println("STORING " + attempt.token().value());
+                  channel.report("IN_ACTION", attempt.token().value());
+                  gate(channel);
+                  channel.report("STORING", attempt.token().value());
                   return "result of attempt " + attempt.token().value();
                 });
       }
@@ -88,26 +82,23 @@ public final class IdempotencyChildMain {
               : outcome instanceof Outcome.Completed<String> done
                   ? Long.toString(done.attempt().value())
                   : "-";
-      out.println("OUTCOME " + outcome.getClass().getSimpleName() + " " + token);
-      out.println(
-          "STALE_ATTEMPTS "
-              + (long) registry.get("nolock.idempotency.stale.attempts").counter().count());
+      channel.report("OUTCOME", outcome.getClass().getSimpleName(), token);
+      channel.report(
+          "STALE_ATTEMPTS",
+          (long) registry.get("nolock.idempotency.stale.attempts").counter().count());
     } catch (Throwable e) {
-      out.println("ERROR " + e);
-      e.printStackTrace();
-      System.exit(1);
+      channel.fail(e, 1);
     }
     System.exit(0);
   }
 
-  private static void gate(BufferedReader in, PrintStream out) {
+  /** The gate inside an action, whose callbacks may not throw checked exceptions. */
+  private static void gate(ChildChannel channel) {
     try {
-      String line = in.readLine();
-      if (!"GO".equals(line)) {
-        throw new IllegalStateException("expected GO on stdin, got " + line);
-      }
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
+      channel.gate();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted at the gate", e);
     }
   }
 }

@@ -94,7 +94,7 @@ class PausedAttemptIT {
       // Still frozen while the retry completed.
       assertThat(child.visibleInProc()).isTrue();
 
-      child.send("GO"); // the gate: its action returns as soon as it runs again
+      child.go(); // the gate: its action returns as soon as it runs again
       child.signal("CONT");
       String storing = String.join(" ", child.awaitLine("STORING", Duration.ofSeconds(30)));
       String[] outcome = child.awaitLine("OUTCOME", Duration.ofSeconds(30));

@@ -1,26 +1,21 @@
 package dev.nolock.testkit.internal;
 
 import dev.nolock.patterns.Lease;
+import dev.nolock.testkit.ChildChannel;
 import dev.nolock.testkit.PausableHolder;
 import dev.nolock.testkit.Protection;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
 /**
  * The paused holder's JVM. Arguments: holder class, lock name, TTL millis, max wait millis, value,
- * FENCED or UNFENCED. Talks to the scenario one line per event on stdout:
+ * FENCED or UNFENCED. Speaks the {@link ChildChannel} protocol; events:
  *
  * <ol>
  *   <li>{@code ABOUT_TO_WRITE <token> <owner>}: acquired and past the point-of-no-return check;
- *   <li>then it blocks reading stdin. The scenario freezes it with SIGSTOP here, so the pause lands
- *       between the check and the write, and the frozen watchdog cannot renew. The gate only pins
- *       where the pause lands; the pause itself is the SIGSTOP;
- *   <li>on the line {@code WRITE} (sent with SIGCONT): {@code ATTEMPTING <token> <owner>}, then
- *       {@code ACCEPTED} or {@code REFUSED}, and exit 0. Any failure: {@code ERROR <message>}, exit
- *       1.
+ *   <li>then it waits at the gate. The scenario freezes it with SIGSTOP here, so the pause lands
+ *       between the check and the write, and the frozen watchdog cannot renew;
+ *   <li>on {@code GO} (sent with SIGCONT): {@code ATTEMPTING <token> <owner>}, then {@code
+ *       ACCEPTED} or {@code REFUSED}, and exit 0. Any failure: {@code ERROR <message>}, exit 1.
  * </ol>
  */
 public final class PausedHolderMain {
@@ -28,7 +23,7 @@ public final class PausedHolderMain {
   private PausedHolderMain() {}
 
   public static void main(String[] args) throws Exception {
-    PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+    ChildChannel channel = ChildChannel.open();
     try {
       Class<?> type = Class.forName(args[0]);
       String lockName = args[1];
@@ -38,21 +33,13 @@ public final class PausedHolderMain {
       Protection protection = Protection.valueOf(args[5]);
       try (PausableHolder holder = (PausableHolder) type.getDeclaredConstructor().newInstance()) {
         Lease lease = holder.acquireAndCheck(lockName, ttl, maxWait);
-        out.println("ABOUT_TO_WRITE " + lease.token().value() + " " + lease.owner());
-        BufferedReader in =
-            new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line = in.readLine();
-        if (!"WRITE".equals(line)) {
-          out.println("ERROR expected WRITE on stdin, got " + line);
-          System.exit(1);
-        }
-        out.println("ATTEMPTING " + lease.token().value() + " " + lease.owner());
-        out.println(holder.write(lease, value, protection) ? "ACCEPTED" : "REFUSED");
+        channel.report("ABOUT_TO_WRITE", lease.token().value(), lease.owner());
+        channel.gate();
+        channel.report("ATTEMPTING", lease.token().value(), lease.owner());
+        channel.report(holder.write(lease, value, protection) ? "ACCEPTED" : "REFUSED");
       }
     } catch (Throwable e) {
-      out.println("ERROR " + e);
-      e.printStackTrace();
-      System.exit(1);
+      channel.fail(e, 1);
     }
     System.exit(0);
   }

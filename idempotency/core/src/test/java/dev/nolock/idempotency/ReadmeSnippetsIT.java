@@ -8,8 +8,10 @@ import static org.jooq.impl.DSL.table;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -22,7 +24,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's snippets, kept compiling and running; the HTTP one is in the http module. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeUsageIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   /** A payment provider with its own idempotency keys, like Stripe's. */
   interface PaymentProvider {
@@ -203,5 +207,28 @@ class ReadmeUsageIT {
 
   private static FencingToken outcomeToken(Outcome<String> outcome) {
     return ((Outcome.Completed<String>) outcome).attempt();
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheTestRunsForUsage() {
+    ReadmeSnippet.javaBlock(README, "## Usage").assertRunBy(ReadmeSnippetsIT.class, "Usage");
+  }
+
+  /** The README shows the code the test above runs, with a fresh key. */
+  @Test
+  void theReadmeShowsTheCodeTheTestRunsForAtomicPhases() {
+    ReadmeSnippet.javaBlock(README, "### Atomic phases")
+        .replacing(
+            "keys.execute(\"transfers.create\", key,",
+            "keys.execute(\"transfers.create\", UUID.randomUUID().toString(),")
+        .assertRunBy(ReadmeSnippetsIT.class, "Atomic phases");
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheTestRunsForOperatorCalls() {
+    ReadmeSnippet.javaBlock(README, "### Operator calls")
+        .assertRunBy(ReadmeSnippetsIT.class, "Operator calls");
   }
 }

@@ -6,8 +6,10 @@ import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,7 +28,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Runs the README's Usage snippets as written (the variables they assume are set up here). */
 @ExtendWith({KafkaExtension.class, PostgresExtension.class})
-class ReadmeUsageIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   @Test
   void theOwnershipSnippetAppliesEachDepositOnce(KafkaBroker kafka, PostgresSchema pg)
@@ -146,5 +150,18 @@ class ReadmeUsageIT {
       }
       assertThat(values).hasSize(10).allMatch(v -> v.endsWith(";eur")).doesNotHaveDuplicates();
     }
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheOwnershipTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage").assertRunBy(ReadmeSnippetsIT.class, "Usage");
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheExactlyOnceTestRuns() {
+    ReadmeSnippet.javaBlock(README, "Exactly once to another topic:")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage, exactly once to another topic");
   }
 }

@@ -10,9 +10,11 @@ import dev.nolock.patterns.Version;
 import dev.nolock.patterns.Versioned;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
+import java.nio.file.Path;
 import java.util.List;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
@@ -23,7 +25,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's usage snippet, kept compiling and running. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeUsageIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   @Test
   void theReadmeSnippetRuns(PostgresSchema schema) {
@@ -87,5 +91,15 @@ class ReadmeUsageIT {
     assertThat(schema.dsl().fetchCount(table(name("audit")))).isEqualTo(1);
     assertThat(registry.get("nolock.cas.attempts").tag("name", "accounts").counter().count())
         .isEqualTo(6); // insert, update, compareAndSet, two batch rows, update in the transaction
+  }
+
+  /** The README shows the code the test above runs; the test creates the table itself. */
+  @Test
+  void theReadmeShowsTheCodeTheTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage")
+        .readmeOnly(
+            "// CREATE TABLE accounts (id text PRIMARY KEY, version bigint NOT NULL DEFAULT 1, //  "
+                + "                      balance bigint NOT NULL);")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage");
   }
 }

@@ -8,7 +8,9 @@ import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LeaderElector;
 import dev.nolock.lock.Leadership;
 import dev.nolock.patterns.Lease;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.fabric8.kubernetes.client.KubernetesClient;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -20,7 +22,9 @@ import org.junit.jupiter.api.Test;
  * The README's usage snippet, run against the mock API server in CRUD mode. Only the client, the
  * namespace and the halt differ; {@code invoices} stands for the application's fenced write.
  */
-class UsageExampleTest {
+class ReadmeSnippetsTest {
+
+  private static final Path README = Path.of("README.md");
 
   /** Stands for the application's resource; a real one sends the write through a fence. */
   static final class Invoices {
@@ -78,5 +82,23 @@ class UsageExampleTest {
           .as("close() released the Lease")
           .isNull();
     }
+  }
+
+  /**
+   * The README shows the code the test above runs, against the mock API server and with halting
+   * off.
+   */
+  @Test
+  void theReadmeShowsTheCodeTheTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage")
+        .readmeOnly(
+            "KubernetesClient client = new KubernetesClientBuilder().build(); // in a pod: its"
+                + " service account String namespace = System.getenv(\"POD_NAMESPACE\");           "
+                + "    // from the downward API // yours: BlockingQueue<String> dueInvoices (the"
+                + " leader's work), invoices (the fenced resource)")
+        .replacing(
+            ".build(),                          // 15 s / 10 s / 2 s, identity = pid + UUID",
+            ".haltOnLoss(false) // README: leave the default (true) in production .build(),")
+        .assertRunBy(ReadmeSnippetsTest.class, "Usage");
   }
 }

@@ -12,9 +12,11 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.Versioned;
 import dev.nolock.testkit.DynamoDbExtension;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -24,7 +26,9 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 
 /** The README's usage snippet, run: only the table names differ, so tests never collide. */
 @ExtendWith(DynamoDbExtension.class)
-class UsageExampleIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   @Test
   void theReadmeSnippetChargesRefundsAndWritesThroughTheFence(DynamoDbClient dynamo) {
@@ -94,5 +98,18 @@ class UsageExampleIT {
       DynamoDbTables.drop(dynamo, balancesTable);
       DynamoDbTables.drop(dynamo, invoicesTable);
     }
+  }
+
+  /** The README shows the code the test above runs, with the test's client and table names. */
+  @Test
+  void theReadmeShowsTheCodeTheTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage")
+        .readmeOnly(
+            "DynamoDbClient dynamo = DynamoDbClient.create();    // region and credentials from the"
+                + " environment")
+        .replacing("custom(\"balances\"", "custom(balancesTable")
+        .replacing(
+            "DynamoDbFenceConfig.custom(\"invoices\")", "DynamoDbFenceConfig.custom(invoicesTable)")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage");
   }
 }

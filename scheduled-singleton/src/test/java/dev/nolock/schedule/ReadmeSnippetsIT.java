@@ -8,8 +8,10 @@ import static org.jooq.impl.DSL.table;
 
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
@@ -21,7 +23,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's usage snippets, kept compiling and running. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeUsageIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   /** The foreign system of the plain snippet. */
   interface Crm {
@@ -117,5 +121,26 @@ class ReadmeUsageIT {
 
     assertThat(outcomes).singleElement().isInstanceOf(RunOutcome.Finished.class);
     assertThat(calls).containsExactly("crm-sync@" + quarter + " 1 [changes up to " + quarter + "]");
+  }
+
+  /** The README shows the code the test above runs; the test sets up the pool and registry. */
+  @Test
+  void theReadmeShowsTheCodeTheFencedTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage")
+        .readmeOnly(
+            "DataSource pool = ...; // HikariCP (or any pool) on the database that holds your data"
+                + " too")
+        .readmeOnly("MeterRegistry registry = ...;")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage");
+  }
+
+  /** The README shows the code the test above runs, on a test clock. */
+  @Test
+  void theReadmeShowsTheCodeThePlainTestRuns() {
+    ReadmeSnippet.javaBlock(README, "passes the token on:")
+        .replacing(
+            "CronSchedule.unix(\"*/15 * * * *\")).build(),",
+            "CronSchedule.unix(\"*/15 * * * *\")).clock(clock).build(),")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage, plain job (with a test clock)");
   }
 }

@@ -14,10 +14,12 @@ import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.sql.Fence;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
+import java.nio.file.Path;
 import java.time.Duration;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
@@ -28,7 +30,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's usage snippet, kept compiling and running. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeUsageIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   private static final String INVOICES_DDL =
       "CREATE TABLE IF NOT EXISTS invoices (id int PRIMARY KEY, status text NOT NULL)";
@@ -103,5 +107,22 @@ class ReadmeUsageIT {
     // --- end of snippet ---
 
     assertThat(paid).isEqualTo(Option.some(1));
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheUsageTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage")
+        .replacing("// a HikariCP DataSource; table nolock_locks", "// table nolock_locks")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage");
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheAdvisoryTestRuns() {
+    ReadmeSnippet.javaBlock(README, "A critical section that fits in one transaction")
+        .readmeOnly(
+            "// Option.none(): another transaction is working on invoice-43 right now; nothing ran")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage, advisory lock");
   }
 }

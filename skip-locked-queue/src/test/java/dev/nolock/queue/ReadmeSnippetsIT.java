@@ -8,8 +8,10 @@ import static org.jooq.impl.DSL.table;
 
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.file.Path;
 import java.time.Duration;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
@@ -20,7 +22,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's usage snippet, kept compiling and running. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeUsageIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   @Test
   void theReadmeSnippetEnqueuesWithTheOrderAndWritesTheReceiptOnce(PostgresSchema schema) {
@@ -77,5 +81,27 @@ class ReadmeUsageIT {
         .isEqualTo("receipt for order 42");
     assertThat(purged.deleted()).as("the job finished moments ago").isZero();
     assertThat(registry.get("nolock.queue.completions").counter().count()).isEqualTo(1);
+  }
+
+  /**
+   * The README shows the code the test above runs; the test sets up the pool and registry, waits
+   * for the receipt and keeps the purge result.
+   */
+  @Test
+  void theReadmeShowsTheCodeTheTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage")
+        .readmeOnly("DataSource pool = ...; // HikariCP (or any pool), direct to PostgreSQL")
+        .readmeOnly("MeterRegistry registry = ...;")
+        .replacing(
+            "// ... the application runs; close() finishes or hands back the jobs in flight",
+            "// ... the application runs; close() finishes or hands back the jobs in flight"
+                + " await().atMost(Duration.ofSeconds(10)).until(() ->"
+                + " schema.dsl().fetchCount(table(name(\"sent_receipts\"))) == 1);")
+        .replacing(
+            "receipts.purgeFinished(Duration.ofDays(7)); // retention: run it from a scheduler,"
+                + " e.g. hourly",
+            "purged = receipts.purgeFinished(Duration.ofDays(7)); // retention: run it from a"
+                + " scheduler")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage");
   }
 }

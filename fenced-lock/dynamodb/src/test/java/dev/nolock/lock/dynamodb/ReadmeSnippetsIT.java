@@ -11,9 +11,11 @@ import dev.nolock.lock.NotAcquired;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.testkit.DynamoDbExtension;
+import dev.nolock.testkit.ReadmeSnippet;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -23,7 +25,9 @@ import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 
 /** The README's usage snippet, run: only the table names differ, so tests never collide. */
 @ExtendWith(DynamoDbExtension.class)
-class UsageExampleIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   @Test
   void theReadmeSnippetChargesTheInvoiceUnderTheLockThroughTheFence(DynamoDbClient dynamo) {
@@ -85,5 +89,18 @@ class UsageExampleIT {
       LockTables.drop(dynamo, locksTable);
       LockTables.drop(dynamo, invoicesTable);
     }
+  }
+
+  /** The README shows the code the test above runs, with the test's client and table names. */
+  @Test
+  void theReadmeShowsTheCodeTheTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage")
+        .readmeOnly(
+            "DynamoDbClient dynamo = DynamoDbClient.create();    // region and credentials from the"
+                + " environment")
+        .replacing("\"billing_locks\"", "locksTable")
+        .replacing(
+            "DynamoDbFenceConfig.custom(\"invoices\")", "DynamoDbFenceConfig.custom(invoicesTable)")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage");
   }
 }

@@ -11,11 +11,13 @@ import dev.nolock.idempotency.IdempotencyKeys;
 import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import dev.nolock.testkit.ReadmeSnippet;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,7 +28,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's snippet, kept compiling and running. */
 @ExtendWith(PostgresExtension.class)
-class ReadmeUsageIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   /** A payment provider with its own idempotency keys, like Stripe's. */
   interface PaymentProvider {
@@ -106,5 +110,11 @@ class ReadmeUsageIT {
     } finally {
       server.stop(0);
     }
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheTestRunsForUsage() {
+    ReadmeSnippet.javaBlock(README, "## Usage").assertRunBy(ReadmeSnippetsIT.class, "HTTP");
   }
 }

@@ -8,6 +8,7 @@ import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.FenceRejection;
+import dev.nolock.testkit.ReadmeSnippet;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
 import io.lettuce.core.RedisClient;
@@ -15,13 +16,16 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The README's usage snippet, run: only the key prefixes differ, so tests never collide. */
 @ExtendWith(RedisExtension.class)
-class UsageExampleIT {
+class ReadmeSnippetsIT {
+
+  private static final Path README = Path.of("README.md");
 
   @Test
   void theReadmeSnippetChargesTheInvoiceUnderTheLockThroughTheFence(
@@ -70,5 +74,30 @@ class UsageExampleIT {
       assertThat(registry.get("nolock.acquire.wait").tag("outcome", "acquired").timer().count())
           .isEqualTo(1);
     }
+  }
+
+  /** The README shows the code the test above runs, with the test's client and key prefixes. */
+  @Test
+  void theReadmeShowsTheCodeTheUsageTestRuns() {
+    ReadmeSnippet.javaBlock(README, "## Usage")
+        .readmeOnly(
+            "MeterRegistry registry = new SimpleMeterRegistry();  // or your application's registry"
+                + " RedisURI uri = RedisURI.create(\"redis://127.0.0.1:6379\");"
+                + " uri.setTimeout(Duration.ofSeconds(2));          // well below the lease TTL;"
+                + " Lettuce's default is 60 s RedisClient client = RedisClient.create(uri); String"
+                + " key = \"invoice:42:status\";")
+        .replacing("\"billing:lock:\"", "lockPrefix")
+        .replacing("\"billing:fence:\"", "fencePrefix")
+        .readmeOnly("finally { client.shutdown(); }")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage");
+  }
+
+  /** The README shows the code the test above runs, on the test's operator connection. */
+  @Test
+  void theReadmeShowsTheCodeTheEstablishingTestRuns() {
+    ReadmeSnippet.javaBlock(README, "establishes it; nothing was issued yet")
+        .replacing("RedisFence.create(connection,", "RedisFence.create(operator,")
+        .replacing("\"billing:fence:\"", "fencePrefix")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage, establishing");
   }
 }
