@@ -26,7 +26,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class ReadmeSnippetsIT {
 
-  private static final Path README = Path.of("README.md");
+  private static final Path README = Path.of("../README.md");
 
   /** A payment provider with its own idempotency keys, like Stripe's. */
   interface PaymentProvider {
