@@ -5,6 +5,7 @@ import com.cronutils.model.CronType;
 import com.cronutils.model.definition.CronDefinitionBuilder;
 import com.cronutils.model.time.ExecutionTime;
 import com.cronutils.parser.CronParser;
+import io.vavr.control.Option;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneId;
@@ -78,7 +79,12 @@ public final class CronSchedule {
 
   /** The same expression evaluated in {@code zone}; every instance of the fleet must use it. */
   public CronSchedule inZone(ZoneId zone) {
-    return new CronSchedule(dialect, expression, Objects.requireNonNull(zone, "zone"));
+    if (zone == null) {
+      throw new IllegalArgumentException(
+          "inZone(null): pass the zone every instance evaluates the expression in, e.g."
+              + " ZoneId.of(\"Europe/Berlin\"), or leave it out for UTC.");
+    }
+    return new CronSchedule(dialect, expression, zone);
   }
 
   public Dialect dialect() {
@@ -94,8 +100,11 @@ public final class CronSchedule {
   }
 
   /** The first scheduled time strictly after {@code instant}; empty when there is none. */
-  public Optional<Instant> nextAfter(Instant instant) {
-    Objects.requireNonNull(instant, "instant");
+  public Option<Instant> nextAfter(Instant instant) {
+    return Option.ofOptional(firstAfter(requireInstant("nextAfter", instant)));
+  }
+
+  private Optional<Instant> firstAfter(Instant instant) {
     // cron-utils carries sub-second parts into its answer; scheduled times are whole seconds.
     ZonedDateTime from = wholeSeconds(instant);
     while (true) {
@@ -121,19 +130,27 @@ public final class CronSchedule {
    * The latest scheduled time at or before {@code instant}: the one that is due now. Empty when the
    * schedule has no time that early.
    */
-  public Optional<Instant> latestAtOrBefore(Instant instant) {
-    Objects.requireNonNull(instant, "instant");
+  public Option<Instant> latestAtOrBefore(Instant instant) {
+    requireInstant("latestAtOrBefore", instant);
     // lastExecution is strictly before its argument: ask just after this whole second.
-    return lastBefore(wholeSeconds(instant).plusSeconds(1));
+    return Option.ofOptional(lastBefore(wholeSeconds(instant).plusSeconds(1)));
   }
 
   /** The latest scheduled time strictly before {@code instant}; empty when there is none. */
-  public Optional<Instant> latestBefore(Instant instant) {
-    Objects.requireNonNull(instant, "instant");
+  public Option<Instant> latestBefore(Instant instant) {
+    requireInstant("latestBefore", instant);
     Instant whole = instant.truncatedTo(ChronoUnit.SECONDS);
     ZonedDateTime from =
         whole.equals(instant) ? wholeSeconds(instant) : wholeSeconds(instant).plusSeconds(1);
-    return lastBefore(from);
+    return Option.ofOptional(lastBefore(from));
+  }
+
+  private static Instant requireInstant(String method, Instant instant) {
+    if (instant == null) {
+      throw new IllegalArgumentException(
+          method + "(null): pass the instant to search from, e.g. clock.instant().");
+    }
+    return instant;
   }
 
   /** The latest scheduled time strictly before {@code before}, second occurrences stepped over. */

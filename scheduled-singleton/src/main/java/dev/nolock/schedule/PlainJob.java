@@ -10,7 +10,11 @@ package dev.nolock.schedule;
  * {@link ScheduledRun#fenceKey()} as an idempotency key when the effect is the same for every
  * attempt. After the job returns the run is finished with the same conditional update as a {@link
  * FencedJob}; a refused finish is reported and counted, but the foreign effect has already
- * happened. Throwing gives the run back for a retry.
+ * happened.
+ *
+ * <p>The job may throw any exception, checked ones included: the attempt has failed, the run is
+ * given back for a retry (up to {@link ScheduleConfig#maxAttempts()}) and the failure is reported
+ * as {@link RunOutcome.Failed} carrying that exception; the scheduler goes on with its next times.
  */
 @FunctionalInterface
 public interface PlainJob {

@@ -59,10 +59,11 @@ public sealed interface RunOutcome {
    * instance had taken the run over after the lease expired (reported by the next pass when the
    * finish's answer was lost and the run turned out taken over). A {@link FencedJob}'s writes were
    * rolled back; a {@link PlainJob}'s foreign effect happened and only that system's fence can
-   * refuse it.
+   * refuse it. ({@code StaleAttempt} is what every nolock module calls a refusal of an attempt that
+   * a newer one has replaced.)
    */
-  record StaleFinish(ScheduledRun run) implements RunOutcome {
-    public StaleFinish {
+  record StaleAttempt(ScheduledRun run) implements RunOutcome {
+    public StaleAttempt {
       Objects.requireNonNull(run, "run");
     }
 

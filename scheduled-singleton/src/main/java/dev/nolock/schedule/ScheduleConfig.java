@@ -6,10 +6,9 @@ import dev.nolock.patterns.sql.SqlNames;
 import dev.nolock.schedule.internal.CatchUp;
 import dev.nolock.schedule.internal.InstanceIdentity;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.Objects;
-import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
@@ -59,7 +58,7 @@ public final class ScheduleConfig {
   /** The largest {@link Builder#claimWindow(Duration) claim window} accepted. */
   public static final Duration MAX_CLAIM_WINDOW = Duration.ofDays(36_500);
 
-  /** Longest job name: it is the metrics' {@code name} tag. */
+  /** Longest job name: it is the metrics' {@code job} tag. */
   public static final int MAX_JOB_NAME_LENGTH = CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH;
 
   /**
@@ -88,6 +87,7 @@ public final class ScheduleConfig {
   private final Duration queryTimeout;
   private final Duration shutdownTimeout;
   private final MeterRegistry registry;
+  private final String metricsInstanceName;
   private final Consumer<RunOutcome> onOutcome;
   private final boolean attemptCheck;
   private final boolean renewalAttemptCheck;
@@ -108,6 +108,7 @@ public final class ScheduleConfig {
     this.queryTimeout = b.queryTimeout;
     this.shutdownTimeout = b.shutdownTimeout;
     this.registry = b.registry;
+    this.metricsInstanceName = b.metricsInstanceName;
     this.onOutcome = b.onOutcome;
     this.attemptCheck = b.attemptCheck;
     this.renewalAttemptCheck = b.renewalAttemptCheck;
@@ -216,9 +217,17 @@ public final class ScheduleConfig {
     return shutdownTimeout;
   }
 
-  /** Where metrics go; empty: recorded nowhere. */
-  public Optional<MeterRegistry> registry() {
-    return Optional.ofNullable(registry);
+  /** Where metrics go; empty: recorded nowhere ({@link Builder#metrics} was not called). */
+  public Option<MeterRegistry> registry() {
+    return Option.of(registry);
+  }
+
+  /**
+   * The instance name that tags every series of this instance ({@code name=<instanceName>}); empty
+   * when no metrics are recorded.
+   */
+  public Option<String> metricsInstanceName() {
+    return Option.of(metricsInstanceName);
   }
 
   /** Called with every outcome of the background loop, on the scheduler's thread. */
@@ -292,6 +301,7 @@ public final class ScheduleConfig {
     private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
     private MeterRegistry registry;
+    private String metricsInstanceName;
     private Consumer<RunOutcome> onOutcome = outcome -> {};
     private boolean attemptCheck = true;
     private boolean renewalAttemptCheck = true;
@@ -301,9 +311,10 @@ public final class ScheduleConfig {
     private Builder(String job, CronSchedule schedule) {
       this.job = Names.requireName("job name", job, MAX_JOB_NAME_LENGTH);
       this.schedule =
-          Objects.requireNonNull(
+          required(
               schedule,
-              "schedule: pass CronSchedule.unix(\"...\") or CronSchedule.quartz(\"...\")");
+              "custom(job, null): pass the schedule, CronSchedule.unix(\"...\") or"
+                  + " CronSchedule.quartz(\"...\")");
     }
 
     /** The runs table, optionally {@code schema.table}: {@code [a-z_][a-z0-9_]*} per part. */
@@ -319,7 +330,7 @@ public final class ScheduleConfig {
      * effect.
      */
     public Builder lease(Duration lease) {
-      Objects.requireNonNull(lease, "lease");
+      required(lease, "lease(null): pass the claim's lease, e.g. Duration.ofSeconds(30)");
       if (lease.compareTo(Duration.ofSeconds(1)) < 0 || lease.compareTo(Duration.ofHours(1)) > 0) {
         throw new IllegalArgumentException(
             "The lease must be between 1 s and 1 h, got "
@@ -337,7 +348,10 @@ public final class ScheduleConfig {
      * schedule and policy. See {@link ScheduleConfig#claimWindow()} for the default.
      */
     public Builder claimWindow(Duration window) {
-      Objects.requireNonNull(window, "claimWindow");
+      required(
+          window,
+          "claimWindow(null): pass a window of at least the catch-up horizon, or leave it unset"
+              + " for the default");
       if (window.compareTo(MIN_CLAIM_WINDOW) < 0 || window.compareTo(MAX_CLAIM_WINDOW) > 0) {
         throw new IllegalArgumentException(
             "The claim window must be between 1 min and 36500 days, got "
@@ -356,7 +370,11 @@ public final class ScheduleConfig {
      * {@link ScheduleConfig#clockTolerance()}.
      */
     public Builder clockTolerance(Duration tolerance) {
-      Objects.requireNonNull(tolerance, "clockTolerance");
+      required(
+          tolerance,
+          "clockTolerance(null): pass a tolerance from Duration.ZERO to 1 hour, or leave it unset"
+              + " for the default, "
+              + DEFAULT_CLOCK_TOLERANCE);
       if (tolerance.isNegative() || tolerance.compareTo(MAX_CLOCK_TOLERANCE) > 0) {
         throw new IllegalArgumentException(
             "The clock tolerance must be between 0 and 1 hour, got "
@@ -382,13 +400,17 @@ public final class ScheduleConfig {
     }
 
     public Builder missedSchedules(MissedSchedules policy) {
-      this.missedSchedules = Objects.requireNonNull(policy, "missedSchedules");
+      this.missedSchedules =
+          required(
+              policy,
+              "missedSchedules(null): pass MissedSchedules.skip(), runOnce() or runEach(bound)");
       return this;
     }
 
     /** The wall clock for scheduled times (tests pass a fixed or mutable one). */
     public Builder clock(Clock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock =
+          required(clock, "clock(null): pass the wall clock, e.g. Clock.systemUTC() (the default)");
       return this;
     }
 
@@ -417,7 +439,7 @@ public final class ScheduleConfig {
 
     /** 1 s to 10 min, rounded up to whole seconds (JDBC's unit). */
     public Builder queryTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "queryTimeout");
+      required(timeout, "queryTimeout(null): pass a timeout from 1 s to 10 min, e.g. 5 s");
       if (timeout.compareTo(Duration.ofSeconds(1)) < 0
           || timeout.compareTo(Duration.ofMinutes(10)) > 0) {
         throw new IllegalArgumentException(
@@ -429,7 +451,7 @@ public final class ScheduleConfig {
 
     /** How long {@code close()} waits for a running job before interrupting it; 0 to 1 h. */
     public Builder shutdownTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "shutdownTimeout");
+      required(timeout, "shutdownTimeout(null): pass a timeout from 0 to 1 h, e.g. 30 s");
       if (timeout.isNegative() || timeout.compareTo(Duration.ofHours(1)) > 0) {
         throw new IllegalArgumentException(
             "shutdownTimeout must be between 0 and 1 h, got " + timeout);
@@ -438,9 +460,25 @@ public final class ScheduleConfig {
       return this;
     }
 
-    /** Record metrics in {@code registry}, tagged {@code component="schedule", name=<job>}. */
-    public Builder metrics(MeterRegistry registry) {
-      this.registry = Objects.requireNonNull(registry, "registry");
+    /**
+     * Records metrics in {@code registry}, every series tagged {@code component="schedule"} and
+     * {@code name=<instanceName>}, the schedule's own meters ({@code nolock.schedule.*}) also
+     * {@code job=<job>}. Without this call nothing is recorded.
+     *
+     * @param instanceName names this scheduler instance in the metrics (e.g. the job name), at most
+     *     {@value CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters; give each job its own,
+     *     so that two jobs in one registry stay apart. Never a per-run value such as a scheduled
+     *     time.
+     */
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      required(
+          registry,
+          "metrics(null, instanceName): pass the MeterRegistry to record in, or leave metrics"
+              + " unset to record nothing");
+      this.metricsInstanceName =
+          Names.requireName(
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.registry = registry;
       return this;
     }
 
@@ -449,7 +487,11 @@ public final class ScheduleConfig {
      * the scheduler's thread; keep it quick. Exceptions it throws are logged and ignored.
      */
     public Builder onOutcome(Consumer<RunOutcome> listener) {
-      this.onOutcome = Objects.requireNonNull(listener, "onOutcome");
+      this.onOutcome =
+          required(
+              listener,
+              "onOutcome(null): pass a listener, e.g. outcome -> log.info(\"{}\", outcome), or"
+                  + " leave it unset");
       return this;
     }
 
@@ -490,6 +532,13 @@ public final class ScheduleConfig {
     Builder withoutRetentionGuardsForNegativeControl() {
       this.retentionGuards = false;
       return this;
+    }
+
+    private static <T> T required(T value, String howToFix) {
+      if (value == null) {
+        throw new IllegalArgumentException(howToFix);
+      }
+      return value;
     }
 
     /**

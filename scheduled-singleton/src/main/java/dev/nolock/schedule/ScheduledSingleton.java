@@ -5,7 +5,6 @@ import dev.nolock.schedule.internal.InstanceIdentity;
 import dev.nolock.schedule.internal.ScheduleMetrics;
 import java.time.Duration;
 import java.util.List;
-import java.util.Objects;
 import javax.sql.DataSource;
 
 /**
@@ -53,8 +52,15 @@ public final class ScheduledSingleton implements AutoCloseable {
 
   private ScheduledSingleton(
       DataSource dataSource, ScheduleConfig config, FencedJob fenced, PlainJob plain) {
-    Objects.requireNonNull(dataSource, "dataSource");
-    this.config = Objects.requireNonNull(config, "config");
+    if (dataSource == null) {
+      throw new IllegalArgumentException(
+          "dataSource is null: pass a pool on the database that holds the runs table");
+    }
+    if (config == null) {
+      throw new IllegalArgumentException(
+          "config is null: pass ScheduleConfig.custom(job, schedule).build()");
+    }
+    this.config = config;
     this.identity = InstanceIdentity.of(config.owner());
     this.engine =
         new Engine(
@@ -68,7 +74,10 @@ public final class ScheduledSingleton implements AutoCloseable {
                 config.retentionGuards()),
             fenced,
             plain,
-            new ScheduleMetrics(config.registry().orElse(null), config.job()));
+            new ScheduleMetrics(
+                config.registry().getOrNull(),
+                config.metricsInstanceName().getOrNull(),
+                config.job()));
   }
 
   /**
@@ -79,7 +88,7 @@ public final class ScheduledSingleton implements AutoCloseable {
    */
   public static ScheduledSingleton fenced(
       DataSource dataSource, ScheduleConfig config, FencedJob job) {
-    return new ScheduledSingleton(dataSource, config, Objects.requireNonNull(job, "job"), null);
+    return new ScheduledSingleton(dataSource, config, requireJob(job), null);
   }
 
   /**
@@ -88,7 +97,15 @@ public final class ScheduledSingleton implements AutoCloseable {
    */
   public static ScheduledSingleton plain(
       DataSource dataSource, ScheduleConfig config, PlainJob job) {
-    return new ScheduledSingleton(dataSource, config, null, Objects.requireNonNull(job, "job"));
+    return new ScheduledSingleton(dataSource, config, null, requireJob(job));
+  }
+
+  private static <T> T requireJob(T job) {
+    if (job == null) {
+      throw new IllegalArgumentException(
+          "job is null: pass the work to run at each scheduled time, e.g. run -> report(run)");
+    }
+    return job;
   }
 
   public ScheduleConfig config() {
@@ -107,9 +124,21 @@ public final class ScheduledSingleton implements AutoCloseable {
   }
 
   /**
-   * Creates the runs table and its partial index unless they exist (the schema of a qualified name
-   * must exist).
+   * Creates what is missing of the runs table and its partial index (the schema of a qualified name
+   * must exist), leaves what exists, and refuses a table it cannot use. Harmless to call again.
    *
+   * <ol>
+   *   <li>{@code CREATE TABLE IF NOT EXISTS} the table ({@link #ddl()});
+   *   <li>read the shape of the table the name resolves to: each column the scheduler reads or
+   *       writes must exist with a type it can bind (a text column may be {@code text} or a wide
+   *       enough {@code varchar}), a column it sets to {@code NULL} must be nullable, any other
+   *       column must be nullable or have a default, and a unique key on exactly {@code (job,
+   *       scheduled_at)} must exist (the claim's {@code ON CONFLICT} needs it);
+   *   <li>{@code CREATE INDEX IF NOT EXISTS} the takeover index.
+   * </ol>
+   *
+   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists with a shape the
+   *     scheduler cannot use; its message holds the DDL that fits, and nothing was changed
    * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL refuses
    */
   public void createTableIfMissing() {
@@ -133,7 +162,7 @@ public final class ScheduledSingleton implements AutoCloseable {
    *     returns. When it failed on a claim, a takeover or a finish whose outcome is therefore
    *     unknown, the next pass settles that first: it runs a claim or takeover that landed (with
    *     the attempt it was granted, before any later time), and reports the finish's true outcome
-   *     ({@link RunOutcome.Finished}, {@link RunOutcome.StaleFinish}) or, for a fenced job whose
+   *     ({@link RunOutcome.Finished}, {@link RunOutcome.StaleAttempt}) or, for a fenced job whose
    *     commit did not land, runs the time again with the same attempt
    * @throws IllegalStateException after {@link #close()}
    */

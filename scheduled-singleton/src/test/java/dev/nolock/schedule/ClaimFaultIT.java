@@ -371,7 +371,7 @@ class ClaimFaultIT extends FaultFixture {
             ScheduleConfig.custom(job, DAILY_AT_3)
                 .clock(clock)
                 .claimWindow(MutableClock.ANY_DATE)
-                .metrics(registry)
+                .metrics(registry, job)
                 .build(),
             ran::add)) {
       clock.set(THREE_AM.plusMillis(100));

@@ -64,8 +64,8 @@ class ClockSkewIT {
     schema = s;
     runs = new Runs(s.dsl());
     dbNow = databaseClock();
-    latestDay = DAILY_AT_3.latestAtOrBefore(dbNow).orElseThrow();
-    latestMonth = MONTHLY.latestAtOrBefore(dbNow).orElseThrow();
+    latestDay = DAILY_AT_3.latestAtOrBefore(dbNow).get();
+    latestMonth = MONTHLY.latestAtOrBefore(dbNow).get();
   }
 
   @Test
@@ -76,7 +76,7 @@ class ClockSkewIT {
 
     List<RunOutcome> outcomes = passAfter(behind, Duration.ofDays(1), config(job, behind));
 
-    Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).orElseThrow();
+    Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).get();
     assertThat(ran)
         .as(
             "an instance whose clock is 40 days behind must not run %s again: it ran %s ago and"
@@ -97,7 +97,7 @@ class ClockSkewIT {
 
     List<RunOutcome> outcomes = onePass(config(job, ahead).build());
 
-    Instant early = DAILY_AT_3.latestAtOrBefore(ahead.instant()).orElseThrow();
+    Instant early = DAILY_AT_3.latestAtOrBefore(ahead.instant()).get();
     assertThat(ran)
         .as(
             "an instance whose clock is 40 days ahead must not run %s, %s before it is due"
@@ -115,7 +115,7 @@ class ClockSkewIT {
 
     List<RunOutcome> outcomes = passAfter(behind, Duration.ofDays(1), config(job, behind));
 
-    Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).orElseThrow();
+    Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).get();
     assertThat(ran).as("outcomes: %s", outcomes).isEmpty();
     assertThat(outcomes).singleElement().isInstanceOf(RunOutcome.OutsideClaimWindow.class);
     RunOutcome.OutsideClaimWindow refused = (RunOutcome.OutsideClaimWindow) outcomes.get(0);
@@ -134,7 +134,7 @@ class ClockSkewIT {
             Duration.ofDays(1),
             config(job, behind).claimWindow(ScheduleConfig.MAX_CLAIM_WINDOW));
 
-    Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).orElseThrow();
+    Instant stale = DAILY_AT_3.latestAtOrBefore(behind.instant()).get();
     assertThat(ran)
         .as("without a useful window the 40-day-old time is claimed and run: %s", outcomes)
         .singleElement()
@@ -170,7 +170,7 @@ class ClockSkewIT {
                 .build())) {
       assertThat(instance.runDueNow()).isEmpty();
       ahead.advance(Duration.ofSeconds(3));
-      Instant t = EVERY_SECOND.latestAtOrBefore(ahead.instant()).orElseThrow();
+      Instant t = EVERY_SECOND.latestAtOrBefore(ahead.instant()).get();
 
       List<RunOutcome> refused = instance.runDueNow();
       assertThat(refused)
@@ -204,7 +204,7 @@ class ClockSkewIT {
                 .clock(ahead)
                 .clockTolerance(ScheduleConfig.MAX_CLOCK_TOLERANCE));
 
-    Instant early = CronSchedule.unix("* * * * *").latestAtOrBefore(ahead.instant()).orElseThrow();
+    Instant early = CronSchedule.unix("* * * * *").latestAtOrBefore(ahead.instant()).get();
     assertThat(ran)
         .as(
             "with an hour's tolerance the time %s ahead runs now: %s",
@@ -264,7 +264,7 @@ class ClockSkewIT {
 
     List<RunOutcome> outcomes = onePass(ScheduleConfig.custom(job, MONTHLY).clock(ahead).build());
 
-    Instant early = MONTHLY.latestAtOrBefore(ahead.instant()).orElseThrow();
+    Instant early = MONTHLY.latestAtOrBefore(ahead.instant()).get();
     assertThat(ran)
         .as(
             "a monthly job's instance 40 days ahead must not run %s now, %s before it is due by"
@@ -278,7 +278,7 @@ class ClockSkewIT {
   @Test
   void anInstanceWhoseClockIsFixedAfterARefusedFutureTimeRunsTheTimeDueByTheDatabase() {
     String job = "monthly-fixed";
-    Instant previousMonth = MONTHLY.latestBefore(latestMonth).orElseThrow();
+    Instant previousMonth = MONTHLY.latestBefore(latestMonth).get();
     seedDoneRuns(job, MONTHLY, previousMonth.minus(Duration.ofDays(100)), previousMonth);
     MutableClock clock = new MutableClock(dbNow.plus(Duration.ofDays(100)));
 
@@ -339,7 +339,7 @@ class ClockSkewIT {
   @Test
   void anInstanceBehindWithinTheWindowDoesNotRunAgainATimeRetentionDeleted() {
     String job = "monthly-behind";
-    Instant previousMonth = MONTHLY.latestBefore(latestMonth).orElseThrow();
+    Instant previousMonth = MONTHLY.latestBefore(latestMonth).get();
     seedDoneRuns(job, MONTHLY, previousMonth.minus(Duration.ofDays(100)), latestMonth);
     // Retention keeps 10 days and the newest row: the previous month's row is gone.
     schema.dsl().execute(readmeRetention().replace("30 days", "10 days"));
@@ -436,12 +436,11 @@ class ClockSkewIT {
                 .clock(ahead)
                 .clockTolerance(Duration.ZERO)
                 .build())) {
-      Instant started = EVERY_SECOND.latestAtOrBefore(ahead.instant()).orElseThrow();
+      Instant started = EVERY_SECOND.latestAtOrBefore(ahead.instant()).get();
       assertThat(instance.runDueNow()).as("nothing due before the instance started").isEmpty();
       await("the wall clock moves past " + started)
           .atMost(Duration.ofSeconds(30))
-          .until(
-              () -> EVERY_SECOND.latestAtOrBefore(ahead.instant()).orElseThrow().isAfter(started));
+          .until(() -> EVERY_SECOND.latestAtOrBefore(ahead.instant()).get().isAfter(started));
 
       List<Instant> refused = new ArrayList<>();
       List<RunOutcome> all = new ArrayList<>();
@@ -544,9 +543,9 @@ class ClockSkewIT {
    * Done rows of {@code job}, one per time of {@code schedule} from {@code first} to {@code last}.
    */
   private void seedDoneRuns(String job, CronSchedule schedule, Instant first, Instant last) {
-    for (Instant t = schedule.nextAfter(first.minusSeconds(1)).orElseThrow();
+    for (Instant t = schedule.nextAfter(first.minusSeconds(1)).get();
         !t.isAfter(last);
-        t = schedule.nextAfter(t).orElseThrow()) {
+        t = schedule.nextAfter(t).get()) {
       schema
           .dsl()
           .execute(

@@ -65,7 +65,7 @@ class ConcurrentClaimIT {
             .resultQuery("SELECT clock_timestamp()")
             .fetchOne(0, OffsetDateTime.class)
             .toInstant();
-    t2 = EVERY_MINUTE.latestAtOrBefore(dbNow).orElseThrow();
+    t2 = EVERY_MINUTE.latestAtOrBefore(dbNow).get();
     t1 = t2.minusSeconds(60);
     t0 = t1.minusSeconds(60);
   }

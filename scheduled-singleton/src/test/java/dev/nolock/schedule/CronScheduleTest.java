@@ -59,7 +59,7 @@ class CronScheduleTest {
     List<Instant> times = new ArrayList<>();
     Instant cursor = from.minusSeconds(1);
     while (true) {
-      Instant next = schedule.nextAfter(cursor).orElseThrow();
+      Instant next = schedule.nextAfter(cursor).get();
       if (!next.isBefore(to)) {
         return times;
       }
@@ -73,7 +73,7 @@ class CronScheduleTest {
     List<Instant> times = new ArrayList<>();
     Instant cursor = to;
     while (true) {
-      Instant before = schedule.latestBefore(cursor).orElseThrow();
+      Instant before = schedule.latestBefore(cursor).get();
       if (before.isBefore(from)) {
         Collections.reverse(times);
         return times;

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  * loop's retry) reports the run's true outcome instead of leaving it to a takeover one lease later.
  * A {@link FencedJob}'s {@code COMMIT} applied with its answer lost is {@code Finished}; one lost
  * before PostgreSQL saw it is run again at once with the same attempt (none is spent, also on the
- * last one); a stale attempt's finish stays {@code StaleFinish}. A {@link PlainJob}'s finish is
+ * last one); a stale attempt's finish stays {@code StaleAttempt}. A {@link PlainJob}'s finish is
  * sent again, never its job. The faults are testkit's {@link JdbcFaults}; the ledgers have no
  * unique key on what they count.
  */
@@ -162,7 +162,7 @@ class FinishFaultIT extends FaultFixture {
           .as("the pass after the unknown finish of the stale attempt reports it stale")
           .singleElement()
           .isInstanceOfSatisfying(
-              RunOutcome.StaleFinish.class,
+              RunOutcome.StaleAttempt.class,
               stale -> assertThat(stale.run().attempt().value()).isEqualTo(1));
     }
     assertThat(effects(job)).as("one effect, the takeover's").containsExactly(2L);

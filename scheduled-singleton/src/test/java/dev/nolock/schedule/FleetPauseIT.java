@@ -96,7 +96,7 @@ class FleetPauseIT {
         .as("the instance stayed frozen across several runs")
         .isGreaterThanOrEqualTo(RUNS_WHILE_FROZEN);
     assertThat(run.lateFinishAttempted()).as("the frozen instance's late finish went out").isTrue();
-    assertThat(run.lateFinishOutcome()).as("and was refused").isEqualTo("StaleFinish");
+    assertThat(run.lateFinishOutcome()).as("and was refused").isEqualTo("StaleAttempt");
     assertThat(run.stat("c", "stale")).isGreaterThanOrEqualTo(1);
     assertThat(run.frozenAttemptInLedger())
         .as("the frozen attempt's ledger write was rolled back")

@@ -72,7 +72,7 @@ class LeaseAfterOutageIT {
             .resultQuery("SELECT clock_timestamp()")
             .fetchOne(0, OffsetDateTime.class)
             .toInstant();
-    minute = EVERY_MINUTE.latestAtOrBefore(dbNow).orElseThrow();
+    minute = EVERY_MINUTE.latestAtOrBefore(dbNow).get();
     clock = new MutableClock(minute.minusSeconds(1));
   }
 
@@ -91,7 +91,7 @@ class LeaseAfterOutageIT {
     try (ScheduledSingleton a =
             ScheduledSingleton.plain(
                 throughProxy(),
-                config(job).metrics(aMetrics).build(),
+                config(job).metrics(aMetrics, "a").build(),
                 blocking("a", aStarted, aRelease));
         ScheduledSingleton b =
             ScheduledSingleton.plain(
@@ -147,7 +147,7 @@ class LeaseAfterOutageIT {
             seen.renewed(), seen.lost())
         .isFalse();
     assertThat(seen.lost()).as("A learnt it lost the run").isTrue();
-    assertThat(seen.aOutcomes()).singleElement().isInstanceOf(RunOutcome.StaleFinish.class);
+    assertThat(seen.aOutcomes()).singleElement().isInstanceOf(RunOutcome.StaleAttempt.class);
     assertThat(seen.bOutcomes()).singleElement().isInstanceOf(RunOutcome.Finished.class);
     assertThat(starts).containsExactly(new Start("a", 1), new Start("b", 2));
     assertThat(runs.at("outage-taken", minute))
@@ -184,7 +184,7 @@ class LeaseAfterOutageIT {
     CountDownLatch bStarted = new CountDownLatch(1);
     CountDownLatch bRelease = new CountDownLatch(1);
     SimpleMeterRegistry aMetrics = new SimpleMeterRegistry();
-    ScheduleConfig.Builder aConfig = config(job).metrics(aMetrics);
+    ScheduleConfig.Builder aConfig = config(job).metrics(aMetrics, "a");
     if (!renewalCheck) {
       aConfig.withoutRenewalAttemptCheckForNegativeControl();
     }

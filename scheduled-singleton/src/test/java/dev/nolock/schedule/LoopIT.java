@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -19,9 +20,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Logger;
 import javax.sql.DataSource;
+import org.jooq.DSLContext;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -34,11 +37,13 @@ class LoopIT {
 
   private static DataSource pool;
   private static Runs runs;
+  private static DSLContext db;
 
   @BeforeAll
   static void createTable(PostgresSchema schema) {
     pool = schema.dataSource();
     runs = new Runs(schema.dsl());
+    db = schema.dsl();
     ScheduledSingleton.plain(pool, ScheduleConfig.custom("setup", EVERY_SECOND).build(), r -> {})
         .createTableIfMissing();
   }
@@ -53,7 +58,7 @@ class LoopIT {
             pool,
             ScheduleConfig.custom("loop", EVERY_SECOND)
                 .missedSchedules(MissedSchedules.runEach())
-                .metrics(registry)
+                .metrics(registry, "loop-a")
                 .onOutcome(outcomes::add)
                 .build(),
             run -> ran.add(run.scheduledAt()))) {
@@ -70,7 +75,7 @@ class LoopIT {
     assertThat(
             registry
                 .get("nolock.schedule.claimed")
-                .tags("component", "schedule", "name", "loop")
+                .tags("component", "schedule", "name", "loop-a", "job", "loop")
                 .counter()
                 .count())
         .isEqualTo(snapshot.size());
@@ -147,6 +152,108 @@ class LoopIT {
               assertThat(row.state()).isEqualTo("running");
               assertThat(row.lastError()).contains("InterruptedException");
             });
+  }
+
+  /**
+   * A plain job may throw a checked exception; the loop treats it as that attempt's failure ({@code
+   * Failed}, the run given back), retries the run with the next attempt and goes on.
+   */
+  @Test
+  void aPlainJobsCheckedExceptionFailsItsAttemptAndTheLoopGoesOn() {
+    List<ScheduledRun> ran = new CopyOnWriteArrayList<>();
+    List<RunOutcome> outcomes = new CopyOnWriteArrayList<>();
+    try (ScheduledSingleton loop =
+        ScheduledSingleton.plain(
+            pool,
+            ScheduleConfig.custom("plain-checked", EVERY_SECOND).onOutcome(outcomes::add).build(),
+            run -> {
+              ran.add(run);
+              if (ran.size() == 1) {
+                throw new IOException("the report share is not mounted (test)");
+              }
+            })) {
+      loop.start();
+      await("the failed run retried and finished")
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> outcomes.stream().anyMatch(o -> finishedRetryOf(o, ran.get(0))));
+    }
+
+    assertThat(outcomes)
+        .as("the first attempt's outcome (a slow start may report missed times before it)")
+        .filteredOn(o -> !(o instanceof RunOutcome.Missed))
+        .first()
+        .isInstanceOfSatisfying(
+            RunOutcome.Failed.class,
+            f -> {
+              assertThat(f.run()).isEqualTo(ran.get(0));
+              assertThat(f.error())
+                  .isInstanceOf(IOException.class)
+                  .hasMessage("the report share is not mounted (test)");
+              assertThat(f.willRetry()).isTrue();
+            });
+    assertThat(runs.at("plain-checked", ran.get(0).scheduledAt()))
+        .hasValueSatisfying(
+            row -> {
+              assertThat(row.state()).isEqualTo("done");
+              assertThat(row.attempt()).isEqualTo(2);
+            });
+  }
+
+  /**
+   * A fenced job may throw a checked exception; its writes roll back, the loop reports the
+   * attempt's failure, and the retry's writes are the ones that commit.
+   */
+  @Test
+  void aFencedJobsCheckedExceptionRollsBackItsWritesAndTheLoopGoesOn() {
+    List<ScheduledRun> ran = new CopyOnWriteArrayList<>();
+    List<RunOutcome> outcomes = new CopyOnWriteArrayList<>();
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS fenced_checked_writes (scheduled_at timestamptz NOT NULL,"
+            + " attempt bigint NOT NULL)");
+    try (ScheduledSingleton loop =
+        ScheduledSingleton.fenced(
+            pool,
+            ScheduleConfig.custom("fenced-checked", EVERY_SECOND).onOutcome(outcomes::add).build(),
+            (run, tx) -> {
+              ran.add(run);
+              tx.execute(
+                  "INSERT INTO fenced_checked_writes VALUES (CAST(? AS timestamptz), ?)",
+                  run.scheduledAt().atOffset(java.time.ZoneOffset.UTC),
+                  run.attempt().value());
+              if (ran.size() == 1) {
+                throw new TimeoutException("the upstream feed did not answer (test)");
+              }
+            })) {
+      loop.start();
+      await("the failed run retried and finished")
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> outcomes.stream().anyMatch(o -> finishedRetryOf(o, ran.get(0))));
+    }
+
+    assertThat(outcomes)
+        .as("the first attempt's outcome (a slow start may report missed times before it)")
+        .filteredOn(o -> !(o instanceof RunOutcome.Missed))
+        .first()
+        .isInstanceOfSatisfying(
+            RunOutcome.Failed.class,
+            f -> {
+              assertThat(f.error()).isInstanceOf(TimeoutException.class);
+              assertThat(f.willRetry()).isTrue();
+            });
+    assertThat(
+            db.fetch(
+                    "SELECT attempt FROM fenced_checked_writes WHERE scheduled_at = CAST(? AS"
+                        + " timestamptz)",
+                    ran.get(0).scheduledAt().atOffset(java.time.ZoneOffset.UTC))
+                .getValues(0, Long.class))
+        .as("the failed attempt's write rolled back; the retry's committed, once")
+        .containsExactly(2L);
+  }
+
+  private static boolean finishedRetryOf(RunOutcome outcome, ScheduledRun failed) {
+    return outcome instanceof RunOutcome.Finished f
+        && f.run().scheduledAt().equals(failed.scheduledAt())
+        && f.run().attempt().value() == failed.attempt().value() + 1;
   }
 
   @Test

@@ -63,7 +63,7 @@ class MissedSchedulesIT {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     try (ScheduledSingleton instance =
         ScheduledSingleton.plain(
-            pool, config(job, policy, clock).metrics(registry).build(), ran::add)) {
+            pool, config(job, policy, clock).metrics(registry, job).build(), ran::add)) {
       clock.set(minute(1).plusMillis(100));
       assertThat(instance.runDueNow()).singleElement().isInstanceOf(RunOutcome.Finished.class);
       clock.set(minute(6).plusMillis(100));
@@ -196,7 +196,7 @@ class MissedSchedulesIT {
         ScheduledSingleton b =
             ScheduledSingleton.plain(
                 pool,
-                config("contended", MissedSchedules.skip(), clock).metrics(registryB).build(),
+                config("contended", MissedSchedules.skip(), clock).metrics(registryB, "b").build(),
                 ran::add)) {
       clock.set(minute(2).plusMillis(100));
       assertThat(a.runDueNow()).singleElement().isInstanceOf(RunOutcome.Finished.class);

@@ -53,7 +53,7 @@ class ReadmeSnippetsIT {
         ScheduleConfig.custom("invoice-batch", schedule)
             .missedSchedules(MissedSchedules.runEach(10)) // every period must be invoiced
             .lease(Duration.ofSeconds(30)) // renewed every 10 s while the job runs
-            .metrics(registry)
+            .metrics(registry, "invoice-batch")
             .onOutcome(outcome -> System.out.println(outcome)) // or your logger
             .build();
 
@@ -102,7 +102,7 @@ class ReadmeSnippetsIT {
                     .resultQuery("SELECT clock_timestamp()")
                     .fetchOne(0, java.time.OffsetDateTime.class)
                     .toInstant())
-            .orElseThrow();
+            .get();
     MutableClock clock = new MutableClock(quarter.minusSeconds(60));
 
     // --- README: Usage, plain job (with a test clock) ---

@@ -66,7 +66,7 @@ class RetentionIT {
     schema = s;
     runs = new Runs(s.dsl());
     dbNow = databaseClock();
-    latestDay = DAILY_AT_3.latestAtOrBefore(dbNow).orElseThrow();
+    latestDay = DAILY_AT_3.latestAtOrBefore(dbNow).get();
   }
 
   @Test
@@ -144,7 +144,7 @@ class RetentionIT {
             "in-flight-naive", ScheduleConfig.Builder::withoutRetentionGuardsForNegativeControl);
     assertThat(outcome)
         .as("its row gone, the run's finish matches nothing and its writes roll back")
-        .isInstanceOf(RunOutcome.StaleFinish.class);
+        .isInstanceOf(RunOutcome.StaleAttempt.class);
     assertThat(effectsAt("in-flight-naive", days(100))).isZero();
   }
 

@@ -54,7 +54,7 @@ import org.junit.platform.testkit.engine.Events;
  *   <li><b>finish</b>: the parked job writes its ledger row through {@code tx} (the {@link
  *       FencedJob} way, in a ledger without a unique key) and returns; the engine finishes the run
  *       in that transaction. {@link RunOutcome.Finished} is FINISHED, {@link
- *       RunOutcome.StaleFinish} is STALE, {@link BackendUnavailableException} is "unknown". The
+ *       RunOutcome.StaleAttempt} is STALE, {@link BackendUnavailableException} is "unknown". The
  *       scheduler has no call that finishes an attempt again: after a pass the loop's next step is
  *       another pass of the same instance, so a repeated finish is that pass, answered by what it
  *       reports about the time; when it reports nothing, the attempt's earlier definite answer
@@ -314,7 +314,7 @@ class ScheduleAttemptTokenContractIT
     }
     if (about.get() instanceof RunOutcome.Finished) {
       attempt.answered = Finish.FINISHED;
-    } else if (about.get() instanceof RunOutcome.StaleFinish) {
+    } else if (about.get() instanceof RunOutcome.StaleAttempt) {
       attempt.answered = Finish.STALE;
     } else {
       throw new AssertionError("Unexpected outcome of " + attempt + ": " + about.get());

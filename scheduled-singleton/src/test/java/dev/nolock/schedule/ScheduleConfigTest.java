@@ -4,10 +4,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 
@@ -26,6 +30,7 @@ class ScheduleConfigTest {
     assertThat(config.queryTimeout()).isEqualTo(Duration.ofSeconds(5));
     assertThat(config.shutdownTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(config.registry()).isEmpty();
+    assertThat(config.metricsInstanceName()).isEmpty();
     assertThat(config.attemptCheck()).isTrue();
     assertThat(config.renewalAttemptCheck()).isTrue();
     assertThat(config.claimWindow()).isEqualTo(Duration.ofDays(7));
@@ -202,7 +207,7 @@ class ScheduleConfigTest {
   @Test
   void aMissingScheduleIsRefused() {
     assertThatThrownBy(() -> ScheduleConfig.custom("j", null))
-        .isInstanceOf(NullPointerException.class)
+        .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("CronSchedule.unix");
   }
 
@@ -251,6 +256,85 @@ class ScheduleConfigTest {
     assertThatThrownBy(() -> builder.shutdownTimeout(Duration.ofSeconds(-1)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("shutdownTimeout");
+  }
+
+  /**
+   * A null passed to any configuration call is a configuration error: an IllegalArgumentException
+   * that names what to pass, never a NullPointerException.
+   */
+  @Test
+  void nullPassedToEveryConfigurationCallIsRefusedWithIllegalArgument() {
+    ScheduleConfig config = ScheduleConfig.custom("j", EVERY_MINUTE).build();
+    DataSource dataSource = new PGSimpleDataSource();
+    Map<String, ThrowingCallable> calls = new LinkedHashMap<>();
+    calls.put("custom(null, schedule)", () -> ScheduleConfig.custom(null, EVERY_MINUTE));
+    calls.put("custom(job, null)", () -> ScheduleConfig.custom("j", null));
+    calls.put("table(null)", () -> builder().table(null));
+    calls.put("lease(null)", () -> builder().lease(null));
+    calls.put("claimWindow(null)", () -> builder().claimWindow(null));
+    calls.put("clockTolerance(null)", () -> builder().clockTolerance(null));
+    calls.put("missedSchedules(null)", () -> builder().missedSchedules(null));
+    calls.put("clock(null)", () -> builder().clock(null));
+    calls.put("owner(null)", () -> builder().owner(null));
+    calls.put("queryTimeout(null)", () -> builder().queryTimeout(null));
+    calls.put("shutdownTimeout(null)", () -> builder().shutdownTimeout(null));
+    calls.put("metrics(null, name)", () -> builder().metrics(null, "nightly"));
+    calls.put("metrics(registry, null)", () -> builder().metrics(new SimpleMeterRegistry(), null));
+    calls.put("onOutcome(null)", () -> builder().onOutcome(null));
+    calls.put("CronSchedule.unix(null)", () -> CronSchedule.unix(null));
+    calls.put("CronSchedule.quartz(null)", () -> CronSchedule.quartz(null));
+    calls.put("inZone(null)", () -> EVERY_MINUTE.inZone(null));
+    calls.put("nextAfter(null)", () -> EVERY_MINUTE.nextAfter(null));
+    calls.put("latestAtOrBefore(null)", () -> EVERY_MINUTE.latestAtOrBefore(null));
+    calls.put("latestBefore(null)", () -> EVERY_MINUTE.latestBefore(null));
+    calls.put("plain(null, config, job)", () -> ScheduledSingleton.plain(null, config, r -> {}));
+    calls.put("plain(ds, null, job)", () -> ScheduledSingleton.plain(dataSource, null, r -> {}));
+    calls.put("plain(ds, config, null)", () -> ScheduledSingleton.plain(dataSource, config, null));
+    calls.put(
+        "fenced(null, config, job)", () -> ScheduledSingleton.fenced(null, config, (r, tx) -> {}));
+    calls.put(
+        "fenced(ds, null, job)", () -> ScheduledSingleton.fenced(dataSource, null, (r, tx) -> {}));
+    calls.put(
+        "fenced(ds, config, null)", () -> ScheduledSingleton.fenced(dataSource, config, null));
+
+    Map<String, String> thrown = new LinkedHashMap<>();
+    calls.forEach(
+        (call, callable) -> {
+          Throwable t = catchThrowable(callable);
+          thrown.put(call, t == null ? "nothing" : t.getClass().getSimpleName());
+        });
+    assertThat(thrown)
+        .as("what each configuration call throws when passed null")
+        .allSatisfy(
+            (call, type) -> assertThat(type).as(call).isEqualTo("IllegalArgumentException"));
+    calls.forEach(
+        (call, callable) ->
+            assertThat(catchThrowable(callable).getMessage())
+                .as("the message of %s says what to pass", call)
+                .containsAnyOf("pass", "Pass", "use", "Use"));
+  }
+
+  private static ScheduleConfig.Builder builder() {
+    return ScheduleConfig.custom("j", EVERY_MINUTE);
+  }
+
+  @Test
+  void metricsTakeARegistryAndAnInstanceName() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    ScheduleConfig config =
+        ScheduleConfig.custom("nightly-report", EVERY_MINUTE)
+            .metrics(registry, "reports-a")
+            .build();
+
+    assertThat(config.registry()).containsExactly(registry);
+    assertThat(config.metricsInstanceName()).containsExactly("reports-a");
+    assertThatThrownBy(() -> ScheduleConfig.custom("j", EVERY_MINUTE).metrics(registry, " "))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("metrics instance name");
+    assertThatThrownBy(
+            () -> ScheduleConfig.custom("j", EVERY_MINUTE).metrics(registry, "x".repeat(101)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("more than 100");
   }
 
   @Test

@@ -50,7 +50,7 @@ public final class ScheduledInstanceMain {
             .missedSchedules(MissedSchedules.runEach())
             .clock(Clock.offset(Clock.systemUTC(), offset))
             .owner(instance + "/" + ProcessHandle.current().pid())
-            .metrics(registry)
+            .metrics(registry, instance)
             .onOutcome(
                 outcome ->
                     channel.report(
@@ -100,7 +100,7 @@ public final class ScheduledInstanceMain {
     if (outcome instanceof RunOutcome.Finished f) {
       return f.run().attempt().value();
     }
-    if (outcome instanceof RunOutcome.StaleFinish s) {
+    if (outcome instanceof RunOutcome.StaleAttempt s) {
       return s.run().attempt().value();
     }
     if (outcome instanceof RunOutcome.Failed f) {

@@ -1,7 +1,9 @@
 package dev.nolock.schedule;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.patterns.SchemaMismatchException;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.io.IOException;
@@ -58,6 +60,103 @@ class SchemaIT {
       assertThat(instance.runDueNow()).singleElement().isInstanceOf(RunOutcome.Finished.class);
     }
     assertThat(new Runs(schema.dsl(), qualified).of("qualified")).hasSize(1);
+  }
+
+  /**
+   * A runs table made by hand (or by an older version) without the {@code missed} column: {@code
+   * CREATE TABLE IF NOT EXISTS} leaves it alone, so without a check of its shape the first claim
+   * would fail, at the first scheduled time, with a column error.
+   */
+  @Test
+  void aRunsTableMissingAColumnIsRefusedWithTheDdlThatFits(PostgresSchema schema) {
+    DSLContext db = schema.dsl();
+    db.execute(
+        "CREATE TABLE legacy_runs (job varchar(255) NOT NULL, scheduled_at timestamptz NOT NULL,"
+            + " state varchar(16) NOT NULL, attempt bigint NOT NULL, owner varchar(255) NOT NULL,"
+            + " locked_until timestamptz, covers_from timestamptz NOT NULL,"
+            + " claimed_at timestamptz NOT NULL, finished_at timestamptz, last_error text,"
+            + " PRIMARY KEY (job, scheduled_at))");
+    String qualified = schema.schemaName() + ".legacy_runs";
+    ScheduledSingleton instance =
+        ScheduledSingleton.plain(
+            schema.dataSource(),
+            ScheduleConfig.custom("legacy", EVERY_MINUTE).table(qualified).build(),
+            run -> {});
+    List<String> before = columns(db, "legacy_runs");
+
+    assertThatThrownBy(instance::createTableIfMissing)
+        .isInstanceOfSatisfying(
+            SchemaMismatchException.class,
+            e -> {
+              assertThat(e.table()).isEqualTo(qualified);
+              assertThat(e.ddl()).isEqualTo(instance.ddl());
+              assertThat(e.getMessage())
+                  .contains(qualified)
+                  .contains("column missed is missing")
+                  .contains(instance.ddl().get(0))
+                  .contains(instance.ddl().get(1));
+            });
+    assertThat(columns(db, "legacy_runs")).as("nothing was changed").isEqualTo(before);
+    assertThat(indexes(db, "legacy_runs")).containsExactly("legacy_runs_pkey");
+  }
+
+  /**
+   * Columns whose type the scheduler cannot use, and a table without the unique key its claim's
+   * {@code ON CONFLICT (job, scheduled_at)} needs, are refused the same way.
+   */
+  @Test
+  void aRunsTableWithAWrongTypeOrWithoutItsKeyIsRefused(PostgresSchema schema) {
+    DSLContext db = schema.dsl();
+    String columns =
+        "job varchar(255) NOT NULL, scheduled_at %s NOT NULL, state varchar(16) NOT NULL,"
+            + " attempt bigint NOT NULL, owner varchar(255) NOT NULL, locked_until timestamptz,"
+            + " covers_from timestamptz NOT NULL, missed bigint NOT NULL,"
+            + " claimed_at timestamptz NOT NULL, finished_at timestamptz, last_error text";
+    db.execute(
+        "CREATE TABLE local_time_runs ("
+            + columns.formatted("timestamp")
+            + ", PRIMARY KEY (job, scheduled_at))");
+    db.execute("CREATE TABLE keyless_runs (" + columns.formatted("timestamptz") + ")");
+
+    assertThatThrownBy(() -> create(schema, "local_time_runs"))
+        .isInstanceOf(SchemaMismatchException.class)
+        .hasMessageContaining(
+            "column scheduled_at is timestamp without time zone, not timestamp with time zone");
+    assertThatThrownBy(() -> create(schema, "keyless_runs"))
+        .isInstanceOf(SchemaMismatchException.class)
+        .hasMessageContaining("no unique key on (job, scheduled_at)");
+  }
+
+  /** A table of the right shape whose index is missing gets the index, and nothing else. */
+  @Test
+  void anExistingTableWithoutItsIndexGetsTheIndex(PostgresSchema schema) {
+    DSLContext db = schema.dsl();
+    String qualified = schema.schemaName() + ".bare_runs";
+    ScheduledSingleton instance =
+        ScheduledSingleton.plain(
+            schema.dataSource(),
+            ScheduleConfig.custom("bare", EVERY_MINUTE).table(qualified).build(),
+            run -> {});
+    db.execute(instance.ddl().get(0));
+    db.execute(
+        "INSERT INTO bare_runs VALUES ('kept', now(), 'done', 1, 'o', NULL, now(), 0,"
+            + " now(), now(), NULL)");
+
+    instance.createTableIfMissing();
+
+    assertThat(indexes(db, "bare_runs"))
+        .containsExactlyInAnyOrder("bare_runs_pkey", "bare_runs_expiry_idx");
+    assertThat(new Runs(db, qualified).of("kept")).hasSize(1);
+  }
+
+  private static void create(PostgresSchema schema, String table) {
+    ScheduledSingleton.plain(
+            schema.dataSource(),
+            ScheduleConfig.custom("shape", EVERY_MINUTE)
+                .table(schema.schemaName() + "." + table)
+                .build(),
+            run -> {})
+        .createTableIfMissing();
   }
 
   private static String readmeSchema() throws IOException {

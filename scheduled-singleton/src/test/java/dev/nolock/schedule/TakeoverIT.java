@@ -104,7 +104,7 @@ class TakeoverIT {
     try (ScheduledSingleton survivor =
         ScheduledSingleton.fenced(
             noAutoCommit,
-            config(job).metrics(registry).build(),
+            config(job).metrics(registry, job).build(),
             (run, tx) -> {
               ran.incrementAndGet();
               ledger(tx, run, "survivor");
@@ -158,7 +158,7 @@ class TakeoverIT {
     try (ScheduledSingleton survivor =
         ScheduledSingleton.fenced(
             pool,
-            config(job).metrics(registry).build(),
+            config(job).metrics(registry, job).build(),
             (run, tx) -> ledger(tx, run, "survivor"))) {
       due();
       assertThat(
@@ -198,7 +198,7 @@ class TakeoverIT {
     try (ScheduledSingleton a =
             ScheduledSingleton.plain(
                 pool,
-                config(job).lease(lease).metrics(registryA).build(),
+                config(job).lease(lease).metrics(registryA, "a").build(),
                 run -> {
                   entered.countDown();
                   release.await();
@@ -235,7 +235,7 @@ class TakeoverIT {
     try (ScheduledSingleton a =
             ScheduledSingleton.fenced(
                 pool,
-                config(job).metrics(registryA).build(),
+                config(job).metrics(registryA, "a").build(),
                 (run, tx) -> {
                   ledger(tx, run, "a");
                   wrote.countDown();
@@ -261,7 +261,7 @@ class TakeoverIT {
       assertThat(late)
           .singleElement()
           .isInstanceOfSatisfying(
-              RunOutcome.StaleFinish.class,
+              RunOutcome.StaleAttempt.class,
               s -> assertThat(s.run().attempt().value()).isEqualTo(1));
     }
 

@@ -62,7 +62,7 @@ public final class CatchUp {
     boolean more = false;
     Instant cursor = due;
     while (true) {
-      Optional<Instant> before = schedule.latestBefore(cursor);
+      Optional<Instant> before = schedule.latestBefore(cursor).toJavaOptional();
       if (before.isEmpty() || !before.get().isAfter(floor)) {
         break;
       }
@@ -76,7 +76,8 @@ public final class CatchUp {
     Collections.reverse(latest);
     long missed =
         more ? countMissed(schedule, floor, latest.isEmpty() ? due : latest.get(0), countCap) : 0;
-    Optional<Instant> firstMissed = missed > 0 ? schedule.nextAfter(floor) : Optional.empty();
+    Optional<Instant> firstMissed =
+        missed > 0 ? schedule.nextAfter(floor).toJavaOptional() : Optional.empty();
 
     List<Slot> slots = new ArrayList<>();
     switch (policy.kind()) {
@@ -123,10 +124,10 @@ public final class CatchUp {
   public static Duration horizon(CronSchedule schedule, MissedSchedules policy) {
     Instant reference = HORIZON_REFERENCE.atZone(schedule.zone()).toInstant();
     List<Instant> times = new ArrayList<>();
-    Optional<Instant> cursor = schedule.nextAfter(reference.minusSeconds(1));
+    Optional<Instant> cursor = schedule.nextAfter(reference.minusSeconds(1)).toJavaOptional();
     while (cursor.isPresent() && times.size() < HORIZON_STEPS) {
       times.add(cursor.get());
-      cursor = schedule.nextAfter(cursor.get());
+      cursor = schedule.nextAfter(cursor.get()).toJavaOptional();
     }
     Duration horizon = Duration.ZERO;
     for (int i = 0; i + 1 < times.size(); i++) {
@@ -144,7 +145,7 @@ public final class CatchUp {
     long count = 0;
     Instant cursor = floor;
     while (count < cap) {
-      Optional<Instant> next = schedule.nextAfter(cursor);
+      Optional<Instant> next = schedule.nextAfter(cursor).toJavaOptional();
       if (next.isEmpty() || !next.get().isBefore(before)) {
         break;
       }

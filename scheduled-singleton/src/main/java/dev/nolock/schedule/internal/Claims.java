@@ -44,7 +44,7 @@ final class Claims {
   void claimDue(List<RunOutcome> outcomes) {
     ScheduleConfig config = ctx.config();
     Instant now = config.clock().instant();
-    Optional<Instant> dueTime = config.schedule().latestAtOrBefore(now);
+    Optional<Instant> dueTime = config.schedule().latestAtOrBefore(now).toJavaOptional();
     Instant lastPlanned = state.lastPlanned;
     if (state.refusedAhead != null
         && lastPlanned != null

@@ -28,7 +28,7 @@ import org.jooq.impl.DSL;
  *       committed is {@code Finished}; one that did not (its writes rolled back) is resumed the
  *       same way and run again with the same attempt, so a lost {@code COMMIT} spends no attempt; a
  *       plain finish is sent again (never the job); a finish of an attempt taken over meanwhile is
- *       {@code StaleFinish}.
+ *       {@code StaleAttempt}.
  *   <li><b>Takeovers.</b> Running runs of the job whose lease expired on the database's clock are
  *       claimed again with the next attempt ({@link RunTable#takeOver}) and run, whatever their
  *       age; those out of attempts are recorded as failed.
@@ -122,7 +122,10 @@ public final class Engine implements AutoCloseable {
     this.retention = new Retention(ctx);
   }
 
-  /** Creates the runs table and its index unless they exist. */
+  /**
+   * Creates the runs table and its index unless they exist; refuses an existing table it cannot use
+   * ({@link RunTable#createIfMissing}).
+   */
   public void createTableIfMissing() {
     ctx.backend(
         "create the runs table",
@@ -134,7 +137,7 @@ public final class Engine implements AutoCloseable {
 
   /** The DDL, as SQL text, one statement per element. */
   public List<String> ddl() {
-    return ctx.table().ddl(ctx.dsl()).stream().map(q -> q.getSQL()).toList();
+    return ctx.table().ddlSql(ctx.dsl());
   }
 
   /**

@@ -92,10 +92,10 @@ final class Execution {
                 }
                 stopRenewal.run(); // the finish decides now; a renewal from here on proves nothing
                 if (finish(tx, run) == 0) {
-                  throw new StaleAttempt();
+                  throw new RefusedFinish();
                 }
               });
-    } catch (StaleAttempt e) {
+    } catch (RefusedFinish e) {
       return stale(run);
     } catch (JobThrew e) {
       return failed(run, e.getCause(), stopRenewal);
@@ -142,7 +142,7 @@ final class Execution {
         run.scheduledAt(),
         run.attempt().value(),
         ctx.fenced() ? "; its writes were rolled back" : "");
-    return new RunOutcome.StaleFinish(run);
+    return new RunOutcome.StaleAttempt(run);
   }
 
   private RunOutcome failed(ScheduledRun run, Throwable thrown, Runnable stopRenewal) {
@@ -200,10 +200,10 @@ final class Execution {
   }
 
   /** Makes the transaction roll back when the finish matched no row. */
-  private static final class StaleAttempt extends RuntimeException {
+  private static final class RefusedFinish extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    StaleAttempt() {
+    RefusedFinish() {
       super("stale attempt", null, false, false);
     }
   }

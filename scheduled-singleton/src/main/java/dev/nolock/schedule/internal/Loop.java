@@ -108,7 +108,7 @@ final class Loop {
       delay = retry;
     } else {
       Engine.NextWake wake = engine.nextWake(now);
-      Optional<Instant> next = ctx.config().schedule().nextAfter(wake.from());
+      Optional<Instant> next = ctx.config().schedule().nextAfter(wake.from()).toJavaOptional();
       if (next.isEmpty()) {
         LOG.info(
             "Job {}: the schedule {} has no further times", ctx.job(), ctx.config().schedule());

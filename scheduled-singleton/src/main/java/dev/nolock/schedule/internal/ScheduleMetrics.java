@@ -10,13 +10,17 @@ import java.time.Duration;
 
 /**
  * The meters of one scheduled job on one instance, tagged {@code component="schedule"} and {@code
- * name=<job>} (the job, never a scheduled time). Besides its own counters it feeds the shared
- * {@link CoordinationMetrics}: a lost claim is a conflict, a refused stale finish a fence
- * rejection, the run time the time held, and the lease renewals their usual counters.
+ * name=<instance name>} like every nolock component, and the schedule's own meters also {@code
+ * job=<job>} (the job, never a scheduled time). Besides its own counters it feeds the shared {@link
+ * CoordinationMetrics}: a lost claim is a conflict, a refused stale finish a fence rejection, the
+ * run time the time held, and the lease renewals their usual counters.
  */
 public final class ScheduleMetrics {
 
   public static final String COMPONENT = "schedule";
+
+  /** The tag of the schedule's own meters that names the job. */
+  public static final String JOB_TAG = "job";
 
   private final CoordinationMetrics coordination;
   private final Counter claimed;
@@ -32,12 +36,22 @@ public final class ScheduleMetrics {
   private final Timer startDelay;
   private final Timer run;
 
-  /** Metrics for {@code job} in {@code registry}, or recorded nowhere when it is null. */
-  public ScheduleMetrics(MeterRegistry registry, String job) {
+  /**
+   * Metrics for {@code job} in {@code registry} under {@code instanceName}, or recorded nowhere
+   * when {@code registry} is null.
+   */
+  public ScheduleMetrics(MeterRegistry registry, String instanceName, String job) {
     MeterRegistry r = registry != null ? registry : new CompositeMeterRegistry();
-    this.coordination = CoordinationMetrics.of(r, COMPONENT, job);
+    String name = registry != null ? instanceName : job;
+    this.coordination = CoordinationMetrics.of(r, COMPONENT, name);
     Tags tags =
-        Tags.of(CoordinationMetrics.COMPONENT_TAG, COMPONENT, CoordinationMetrics.NAME_TAG, job);
+        Tags.of(
+            CoordinationMetrics.COMPONENT_TAG,
+            COMPONENT,
+            CoordinationMetrics.NAME_TAG,
+            name,
+            JOB_TAG,
+            job);
     this.claimed = counter(r, tags, "nolock.schedule.claimed", "Scheduled times claimed");
     this.skipped =
         counter(
