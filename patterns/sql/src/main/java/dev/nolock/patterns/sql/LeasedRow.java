@@ -38,10 +38,10 @@ import org.jooq.impl.SQLDataType;
  *
  * <ol>
  *   <li>{@link #claim}: {@code INSERT INTO t AS l (keys, values, attempt, until) VALUES (..., 1,
- *       clock_timestamp() + :lease) ON CONFLICT (keys) DO UPDATE SET <taken over> =
- *       excluded.<taken over>, attempt = l.attempt + 1, until = excluded.until WHERE l.until <=
- *       clock_timestamp() AND <extra>}: the row lock serialises concurrent claims, and the second
- *       one re-checks the lease after the first commits. The caller adds {@code RETURNING}.
+ *       clock_timestamp() + :lease) ON CONFLICT (keys) DO UPDATE SET <taken over> = excluded.<taken
+ *       over>, attempt = l.attempt + 1, until = excluded.until WHERE l.until <= clock_timestamp()
+ *       AND <extra>}: the row lock serialises concurrent claims, and the second one re-checks the
+ *       lease after the first commits. The caller adds {@code RETURNING}.
  *   <li>{@link #extend}: {@code UPDATE t SET until = clock_timestamp() + :lease, <more> WHERE
  *       <mine> AND until > clock_timestamp()}: a compare-and-swap on the holder's identity; a lease
  *       that ran out is not revived, so a holder that was paused past it learns it lost the row.
@@ -56,18 +56,33 @@ import org.jooq.impl.SQLDataType;
  */
 public final class LeasedRow {
 
-  private static final String ALIAS = "l";
+  private static final String DEFAULT_ALIAS = "l";
 
   private final Table<Record> table;
+  private final String alias;
   private final Table<Record> aliased;
   private final Field<OffsetDateTime> until;
   private final Field<Long> attempt;
 
-  private LeasedRow(Table<Record> table, Field<OffsetDateTime> until, Field<Long> attempt) {
+  private LeasedRow(
+      Table<Record> table, String alias, Field<OffsetDateTime> until, Field<Long> attempt) {
     this.table = table;
-    this.aliased = table.as(ALIAS);
+    this.alias = alias;
+    this.aliased = table.as(alias);
     this.until = until;
     this.attempt = attempt;
+  }
+
+  /**
+   * The same table, its claim naming the existing row {@code alias} ({@code "l"} unless set).
+   *
+   * @throws IllegalArgumentException when {@code alias} is null or blank
+   */
+  public LeasedRow as(String alias) {
+    if (alias == null || alias.isBlank()) {
+      throw new IllegalArgumentException("The alias is blank: pass a name such as \"k\".");
+    }
+    return new LeasedRow(table, alias, until, attempt);
   }
 
   /**
@@ -91,13 +106,14 @@ public final class LeasedRow {
     }
     return new LeasedRow(
         table(table),
+        DEFAULT_ALIAS,
         field(name(until), SQLDataType.TIMESTAMPWITHTIMEZONE),
         field(name(attempt), SQLDataType.BIGINT));
   }
 
   /** The column {@code column} of the row being taken over, in a claim's {@code DO UPDATE}. */
   public <T> Field<T> existing(Field<T> column) {
-    return field(name(ALIAS, column.getName()), column.getDataType());
+    return field(name(alias, column.getName()), column.getDataType());
   }
 
   /** {@code until > clock_timestamp()}: the lease has not run out. */

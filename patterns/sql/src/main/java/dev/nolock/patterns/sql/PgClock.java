@@ -17,16 +17,16 @@ import org.jooq.types.DayToSecond;
  *
  * <p>Guarantee: a lease written as {@link #plus(Duration) plus(lease)} never ends earlier than the
  * caller asked: the stored end is at least {@code clock_timestamp() + lease}, to the nanosecond,
- * because the length is rounded <em>up</em> to whole milliseconds. Rounding down would store a lease
- * up to a millisecond shorter than the one the holder measures on its own clock, so the row could
- * be taken over while the holder still believes it holds it. Every caller value is a bind
+ * because the length is rounded <em>up</em> to whole milliseconds. Rounding down would store a
+ * lease up to a millisecond shorter than the one the holder measures on its own clock, so the row
+ * could be taken over while the holder still believes it holds it. Every caller value is a bind
  * parameter; only the unit interval is inlined.
  *
  * <p>Algorithm of {@link #plus(Duration)}:
  *
  * <ol>
- *   <li>Round the length up to whole milliseconds ({@link #ceilMillis}): 1000 ms plus one nanosecond
- *       becomes 1001 ms.
+ *   <li>Round the length up to whole milliseconds ({@link #ceilMillis}): 1000 ms plus one
+ *       nanosecond becomes 1001 ms.
  *   <li>Bind that number and multiply it by an inlined {@code interval '1 millisecond'}.
  *   <li>Add it to {@code clock_timestamp()}, the database's clock when the expression is evaluated.
  *       Not {@code now()}: that is frozen at the start of the transaction, so a statement that

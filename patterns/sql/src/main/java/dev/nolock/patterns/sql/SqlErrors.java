@@ -12,12 +12,12 @@ import org.jooq.exception.DataAccessException;
  * The one policy every nolock SQL module applies to a PostgreSQL failure, and the one check of how
  * many rows a single-row statement changed.
  *
- * <p>Guarantee: a failure is reported as retryable ({@link BackendUnavailableException}) only
- * when a retry can succeed without anyone changing anything: the connection, the server's
- * resources or a concurrent transaction was at fault, never the statement. A failure a retry would
- * repeat (a missing table, a missing privilege, a refused value, a state nolock does not know) is
- * an {@link IllegalStateException} or {@link IllegalArgumentException} that says what to fix. A
- * statement that changed more than one row where the key admits one is never reported as success.
+ * <p>Guarantee: a failure is reported as retryable ({@link BackendUnavailableException}) only when
+ * a retry can succeed without anyone changing anything: the connection, the server's resources or a
+ * concurrent transaction was at fault, never the statement. A failure a retry would repeat (a
+ * missing table, a missing privilege, a refused value, a state nolock does not know) is an {@link
+ * IllegalStateException} or {@link IllegalArgumentException} that says what to fix. A statement
+ * that changed more than one row where the key admits one is never reported as success.
  *
  * <p>Algorithm of {@link #classify}:
  *
@@ -94,7 +94,9 @@ public final class SqlErrors {
     return Kind.OTHER;
   }
 
-  /** True when a retry of the same call can succeed: {@link #classify} says {@link Kind#TRANSIENT}. */
+  /**
+   * True when a retry of the same call can succeed: {@link #classify} says {@link Kind#TRANSIENT}.
+   */
   public static boolean isTransient(Throwable failure) {
     return classify(failure) == Kind.TRANSIENT;
   }
@@ -132,31 +134,35 @@ public final class SqlErrors {
     String state = e.sqlState() == null ? "" : " (SQLSTATE " + e.sqlState() + ")";
     String cause = serverMessage(e) + state;
     return switch (classify(e)) {
-      case TRANSIENT -> new BackendUnavailableException(
-          "PostgreSQL failed while " + doing + ". Cause: " + cause, e);
-      case SCHEMA -> new IllegalStateException(
-          "PostgreSQL refused the statement while "
-              + doing
-              + ": "
-              + cause
-              + ". Retrying will not help: the table does not match the one nolock creates"
-              + " (createTableIfMissing), or the database user lacks a privilege on it.",
-          e);
-      case DATA -> new IllegalArgumentException(
-          "PostgreSQL refused the data while "
-              + doing
-              + ": "
-              + cause
-              + ". Retrying will not help: fix the value or the table's constraints.",
-          e);
-      case OTHER -> new IllegalStateException(
-          "PostgreSQL failed while "
-              + doing
-              + ": "
-              + cause
-              + ". This is not a connection, timeout or concurrency failure, so a retry would"
-              + " repeat it: a bug, or a damaged or unsupported database.",
-          e);
+      case TRANSIENT ->
+          new BackendUnavailableException(
+              "PostgreSQL failed while " + doing + ". Cause: " + cause, e);
+      case SCHEMA ->
+          new IllegalStateException(
+              "PostgreSQL refused the statement while "
+                  + doing
+                  + ": "
+                  + cause
+                  + ". Retrying will not help: the table does not match the one nolock creates"
+                  + " (createTableIfMissing), or the database user lacks a privilege on it.",
+              e);
+      case DATA ->
+          new IllegalArgumentException(
+              "PostgreSQL refused the data while "
+                  + doing
+                  + ": "
+                  + cause
+                  + ". Retrying will not help: fix the value or the table's constraints.",
+              e);
+      case OTHER ->
+          new IllegalStateException(
+              "PostgreSQL failed while "
+                  + doing
+                  + ": "
+                  + cause
+                  + ". This is not a connection, timeout or concurrency failure, so a retry would"
+                  + " repeat it: a bug, or a damaged or unsupported database.",
+              e);
     };
   }
 

@@ -73,8 +73,7 @@ class LeasedRowIT {
   private static void runOut(String key) {
     dsl.execute(
         "UPDATE {0} SET until = clock_timestamp() - interval '1 second' WHERE name = {1}",
-        DSL.table(table),
-        val(key));
+        DSL.table(table), val(key));
   }
 
   @Test
@@ -124,8 +123,7 @@ class LeasedRowIT {
   @Test
   void theStatementsBindEveryValueAndRefuseALeaseThatIsNotPositive() {
     String secret = "x'; drop table t; --";
-    String sql =
-        rows.claim(LEASE).key(KEY, secret).holder(OWNER, val(secret)).build(dsl).getSQL();
+    String sql = rows.claim(LEASE).key(KEY, secret).holder(OWNER, val(secret)).build(dsl).getSQL();
     assertThat(sql)
         .doesNotContain(secret)
         .contains("on conflict (\"name\") do update")

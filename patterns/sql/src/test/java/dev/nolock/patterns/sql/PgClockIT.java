@@ -74,11 +74,15 @@ class PgClockIT {
   @Test
   void theDatabaseClockIsReadWhenEvaluatedAndTheLengthIsBound() {
     String sql = dsl.render(DSL.select(PgClock.plus(Duration.ofMillis(600))));
-    assertThat(sql).contains("clock_timestamp() + (? * ").doesNotContain("600").doesNotContain("now()");
+    assertThat(sql)
+        .contains("clock_timestamp() + (? * ")
+        .doesNotContain("600")
+        .doesNotContain("now()");
     assertThat(dsl.extractBindValues(PgClock.plus(Duration.ofMillis(600)))).containsExactly(600L);
 
     var r = dsl.select(PgClock.minus(Duration.ofHours(1)), PgClock.now()).fetchSingle();
-    assertThat(Duration.between(r.value1(), r.value2())).isGreaterThanOrEqualTo(Duration.ofHours(1));
+    assertThat(Duration.between(r.value1(), r.value2()))
+        .isGreaterThanOrEqualTo(Duration.ofHours(1));
   }
 
   @Test
@@ -86,8 +90,7 @@ class PgClockIT {
     assertThatThrownBy(() -> PgClock.plus(Duration.ofMillis(-1)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("zero or more");
-    assertThatThrownBy(() -> PgClock.ceilMillis(null))
-        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> PgClock.ceilMillis(null)).isInstanceOf(IllegalArgumentException.class);
     assertThat(PgClock.ceilMillis(Duration.ofNanos(599_999_999))).isEqualTo(600);
     assertThat(PgClock.ceilMillis(Duration.ofNanos(600_000_001))).isEqualTo(601);
   }
