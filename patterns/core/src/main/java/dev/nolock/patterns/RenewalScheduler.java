@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  *       each next one an interval after the previous ended (a renewal that hung is not followed by
  *       a burst); the task runs inside a guard that logs and swallows a {@link RuntimeException}.
  *   <li>{@link #once}: {@code schedule} after the delay.
- *   <li>{@link #close}: {@code shutdownNow}: queued tasks are dropped, a running one is interrupted.
+ *   <li>{@link #close}: {@code shutdownNow}: queued tasks are dropped, a running one is
+ *       interrupted.
  * </ol>
  *
  * Thread-safe. A slow task delays the others on the same scheduler: use one scheduler per kind of
