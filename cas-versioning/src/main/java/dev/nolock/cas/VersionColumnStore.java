@@ -1,7 +1,7 @@
 package dev.nolock.cas;
 
-import dev.nolock.cas.internal.SqlErrors;
-import dev.nolock.cas.internal.SqlErrors.Sent;
+import dev.nolock.cas.internal.StoreErrors;
+import dev.nolock.cas.internal.StoreErrors.Sent;
 import dev.nolock.cas.internal.StoreMetrics;
 import dev.nolock.cas.internal.VersionTable;
 import dev.nolock.patterns.BackendUnavailableException;
@@ -423,7 +423,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
               try {
                 return ownsTransactions ? OwnTransaction.run(dsl, work) : onCallerTransaction(work);
               } catch (DataAccessException e) {
-                if (!ownsTransactions || !SqlErrors.isSerializationFailure(e)) {
+                if (!ownsTransactions || !StoreErrors.isSerializationFailure(e)) {
                   throw e;
                 }
                 return Either.left(conflict(dsl, id));
@@ -473,7 +473,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     try {
       return statement.get();
     } catch (DataAccessException e) {
-      throw SqlErrors.translate(
+      throw StoreErrors.translate(
           e, table, doing, ownsTransactions ? sent : Sent.CALLERS_TRANSACTION);
     }
   }

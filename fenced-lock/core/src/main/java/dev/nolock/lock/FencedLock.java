@@ -10,6 +10,7 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.RenewalScheduler;
 import dev.nolock.patterns.RetryPolicy;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
@@ -19,8 +20,6 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
@@ -68,8 +67,8 @@ public final class FencedLock implements AutoCloseable {
   private final LockConfig config;
   private final LeaseClock clock;
   private final CoordinationMetrics metrics;
-  private final ScheduledThreadPoolExecutor renewals;
-  private final ScheduledThreadPoolExecutor expiries;
+  private final RenewalScheduler renewals;
+  private final RenewalScheduler expiries;
   private final Map<HeldLock, Timers> held = new ConcurrentHashMap<>();
   private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -91,8 +90,8 @@ public final class FencedLock implements AutoCloseable {
     this.metrics = config.metrics();
     // Two threads: a renewal call that hangs on a dead network must not delay the timer that
     // tells the holder its lease ran out.
-    this.renewals = scheduler("nolock-lock-renewal");
-    this.expiries = scheduler("nolock-lock-expiry");
+    this.renewals = RenewalScheduler.named("nolock-lock-renewal");
+    this.expiries = RenewalScheduler.named("nolock-lock-expiry");
   }
 
   /** A lock on {@code backend} with {@code config}. */
@@ -201,8 +200,8 @@ public final class FencedLock implements AutoCloseable {
         LOG.warn("Could not release {} on close; it expires after its TTL", lock, e);
       }
     }
-    renewals.shutdownNow();
-    expiries.shutdownNow();
+    renewals.close();
+    expiries.close();
   }
 
   private Duration validate(String name, Duration ttl) {
@@ -233,10 +232,7 @@ public final class FencedLock implements AutoCloseable {
     HeldLock lock = new HeldLock(this, name, owner, token.get(), ttl, deadline, sent);
     try {
       ScheduledFuture<?> renewal =
-          config.autoRenew()
-              ? renewals.scheduleWithFixedDelay(
-                  () -> renew(lock), interval.toNanos(), interval.toNanos(), TimeUnit.NANOSECONDS)
-              : null;
+          config.autoRenew() ? renewals.repeat(() -> renew(lock), interval) : null;
       held.put(lock, new Timers(renewal, watchExpiry(lock, deadline)));
     } catch (RejectedExecutionException closedMeanwhile) {
       // close() ran while the grant was on its way: nobody would renew or release it.
@@ -400,15 +396,13 @@ public final class FencedLock implements AutoCloseable {
   }
 
   private ScheduledFuture<?> watchExpiry(HeldLock lock, Deadline deadline) {
-    long delay = deadline.remaining().toNanos() + 1;
-    return expiries.schedule(
+    return expiries.once(
         () -> {
           if (lock.isHeld() && lock.deadline().hasExpired()) {
             ranOut(lock);
           }
         },
-        delay,
-        TimeUnit.NANOSECONDS);
+        deadline.remaining().plusNanos(1));
   }
 
   /** Called once by {@link HeldLock#lose}. */
@@ -541,18 +535,5 @@ public final class FencedLock implements AutoCloseable {
 
   private Duration since(long startNanos) {
     return Duration.ofNanos(Math.max(0, clock.nanoTime() - startNanos));
-  }
-
-  private static ScheduledThreadPoolExecutor scheduler(String name) {
-    ScheduledThreadPoolExecutor executor =
-        new ScheduledThreadPoolExecutor(
-            1,
-            runnable -> {
-              Thread thread = new Thread(runnable, name);
-              thread.setDaemon(true);
-              return thread;
-            });
-    executor.setRemoveOnCancelPolicy(true);
-    return executor;
   }
 }

@@ -133,7 +133,9 @@ public final class IdempotencyKeys<R> {
    * in-progress keys if they are missing (the DDL is in the README); on a table made by an earlier
    * version it adds the partial index. A schema-qualified table needs its schema to exist.
    *
-   * @throws BackendUnavailableException when the DDL fails, e.g. for lack of the CREATE privilege
+   * @throws IllegalStateException when PostgreSQL refuses the DDL, e.g. for lack of the CREATE
+   *     privilege
+   * @throws BackendUnavailableException when PostgreSQL cannot be reached or times out
    */
   public void createTableIfMissing() {
     executor.createTableIfMissing();
@@ -150,7 +152,10 @@ public final class IdempotencyKeys<R> {
    * @param fingerprint what identifies the request (see {@link Fingerprint})
    * @throws InvalidIdempotencyKeyException when the key is missing or malformed (HTTP 400)
    * @throws IllegalArgumentException for a malformed scope
-   * @throws BackendUnavailableException when PostgreSQL fails; retry later with the same key
+   * @throws BackendUnavailableException when PostgreSQL cannot be reached, times out or aborts the
+   *     transaction; retry later with the same key
+   * @throws IllegalStateException when PostgreSQL refuses a statement for a reason a retry would
+   *     repeat (the table does not match, a privilege is missing)
    * @throws RuntimeException the action's own exception, when the {@link FailurePolicy} made it
    *     retryable; the key was released
    */

@@ -3,6 +3,7 @@ package dev.nolock.ownership.internal;
 import dev.nolock.ownership.RecordHandler;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.sql.SqlErrors;
 import java.time.Duration;
 import java.util.Objects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -89,20 +90,13 @@ public final class ApplyTransaction<K, V> {
                     safeguards,
                     statementTimeout,
                     idleTimeout);
-            if (rows == 0) {
+            if (!SqlErrors.atMostOneRow(
+                rows, "ownership update of " + where(record), table, OwnerTable.KEY)) {
               OwnerTable.Row row = table.row(tx, group, record.topic(), record.partition());
               boolean superseded = row.epoch() != epoch || !owner.equals(row.owner());
               return safeguards.epochCheck() && superseded
                   ? ApplyOutcome.FENCED
                   : ApplyOutcome.REPLAY;
-            }
-            if (rows != 1) {
-              throw new IllegalStateException(
-                  "The ownership update of "
-                      + where(record)
-                      + " changed "
-                      + rows
-                      + " rows: the table lost its primary key; recreate it.");
             }
             try {
               handler.apply(record, tx, FencingToken.of(epoch));

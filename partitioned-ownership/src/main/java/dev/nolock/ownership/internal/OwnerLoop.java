@@ -10,6 +10,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.RetryPolicy;
+import dev.nolock.patterns.sql.SqlErrors;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -846,7 +847,8 @@ public final class OwnerLoop<K, V> {
         continue;
       }
       try {
-        if (table.skipTo(
+        int moved =
+            table.skipTo(
                 dsl,
                 group,
                 topic,
@@ -855,8 +857,8 @@ public final class OwnerLoop<K, V> {
                 owner,
                 o.nextOffset - 1,
                 position - 1,
-                config.queryTimeout())
-            == 1) {
+                config.queryTimeout());
+        if (SqlErrors.atMostOneRow(moved, "skip past markers on " + tp, table, OwnerTable.KEY)) {
           log.debug(
               "{}: offsets {} to {} held no record to apply (transaction markers or aborted"
                   + " records); the ownership row now says {}",

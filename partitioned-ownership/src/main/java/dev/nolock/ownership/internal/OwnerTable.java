@@ -11,6 +11,7 @@ import static org.jooq.impl.DSL.val;
 
 import dev.nolock.ownership.LogStartMismatchException;
 import dev.nolock.ownership.PartitionCountChangedException;
+import dev.nolock.patterns.sql.PgClock;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Collection;
@@ -49,8 +50,8 @@ public final class OwnerTable {
   static final Field<OffsetDateTime> CLAIMED_AT =
       field(name("claimed_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
 
-  private static final Field<OffsetDateTime> CLOCK_TIMESTAMP =
-      field("clock_timestamp()", SQLDataType.TIMESTAMPWITHTIMEZONE);
+  /** The unique key of a row, for messages. */
+  static final String KEY = "(consumer_group, topic, partition)";
 
   private final Name tableName;
   private final Table<Record> table;
@@ -201,7 +202,7 @@ public final class OwnerTable {
               tx.update(table)
                   .set(EPOCH, EPOCH.plus(1L))
                   .set(OWNER, owner)
-                  .set(CLAIMED_AT, CLOCK_TIMESTAMP)
+                  .set(CLAIMED_AT, PgClock.now())
                   .where(
                       GROUP.eq(group),
                       TOPIC.eq(topic),

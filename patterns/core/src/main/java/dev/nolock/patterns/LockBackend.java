@@ -31,7 +31,8 @@ import java.time.Duration;
  * refuses it or returns that grant's own token.
  *
  * <p>Inputs reach a backend already validated by the facade. Losing a race is a return value; a
- * failure of the server is a {@link BackendUnavailableException}.
+ * failure of the server is a {@link BackendUnavailableException}; a refusal a retry would repeat (a
+ * missing table, a missing privilege) is an {@link IllegalStateException} that says what to fix.
  */
 public interface LockBackend {
 

@@ -6,6 +6,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -65,8 +66,11 @@ import org.jooq.impl.DSL;
  * refused everywhere (or, with a fresh fence, a stale holder accepted). One row per lock name ever
  * used is the price; delete rows only for names that will never be locked again.
  *
- * <p>Failures of the pool, the driver or the server (jOOQ's {@link DataAccessException}) become
- * {@link BackendUnavailableException}s naming the lock and what to do. Immutable and thread-safe.
+ * <p>Failures of the pool, the driver or the server (jOOQ's {@link DataAccessException}) go through
+ * the shared {@link SqlErrors} policy: a connection, timeout or concurrency failure becomes a
+ * {@link BackendUnavailableException} naming the lock and what to do; a refusal a retry would
+ * repeat (a missing table or privilege) an {@link IllegalStateException}. Immutable and
+ * thread-safe.
  */
 public final class PostgresLockBackend implements LockBackend {
 
@@ -105,7 +109,9 @@ public final class PostgresLockBackend implements LockBackend {
    * varchar(255) not null, token bigint not null check (token > 0), expires_at timestamptz not
    * null)}. A schema-qualified table needs its schema to exist.
    *
-   * @throws BackendUnavailableException when the DDL fails, e.g. for lack of the CREATE privilege
+   * @throws IllegalStateException when PostgreSQL refuses the DDL, e.g. for lack of the CREATE
+   *     privilege
+   * @throws BackendUnavailableException when PostgreSQL cannot be reached or times out
    */
   public void createTableIfMissing() {
     translate(
@@ -195,27 +201,11 @@ public final class PostgresLockBackend implements LockBackend {
   }
 
   private boolean oneRowAtMost(int rows, String name) {
-    if (rows > 1) {
-      throw new IllegalStateException(
-          "A lock statement changed "
-              + rows
-              + " rows for lock \""
-              + name
-              + "\": the table "
-              + table
-              + " has lost its primary key on name. This is a bug or a damaged schema;"
-              + " recreate the table with createTableIfMissing on an empty schema.");
-    }
-    return rows == 1;
+    return SqlErrors.atMostOneRow(rows, "statement on lock \"" + name + "\"", table, "(name)");
   }
 
   private <T> T translate(Supplier<String> doing, Supplier<T> statement) {
-    try {
-      return statement.get();
-    } catch (DataAccessException e) {
-      throw new BackendUnavailableException(
-          "PostgreSQL failed while " + doing.get() + ". Cause: " + e.getMessage(), e);
-    }
+    return SqlErrors.run(doing, statement);
   }
 
   @Override

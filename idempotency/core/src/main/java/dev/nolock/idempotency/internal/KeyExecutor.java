@@ -16,6 +16,7 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.sql.SqlErrors;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -139,10 +140,7 @@ public final class KeyExecutor<R> {
                     + "\"; whether it was forgotten is unknown. List the abandoned keys to see,"
                     + " or call forget again (false then means it is gone, completed or held)",
             () -> dsl.transactionResult(tx -> table.forget(tx.dsl(), scope, key, timeout)));
-    if (rows > 1) {
-      checkRows(rows);
-    }
-    return rows == 1;
+    return SqlErrors.atMostOneRow(rows, "forget of a key", table, "(scope, idempotency_key)");
   }
 
   /** The gauge's reading: NaN when PostgreSQL cannot be asked, never a stale number. */
@@ -300,17 +298,16 @@ public final class KeyExecutor<R> {
         outcome = failed(scope, key, token, failure.getCause(), counters);
       } catch (DataAccessException e) {
         releaseQuietly(scope, key, token, e);
-        throw new BackendUnavailableException(
-            "PostgreSQL failed while running phase \""
+        throw SqlErrors.translate(
+            e,
+            "running phase \""
                 + phaseName
                 + "\" of a key in scope \""
                 + scope
                 + "\" (attempt "
                 + token.value()
                 + "); whether it committed is unknown. Retry with the same key: you get the"
-                + " stored result, or a retry resumes after the last committed phase. Cause: "
-                + e.getMessage(),
-            e);
+                + " stored result, or a retry resumes after the last committed phase");
       }
       return outcome;
     }
@@ -333,17 +330,8 @@ public final class KeyExecutor<R> {
   }
 
   private void checkRows(int rows) {
-    if (rows == 0) {
+    if (!SqlErrors.atMostOneRow(rows, "key update", table, "(scope, idempotency_key)")) {
       throw new Stale();
-    }
-    if (rows > 1) {
-      throw new IllegalStateException(
-          "A key update changed "
-              + rows
-              + " rows: the table "
-              + table
-              + " has lost its primary key on (scope, idempotency_key). This is a damaged schema;"
-              + " recreate it with createTableIfMissing on an empty schema.");
     }
   }
 
@@ -416,12 +404,7 @@ public final class KeyExecutor<R> {
   }
 
   private <T> T translate(Supplier<String> doing, Supplier<T> statement) {
-    try {
-      return statement.get();
-    } catch (DataAccessException e) {
-      throw new BackendUnavailableException(
-          "PostgreSQL failed while " + doing.get() + ". Cause: " + e.getMessage(), e);
-    }
+    return SqlErrors.run(doing, statement);
   }
 
   /** Carries an exception thrown by the caller's code out of the transaction, past jOOQ. */

@@ -1,7 +1,6 @@
 package dev.nolock.idempotency.internal;
 
-import static dev.nolock.idempotency.internal.PgFunctions.clockTimestamp;
-import static dev.nolock.idempotency.internal.PgFunctions.clockTimestampPlus;
+import static dev.nolock.patterns.sql.PgClock.now;
 import static org.jooq.impl.DSL.excluded;
 import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.greatest;
@@ -18,10 +17,14 @@ import dev.nolock.idempotency.Fingerprint;
 import dev.nolock.idempotency.IdempotencyKeys;
 import dev.nolock.idempotency.Phases;
 import dev.nolock.idempotency.StoredResult;
+import dev.nolock.patterns.sql.LeasedRow;
+import dev.nolock.patterns.sql.PgClock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
@@ -84,6 +87,7 @@ public final class KeyTable {
   private final Name tableName;
   private final Table<?> table;
   private final Table<?> aliased;
+  private final LeasedRow leased;
   private final Sequence<Long> attemptSequence;
   private final Name expiresIndex;
   private final Name inProgressIndex;
@@ -118,8 +122,6 @@ public final class KeyTable {
 
   private final Field<String> aliasedFingerprint;
   private final Field<String> aliasedState;
-  private final Field<Integer> aliasedAttemptCount;
-  private final Field<OffsetDateTime> aliasedLockedUntil;
   private final Field<OffsetDateTime> aliasedExpiresAt;
   private final Field<String> aliasedScope;
   private final Field<String> aliasedKey;
@@ -129,6 +131,7 @@ public final class KeyTable {
     this.tableName = tableName;
     this.table = table(tableName);
     this.aliased = table.as(ALIAS);
+    this.leased = LeasedRow.of(tableName, "locked_until", "attempt_count").as(ALIAS);
     String last = tableName.last();
     Name sequenceName =
         tableName.qualified()
@@ -140,8 +143,6 @@ public final class KeyTable {
     this.inProgressIndex = name(last + "_pending_idx");
     this.aliasedFingerprint = field(name(ALIAS, "fingerprint"), SQLDataType.VARCHAR);
     this.aliasedState = field(name(ALIAS, "state"), SQLDataType.VARCHAR);
-    this.aliasedAttemptCount = field(name(ALIAS, "attempt_count"), SQLDataType.INTEGER);
-    this.aliasedLockedUntil = field(name(ALIAS, "locked_until"), SQLDataType.TIMESTAMPWITHTIMEZONE);
     this.aliasedExpiresAt = field(name(ALIAS, "expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
     this.aliasedScope = field(name(ALIAS, "scope"), SQLDataType.VARCHAR);
     this.aliasedKey = field(name(ALIAS, "idempotency_key"), SQLDataType.VARCHAR);
@@ -210,40 +211,19 @@ public final class KeyTable {
       int timeoutSeconds) {
     Condition sameRequest =
         fingerprintCheck ? aliasedFingerprint.eq(excluded(fingerprint)) : noCondition();
-    return dsl.insertInto(
-            aliased,
-            scope,
-            key,
-            fingerprint,
-            state,
-            attemptToken,
-            attemptCount,
-            recoveryPoint,
-            lockedUntil,
-            createdAt,
-            expiresAt)
-        .values(
-            val(scopeValue, scope),
-            val(keyValue, key),
-            val(fingerprintValue.value(), fingerprint),
-            inline(IN_PROGRESS),
-            attemptSequence.nextval(),
-            inline(1),
-            inline(Phases.STARTED),
-            clockTimestampPlus(lease),
-            clockTimestamp(),
-            clockTimestampPlus(retention))
-        .onConflict(scope, key)
-        .doUpdate()
-        .set(attemptToken, excluded(attemptToken))
-        .set(attemptCount, aliasedAttemptCount.plus(inline(1)))
-        .set(lockedUntil, excluded(lockedUntil))
-        .set(expiresAt, greatest(aliasedExpiresAt, excluded(expiresAt)))
-        .where(
-            aliasedState
-                .eq(inline(IN_PROGRESS))
-                .and(aliasedLockedUntil.le(clockTimestamp()))
-                .and(sameRequest))
+    return leased
+        .claim(lease)
+        .key(scope, scopeValue)
+        .key(key, keyValue)
+        .onInsert(fingerprint, val(fingerprintValue.value(), fingerprint))
+        .onInsert(state, inline(IN_PROGRESS))
+        .holder(attemptToken, attemptSequence.nextval())
+        .onInsert(recoveryPoint, inline(Phases.STARTED))
+        .onInsert(createdAt, now())
+        .onInsert(expiresAt, PgClock.plus(retention))
+        .onTakeover(expiresAt, greatest(aliasedExpiresAt, excluded(expiresAt)))
+        .onlyIf(aliasedState.eq(inline(IN_PROGRESS)).and(sameRequest))
+        .build(dsl)
         .returningResult(attemptToken, attemptCount, recoveryPoint)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
@@ -253,8 +233,7 @@ public final class KeyTable {
   /** The key's row with the database's current time, if the key exists. */
   public Optional<KeyRow> read(
       DSLContext dsl, String scopeValue, String keyValue, int timeoutSeconds) {
-    return dsl.select(
-            fingerprint, state, responseStatus, responseBody, lockedUntil, clockTimestamp())
+    return dsl.select(fingerprint, state, responseStatus, responseBody, lockedUntil, now())
         .from(table)
         .where(scope.eq(scopeValue).and(key.eq(keyValue)))
         .queryTimeout(timeoutSeconds)
@@ -282,8 +261,8 @@ public final class KeyTable {
       int timeoutSeconds) {
     return dsl.update(table)
         .set(recoveryPoint, phase)
-        .set(lockedUntil, clockTimestampPlus(lease))
-        .set(expiresAt, greatest(expiresAt, clockTimestampPlus(retention)))
+        .set(lockedUntil, PgClock.plus(lease))
+        .set(expiresAt, greatest(expiresAt, PgClock.plus(retention)))
         .where(heldBy(scopeValue, keyValue, token, attemptCheck))
         .queryTimeout(timeoutSeconds)
         .execute();
@@ -304,15 +283,15 @@ public final class KeyTable {
       Duration retention,
       boolean attemptCheck,
       int timeoutSeconds) {
-    return dsl.update(table)
-        .set(state, inline(COMPLETED))
-        .set(recoveryPoint, inline(Phases.FINISHED))
-        .set(responseStatus, result.status())
-        .set(responseBody, result.body())
-        .set(completedAt, clockTimestamp())
-        .set(lockedUntil, clockTimestamp())
-        .set(expiresAt, clockTimestampPlus(retention))
-        .where(heldBy(scopeValue, keyValue, token, attemptCheck))
+    Map<Field<?>, Object> completed = new LinkedHashMap<>();
+    completed.put(state, inline(COMPLETED));
+    completed.put(recoveryPoint, inline(Phases.FINISHED));
+    completed.put(responseStatus, val(result.status(), responseStatus));
+    completed.put(responseBody, val(result.body(), responseBody));
+    completed.put(completedAt, now());
+    completed.put(expiresAt, PgClock.plus(retention));
+    return leased
+        .finish(dsl, heldBy(scopeValue, keyValue, token, attemptCheck), completed)
         .queryTimeout(timeoutSeconds)
         .execute();
   }
@@ -324,9 +303,8 @@ public final class KeyTable {
    */
   public int release(
       DSLContext dsl, String scopeValue, String keyValue, long token, int timeoutSeconds) {
-    return dsl.update(table)
-        .set(lockedUntil, clockTimestamp())
-        .where(heldBy(scopeValue, keyValue, token, true))
+    return leased
+        .finish(dsl, heldBy(scopeValue, keyValue, token, true), Map.of())
         .queryTimeout(timeoutSeconds)
         .execute();
   }
@@ -362,14 +340,14 @@ public final class KeyTable {
                     .from(table)
                     .where(
                         expiresAt
-                            .le(clockTimestamp())
+                            .le(now())
                             .and(
                                 state
                                     .eq(inline(COMPLETED))
                                     .or(
                                         recoveryPoint
                                             .eq(inline(Phases.STARTED))
-                                            .and(lockedUntil.le(clockTimestamp())))))
+                                            .and(lockedUntil.le(now())))))
                     .limit(val(batchSize))
                     .forUpdate()
                     .skipLocked());
@@ -432,7 +410,7 @@ public final class KeyTable {
     return dsl.deleteFrom(table)
         .where(scope.eq(scopeValue).and(key.eq(keyValue)))
         .and(state.eq(inline(IN_PROGRESS)))
-        .and(lockedUntil.le(clockTimestamp()))
+        .and(lockedUntil.le(now()))
         .queryTimeout(timeoutSeconds)
         .execute();
   }
@@ -447,8 +425,8 @@ public final class KeyTable {
     return state
         .eq(inline(IN_PROGRESS))
         .and(recoveryPoint.ne(inline(Phases.STARTED)))
-        .and(expiresAt.le(clockTimestamp()))
-        .and(lockedUntil.le(clockTimestamp()));
+        .and(expiresAt.le(now()))
+        .and(lockedUntil.le(now()));
   }
 
   private Condition heldBy(String scopeValue, String keyValue, long token, boolean attemptCheck) {

@@ -117,6 +117,19 @@ class KeyTableSqlTest {
   }
 
   @Test
+  void aLeaseIsRoundedUpSoItNeverEndsBeforeTheCallersDeadline() {
+    // One nanosecond past 3 s: rounded down, the stored lease would end up to a millisecond
+    // before the deadline the attempt measures on its own clock, and a retry could take the key
+    // over while the attempt still believes it holds it.
+    Duration lease = Duration.ofSeconds(3).plusNanos(1);
+    table.claim(dsl, "s", SECRET_KEY, Fingerprint.of("fp"), lease, Duration.ofHours(1), true, 5);
+    table.advance(dsl, "s", SECRET_KEY, 42L, "phase1", lease, Duration.ofHours(1), true, 5);
+
+    assertThat(bindings.get(0)).contains(3001L).doesNotContain(3000L);
+    assertThat(bindings.get(1)).contains(3001L).doesNotContain(3000L);
+  }
+
+  @Test
   void withoutTheAttemptCheckCompletionMatchesAnyAttempt() {
     table.complete(
         dsl,

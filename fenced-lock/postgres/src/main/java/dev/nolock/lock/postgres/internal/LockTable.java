@@ -1,8 +1,5 @@
 package dev.nolock.lock.postgres.internal;
 
-import static dev.nolock.lock.postgres.internal.PgFunctions.clockTimestamp;
-import static dev.nolock.lock.postgres.internal.PgFunctions.clockTimestampPlus;
-import static org.jooq.impl.DSL.excluded;
 import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.name;
@@ -10,8 +7,10 @@ import static org.jooq.impl.DSL.table;
 import static org.jooq.impl.DSL.val;
 
 import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.sql.LeasedRow;
 import java.time.Duration;
 import java.time.OffsetDateTime;
+import java.util.Map;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -29,26 +28,20 @@ import org.jooq.impl.SQLDataType;
  */
 public final class LockTable {
 
-  private static final String ALIAS = "l";
-
   private final Table<?> table;
-  private final Table<?> aliased;
+  private final LeasedRow leased;
   private final Field<String> name;
   private final Field<String> owner;
   private final Field<Long> token;
   private final Field<OffsetDateTime> expiresAt;
-  private final Field<Long> aliasedToken;
-  private final Field<OffsetDateTime> aliasedExpiresAt;
 
   public LockTable(Name tableName) {
     this.table = table(tableName);
-    this.aliased = table.as(ALIAS);
+    this.leased = LeasedRow.of(tableName, "expires_at", "token");
     this.name = field(name("name"), SQLDataType.VARCHAR(Lease.MAX_NAME_LENGTH).nullable(false));
     this.owner = field(name("owner"), SQLDataType.VARCHAR(Lease.MAX_OWNER_LENGTH).nullable(false));
     this.token = field(name("token"), SQLDataType.BIGINT.nullable(false));
     this.expiresAt = field(name("expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
-    this.aliasedToken = field(name(ALIAS, "token"), SQLDataType.BIGINT);
-    this.aliasedExpiresAt = field(name(ALIAS, "expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
   }
 
   /**
@@ -73,14 +66,11 @@ public final class LockTable {
    */
   public ResultQuery<Record1<Long>> tryAcquire(
       DSLContext dsl, String lockName, String lockOwner, Duration ttl) {
-    return dsl.insertInto(aliased, name, owner, token, expiresAt)
-        .values(val(lockName, name), val(lockOwner, owner), inline(1L), clockTimestampPlus(ttl))
-        .onConflict(name)
-        .doUpdate()
-        .set(owner, excluded(owner))
-        .set(token, aliasedToken.plus(inline(1L)))
-        .set(expiresAt, excluded(expiresAt))
-        .where(aliasedExpiresAt.le(clockTimestamp()))
+    return leased
+        .claim(ttl)
+        .key(name, lockName)
+        .holder(owner, val(lockOwner, owner))
+        .build(dsl)
         .returningResult(token);
   }
 
@@ -90,9 +80,7 @@ public final class LockTable {
    */
   public Query renew(
       DSLContext dsl, String lockName, String lockOwner, long lockToken, Duration ttl) {
-    return dsl.update(table)
-        .set(expiresAt, clockTimestampPlus(ttl))
-        .where(held(lockName, lockOwner, lockToken));
+    return leased.extend(dsl, mine(lockName, lockOwner, lockToken), ttl, Map.of());
   }
 
   /**
@@ -100,9 +88,10 @@ public final class LockTable {
    * token = :token AND expires_at > clock_timestamp()}: the row and its token stay.
    */
   public Query release(DSLContext dsl, String lockName, String lockOwner, long lockToken) {
-    return dsl.update(table)
-        .set(expiresAt, clockTimestamp())
-        .where(held(lockName, lockOwner, lockToken));
+    // Only an unexpired lease: releasing one that already ran out would report a release that
+    // did not happen.
+    return leased.finish(
+        dsl, mine(lockName, lockOwner, lockToken).and(leased.unexpired()), Map.of());
   }
 
   /**
@@ -110,16 +99,11 @@ public final class LockTable {
    * unexpired lease, if any.
    */
   public ResultQuery<Record2<String, Long>> holder(DSLContext dsl, String lockName) {
-    return dsl.select(owner, token)
-        .from(table)
-        .where(name.eq(lockName).and(expiresAt.gt(clockTimestamp())));
+    return dsl.select(owner, token).from(table).where(name.eq(lockName).and(leased.unexpired()));
   }
 
-  private Condition held(String lockName, String lockOwner, long lockToken) {
-    return name.eq(lockName)
-        .and(owner.eq(lockOwner))
-        .and(token.eq(lockToken))
-        .and(expiresAt.gt(clockTimestamp()));
+  private Condition mine(String lockName, String lockOwner, long lockToken) {
+    return name.eq(lockName).and(owner.eq(lockOwner)).and(token.eq(lockToken));
   }
 
   @Override

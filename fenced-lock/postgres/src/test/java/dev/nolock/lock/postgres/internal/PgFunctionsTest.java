@@ -2,6 +2,7 @@ package dev.nolock.lock.postgres.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.patterns.sql.PgClock;
 import java.time.Duration;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
@@ -11,16 +12,30 @@ class PgFunctionsTest {
 
   @Test
   void theTtlIsRoundedUpToWholeMillisecondsSoTheStoredLeaseIsNeverShorter() {
-    assertThat(PgFunctions.ceilMillis(Duration.ofMillis(600))).isEqualTo(600);
-    assertThat(PgFunctions.ceilMillis(Duration.ofNanos(600_000_001))).isEqualTo(601);
-    assertThat(PgFunctions.ceilMillis(Duration.ofNanos(599_999_999))).isEqualTo(600);
+    assertThat(PgClock.ceilMillis(Duration.ofMillis(600))).isEqualTo(600);
+    assertThat(PgClock.ceilMillis(Duration.ofNanos(600_000_001))).isEqualTo(601);
+    assertThat(PgClock.ceilMillis(Duration.ofNanos(599_999_999))).isEqualTo(600);
+    // The lock's own statements use that rule: a renewal one nanosecond past 600 ms binds 601.
+    assertThat(
+            DSL.using(SQLDialect.POSTGRES)
+                .extractBindValues(
+                    new LockTable(DSL.name("t"))
+                        .renew(
+                            DSL.using(SQLDialect.POSTGRES),
+                            "n",
+                            "o",
+                            1,
+                            Duration.ofNanos(600_000_001))))
+        .contains(601L);
   }
 
   @Test
   void theTtlIsABoundNumberOfMillisecondsOnTheDatabaseClock() {
     String sql =
         DSL.using(SQLDialect.POSTGRES)
-            .render(DSL.select(PgFunctions.clockTimestampPlus(Duration.ofMillis(600))));
+            .render(
+                new LockTable(DSL.name("t"))
+                    .renew(DSL.using(SQLDialect.POSTGRES), "n", "o", 1, Duration.ofMillis(600)));
 
     assertThat(sql)
         .contains("clock_timestamp() + (? * ")

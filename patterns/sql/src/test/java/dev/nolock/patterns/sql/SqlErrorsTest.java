@@ -1,4 +1,4 @@
-package dev.nolock.ownership.internal;
+package dev.nolock.patterns.sql;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -8,6 +8,7 @@ import java.sql.SQLTransientConnectionException;
 import org.jooq.exception.DataAccessException;
 import org.junit.jupiter.api.Test;
 
+/** The shared policy: the states partitioned-ownership retried before it moved here. */
 class SqlErrorsTest {
 
   @Test

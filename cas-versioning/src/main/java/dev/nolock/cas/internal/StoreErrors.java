@@ -1,15 +1,19 @@
 package dev.nolock.cas.internal;
 
 import dev.nolock.patterns.BackendUnavailableException;
-import java.sql.SQLException;
+import dev.nolock.patterns.sql.SqlErrors;
+import dev.nolock.patterns.sql.SqlErrors.Kind;
 import org.jooq.exception.DataAccessException;
 
 /**
- * Turns jOOQ's {@link DataAccessException} into what the caller must do: fix the table or the
- * configuration ({@link IllegalStateException}), fix the value ({@link IllegalArgumentException}),
- * or retry later ({@link BackendUnavailableException}).
+ * Turns jOOQ's {@link DataAccessException} into what the caller must do, by the shared policy of
+ * {@link SqlErrors} (which SQLStates a retry can fix): fix the table or the configuration ({@link
+ * IllegalStateException}), fix the value ({@link IllegalArgumentException}), or retry later ({@link
+ * BackendUnavailableException}, only for a failure the shared policy calls transient). What this
+ * class adds is the store's own advice: the DDL that fits the configured table, and what a lost
+ * answer means for what the call had sent.
  */
-public final class SqlErrors {
+public final class StoreErrors {
 
   private static final String UNDEFINED_TABLE = "42P01";
   private static final String INVALID_SCHEMA_NAME = "3F000";
@@ -18,7 +22,7 @@ public final class SqlErrors {
   private static final String SERIALIZATION_FAILURE = "40001";
   private static final String DEADLOCK_DETECTED = "40P01";
 
-  private SqlErrors() {}
+  private StoreErrors() {}
 
   /**
    * What a call had sent when PostgreSQL or the connection failed, which decides what the caller is
@@ -73,7 +77,8 @@ public final class SqlErrors {
   public static RuntimeException translate(
       DataAccessException e, VersionTable<?, ?, ?> table, String doing, Sent sent) {
     String state = e.sqlState() == null ? "" : e.sqlState();
-    String cause = serverMessage(e);
+    Kind kind = SqlErrors.classify(e);
+    String cause = SqlErrors.serverMessage(e);
     String where = " on table " + table.tableName() + " during the " + doing;
     if (state.equals(UNDEFINED_TABLE) || state.equals(INVALID_SCHEMA_NAME)) {
       return new IllegalStateException(
@@ -113,7 +118,7 @@ public final class SqlErrors {
               + ".",
           e);
     }
-    if (state.startsWith("42")) {
+    if (kind == Kind.SCHEMA) {
       return new IllegalStateException(
           "PostgreSQL refused the statement"
               + where
@@ -128,7 +133,7 @@ public final class SqlErrors {
               + ".",
           e);
     }
-    if (state.startsWith("22") || state.startsWith("23")) {
+    if (kind == Kind.DATA) {
       return new IllegalArgumentException(
           "PostgreSQL refused the data"
               + where
@@ -154,6 +159,18 @@ public final class SqlErrors {
               + " same row ends this way instead of as a conflict value.",
           e);
     }
+    if (kind == Kind.OTHER) {
+      return new IllegalStateException(
+          "PostgreSQL failed"
+              + where
+              + ": "
+              + cause
+              + (state.isEmpty() ? "" : " (SQLSTATE " + state + ")")
+              + ". This is not a connection, timeout or concurrency failure, so a retry would"
+              + " repeat it: a bug, or a damaged or unsupported database. "
+              + sent.advice,
+          e);
+    }
     return new BackendUnavailableException(
         "PostgreSQL failed"
             + where
@@ -163,17 +180,5 @@ public final class SqlErrors {
             + ". "
             + sent.advice,
         e);
-  }
-
-  /** The server's one-line message ("relation ... does not exist"), without position or hint. */
-  private static String serverMessage(DataAccessException e) {
-    SQLException sql = e.getCause(SQLException.class);
-    String message = sql != null && sql.getMessage() != null ? sql.getMessage() : e.getMessage();
-    if (message == null) {
-      return e.getClass().getSimpleName();
-    }
-    int newline = message.indexOf('\n');
-    String line = newline < 0 ? message : message.substring(0, newline);
-    return line.startsWith("ERROR: ") ? line.substring("ERROR: ".length()) : line;
   }
 }

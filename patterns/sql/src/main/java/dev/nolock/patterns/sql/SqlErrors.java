@@ -1,0 +1,207 @@
+package dev.nolock.patterns.sql;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import java.io.IOException;
+import java.sql.SQLException;
+import java.sql.SQLRecoverableException;
+import java.sql.SQLTransientException;
+import java.util.function.Supplier;
+import org.jooq.exception.DataAccessException;
+
+/**
+ * The one policy every nolock SQL module applies to a PostgreSQL failure, and the one check of how
+ * many rows a single-row statement changed.
+ *
+ * <p>Guarantee: a failure is reported as retryable ({@link BackendUnavailableException}) only when
+ * a retry can succeed without anyone changing anything: the connection, the server's resources or a
+ * concurrent transaction was at fault, never the statement. A failure a retry would repeat (a
+ * missing table, a missing privilege, a refused value, a state nolock does not know) is an {@link
+ * IllegalStateException} or {@link IllegalArgumentException} that says what to fix. A statement
+ * that changed more than one row where the key admits one is never reported as success.
+ *
+ * <p>Algorithm of {@link #classify}:
+ *
+ * <ol>
+ *   <li>Walk the cause chain. A {@link SQLTransientException}, {@link SQLRecoverableException} or
+ *       {@link IOException} anywhere in it: {@link Kind#TRANSIENT}.
+ *   <li>Else the first SQLState found decides: class 08 (connection), 40 (serialization failure,
+ *       deadlock), 53 (insufficient resources), 57 (cancelled by a statement timeout, server
+ *       shutdown), {@code 55P03} (lock timeout), {@code 25P03} and {@code 25P04} (the server ended
+ *       an idle or overlong transaction): {@link Kind#TRANSIENT}; class 42 and {@code 3F000} (no
+ *       such table, column or schema; no privilege): {@link Kind#SCHEMA}; classes 22 and 23 (a
+ *       value or constraint the data broke): {@link Kind#DATA}.
+ *   <li>Anything else, or no SQLState: {@link Kind#OTHER}, which a retry would repeat.
+ * </ol>
+ */
+public final class SqlErrors {
+
+  /** What kind of fault a failure is, which decides what the caller must do. */
+  public enum Kind {
+    /** The connection, the server's resources or a concurrent transaction: retry later. */
+    TRANSIENT,
+    /** The table, a column, the schema or a privilege does not match: fix the schema. */
+    SCHEMA,
+    /** A value or a constraint was refused: fix the value or the table's constraints. */
+    DATA,
+    /** Any other failure: a retry would repeat it (a bug, a damaged or unsupported database). */
+    OTHER
+  }
+
+  private SqlErrors() {}
+
+  /** The kind of {@code failure}; see the class Javadoc for the rule. */
+  public static Kind classify(Throwable failure) {
+    String state = null;
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      if (t instanceof SQLTransientException
+          || t instanceof SQLRecoverableException
+          || t instanceof IOException) {
+        return Kind.TRANSIENT;
+      }
+      if (state == null && t instanceof SQLException sql && sql.getSQLState() != null) {
+        state = sql.getSQLState();
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    if (state == null && failure instanceof DataAccessException dae) {
+      state = dae.sqlState();
+    }
+    return classify(state);
+  }
+
+  /** The kind of a failure with this SQLState; null or unknown is {@link Kind#OTHER}. */
+  public static Kind classify(String sqlState) {
+    if (sqlState == null) {
+      return Kind.OTHER;
+    }
+    if (sqlState.startsWith("08") // connection exception
+        || sqlState.startsWith("40") // serialization failure, deadlock
+        || sqlState.startsWith("53") // insufficient resources
+        || sqlState.startsWith("57") // canceled (statement timeout), admin shutdown
+        || sqlState.equals("55P03") // lock not available (lock_timeout)
+        || sqlState.equals("25P03") // idle_in_transaction_session_timeout ended the session
+        || sqlState.equals("25P04")) { // transaction_timeout (PostgreSQL 17) ended the session
+      return Kind.TRANSIENT;
+    }
+    if (sqlState.startsWith("42") || sqlState.equals("3F000")) {
+      return Kind.SCHEMA;
+    }
+    if (sqlState.startsWith("22") || sqlState.startsWith("23")) {
+      return Kind.DATA;
+    }
+    return Kind.OTHER;
+  }
+
+  /**
+   * True when a retry of the same call can succeed: {@link #classify} says {@link Kind#TRANSIENT}.
+   */
+  public static boolean isTransient(Throwable failure) {
+    return classify(failure) == Kind.TRANSIENT;
+  }
+
+  /**
+   * Runs {@code statement}, turning a jOOQ failure into {@link #translate}'s exception.
+   *
+   * @param doing what the call was doing and, for a write, what its outcome is after a lost answer
+   *     (e.g. {@code "renewing lock \"a\". Treat the lease as ending at its deadline"}); built only
+   *     on failure
+   */
+  public static <T> T run(Supplier<String> doing, Supplier<T> statement) {
+    try {
+      return statement.get();
+    } catch (DataAccessException e) {
+      throw translate(e, doing.get());
+    }
+  }
+
+  /**
+   * The exception to throw for {@code e}:
+   *
+   * <ol>
+   *   <li>{@link Kind#TRANSIENT}: {@link BackendUnavailableException} "PostgreSQL failed while
+   *       {@code doing}", so the caller's own advice on the unknown outcome reaches the user.
+   *   <li>{@link Kind#SCHEMA}: {@link IllegalStateException}: the table does not match or a
+   *       privilege is missing.
+   *   <li>{@link Kind#DATA}: {@link IllegalArgumentException}: the value was refused.
+   *   <li>{@link Kind#OTHER}: {@link IllegalStateException}: a retry would repeat it.
+   * </ol>
+   *
+   * Every message carries the server's one-line message and the SQLState.
+   */
+  public static RuntimeException translate(DataAccessException e, String doing) {
+    String state = e.sqlState() == null ? "" : " (SQLSTATE " + e.sqlState() + ")";
+    String cause = serverMessage(e) + state;
+    return switch (classify(e)) {
+      case TRANSIENT ->
+          new BackendUnavailableException(
+              "PostgreSQL failed while " + doing + ". Cause: " + cause, e);
+      case SCHEMA ->
+          new IllegalStateException(
+              "PostgreSQL refused the statement while "
+                  + doing
+                  + ": "
+                  + cause
+                  + ". Retrying will not help: the table does not match the one nolock creates"
+                  + " (createTableIfMissing), or the database user lacks a privilege on it.",
+              e);
+      case DATA ->
+          new IllegalArgumentException(
+              "PostgreSQL refused the data while "
+                  + doing
+                  + ": "
+                  + cause
+                  + ". Retrying will not help: fix the value or the table's constraints.",
+              e);
+      case OTHER ->
+          new IllegalStateException(
+              "PostgreSQL failed while "
+                  + doing
+                  + ": "
+                  + cause
+                  + ". This is not a connection, timeout or concurrency failure, so a retry would"
+                  + " repeat it: a bug, or a damaged or unsupported database.",
+              e);
+    };
+  }
+
+  /**
+   * Reads the row count of a statement that matches one row by a unique key: 0 is {@code false}, 1
+   * is {@code true}, and more is a damaged schema, never a success.
+   *
+   * @param what the statement, e.g. {@code "renewal of lock \"a\""}
+   * @param table the table, for the message
+   * @param uniqueKey the columns that must be unique, e.g. {@code "(name)"}
+   * @throws IllegalStateException when {@code rows > 1}
+   */
+  public static boolean atMostOneRow(int rows, String what, Object table, String uniqueKey) {
+    if (rows > 1) {
+      throw new IllegalStateException(
+          "The "
+              + what
+              + " changed "
+              + rows
+              + " rows where at most one can match: the table "
+              + table
+              + " has lost its primary key on "
+              + uniqueKey
+              + ". This is a damaged schema or a bug; recreate the table with"
+              + " createTableIfMissing on an empty schema. If the statement ran in autocommit,"
+              + " its change is committed already.");
+    }
+    return rows == 1;
+  }
+
+  /** The server's one-line message ("relation ... does not exist"), without position or hint. */
+  public static String serverMessage(DataAccessException e) {
+    SQLException sql = e.getCause(SQLException.class);
+    String message = sql != null && sql.getMessage() != null ? sql.getMessage() : e.getMessage();
+    if (message == null) {
+      return e.getClass().getSimpleName();
+    }
+    int newline = message.indexOf('\n');
+    String line = newline < 0 ? message : message.substring(0, newline);
+    return line.startsWith("ERROR: ") ? line.substring("ERROR: ".length()) : line;
+  }
+}

@@ -1,0 +1,101 @@
+package dev.nolock.patterns.sql;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.sql.SqlErrors.Kind;
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.exception.DataAccessException;
+import org.jooq.impl.DSL;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** {@link SqlErrors}: the policy on the failures the real PostgreSQL returns, and the row check. */
+class SqlErrorsIT {
+
+  private static HikariDataSource pool;
+  private static DSLContext dsl;
+
+  @BeforeAll
+  static void connect() {
+    pool = Pg.pool();
+    dsl = DSL.using(pool, SQLDialect.POSTGRES);
+  }
+
+  @AfterAll
+  static void close() {
+    pool.close();
+  }
+
+  @Test
+  void aMissingTableIsASchemaFaultNotARetry() {
+    assertThatThrownBy(
+            () ->
+                SqlErrors.run(
+                    () -> "reading the lease table",
+                    () -> dsl.fetch("select * from nolock_no_such_table_9f3")))
+        .isInstanceOf(IllegalStateException.class)
+        .isNotInstanceOf(BackendUnavailableException.class)
+        .hasMessageContaining("reading the lease table")
+        .hasMessageContaining("42P01")
+        .hasMessageContaining("createTableIfMissing");
+  }
+
+  @Test
+  void aStatementTimeoutIsTransient() {
+    assertThatThrownBy(
+            () ->
+                SqlErrors.run(
+                    () -> "waiting",
+                    () ->
+                        dsl.transactionResult(
+                            cfg -> {
+                              cfg.dsl()
+                                  .fetch("select set_config('statement_timeout', ?, true)", "1");
+                              return cfg.dsl().fetch("select pg_sleep(1)");
+                            })))
+        .isInstanceOf(BackendUnavailableException.class)
+        .hasMessageContaining("PostgreSQL failed while waiting")
+        .hasMessageContaining("57014");
+  }
+
+  @Test
+  void aRefusedValueIsTheCallersToFix() {
+    assertThatThrownBy(() -> SqlErrors.run(() -> "dividing", () -> dsl.fetch("select 1/0")))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("22012");
+  }
+
+  @Test
+  void anUnknownStateIsNotReportedAsRetryable() {
+    // 25P02: "current transaction is aborted": a retry of the statement alone repeats it.
+    assertThat(SqlErrors.classify(new DataAccessException("x", new SQLException("x", "25P02"))))
+        .isEqualTo(Kind.OTHER);
+    assertThat(SqlErrors.classify(new DataAccessException("no state"))).isEqualTo(Kind.OTHER);
+    assertThat(SqlErrors.classify(new SQLException("x", "08006"))).isEqualTo(Kind.TRANSIENT);
+    assertThat(SqlErrors.classify(new SQLException("x", "40001"))).isEqualTo(Kind.TRANSIENT);
+    assertThat(SqlErrors.classify(new SQLException("x", "55P03"))).isEqualTo(Kind.TRANSIENT);
+    assertThat(SqlErrors.classify(new SQLException("x", "3F000"))).isEqualTo(Kind.SCHEMA);
+    assertThat(SqlErrors.classify(new SQLException("x", "23505"))).isEqualTo(Kind.DATA);
+    assertThat(
+            SqlErrors.isTransient(
+                new RuntimeException(new SQLTransientConnectionException("pool timed out"))))
+        .isTrue();
+  }
+
+  @Test
+  void moreThanOneRowWhereOneWasExpectedIsAnErrorNotASuccess() {
+    assertThat(SqlErrors.atMostOneRow(0, "renewal", "t", "(name)")).isFalse();
+    assertThat(SqlErrors.atMostOneRow(1, "renewal", "t", "(name)")).isTrue();
+    assertThatThrownBy(() -> SqlErrors.atMostOneRow(2, "renewal of lock \"a\"", "t", "(name)"))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("changed 2 rows")
+        .hasMessageContaining("primary key on (name)");
+  }
+}
