@@ -376,9 +376,7 @@ public final class FencedLock implements AutoCloseable {
           ScheduledFuture<?> renewal = timers.renewal();
           if (interval != null && renewal != null) {
             renewal.cancel(false);
-            renewal =
-                renewals.scheduleWithFixedDelay(
-                    () -> renew(l), interval.toNanos(), interval.toNanos(), TimeUnit.NANOSECONDS);
+            renewal = renewals.repeat(() -> renew(l), interval);
           }
           return new Timers(renewal, watchExpiry(l, deadline));
         });
