@@ -143,11 +143,13 @@ class HeldLockExtendAndReleaseTest {
         FencedLock.create(server, LockConfig.ofDefaults(LockPurpose.CORRECTNESS))) {
       HeldLock held = watched.tryAcquire("report", Duration.ofSeconds(30)).get();
 
-      held.extend(Duration.ofMillis(300));
+      // 1.5 s renewed every 0.5 s leaves a stall of a second of slack on a loaded machine; the
+      // first TTL's rhythm (every 10 s) would let it run out within the 3 s watched.
+      held.extend(Duration.ofMillis(1_500));
 
       await()
-          .during(Duration.ofMillis(1_200))
-          .atMost(Duration.ofSeconds(3))
+          .during(Duration.ofMillis(3_000))
+          .atMost(Duration.ofSeconds(6))
           .until(() -> held.isHeld() && server.peek("report").map(p -> !p.expired()).get());
     }
   }
