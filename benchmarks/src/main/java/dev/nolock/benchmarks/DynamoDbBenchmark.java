@@ -28,7 +28,7 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-import software.amazon.awssdk.core.retry.backoff.FixedDelayBackoffStrategy;
+import software.amazon.awssdk.retries.api.BackoffStrategy;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
 import software.amazon.awssdk.services.dynamodb.model.BatchWriteItemResponse;
@@ -292,7 +292,8 @@ public class DynamoDbBenchmark {
             .client(dynamo)
             .overrideConfiguration(
                 wait ->
-                    wait.backoffStrategy(FixedDelayBackoffStrategy.create(Duration.ofMillis(50)))
+                    wait.backoffStrategyV2(
+                            BackoffStrategy.fixedDelayWithoutJitter(Duration.ofMillis(50)))
                         .waitTimeout(Duration.ofMinutes(1)))
             .build()) {
       waiter.waitUntilTableExists(describe -> describe.tableName(name));

@@ -567,6 +567,8 @@ public final class WorkerPool<T> implements AutoCloseable {
       List<Runnable> unstarted = new ArrayList<>();
       handlers.getQueue().drainTo(unstarted);
       for (Runnable r : unstarted) {
+        @SuppressWarnings(
+            "unchecked") // every queued task is this pool's RunJob: its Held is a Held<T>
         Held<T> h = ((RunJob) r).h;
         if (h.finishing.compareAndSet(false, true)) {
           releaseQuietly(h);

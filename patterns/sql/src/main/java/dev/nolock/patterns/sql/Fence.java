@@ -608,6 +608,8 @@ public final class Fence {
    * write id had already committed: the answer is that nothing ran, so nothing may change.
    */
   private static final class AlreadyWrittenRollback extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
     private final transient FencedWrite.AlreadyWritten<?> earlier;
 
     AlreadyWrittenRollback(FencedWrite.AlreadyWritten<?> earlier) {

@@ -499,6 +499,8 @@ class FenceWriteIdIT {
 
   /** Thrown out of the caller's transaction to roll it back, carrying the fence's answer. */
   private static final class RolledBack extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
     final transient Either<FenceRejection, FencedWrite<Integer>> answer;
 
     RolledBack(Either<FenceRejection, FencedWrite<Integer>> answer) {
