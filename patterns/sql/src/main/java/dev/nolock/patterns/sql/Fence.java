@@ -19,22 +19,24 @@ import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.time.Duration;
 import java.time.OffsetDateTime;
+import java.util.ArrayDeque;
 import java.util.Arrays;
+import java.util.Deque;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.stream.Collectors;
-import org.jooq.ConnectionProvider;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.SQLDialect;
 import org.jooq.Table;
+import org.jooq.TransactionContext;
+import org.jooq.TransactionProvider;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
-import org.jooq.impl.DataSourceConnectionProvider;
 import org.jooq.impl.DefaultConnectionProvider;
 import org.jooq.impl.SQLDataType;
 
@@ -446,23 +448,19 @@ public final class Fence {
     Objects.requireNonNull(dsl, "dsl");
     Objects.requireNonNull(lease, "lease");
     Objects.requireNonNull(writes, "writes");
-    ConnectionProvider provider = dsl.configuration().connectionProvider();
-    if (provider instanceof DataSourceConnectionProvider) {
-      // Each call takes a pool connection of its own: no caller's transaction can be open on it.
+    if (!(dsl.configuration().connectionProvider() instanceof DefaultConnectionProvider)) {
+      // A pool, a thread-bound or a framework's provider: only jOOQ's transaction API (and the
+      // framework behind it) knows whether a transaction is open, so it decides: a transaction of
+      // the call's own, or a nested one inside the transaction it has open.
       return inOwnTransaction(dsl, lease, writeId, writes);
     }
+    // One plain connection (DSL.using(connection), or the Connection overloads): with auto-commit
+    // off the caller's transaction is open on it, and this call must join it, never commit it.
     return dsl.connectionResult(
-        connection -> {
-          // Over a DefaultConnectionProvider every statement of dsl runs on this connection; over
-          // any other provider, bind them to it so the fence and the writes share one transaction.
-          DSLContext onConnection =
-              provider instanceof DefaultConnectionProvider
-                  ? dsl
-                  : dsl.configuration().derive(connection).dsl();
-          return connection.getAutoCommit()
-              ? inOwnTransaction(onConnection, lease, writeId, writes)
-              : inCallersTransaction(connection, onConnection, lease, writeId, writes);
-        });
+        connection ->
+            connection.getAutoCommit()
+                ? inOwnTransaction(dsl, lease, writeId, writes)
+                : inCallersTransaction(connection, dsl, lease, writeId, writes));
   }
 
   /** Steps 1 to 4 in a transaction that jOOQ begins and commits or rolls back. */
@@ -478,52 +476,79 @@ public final class Fence {
 
   /**
    * Steps 1 to 4 inside the caller's open transaction on {@code connection}, behind a savepoint,
-   * never committing: an {@code AlreadyWritten} or writes that throw roll back to the savepoint
-   * (this call's part only, and the transaction stays usable); otherwise the savepoint is released
-   * and the caller's commit or rollback decides for everything.
+   * never committing. Every jOOQ transaction begun on the way (this call's, and any the writes open
+   * themselves) is a savepoint ({@link SavepointsOnly}). A rejection, an {@code AlreadyWritten} or
+   * writes that throw roll back to the savepoint: this call's part only, including the fence row's
+   * lock that the refused upsert took, and the transaction stays usable. Otherwise the savepoint is
+   * released and the caller's commit or rollback decides for everything.
    */
   private <T> Either<FenceRejection, FencedWrite<T>> inCallersTransaction(
       Connection connection,
-      DSLContext tx,
+      DSLContext dsl,
       Lease lease,
       WriteId writeId,
       Function<DSLContext, ? extends T> writes) {
-    Savepoint savepoint;
+    DSLContext joined = dsl.configuration().derive(new SavepointsOnly(connection)).dsl();
     try {
-      savepoint = connection.setSavepoint();
-    } catch (SQLException e) {
-      throw new DataAccessException(
-          "Could not set a savepoint in the caller's transaction: " + e.getMessage(), e);
-    }
-    Either<FenceRejection, FencedWrite<T>> result;
-    try {
-      result = fenced(tx, lease, writeId, writes);
+      return joined.transactionResult(
+          configuration -> {
+            Either<FenceRejection, FencedWrite<T>> result =
+                fenced(configuration.dsl(), lease, writeId, writes);
+            if (result.isLeft()) {
+              throw new RejectedRollback(result.getLeft());
+            }
+            return result;
+          });
     } catch (AlreadyWrittenRollback rolledBack) {
-      rollBackTo(connection, savepoint, null);
       return Either.right(rolledBack.answer());
-    } catch (RuntimeException | Error e) {
-      rollBackTo(connection, savepoint, e);
-      throw e;
+    } catch (RejectedRollback rejected) {
+      return Either.left(rejected.rejection);
     }
-    try {
-      connection.releaseSavepoint(savepoint);
-    } catch (SQLException e) {
-      throw new DataAccessException(
-          "Could not release the savepoint in the caller's transaction: " + e.getMessage(), e);
-    }
-    return result;
   }
 
-  private static void rollBackTo(Connection connection, Savepoint savepoint, Throwable failure) {
-    try {
-      connection.rollback(savepoint);
-    } catch (SQLException e) {
-      if (failure != null) {
-        failure.addSuppressed(e);
-        return;
+  /**
+   * A jOOQ transaction provider for a transaction the caller owns: every transaction jOOQ begins is
+   * a savepoint, committed by releasing it and rolled back to it; the caller's transaction itself
+   * is never committed nor rolled back. Hand-written because jOOQ's own provider makes the
+   * outermost transaction a real one, committed on the connection.
+   */
+  private static final class SavepointsOnly implements TransactionProvider {
+    private final Connection connection;
+    private final Deque<Savepoint> savepoints = new ArrayDeque<>();
+
+    SavepointsOnly(Connection connection) {
+      this.connection = connection;
+    }
+
+    @Override
+    public void begin(TransactionContext context) {
+      try {
+        savepoints.push(connection.setSavepoint());
+      } catch (SQLException e) {
+        throw new DataAccessException(
+            "Could not set a savepoint in the caller's transaction: " + e.getMessage(), e);
       }
-      throw new DataAccessException(
-          "Could not roll back to the savepoint in the caller's transaction: " + e.getMessage(), e);
+    }
+
+    @Override
+    public void commit(TransactionContext context) {
+      try {
+        connection.releaseSavepoint(savepoints.pop());
+      } catch (SQLException e) {
+        throw new DataAccessException(
+            "Could not release the savepoint in the caller's transaction: " + e.getMessage(), e);
+      }
+    }
+
+    @Override
+    public void rollback(TransactionContext context) {
+      try {
+        connection.rollback(savepoints.pop());
+      } catch (SQLException e) {
+        throw new DataAccessException(
+            "Could not roll back to the savepoint in the caller's transaction: " + e.getMessage(),
+            e);
+      }
     }
   }
 
@@ -601,6 +626,18 @@ public final class Fence {
         lease.owner(),
         FencingToken.of(current.value1()),
         current.value2());
+  }
+
+  /** Thrown out of the savepoint to undo a rejected call's part, the fence row's lock included. */
+  private static final class RejectedRollback extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    private final transient FenceRejection rejection;
+
+    RejectedRollback(FenceRejection rejection) {
+      super(null, null, false, false);
+      this.rejection = rejection;
+    }
   }
 
   /**

@@ -167,6 +167,59 @@ class FenceInCallersTransactionIT {
     assertThat(balanceSeenByAnotherConnection(1)).isEqualTo(100L);
   }
 
+  /**
+   * A rejected write took the fence row's lock (the upsert's conflict check locks the row even when
+   * its condition refuses the update); left in the caller's transaction, that lock would hold the
+   * newer holder's fenced writes until the stale caller ends its transaction.
+   */
+  @Test
+  void aRejectionInTheCallersTransactionDoesNotHoldTheFenceRowForTheNewerHolder() throws Exception {
+    fence.write(schema.dsl(), lease("B#1", 8), tx -> 0);
+    try (Connection stale = schema.dataSource().getConnection()) {
+      stale.setAutoCommit(false);
+      callersInsert(stale);
+      assertThat(fence.write(stale, lease("A#1", 7), FenceInCallersTransactionIT::credit).isLeft())
+          .isTrue();
+
+      // The stale caller's transaction is still open: the newer holder writes, and would wait on
+      // the row lock (failing after lock_timeout) if the rejection had kept it.
+      try (Connection newer = schema.dataSource().getConnection()) {
+        newer.setAutoCommit(false);
+        DSL.using(newer, SQLDialect.POSTGRES).execute("set local lock_timeout = '2s'");
+        assertThat(
+                fence.write(newer, lease("B#1", 8), FenceInCallersTransactionIT::credit).isRight())
+            .isTrue();
+        newer.commit();
+      }
+      stale.rollback();
+    }
+
+    assertThat(balanceSeenByAnotherConnection(1)).isEqualTo(110L);
+  }
+
+  /**
+   * Writes that open a jOOQ transaction of their own (a repository's usual idiom) get a savepoint,
+   * not a top-level transaction that would commit the caller's whole transaction.
+   */
+  @Test
+  void writesThatOpenAJooqTransactionDoNotCommitTheCallersTransaction() throws Exception {
+    try (Connection connection = schema.dataSource().getConnection()) {
+      connection.setAutoCommit(false);
+      callersInsert(connection);
+
+      Either<FenceRejection, Integer> written =
+          fence.write(
+              connection,
+              lease("A#1", 7),
+              tx -> tx.transactionResult(nested -> credit(nested.dsl())));
+
+      assertThat(written.get()).isEqualTo(1);
+      connection.rollback();
+    }
+
+    assertNothingOfTheCallersTransactionIsLeft();
+  }
+
   @Test
   void writesThatThrowInTheCallersTransactionAreUndoneAndTheTransactionStaysUsable()
       throws Exception {
