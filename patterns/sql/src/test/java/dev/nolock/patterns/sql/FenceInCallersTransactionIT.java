@@ -155,11 +155,11 @@ class FenceInCallersTransactionIT {
           fence.write(connection, lease("A#1", 7), FenceInCallersTransactionIT::credit);
 
       assertThat(late.getLeft())
-          .isEqualTo(new FenceRejection(lock, FencingToken.of(7), "A#1", FencingToken.of(8), "B#1"));
+          .isEqualTo(
+              new FenceRejection(lock, FencingToken.of(7), "A#1", FencingToken.of(8), "B#1"));
       assertThat(connection.getAutoCommit()).isFalse();
       // The transaction is still usable, and the caller's own insert is still in it.
-      assertThat(
-              DSL.using(connection, SQLDialect.POSTGRES).fetchCount(ACCOUNTS, ID.eq(2)))
+      assertThat(DSL.using(connection, SQLDialect.POSTGRES).fetchCount(ACCOUNTS, ID.eq(2)))
           .isEqualTo(1);
       connection.rollback();
     }
@@ -224,7 +224,9 @@ class FenceInCallersTransactionIT {
   @Test
   void aNullConnectionIsRefusedWithTheFix() {
     assertThatThrownBy(
-            () -> fence.write((Connection) null, lease("A#1", 7), FenceInCallersTransactionIT::credit))
+            () ->
+                fence.write(
+                    (Connection) null, lease("A#1", 7), FenceInCallersTransactionIT::credit))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("connection");
   }
