@@ -5,9 +5,9 @@ import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseClock;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -82,8 +82,8 @@ public final class LockConfig {
   }
 
   /** The renewal interval, if set; otherwise a third of each lease's TTL. */
-  public Optional<Duration> renewalInterval() {
-    return Optional.ofNullable(renewalInterval);
+  public Option<Duration> renewalInterval() {
+    return Option.of(renewalInterval);
   }
 
   public boolean autoRenew() {
