@@ -1,5 +1,6 @@
 package dev.nolock.lock;
 
+import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
@@ -56,6 +57,7 @@ public final class ElectorConfig {
   private final Runnable halt;
   private final LeaseClock clock;
   private final MeterRegistry registry;
+  private final String instanceName;
   private final Pause pause;
 
   private ElectorConfig(Builder b) {
@@ -69,6 +71,7 @@ public final class ElectorConfig {
     this.halt = b.halt;
     this.clock = b.clock;
     this.registry = b.registry;
+    this.instanceName = b.instanceName;
     this.pause = b.pause;
     if (leaseDuration.compareTo(renewDeadline) <= 0) {
       throw new IllegalArgumentException(
@@ -138,6 +141,11 @@ public final class ElectorConfig {
     return registry;
   }
 
+  /** The {@code name} tag of this elector's metrics: the election name unless configured. */
+  public String instanceName() {
+    return instanceName;
+  }
+
   Pause pause() {
     return pause;
   }
@@ -154,10 +162,12 @@ public final class ElectorConfig {
     private Runnable halt = () -> Runtime.getRuntime().halt(1);
     private LeaseClock clock = LeaseClock.system();
     private MeterRegistry registry = new CompositeMeterRegistry();
+    private String instanceName;
     private Pause pause = (wake, duration) -> wake.awaitNanos(duration.toNanos());
 
     private Builder(String name) {
       this.name = Names.requireName("election name", name, Lease.MAX_NAME_LENGTH);
+      this.instanceName = this.name;
     }
 
     /**
@@ -248,9 +258,21 @@ public final class ElectorConfig {
       return this;
     }
 
-    /** Metrics are tagged {@code component="election"}, {@code name=<election name>}. */
-    public Builder metrics(MeterRegistry registry) {
-      this.registry = Objects.requireNonNull(registry, "registry");
+    /**
+     * Records metrics in {@code registry}, tagged {@code component="election"} and {@code
+     * name=instanceName} (one configured name per elector, e.g. the election name, at most {@value
+     * CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters); without it nothing is recorded.
+     */
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      if (registry == null) {
+        throw new IllegalArgumentException(
+            "The meter registry is null: pass the application's MeterRegistry, or do not call"
+                + " metrics(...) to record nothing.");
+      }
+      this.instanceName =
+          Names.requireName(
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.registry = registry;
       return this;
     }
 

@@ -209,7 +209,7 @@ public final class LeaderElector implements AutoCloseable {
                 .clock(config.clock())
                 .onLeaseLost(lost -> signal())
                 .build());
-    Tags tags = Tags.of("component", "election", "name", config.name());
+    Tags tags = Tags.of("component", "election", "name", config.instanceName());
     this.changes =
         Counter.builder("nolock.leadership.changes")
             .description("Times this candidate became leader")

@@ -198,7 +198,7 @@ class LeaderElectorTest {
     InMemoryLockBackend backend = new InMemoryLockBackend(serverClock);
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     Recorder a = new Recorder();
-    start(backend, fast("leader", "a").metrics(registry).build(), a);
+    start(backend, fast("leader", "a").metrics(registry, "leader").build(), a);
     a.started.await();
 
     serverClock.advance(Duration.ofSeconds(10)); // a's lease expires on the server (a paused)
@@ -277,7 +277,8 @@ class LeaderElectorTest {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     Recorder a = new Recorder();
     LeaderElector elector =
-        LeaderElector.start(backend, fast("broken-backend", "a").metrics(registry).build(), a);
+        LeaderElector.start(
+            backend, fast("broken-backend", "a").metrics(registry, "broken-backend").build(), a);
     electors.add(elector);
     a.started.await();
 
@@ -354,7 +355,10 @@ class LeaderElectorTest {
     LeaderElector elector =
         start(
             backend,
-            fast("renewal-wrongtype", "a").clock(new ManualLeaseClock()).metrics(registry).build(),
+            fast("renewal-wrongtype", "a")
+                .clock(new ManualLeaseClock())
+                .metrics(registry, "renewal-wrongtype")
+                .build(),
             a);
     a.started.await();
 

@@ -13,6 +13,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.WriteId;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.vavr.control.Either;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -166,9 +167,15 @@ public final class Fence {
 
   /**
    * A fence on {@code table} (optionally {@code schema.table}), with its write ids in {@code
-   * table_writes} (see {@link #WRITES_SUFFIX}), counting rejections in {@code metrics}.
+   * table_writes} (see {@link #WRITES_SUFFIX}), counting rejections ({@code
+   * nolock.fence.rejections}) in {@code registry}, tagged {@code component="fence"} and {@code
+   * name=instanceName} (one configured name per fence, never a per-write key).
    */
-  public static Fence onTable(String table, CoordinationMetrics metrics) {
+  public static Fence onTable(String table, MeterRegistry registry, String instanceName) {
+    return onTable(table, CoordinationMetrics.of(registry, "fence", instanceName));
+  }
+
+  private static Fence onTable(String table, CoordinationMetrics metrics) {
     Name tableName = SqlNames.requireSqlIdentifier("fence table", table);
     String derived = table + WRITES_SUFFIX;
     if (tableName.last().length() + WRITES_SUFFIX.length() > SqlNames.MAX_SQL_IDENTIFIER_LENGTH) {
@@ -180,14 +187,14 @@ public final class Fence {
               + "\" (at most "
               + SqlNames.MAX_SQL_IDENTIFIER_LENGTH
               + " characters a part): shorten it, or name the write-id table with"
-              + " Fence.onTables(fenceTable, writesTable, metrics).");
+              + " Fence.onTables(fenceTable, writesTable).");
     }
     return new Fence(tableName, SqlNames.requireSqlIdentifier("write-id table", derived), metrics);
   }
 
   /**
-   * A fence on {@code table} that records no metrics; see {@link #onTable(String,
-   * CoordinationMetrics)}.
+   * A fence on {@code table} that records no metrics; see {@link #onTable(String, MeterRegistry,
+   * String)}.
    */
   public static Fence onTable(String table) {
     return onTable(table, CoordinationMetrics.noop());
@@ -195,9 +202,25 @@ public final class Fence {
 
   /**
    * A fence on {@code fenceTable} with its write ids in {@code writesTable} (each optionally {@code
-   * schema.table}), counting rejections in {@code metrics}.
+   * schema.table}), counting rejections in {@code registry} as {@link #onTable(String,
+   * MeterRegistry, String)} does.
    */
-  public static Fence onTables(String fenceTable, String writesTable, CoordinationMetrics metrics) {
+  public static Fence onTables(
+      String fenceTable, String writesTable, MeterRegistry registry, String instanceName) {
+    return onTables(
+        fenceTable, writesTable, CoordinationMetrics.of(registry, "fence", instanceName));
+  }
+
+  /**
+   * A fence on {@code fenceTable} with its write ids in {@code writesTable} that records no
+   * metrics; see {@link #onTables(String, String, MeterRegistry, String)}.
+   */
+  public static Fence onTables(String fenceTable, String writesTable) {
+    return onTables(fenceTable, writesTable, CoordinationMetrics.noop());
+  }
+
+  private static Fence onTables(
+      String fenceTable, String writesTable, CoordinationMetrics metrics) {
     Name tableName = SqlNames.requireSqlIdentifier("fence table", fenceTable);
     Name writesName = SqlNames.requireSqlIdentifier("write-id table", writesTable);
     if (tableName.equals(writesName)) {
