@@ -8,7 +8,6 @@ import dev.nolock.patterns.Names;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.locks.Condition;
 
@@ -215,7 +214,7 @@ public final class ElectorConfig {
      * campaign thread to stop.
      */
     public Builder workStopTimeout(Duration d) {
-      Objects.requireNonNull(d, "workStopTimeout");
+      present(d, "workStopTimeout");
       if (d.isNegative() || d.compareTo(MAX_WORK_STOP_TIMEOUT) > 0) {
         throw new IllegalArgumentException(
             "workStopTimeout must be between PT0S and "
@@ -243,18 +242,18 @@ public final class ElectorConfig {
 
     /** What halting does; tests replace {@code Runtime.halt(1)}. */
     Builder halt(Runnable halt) {
-      this.halt = Objects.requireNonNull(halt, "halt");
+      this.halt = present(halt, "halt");
       return this;
     }
 
     /** How the campaign thread waits; tests replace the wait on the elector's condition. */
     Builder pause(Pause pause) {
-      this.pause = Objects.requireNonNull(pause, "pause");
+      this.pause = present(pause, "pause");
       return this;
     }
 
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock = present(clock, "clock");
       return this;
     }
 
@@ -281,12 +280,24 @@ public final class ElectorConfig {
     }
 
     private static Duration within(String what, Duration d, Duration min, Duration max) {
-      Objects.requireNonNull(d, what);
+      present(d, what);
       if (d.compareTo(min) < 0 || d.compareTo(max) > 0) {
         throw new IllegalArgumentException(
             what + " must be between " + min + " and " + max + ", got " + d);
       }
       return d;
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }
