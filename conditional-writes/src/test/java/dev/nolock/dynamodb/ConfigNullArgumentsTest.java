@@ -16,7 +16,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ConfigNullArgumentsTest {
 
   static Stream<Arguments> dynamoDbFenceConfig() {
-    return NullArguments.of(() -> DynamoDbFenceConfig.custom("nolock"), NullArguments.plainValues());
+    return NullArguments.of(
+        () -> DynamoDbFenceConfig.custom("nolock"), NullArguments.plainValues());
   }
 
   @ParameterizedTest(name = "{0}")
@@ -26,7 +27,9 @@ class ConfigNullArgumentsTest {
   }
 
   static Stream<Arguments> dynamoDbVersionedStoreConfig() {
-    return NullArguments.of(() -> DynamoDbVersionedStoreConfig.custom("nolock", AttributeCodec.longs()), NullArguments.plainValues());
+    return NullArguments.of(
+        () -> DynamoDbVersionedStoreConfig.custom("nolock", AttributeCodec.longs()),
+        NullArguments.plainValues());
   }
 
   @ParameterizedTest(name = "{0}")

@@ -56,9 +56,7 @@ public final class NullArguments {
           arguments[j] = j == nulled ? null : plain(values, parameters[j], method);
         }
         String label = method.getName() + "(" + describe(parameters, nulled) + ")";
-        calls.add(
-            Arguments.of(
-                new Call(label, () -> invoke(method, builders.get(), arguments))));
+        calls.add(Arguments.of(new Call(label, () -> invoke(method, builders.get(), arguments))));
       }
     }
     if (calls.isEmpty()) {

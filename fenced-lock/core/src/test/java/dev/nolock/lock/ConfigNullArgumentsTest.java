@@ -16,7 +16,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 class ConfigNullArgumentsTest {
 
   static Stream<Arguments> lockConfig() {
-    return NullArguments.of(() -> LockConfig.custom(LockPurpose.CORRECTNESS), NullArguments.plainValues());
+    return NullArguments.of(
+        () -> LockConfig.custom(LockPurpose.CORRECTNESS), NullArguments.plainValues());
   }
 
   @ParameterizedTest(name = "{0}")

@@ -252,6 +252,11 @@ public final class Fence {
    * role that may write the tables but does not own them can call this once the schema is complete.
    * Processes that start at once may all call it: a creator that loses the race to another
    * (SQLState {@code 23505}, {@code 42P07} or {@code 42710}) finds the table there and carries on.
+   *
+   * @param dsl where to run: over a {@code DataSource}, a transaction of its own per table,
+   *     committed; over one connection with auto-commit off (the caller's open transaction), inside
+   *     that transaction behind a savepoint, never committed by this call: the caller's commit
+   *     creates the tables, its rollback undoes them
    */
   public void createTableIfMissing(DSLContext dsl) {
     Objects.requireNonNull(dsl, "dsl");
@@ -286,13 +291,53 @@ public final class Fence {
       return;
     }
     try {
-      // A transaction of its own: inside a caller's transaction a savepoint, so losing the race
-      // leaves the caller's transaction usable for the re-check.
-      dsl.transaction(configuration -> create.accept(configuration.dsl()));
+      ConnectionProvider provider = dsl.configuration().connectionProvider();
+      if (provider instanceof DataSourceConnectionProvider) {
+        // A pool connection of its own: no caller's transaction can be open on it.
+        dsl.transaction(configuration -> create.accept(configuration.dsl()));
+      } else {
+        dsl.connection(
+            connection -> {
+              DSLContext onConnection =
+                  provider instanceof DefaultConnectionProvider
+                      ? dsl
+                      : dsl.configuration().derive(connection).dsl();
+              if (connection.getAutoCommit()) {
+                onConnection.transaction(configuration -> create.accept(configuration.dsl()));
+              } else {
+                // The caller's open transaction: jOOQ's transaction() would commit it. Behind a
+                // savepoint instead, so that losing the creation race leaves the caller's
+                // transaction usable for the re-check, and the caller's commit decides.
+                inSavepoint(connection, () -> create.accept(onConnection));
+              }
+            });
+      }
     } catch (DataAccessException e) {
       if (!CREATED_CONCURRENTLY.contains(e.sqlState()) || !exists(dsl, table)) {
         throw e;
       }
+    }
+  }
+
+  private static void inSavepoint(Connection connection, Runnable statements) {
+    Savepoint savepoint;
+    try {
+      savepoint = connection.setSavepoint();
+    } catch (SQLException e) {
+      throw new DataAccessException(
+          "Could not set a savepoint in the caller's transaction: " + e.getMessage(), e);
+    }
+    try {
+      statements.run();
+    } catch (RuntimeException | Error e) {
+      rollBackTo(connection, savepoint, e);
+      throw e;
+    }
+    try {
+      connection.releaseSavepoint(savepoint);
+    } catch (SQLException e) {
+      throw new DataAccessException(
+          "Could not release the savepoint in the caller's transaction: " + e.getMessage(), e);
     }
   }
 
