@@ -51,4 +51,28 @@ class ConfigNullArgumentsTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("null");
   }
+
+  @Test
+  void anElectorsMetricsAreTaggedWithTheConfiguredInstanceName() {
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    try (LeaderElector elector =
+        LeaderElector.start(
+            new InMemoryLockBackend(),
+            ElectorConfig.custom("billing-leader").metrics(registry, "billing").build(),
+            new Leadership() {
+              @Override
+              public void onStartedLeading(HeldLock leadership) {}
+
+              @Override
+              public void onStoppedLeading() {}
+            })) {
+      org.assertj.core.api.Assertions.assertThat(
+              registry
+                  .get("nolock.leadership.changes")
+                  .tags("component", "election", "name", "billing")
+                  .counter())
+          .isNotNull();
+    }
+  }
 }
