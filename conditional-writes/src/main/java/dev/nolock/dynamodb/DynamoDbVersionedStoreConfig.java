@@ -144,7 +144,12 @@ public final class DynamoDbVersionedStoreConfig<T> {
 
     private Builder(String tableName, AttributeCodec<T> codec) {
       this.tableName = DynamoDbNames.requireTableName(tableName);
-      this.codec = present(codec, "codec (e.g. AttributeCodec.longs())");
+      if (codec == null) {
+        throw new IllegalArgumentException(
+            "The codec is null: pass how the stored value is written, e.g."
+                + " AttributeCodec.longs().");
+      }
+      this.codec = codec;
     }
 
     /**

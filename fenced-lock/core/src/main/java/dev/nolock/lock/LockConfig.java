@@ -184,9 +184,12 @@ public final class LockConfig {
     private Duration backoffMax = DEFAULT_BACKOFF_MAX;
 
     private Builder(LockPurpose purpose) {
-      this.purpose =
-          present(
-              purpose, "lock purpose (say why you lock: LockPurpose.EFFICIENCY or CORRECTNESS)");
+      this.purpose = purpose;
+      if (purpose == null) {
+        throw new IllegalArgumentException(
+            "The lock purpose is null. Say why you lock: LockPurpose.EFFICIENCY or"
+                + " LockPurpose.CORRECTNESS");
+      }
     }
 
     /**
