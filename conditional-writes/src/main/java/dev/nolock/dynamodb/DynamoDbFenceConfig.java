@@ -1,7 +1,7 @@
 package dev.nolock.dynamodb;
 
 import dev.nolock.patterns.CoordinationMetrics;
-import java.util.Objects;
+import io.micrometer.core.instrument.MeterRegistry;
 
 /**
  * Immutable settings of a {@link DynamoDbFence}, built with {@link #custom(String)}; each setter
@@ -91,11 +91,13 @@ public final class DynamoDbFenceConfig {
     }
 
     /**
-     * Where to count rejections ({@code nolock.fence.rejections}), e.g. {@code
-     * CoordinationMetrics.of(registry, "fence", "orders")}; default: nowhere.
+     * Counts rejections ({@code nolock.fence.rejections}) in {@code registry}, tagged {@code
+     * component="fence"} and {@code name=instanceName} (one configured name per fence, never a
+     * per-write key, at most {@value CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters);
+     * default: nowhere.
      */
-    public Builder metrics(CoordinationMetrics metrics) {
-      this.metrics = Objects.requireNonNull(metrics, "metrics");
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      this.metrics = CoordinationMetrics.of(registry, "fence", instanceName);
       return this;
     }
 

@@ -6,7 +6,6 @@ import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
-import java.util.Objects;
 
 /**
  * Immutable settings of a {@link DynamoDbVersionedStore}, built with {@link #custom(String,
@@ -145,7 +144,12 @@ public final class DynamoDbVersionedStoreConfig<T> {
 
     private Builder(String tableName, AttributeCodec<T> codec) {
       this.tableName = DynamoDbNames.requireTableName(tableName);
-      this.codec = Objects.requireNonNull(codec, "codec: pass e.g. AttributeCodec.longs()");
+      if (codec == null) {
+        throw new IllegalArgumentException(
+            "The codec is null: pass how the stored value is written, e.g."
+                + " AttributeCodec.longs().");
+      }
+      this.codec = codec;
     }
 
     /**
@@ -180,13 +184,13 @@ public final class DynamoDbVersionedStoreConfig<T> {
      * within 10 s). For a hot item give it room: {@code RetryPolicy.custom().maxAttempts(100)}.
      */
     public Builder<T> retryPolicy(RetryPolicy retryPolicy) {
-      this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
+      this.retryPolicy = present(retryPolicy, "retryPolicy");
       return this;
     }
 
     /** The clock for {@code update}'s backoff; a {@code ManualLeaseClock} in tests. */
     public Builder<T> clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock = present(clock, "clock");
       return this;
     }
 
@@ -195,7 +199,7 @@ public final class DynamoDbVersionedStoreConfig<T> {
      * configured name per store, never an item id.
      */
     public Builder<T> metrics(MeterRegistry registry, String instanceName) {
-      this.registry = Objects.requireNonNull(registry, "registry");
+      this.registry = present(registry, "registry");
       this.instanceName =
           Names.requireName(
               "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
@@ -205,5 +209,17 @@ public final class DynamoDbVersionedStoreConfig<T> {
     public DynamoDbVersionedStoreConfig<T> build() {
       return new DynamoDbVersionedStoreConfig<>(this);
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

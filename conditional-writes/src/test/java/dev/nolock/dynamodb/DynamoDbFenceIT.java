@@ -3,7 +3,6 @@ package dev.nolock.dynamodb;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
@@ -65,10 +64,7 @@ class DynamoDbFenceIT {
     registry = new SimpleMeterRegistry();
     fence =
         DynamoDbFence.create(
-            dynamo,
-            DynamoDbFenceConfig.custom(TABLE)
-                .metrics(CoordinationMetrics.of(registry, "fence", "accounts"))
-                .build());
+            dynamo, DynamoDbFenceConfig.custom(TABLE).metrics(registry, "accounts").build());
     // The fence needs no table of its own: it guards items of the user's table.
     DynamoDbVersionedStore.create(
             dynamo, DynamoDbVersionedStoreConfig.custom(TABLE, AttributeCodec.longs()).build())

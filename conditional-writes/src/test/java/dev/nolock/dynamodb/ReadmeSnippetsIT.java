@@ -3,7 +3,6 @@ package dev.nolock.dynamodb;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.patterns.Conflict;
-import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
@@ -79,9 +78,7 @@ class ReadmeSnippetsIT {
       DynamoDbFence fence =
           DynamoDbFence.create(
               dynamo,
-              DynamoDbFenceConfig.custom(invoicesTable)
-                  .metrics(CoordinationMetrics.of(registry, "fence", "invoices"))
-                  .build());
+              DynamoDbFenceConfig.custom(invoicesTable).metrics(registry, "invoices").build());
       Either<FenceRejection, Void> written =
           fence.update(
               lease,

@@ -1,5 +1,6 @@
 package dev.nolock.lock;
 
+import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
@@ -7,7 +8,6 @@ import dev.nolock.patterns.Names;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.locks.Condition;
 
@@ -56,6 +56,7 @@ public final class ElectorConfig {
   private final Runnable halt;
   private final LeaseClock clock;
   private final MeterRegistry registry;
+  private final String instanceName;
   private final Pause pause;
 
   private ElectorConfig(Builder b) {
@@ -69,6 +70,7 @@ public final class ElectorConfig {
     this.halt = b.halt;
     this.clock = b.clock;
     this.registry = b.registry;
+    this.instanceName = b.instanceName;
     this.pause = b.pause;
     if (leaseDuration.compareTo(renewDeadline) <= 0) {
       throw new IllegalArgumentException(
@@ -138,6 +140,11 @@ public final class ElectorConfig {
     return registry;
   }
 
+  /** The {@code name} tag of this elector's metrics: the election name unless configured. */
+  public String instanceName() {
+    return instanceName;
+  }
+
   Pause pause() {
     return pause;
   }
@@ -154,10 +161,12 @@ public final class ElectorConfig {
     private Runnable halt = () -> Runtime.getRuntime().halt(1);
     private LeaseClock clock = LeaseClock.system();
     private MeterRegistry registry = new CompositeMeterRegistry();
+    private String instanceName;
     private Pause pause = (wake, duration) -> wake.awaitNanos(duration.toNanos());
 
     private Builder(String name) {
       this.name = Names.requireName("election name", name, Lease.MAX_NAME_LENGTH);
+      this.instanceName = this.name;
     }
 
     /**
@@ -205,7 +214,7 @@ public final class ElectorConfig {
      * campaign thread to stop.
      */
     public Builder workStopTimeout(Duration d) {
-      Objects.requireNonNull(d, "workStopTimeout");
+      present(d, "workStopTimeout");
       if (d.isNegative() || d.compareTo(MAX_WORK_STOP_TIMEOUT) > 0) {
         throw new IllegalArgumentException(
             "workStopTimeout must be between PT0S and "
@@ -233,24 +242,36 @@ public final class ElectorConfig {
 
     /** What halting does; tests replace {@code Runtime.halt(1)}. */
     Builder halt(Runnable halt) {
-      this.halt = Objects.requireNonNull(halt, "halt");
+      this.halt = present(halt, "halt");
       return this;
     }
 
     /** How the campaign thread waits; tests replace the wait on the elector's condition. */
     Builder pause(Pause pause) {
-      this.pause = Objects.requireNonNull(pause, "pause");
+      this.pause = present(pause, "pause");
       return this;
     }
 
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock = present(clock, "clock");
       return this;
     }
 
-    /** Metrics are tagged {@code component="election"}, {@code name=<election name>}. */
-    public Builder metrics(MeterRegistry registry) {
-      this.registry = Objects.requireNonNull(registry, "registry");
+    /**
+     * Records metrics in {@code registry}, tagged {@code component="election"} and {@code
+     * name=instanceName} (one configured name per elector, e.g. the election name, at most {@value
+     * CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters); without it nothing is recorded.
+     */
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      if (registry == null) {
+        throw new IllegalArgumentException(
+            "The meter registry is null: pass the application's MeterRegistry, or do not call"
+                + " metrics(...) to record nothing.");
+      }
+      this.instanceName =
+          Names.requireName(
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.registry = registry;
       return this;
     }
 
@@ -259,12 +280,24 @@ public final class ElectorConfig {
     }
 
     private static Duration within(String what, Duration d, Duration min, Duration max) {
-      Objects.requireNonNull(d, what);
+      present(d, what);
       if (d.compareTo(min) < 0 || d.compareTo(max) > 0) {
         throw new IllegalArgumentException(
             what + " must be between " + min + " and " + max + ", got " + d);
       }
       return d;
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

@@ -22,7 +22,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -173,18 +172,26 @@ public final class FencedLock implements AutoCloseable {
    * protected write and, for a correctness lock, send it with {@link HeldLock#lease()} through a
    * fence.
    *
+   * <p>What the work throws, checked or not, reaches the caller unchanged (the same instance),
+   * after the lock was released; a release that fails on the backend is logged and never replaces
+   * it.
+   *
    * @return the work's result, or {@link NotAcquired}
+   * @throws X what the work threw
    */
-  public <T> Either<NotAcquired, T> withLock(
-      String name, Duration ttl, Duration maxWait, Function<HeldLock, ? extends T> work) {
-    Objects.requireNonNull(work, "work");
-    return acquire(name, ttl, maxWait)
-        .map(
-            lock -> {
-              try (lock) {
-                return work.apply(lock);
-              }
-            });
+  public <T, X extends Exception> Either<NotAcquired, T> withLock(
+      String name, Duration ttl, Duration maxWait, LockedWork<? extends T, X> work) throws X {
+    if (work == null) {
+      throw new IllegalArgumentException(
+          "work is null: pass the work to run under the lock, e.g. held -> charge(held.lease())");
+    }
+    Either<NotAcquired, HeldLock> acquired = acquire(name, ttl, maxWait);
+    if (acquired.isLeft()) {
+      return Either.left(acquired.getLeft());
+    }
+    try (HeldLock lock = acquired.get()) {
+      return Either.right(work.run(lock));
+    }
   }
 
   /** Releases every lease this instance holds and stops its watchdog; idempotent. */

@@ -209,7 +209,7 @@ public final class LeaderElector implements AutoCloseable {
                 .clock(config.clock())
                 .onLeaseLost(lost -> signal())
                 .build());
-    Tags tags = Tags.of("component", "election", "name", config.name());
+    Tags tags = Tags.of("component", "election", "name", config.instanceName());
     this.changes =
         Counter.builder("nolock.leadership.changes")
             .description("Times this candidate became leader")
@@ -615,7 +615,7 @@ public final class LeaderElector implements AutoCloseable {
     observedLeader = leader;
     try {
       leadership.onNewLeader(leader);
-    } catch (RuntimeException e) {
+    } catch (Exception e) {
       LOG.error("Election {}: onNewLeader threw", config.name(), e);
     }
   }
@@ -653,7 +653,8 @@ public final class LeaderElector implements AutoCloseable {
                     leadership.onStartedLeading(got);
                   } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
-                  } catch (RuntimeException e) {
+                  } catch (Exception e) {
+                    // Checked or not, the failure of this term's work only: the elector goes on.
                     LOG.error("Election {}: the leader's work failed", config.name(), e);
                   } finally {
                     ended.countDown();

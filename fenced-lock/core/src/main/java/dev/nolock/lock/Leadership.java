@@ -1,6 +1,11 @@
 package dev.nolock.lock;
 
-/** What a {@link LeaderElector} tells its owner. Callbacks run on the elector's own threads. */
+/**
+ * What a {@link LeaderElector} tells its owner. Callbacks run on the elector's own threads and may
+ * throw checked exceptions: the elector is a background component, so what a callback throws is
+ * that callback's failure, logged at error level, and the election goes on (an {@link Error} from
+ * {@link #onStoppedLeading} is rethrown after the lease was released).
+ */
 public interface Leadership {
 
   /**
@@ -8,8 +13,13 @@ public interface Leadership {
    * lost; do the leader's work here, check {@link HeldLock#checkPointOfNoReturn} before every write
    * and send writes through a fence with {@link HeldLock#lease()} (its token is this term's fencing
    * token).
+   *
+   * <p>An exception it throws, checked or not, ends that term's work only: it is logged at error
+   * level and the candidate keeps the lease (renewed by the watchdog) until it is lost, released by
+   * the work, or the elector is closed, exactly as when the work returns. Release the {@link
+   * HeldLock} before throwing to let another candidate lead at once.
    */
-  void onStartedLeading(HeldLock leadership) throws InterruptedException;
+  void onStartedLeading(HeldLock leadership) throws Exception;
 
   /**
    * Leadership ended: stop the leader's work at once. On {@link LeaderElector#close()} it runs
@@ -25,7 +35,7 @@ public interface Leadership {
    * is rethrown after that (from {@code close()}, or ending the campaign thread). Calling {@code
    * close()} from it returns at once.
    */
-  void onStoppedLeading();
+  void onStoppedLeading() throws Exception;
 
   /**
    * The leader this candidate sees changed to {@code identity}: another candidate's, read from the
@@ -33,5 +43,5 @@ public interface Leadership {
    * once per change (not for every poll), as client-go's {@code OnNewLeader}. For routing and
    * dashboards only: it lags by up to a retry period and never makes a write safe; the fence does.
    */
-  default void onNewLeader(String identity) {}
+  default void onNewLeader(String identity) throws Exception {}
 }

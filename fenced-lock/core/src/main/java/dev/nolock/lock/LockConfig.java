@@ -5,9 +5,8 @@ import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseClock;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Objects;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -82,8 +81,8 @@ public final class LockConfig {
   }
 
   /** The renewal interval, if set; otherwise a third of each lease's TTL. */
-  public Optional<Duration> renewalInterval() {
-    return Optional.ofNullable(renewalInterval);
+  public Option<Duration> renewalInterval() {
+    return Option.of(renewalInterval);
   }
 
   public boolean autoRenew() {
@@ -158,7 +157,7 @@ public final class LockConfig {
   }
 
   private static void requireTtl(Duration ttl) {
-    Objects.requireNonNull(ttl, "ttl");
+    present(ttl, "ttl");
     if (ttl.isNegative() || ttl.isZero() || ttl.compareTo(MAX_TTL) > 0) {
       throw new IllegalArgumentException(
           "A lock TTL of "
@@ -185,9 +184,12 @@ public final class LockConfig {
     private Duration backoffMax = DEFAULT_BACKOFF_MAX;
 
     private Builder(LockPurpose purpose) {
-      this.purpose =
-          Objects.requireNonNull(
-              purpose, "Say why you lock: LockPurpose.EFFICIENCY or LockPurpose.CORRECTNESS");
+      this.purpose = purpose;
+      if (purpose == null) {
+        throw new IllegalArgumentException(
+            "The lock purpose is null. Say why you lock: LockPurpose.EFFICIENCY or"
+                + " LockPurpose.CORRECTNESS");
+      }
     }
 
     /**
@@ -204,7 +206,7 @@ public final class LockConfig {
 
     /** How often the watchdog renews; at most half of each lease's TTL. Default: TTL/3. */
     public Builder renewalInterval(Duration renewalInterval) {
-      Objects.requireNonNull(renewalInterval, "renewalInterval");
+      present(renewalInterval, "renewalInterval");
       if (renewalInterval.isNegative() || renewalInterval.isZero()) {
         throw new IllegalArgumentException(
             "The renewal interval must be positive, got " + renewalInterval);
@@ -224,7 +226,7 @@ public final class LockConfig {
      * checks it (a lease that never checks the point of no return may be shorter).
      */
     public Builder safetyMargin(Duration safetyMargin) {
-      Objects.requireNonNull(safetyMargin, "safetyMargin");
+      present(safetyMargin, "safetyMargin");
       if (safetyMargin.isNegative()) {
         throw new IllegalArgumentException(
             "The safety margin must be zero or more, got " + safetyMargin);
@@ -240,13 +242,13 @@ public final class LockConfig {
      * logged at INFO.
      */
     public Builder onLeaseLost(Consumer<LostLease> onLeaseLost) {
-      this.onLeaseLost = Objects.requireNonNull(onLeaseLost, "onLeaseLost");
+      this.onLeaseLost = present(onLeaseLost, "onLeaseLost");
       return this;
     }
 
     /** The holder's clock; inject a {@link dev.nolock.patterns.ManualLeaseClock} in tests. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock = present(clock, "clock");
       return this;
     }
 
@@ -260,8 +262,8 @@ public final class LockConfig {
      * Backoff between acquire attempts: full jitter from {@code base}, doubling up to {@code max}.
      */
     public Builder backoff(Duration base, Duration max) {
-      Objects.requireNonNull(base, "base");
-      Objects.requireNonNull(max, "max");
+      present(base, "base");
+      present(max, "max");
       if (base.isNegative() || base.isZero() || max.compareTo(Duration.ofMinutes(1)) > 0) {
         throw new IllegalArgumentException(
             "Backoff base must be positive and max at most a minute, got " + base + " / " + max);
@@ -284,5 +286,17 @@ public final class LockConfig {
         log.warn(message, lost.name(), lost.token().value(), lost.reason());
       }
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

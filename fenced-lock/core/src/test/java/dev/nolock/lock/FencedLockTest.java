@@ -262,6 +262,56 @@ class FencedLockTest {
   }
 
   @Test
+  void withLockRethrowsACheckedExceptionUnchangedAfterReleasing() {
+    java.io.IOException failure = new java.io.IOException("the invoice service refused");
+    AtomicBoolean heldDuringWork = new AtomicBoolean();
+
+    assertThatThrownBy(
+            () ->
+                lock.withLock(
+                    "invoice-1",
+                    TTL,
+                    Duration.ZERO,
+                    held -> {
+                      heldDuringWork.set(other.tryAcquire("invoice-1", TTL).isEmpty());
+                      throw failure;
+                    }))
+        .isSameAs(failure);
+    assertThat(heldDuringWork).as("the lock was held while the work ran").isTrue();
+    assertThat(other.tryAcquire("invoice-1", TTL).isDefined())
+        .as("released before the exception reached the caller")
+        .isTrue();
+  }
+
+  @Test
+  void withLockDeclaresTheWorksCheckedException() {
+    // A caller's own checked exception type flows through withLock's signature: this compiles
+    // only because withLock declares the work's X, and the caller handles exactly that type.
+    java.util.concurrent.TimeoutException caught = null;
+    try {
+      lock.withLock(
+          "invoice-1",
+          TTL,
+          Duration.ZERO,
+          held -> {
+            throw new java.util.concurrent.TimeoutException("payment gateway timed out");
+          });
+    } catch (java.util.concurrent.TimeoutException expected) {
+      caught = expected;
+    }
+    assertThat(caught).hasMessage("payment gateway timed out");
+    assertThat(other.tryAcquire("invoice-1", TTL).isDefined()).isTrue();
+  }
+
+  @Test
+  void withLockRefusesNullWorkWithAnIllegalArgumentException() {
+    assertThatThrownBy(
+            () -> lock.withLock("invoice-1", TTL, Duration.ZERO, (LockedWork<String, ?>) null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("work");
+  }
+
+  @Test
   void aReleasedLockRefusesFurtherWritesAndReleaseIsIdempotent() {
     HeldLock held = lock.tryAcquire("invoice-1", TTL).get();
     held.release();

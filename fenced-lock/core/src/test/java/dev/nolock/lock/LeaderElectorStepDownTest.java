@@ -390,7 +390,7 @@ class LeaderElectorStepDownTest {
                 .renewDeadline(Duration.ofSeconds(20))
                 .retryPeriod(Duration.ofMillis(200))
                 .workStopTimeout(Duration.ofSeconds(5))
-                .metrics(registry)
+                .metrics(registry, "step-down")
                 .clock(clock)
                 .pause(
                     (wake, d) -> {
@@ -507,7 +507,7 @@ class LeaderElectorStepDownTest {
           fast("A")
               .haltOnLoss(false)
               .workStopTimeout(Duration.ofMillis(100))
-              .metrics(registry)
+              .metrics(registry, "step-down")
               .pause(
                   (wake, d) -> {
                     // Each wait A starts after its step-down while the lease is free is one more
@@ -583,7 +583,7 @@ class LeaderElectorStepDownTest {
             fast("A")
                 .haltOnLoss(false)
                 .workStopTimeout(Duration.ofMillis(100))
-                .metrics(registry)
+                .metrics(registry, "step-down")
                 .build(),
             a);
     a.started.await();
@@ -1022,7 +1022,7 @@ class LeaderElectorStepDownTest {
       start(
           new LockBackendRecorder("A", server),
           fast("A")
-              .metrics(registry)
+              .metrics(registry, "step-down")
               .halt(
                   () ->
                       events.add(
@@ -1086,7 +1086,7 @@ class LeaderElectorStepDownTest {
             new LockBackendRecorder("A", server),
             fast(election, "A")
                 .workStopTimeout(Duration.ofSeconds(30))
-                .metrics(registry)
+                .metrics(registry, election)
                 .halt(
                     () -> {
                       events.add("A: halt, work running: " + a.working());
@@ -1136,7 +1136,7 @@ class LeaderElectorStepDownTest {
       LeaderElector elector =
           start(
               new LockBackendRecorder("A", new InMemoryLockBackend()),
-              fast("A").metrics(registry).halt(() -> events.add("A: halt")).build(),
+              fast("A").metrics(registry, "step-down").halt(() -> events.add("A: halt")).build(),
               releasing);
       started.await();
 
@@ -1177,7 +1177,7 @@ class LeaderElectorStepDownTest {
           };
       start(
           new LockBackendRecorder("A", new InMemoryLockBackend()),
-          fast("A").metrics(registry).halt(() -> events.add("A: halt")).build(),
+          fast("A").metrics(registry, "step-down").halt(() -> events.add("A: halt")).build(),
           releasing);
       await().until(() -> events.contains("A: halt") || stopped.getCount() == 0);
 
@@ -1355,7 +1355,10 @@ class LeaderElectorStepDownTest {
         };
     try (CapturedStderr err = new CapturedStderr()) {
       LeaderElector elector =
-          start(interruptRecordingBackend(), fast("A").metrics(registry).build(), closing);
+          start(
+              interruptRecordingBackend(),
+              fast("A").metrics(registry, "step-down").build(),
+              closing);
       self.set(elector);
       mayClose.countDown();
       assertThat(awaitQuietly(closed)).as("the work's close() returned").isTrue();

@@ -78,6 +78,63 @@ class LeaderElectorTest {
     return elector;
   }
 
+  /**
+   * The elector is a background component: a leader's work that throws (a checked exception as an
+   * unchecked one) is that term's failure, logged, and the election goes on. The candidate keeps
+   * its term until closed, as after work that returns, and close still stops and releases it.
+   */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
+  void aLeadersWorkThatThrowsEndsOnlyThatWorkAndTheElectionGoesOn(boolean checked)
+      throws Exception {
+    InMemoryLockBackend backend = new InMemoryLockBackend();
+    CountDownLatch threw = new CountDownLatch(1);
+    CountDownLatch stopped = new CountDownLatch(1);
+    List<String> leadersSeen = new CopyOnWriteArrayList<>();
+    Leadership failing =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) throws Exception {
+            threw.countDown();
+            if (checked) {
+              throw new java.io.IOException("the report store refused");
+            }
+            throw new IllegalStateException("the report store refused");
+          }
+
+          @Override
+          public void onStoppedLeading() throws Exception {
+            stopped.countDown();
+            throw new java.io.IOException("cleanup failed too");
+          }
+
+          @Override
+          public void onNewLeader(String identity) throws Exception {
+            leadersSeen.add(identity);
+            throw new java.io.IOException("the dashboard is down");
+          }
+        };
+    LeaderElector a = start(backend, fast("failing-work", "a").build(), failing);
+    assertThat(threw.await(10, TimeUnit.SECONDS)).isTrue();
+    Recorder b = new Recorder();
+    LeaderElector second = start(backend, fast("failing-work", "b").build(), b);
+
+    await().until(() -> b.leadersSeen.contains("a"));
+    assertThat(a.isLeader()).as("the term outlives its failed work").isTrue();
+    assertThat(leadersSeen).containsExactly("a");
+
+    a.close();
+
+    assertThat(stopped.getCount())
+        .as("onStoppedLeading ran, and its exception was logged")
+        .isZero();
+    assertThat(b.started.await(10, TimeUnit.SECONDS))
+        .as("the lease was released although the callbacks threw")
+        .isTrue();
+    assertThat(second.isLeader()).isTrue();
+    assertThat(halts).hasValue(0);
+  }
+
   @Test
   void exactlyOneOfThreeCandidatesLeadsAndASuccessorTakesOverWithAHigherToken() throws Exception {
     InMemoryLockBackend backend = new InMemoryLockBackend();
@@ -141,7 +198,7 @@ class LeaderElectorTest {
     InMemoryLockBackend backend = new InMemoryLockBackend(serverClock);
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     Recorder a = new Recorder();
-    start(backend, fast("leader", "a").metrics(registry).build(), a);
+    start(backend, fast("leader", "a").metrics(registry, "leader").build(), a);
     a.started.await();
 
     serverClock.advance(Duration.ofSeconds(10)); // a's lease expires on the server (a paused)
@@ -220,7 +277,8 @@ class LeaderElectorTest {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     Recorder a = new Recorder();
     LeaderElector elector =
-        LeaderElector.start(backend, fast("broken-backend", "a").metrics(registry).build(), a);
+        LeaderElector.start(
+            backend, fast("broken-backend", "a").metrics(registry, "broken-backend").build(), a);
     electors.add(elector);
     a.started.await();
 
@@ -297,7 +355,10 @@ class LeaderElectorTest {
     LeaderElector elector =
         start(
             backend,
-            fast("renewal-wrongtype", "a").clock(new ManualLeaseClock()).metrics(registry).build(),
+            fast("renewal-wrongtype", "a")
+                .clock(new ManualLeaseClock())
+                .metrics(registry, "renewal-wrongtype")
+                .build(),
             a);
     a.started.await();
 

@@ -6,7 +6,6 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.regex.Pattern;
 
 /**
@@ -49,7 +48,11 @@ public final class CoordinationMetrics {
   private final Counter fenceRejections;
 
   private CoordinationMetrics(MeterRegistry registry, String component, String instance) {
-    Objects.requireNonNull(registry, "registry");
+    if (registry == null) {
+      throw new IllegalArgumentException(
+          "The meter registry is null: pass the application's MeterRegistry, or configure no"
+              + " metrics to record nothing.");
+    }
     if (component == null || !COMPONENT.matcher(component).matches()) {
       throw new IllegalArgumentException(
           "The metrics component \""

@@ -123,8 +123,8 @@ public final class RetryPolicy {
    * with the thread's interrupt flag set again.
    */
   public <L, R> Either<L, R> run(LeaseClock clock, Supplier<Either<L, R>> attempt) {
-    Objects.requireNonNull(clock, "clock");
-    Objects.requireNonNull(attempt, "attempt");
+    present(clock, "clock");
+    present(attempt, "attempt");
     long start = clock.nanoTime();
     RandomGenerator random = ThreadLocalRandom.current();
     for (int failures = 1; ; failures++) {
@@ -191,7 +191,7 @@ public final class RetryPolicy {
 
     /** The backoff ceiling after the first failure; it doubles with each further one. */
     public Builder baseDelay(Duration baseDelay) {
-      Objects.requireNonNull(baseDelay, "baseDelay");
+      present(baseDelay, "baseDelay");
       if (baseDelay.isNegative() || baseDelay.compareTo(Duration.ofHours(1)) > 0) {
         throw new IllegalArgumentException(
             "baseDelay must be between zero and one hour, got " + baseDelay);
@@ -219,11 +219,23 @@ public final class RetryPolicy {
     }
 
     private static Duration positive(String what, Duration value) {
-      Objects.requireNonNull(value, what);
+      present(value, what);
       if (value.isNegative() || value.isZero()) {
         throw new IllegalArgumentException(what + " must be positive, got " + value);
       }
       return value;
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

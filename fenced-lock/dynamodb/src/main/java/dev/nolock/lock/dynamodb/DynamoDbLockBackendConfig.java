@@ -2,7 +2,6 @@ package dev.nolock.lock.dynamodb;
 
 import dev.nolock.dynamodb.DynamoDbNames;
 import dev.nolock.patterns.LeaseClock;
-import java.util.Objects;
 
 /**
  * Immutable settings of a {@link DynamoDbLockBackend}, built with {@link #custom()}; each setter
@@ -93,12 +92,24 @@ public final class DynamoDbLockBackendConfig {
 
     /** The monotonic clock; a {@code ManualLeaseClock} in tests. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock = present(clock, "clock");
       return this;
     }
 
     public DynamoDbLockBackendConfig build() {
       return new DynamoDbLockBackendConfig(this);
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

@@ -61,7 +61,8 @@ class DynamoDbLockBackendConfigTest {
 
     assertThat(DynamoDbLockBackendConfig.custom().clock(clock).build().clock()).isSameAs(clock);
     assertThatThrownBy(() -> DynamoDbLockBackendConfig.custom().clock(null))
-        .isInstanceOf(NullPointerException.class);
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("clock is null");
   }
 
   private static Offset<Long> within() {

@@ -8,7 +8,6 @@ import dev.nolock.lock.FencedLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
-import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.testkit.DynamoDbExtension;
 import dev.nolock.testkit.ReadmeSnippet;
@@ -45,9 +44,7 @@ class ReadmeSnippetsIT {
       DynamoDbFence fence =
           DynamoDbFence.create(
               dynamo,
-              DynamoDbFenceConfig.custom(invoicesTable)
-                  .metrics(CoordinationMetrics.of(registry, "fence", "billing"))
-                  .build());
+              DynamoDbFenceConfig.custom(invoicesTable).metrics(registry, "billing").build());
 
       try (FencedLock locks =
           FencedLock.create(

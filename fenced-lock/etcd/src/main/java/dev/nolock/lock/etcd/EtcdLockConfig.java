@@ -1,7 +1,6 @@
 package dev.nolock.lock.etcd;
 
 import java.time.Duration;
-import java.util.Objects;
 
 /** Immutable settings of an {@link EtcdLockBackend}; build with {@link #custom()}. */
 public final class EtcdLockConfig {
@@ -49,7 +48,7 @@ public final class EtcdLockConfig {
 
     /** A non-empty prefix without whitespace, e.g. {@code "/app/locks/"}. */
     public Builder keyPrefix(String keyPrefix) {
-      Objects.requireNonNull(keyPrefix, "keyPrefix");
+      present(keyPrefix, "keyPrefix");
       if (keyPrefix.isEmpty()
           || keyPrefix.length() > 200
           || keyPrefix.chars().anyMatch(Character::isWhitespace)) {
@@ -64,7 +63,7 @@ public final class EtcdLockConfig {
 
     /** Between 100 ms and 1 minute; keep it well below the lease TTLs you use. */
     public Builder rpcTimeout(Duration rpcTimeout) {
-      Objects.requireNonNull(rpcTimeout, "rpcTimeout");
+      present(rpcTimeout, "rpcTimeout");
       if (rpcTimeout.compareTo(Duration.ofMillis(100)) < 0
           || rpcTimeout.compareTo(Duration.ofMinutes(1)) > 0) {
         throw new IllegalArgumentException(
@@ -77,5 +76,17 @@ public final class EtcdLockConfig {
     public EtcdLockConfig build() {
       return new EtcdLockConfig(this);
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

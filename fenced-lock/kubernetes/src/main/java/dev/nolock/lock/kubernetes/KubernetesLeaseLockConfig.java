@@ -3,7 +3,6 @@ package dev.nolock.lock.kubernetes;
 import dev.nolock.lock.kubernetes.internal.KubernetesNames;
 import dev.nolock.patterns.LeaseClock;
 import java.time.Clock;
-import java.util.Objects;
 
 /**
  * Immutable settings of a {@link KubernetesLeaseLockBackend}, built with {@link #custom()}; each
@@ -68,7 +67,7 @@ public final class KubernetesLeaseLockConfig {
    * IllegalArgumentException}, so that two lock names can never share a Lease.
    */
   public String leaseName(String lockName) {
-    Objects.requireNonNull(lockName, "lockName");
+    present(lockName, "lockName");
     return KubernetesNames.requireLeaseName(lockName, leaseNamePrefix + lockName);
   }
 
@@ -140,13 +139,13 @@ public final class KubernetesLeaseLockConfig {
 
     /** The monotonic clock; a {@code ManualLeaseClock} in tests. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock = present(clock, "clock");
       return this;
     }
 
     /** The wall clock for the informational {@code acquireTime} and {@code renewTime}. */
     public Builder wallClock(Clock wallClock) {
-      this.wallClock = Objects.requireNonNull(wallClock, "wallClock");
+      this.wallClock = present(wallClock, "wallClock");
       return this;
     }
 
@@ -175,5 +174,17 @@ public final class KubernetesLeaseLockConfig {
     public KubernetesLeaseLockConfig build() {
       return new KubernetesLeaseLockConfig(this);
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

@@ -74,7 +74,8 @@ class KubernetesLeaseLockConfigTest {
     assertThat(config.clock()).isSameAs(clock);
     assertThat(config.wallClock()).isSameAs(wall);
     assertThatThrownBy(() -> KubernetesLeaseLockConfig.custom().clock(null))
-        .isInstanceOf(NullPointerException.class);
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("clock is null");
   }
 
   @Test

@@ -2,7 +2,6 @@ package dev.nolock.lock.postgres;
 
 import dev.nolock.patterns.sql.SqlNames;
 import java.time.Duration;
-import java.util.Objects;
 
 /**
  * Immutable settings of a {@link PostgresLockBackend}, built with {@link #custom()}; each setter
@@ -80,7 +79,7 @@ public final class PostgresLockConfig {
      * dead network: set pgjdbc's {@code socketTimeout} for that. Default 5 s.
      */
     public Builder queryTimeout(Duration queryTimeout) {
-      Objects.requireNonNull(queryTimeout, "queryTimeout");
+      present(queryTimeout, "queryTimeout");
       if (queryTimeout.compareTo(Duration.ofSeconds(1)) < 0
           || queryTimeout.compareTo(MAX_QUERY_TIMEOUT) > 0
           || queryTimeout.toNanos() % 1_000_000_000L != 0) {
@@ -99,5 +98,17 @@ public final class PostgresLockConfig {
     public PostgresLockConfig build() {
       return new PostgresLockConfig(this);
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

@@ -11,7 +11,6 @@ import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.LostLease;
-import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.sql.Fence;
@@ -91,8 +90,7 @@ class NetworkFaultIT {
   private Outcome frozenWriteArrivesAfterTakeover(String lock, Protection protection)
       throws Exception {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    Fence fence =
-        Fence.onTable(Fence.DEFAULT_TABLE, CoordinationMetrics.of(registry, "fence", "faults"));
+    Fence fence = Fence.onTable(Fence.DEFAULT_TABLE, registry, "faults");
     FenceAuditor auditor = new FenceAuditor();
     StringBuilder timeline = new StringBuilder();
     long start = System.nanoTime();

@@ -9,7 +9,6 @@ import dev.nolock.lock.FencedLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
-import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.sql.Fence;
 import dev.nolock.testkit.PostgresExtension;
@@ -48,8 +47,7 @@ class ReadmeSnippetsIT {
     PostgresLockBackend backend = PostgresLockBackend.create(pool); // table nolock_locks
     backend.createTableIfMissing();
     DSLContext dsl = DSL.using(pool, SQLDialect.POSTGRES);
-    Fence fence =
-        Fence.onTable("nolock_fences", CoordinationMetrics.of(registry, "fence", "billing"));
+    Fence fence = Fence.onTable("nolock_fences", registry, "billing");
     fence.createTableIfMissing(dsl);
 
     try (FencedLock locks =

@@ -1,8 +1,8 @@
 package dev.nolock.lock.redis;
 
 import dev.nolock.patterns.CoordinationException;
+import io.vavr.control.Option;
 import java.util.Objects;
-import java.util.Optional;
 
 /**
  * A {@link RedisFence} refused a write because it cannot vouch for what it accepted before: its
@@ -96,13 +96,13 @@ public final class FenceNotEstablishedException extends CoordinationException {
   /**
    * The server process and replication id the state was established on; empty for {@code NO_STATE}.
    */
-  public Optional<ServerIdentity> establishedOn() {
-    return Optional.ofNullable(established);
+  public Option<ServerIdentity> establishedOn() {
+    return Option.of(established);
   }
 
   /** The server process and replication id that refused; empty for {@code NO_STATE}. */
-  public Optional<ServerIdentity> server() {
-    return Optional.ofNullable(server);
+  public Option<ServerIdentity> server() {
+    return Option.of(server);
   }
 
   private static String message(

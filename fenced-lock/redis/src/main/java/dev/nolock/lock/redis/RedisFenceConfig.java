@@ -2,7 +2,7 @@ package dev.nolock.lock.redis;
 
 import dev.nolock.lock.redis.internal.RedisKeyNames;
 import dev.nolock.patterns.CoordinationMetrics;
-import java.util.Objects;
+import io.micrometer.core.instrument.MeterRegistry;
 
 /**
  * Immutable settings of a {@link RedisFence}, built with {@link #custom()}; each setter validates
@@ -130,11 +130,13 @@ public final class RedisFenceConfig {
     }
 
     /**
-     * Where to count rejections ({@code nolock.fence.rejections}), e.g. {@code
-     * CoordinationMetrics.of(registry, "fence", "orders")}; default: nowhere.
+     * Counts rejections ({@code nolock.fence.rejections}) in {@code registry}, tagged {@code
+     * component="fence"} and {@code name=instanceName} (one configured name per fence, never a
+     * per-write key, at most {@value CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters);
+     * default: nowhere.
      */
-    public Builder metrics(CoordinationMetrics metrics) {
-      this.metrics = Objects.requireNonNull(metrics, "metrics");
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      this.metrics = CoordinationMetrics.of(registry, "fence", instanceName);
       return this;
     }
 

@@ -2,7 +2,6 @@ package dev.nolock.lock.redis;
 
 import dev.nolock.lock.redis.internal.RedisKeyNames;
 import dev.nolock.patterns.FencingToken;
-import java.util.Objects;
 
 /**
  * Immutable settings of a {@link RedisLockBackend}, built with {@link #custom()}; each setter
@@ -81,7 +80,7 @@ public final class RedisLockBackendConfig {
    * its lease key, e.g. {@code nolock:lock:{orders}:released:17}.
    */
   public String releaseMarkerKey(String lockName, FencingToken token) {
-    return leaseKey(lockName) + RELEASED_INFIX + Objects.requireNonNull(token, "token").value();
+    return leaseKey(lockName) + RELEASED_INFIX + present(token, "token").value();
   }
 
   @Override
@@ -108,5 +107,17 @@ public final class RedisLockBackendConfig {
     public RedisLockBackendConfig build() {
       return new RedisLockBackendConfig(this);
     }
+  }
+
+  /**
+   * {@code value}, or an {@link IllegalArgumentException} naming the setting: a configuration error
+   * is the caller's to fix, never a {@link NullPointerException}.
+   */
+  private static <V> V present(V value, String what) {
+    if (value == null) {
+      throw new IllegalArgumentException(
+          "The " + what + " is null: pass a value, or leave the setting out to keep its default.");
+    }
+    return value;
   }
 }

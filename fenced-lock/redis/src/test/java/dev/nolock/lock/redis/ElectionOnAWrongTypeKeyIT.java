@@ -54,7 +54,7 @@ class ElectionOnAWrongTypeKeyIT {
                   .renewDeadline(Duration.ofSeconds(2))
                   .retryPeriod(Duration.ofMillis(200))
                   .haltOnLoss(false)
-                  .metrics(registry)
+                  .metrics(registry, ELECTION)
                   .build(),
               new Leadership() {
                 @Override

@@ -6,7 +6,6 @@ import dev.nolock.lock.FencedLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
-import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.testkit.ReadmeSnippet;
 import dev.nolock.testkit.RedisExtension;
@@ -54,7 +53,7 @@ class ReadmeSnippetsIT {
               connection,
               RedisFenceConfig.custom()
                   .keyPrefix(fencePrefix)
-                  .metrics(CoordinationMetrics.of(registry, "fence", "billing"))
+                  .metrics(registry, "billing")
                   .build());
 
       Either<NotAcquired, Either<FenceRejection, Void>> result =

@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.lock.redis.internal.Scripts;
-import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
@@ -73,7 +72,7 @@ class RedisFenceIT {
             connection,
             RedisFenceConfig.custom()
                 .keyPrefix(keys.key("fence:"))
-                .metrics(CoordinationMetrics.of(registry, "fence", "accounts"))
+                .metrics(registry, "accounts")
                 .build());
     fence.establish(0);
   }
@@ -189,7 +188,7 @@ class RedisFenceIT {
             connection,
             RedisFenceConfig.custom()
                 .keyPrefix(keys.key("unestablished-fence:"))
-                .metrics(CoordinationMetrics.of(registry, "fence", "accounts"))
+                .metrics(registry, "accounts")
                 .build());
     double before = rejections();
     auditor.attempted(lock, FencingToken.of(1), "A");

@@ -13,6 +13,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.WriteId;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.vavr.control.Either;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -168,9 +169,15 @@ public final class Fence {
 
   /**
    * A fence on {@code table} (optionally {@code schema.table}), with its write ids in {@code
-   * table_writes} (see {@link #WRITES_SUFFIX}), counting rejections in {@code metrics}.
+   * table_writes} (see {@link #WRITES_SUFFIX}), counting rejections ({@code
+   * nolock.fence.rejections}) in {@code registry}, tagged {@code component="fence"} and {@code
+   * name=instanceName} (one configured name per fence, never a per-write key).
    */
-  public static Fence onTable(String table, CoordinationMetrics metrics) {
+  public static Fence onTable(String table, MeterRegistry registry, String instanceName) {
+    return onTable(table, CoordinationMetrics.of(registry, "fence", instanceName));
+  }
+
+  private static Fence onTable(String table, CoordinationMetrics metrics) {
     Name tableName = SqlNames.requireSqlIdentifier("fence table", table);
     String derived = table + WRITES_SUFFIX;
     if (tableName.last().length() + WRITES_SUFFIX.length() > SqlNames.MAX_SQL_IDENTIFIER_LENGTH) {
@@ -182,14 +189,14 @@ public final class Fence {
               + "\" (at most "
               + SqlNames.MAX_SQL_IDENTIFIER_LENGTH
               + " characters a part): shorten it, or name the write-id table with"
-              + " Fence.onTables(fenceTable, writesTable, metrics).");
+              + " Fence.onTables(fenceTable, writesTable).");
     }
     return new Fence(tableName, SqlNames.requireSqlIdentifier("write-id table", derived), metrics);
   }
 
   /**
-   * A fence on {@code table} that records no metrics; see {@link #onTable(String,
-   * CoordinationMetrics)}.
+   * A fence on {@code table} that records no metrics; see {@link #onTable(String, MeterRegistry,
+   * String)}.
    */
   public static Fence onTable(String table) {
     return onTable(table, CoordinationMetrics.noop());
@@ -197,9 +204,25 @@ public final class Fence {
 
   /**
    * A fence on {@code fenceTable} with its write ids in {@code writesTable} (each optionally {@code
-   * schema.table}), counting rejections in {@code metrics}.
+   * schema.table}), counting rejections in {@code registry} as {@link #onTable(String,
+   * MeterRegistry, String)} does.
    */
-  public static Fence onTables(String fenceTable, String writesTable, CoordinationMetrics metrics) {
+  public static Fence onTables(
+      String fenceTable, String writesTable, MeterRegistry registry, String instanceName) {
+    return onTables(
+        fenceTable, writesTable, CoordinationMetrics.of(registry, "fence", instanceName));
+  }
+
+  /**
+   * A fence on {@code fenceTable} with its write ids in {@code writesTable} that records no
+   * metrics; see {@link #onTables(String, String, MeterRegistry, String)}.
+   */
+  public static Fence onTables(String fenceTable, String writesTable) {
+    return onTables(fenceTable, writesTable, CoordinationMetrics.noop());
+  }
+
+  private static Fence onTables(
+      String fenceTable, String writesTable, CoordinationMetrics metrics) {
     Name tableName = SqlNames.requireSqlIdentifier("fence table", fenceTable);
     Name writesName = SqlNames.requireSqlIdentifier("write-id table", writesTable);
     if (tableName.equals(writesName)) {
@@ -231,6 +254,11 @@ public final class Fence {
    * role that may write the tables but does not own them can call this once the schema is complete.
    * Processes that start at once may all call it: a creator that loses the race to another
    * (SQLState {@code 23505}, {@code 42P07} or {@code 42710}) finds the table there and carries on.
+   *
+   * @param dsl where to run: over a {@code DataSource}, a transaction of its own per table,
+   *     committed; over one connection with auto-commit off (the caller's open transaction), inside
+   *     that transaction behind a savepoint, never committed by this call: the caller's commit
+   *     creates the tables, its rollback undoes them
    */
   public void createTableIfMissing(DSLContext dsl) {
     Objects.requireNonNull(dsl, "dsl");
@@ -265,13 +293,53 @@ public final class Fence {
       return;
     }
     try {
-      // A transaction of its own: inside a caller's transaction a savepoint, so losing the race
-      // leaves the caller's transaction usable for the re-check.
-      dsl.transaction(configuration -> create.accept(configuration.dsl()));
+      ConnectionProvider provider = dsl.configuration().connectionProvider();
+      if (provider instanceof DataSourceConnectionProvider) {
+        // A pool connection of its own: no caller's transaction can be open on it.
+        dsl.transaction(configuration -> create.accept(configuration.dsl()));
+      } else {
+        dsl.connection(
+            connection -> {
+              DSLContext onConnection =
+                  provider instanceof DefaultConnectionProvider
+                      ? dsl
+                      : dsl.configuration().derive(connection).dsl();
+              if (connection.getAutoCommit()) {
+                onConnection.transaction(configuration -> create.accept(configuration.dsl()));
+              } else {
+                // The caller's open transaction: jOOQ's transaction() would commit it. Behind a
+                // savepoint instead, so that losing the creation race leaves the caller's
+                // transaction usable for the re-check, and the caller's commit decides.
+                inSavepoint(connection, () -> create.accept(onConnection));
+              }
+            });
+      }
     } catch (DataAccessException e) {
       if (!CREATED_CONCURRENTLY.contains(e.sqlState()) || !exists(dsl, table)) {
         throw e;
       }
+    }
+  }
+
+  private static void inSavepoint(Connection connection, Runnable statements) {
+    Savepoint savepoint;
+    try {
+      savepoint = connection.setSavepoint();
+    } catch (SQLException e) {
+      throw new DataAccessException(
+          "Could not set a savepoint in the caller's transaction: " + e.getMessage(), e);
+    }
+    try {
+      statements.run();
+    } catch (RuntimeException | Error e) {
+      rollBackTo(connection, savepoint, e);
+      throw e;
+    }
+    try {
+      connection.releaseSavepoint(savepoint);
+    } catch (SQLException e) {
+      throw new DataAccessException(
+          "Could not release the savepoint in the caller's transaction: " + e.getMessage(), e);
     }
   }
 

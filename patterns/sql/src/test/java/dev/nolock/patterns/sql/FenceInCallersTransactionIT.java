@@ -82,6 +82,33 @@ class FenceInCallersTransactionIT {
   }
 
   @Test
+  void createTableIfMissingOnTheCallersConnectionLeavesTheCallersTransactionOpen()
+      throws Exception {
+    Fence created = Fence.onTable("created_in_callers_tx");
+    try (Connection connection = schema.dataSource().getConnection()) {
+      connection.setAutoCommit(false);
+      callersInsert(connection);
+
+      created.createTableIfMissing(DSL.using(connection, SQLDialect.POSTGRES));
+
+      assertThat(connection.getAutoCommit()).as("still the caller's transaction").isFalse();
+      assertThat(schema.dsl().fetchCount(ACCOUNTS, ID.eq(2)))
+          .as("the caller's insert is not committed by createTableIfMissing")
+          .isZero();
+      connection.rollback();
+    }
+
+    assertThat(schema.dsl().fetchCount(ACCOUNTS, ID.eq(2))).isZero();
+    assertThat(
+            schema
+                .dsl()
+                .fetchSingle("select to_regclass('created_in_callers_tx') is null")
+                .get(0, Boolean.class))
+        .as("the DDL rolled back with the caller's transaction")
+        .isTrue();
+  }
+
+  @Test
   void throughADslOverTheCallersConnectionTheCallersRollbackUndoesEverything() throws Exception {
     try (Connection connection = schema.dataSource().getConnection()) {
       connection.setAutoCommit(false);

@@ -3,7 +3,6 @@ package dev.nolock.patterns.sql;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
@@ -88,7 +87,7 @@ class FenceSchemaIT {
 
   @Test
   void aConfiguredWriteIdTableIsUsed() {
-    Fence fence = Fence.onTables("named_fences", "named_fence_ids", CoordinationMetrics.noop());
+    Fence fence = Fence.onTables("named_fences", "named_fence_ids");
     fence.createTableIfMissing(schema.dsl());
 
     fence.write(schema.dsl(), lease("invoice-42", "A", 7), WriteId.of("w1"), tx -> 1);
@@ -101,12 +100,11 @@ class FenceSchemaIT {
   void tableNamesThatCannotBeUsedAreRefusedWithTheFix() {
     assertThatThrownBy(() -> Fence.onTable("f".repeat(60)))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("Fence.onTables(fenceTable, writesTable, metrics)");
-    assertThatThrownBy(() -> Fence.onTables("fences", "fences", CoordinationMetrics.noop()))
+        .hasMessageContaining("Fence.onTables(fenceTable, writesTable)");
+    assertThatThrownBy(() -> Fence.onTables("fences", "fences"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("its own name");
-    assertThatThrownBy(
-            () -> Fence.onTables("fences", "fence ids; drop", CoordinationMetrics.noop()))
+    assertThatThrownBy(() -> Fence.onTables("fences", "fence ids; drop"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("write-id table");
   }
