@@ -293,53 +293,27 @@ public final class Fence {
       return;
     }
     try {
-      ConnectionProvider provider = dsl.configuration().connectionProvider();
-      if (provider instanceof DataSourceConnectionProvider) {
-        // A pool connection of its own: no caller's transaction can be open on it.
+      if (!(dsl.configuration().connectionProvider() instanceof DefaultConnectionProvider)) {
+        // A pool, a thread-bound or a framework's provider: jOOQ's transaction API decides.
         dsl.transaction(configuration -> create.accept(configuration.dsl()));
       } else {
         dsl.connection(
             connection -> {
-              DSLContext onConnection =
-                  provider instanceof DefaultConnectionProvider
+              // With auto-commit off the caller's transaction is open on this connection: behind
+              // a savepoint instead of a transaction jOOQ would commit, so that losing the
+              // creation race leaves the caller's transaction usable for the re-check, and the
+              // caller's commit decides.
+              DSLContext on =
+                  connection.getAutoCommit()
                       ? dsl
-                      : dsl.configuration().derive(connection).dsl();
-              if (connection.getAutoCommit()) {
-                onConnection.transaction(configuration -> create.accept(configuration.dsl()));
-              } else {
-                // The caller's open transaction: jOOQ's transaction() would commit it. Behind a
-                // savepoint instead, so that losing the creation race leaves the caller's
-                // transaction usable for the re-check, and the caller's commit decides.
-                inSavepoint(connection, () -> create.accept(onConnection));
-              }
+                      : dsl.configuration().derive(new SavepointsOnly(connection)).dsl();
+              on.transaction(configuration -> create.accept(configuration.dsl()));
             });
       }
     } catch (DataAccessException e) {
       if (!CREATED_CONCURRENTLY.contains(e.sqlState()) || !exists(dsl, table)) {
         throw e;
       }
-    }
-  }
-
-  private static void inSavepoint(Connection connection, Runnable statements) {
-    Savepoint savepoint;
-    try {
-      savepoint = connection.setSavepoint();
-    } catch (SQLException e) {
-      throw new DataAccessException(
-          "Could not set a savepoint in the caller's transaction: " + e.getMessage(), e);
-    }
-    try {
-      statements.run();
-    } catch (RuntimeException | Error e) {
-      rollBackTo(connection, savepoint, e);
-      throw e;
-    }
-    try {
-      connection.releaseSavepoint(savepoint);
-    } catch (SQLException e) {
-      throw new DataAccessException(
-          "Could not release the savepoint in the caller's transaction: " + e.getMessage(), e);
     }
   }
 
