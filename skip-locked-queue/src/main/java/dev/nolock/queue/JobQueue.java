@@ -123,8 +123,8 @@ public final class JobQueue<T> {
    *
    * @throws BackendUnavailableException when the DDL fails, e.g. without the CREATE privilege
    */
-  public void createSchemaIfMissing() {
-    upkeep.createSchemaIfMissing();
+  public void createTableIfMissing() {
+    upkeep.createTableIfMissing();
   }
 
   /**

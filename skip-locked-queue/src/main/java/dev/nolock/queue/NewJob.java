@@ -1,11 +1,10 @@
 package dev.nolock.queue;
 
 import dev.nolock.patterns.Names;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
-import java.util.Optional;
-import java.util.OptionalInt;
 
 /**
  * A job to enqueue: its payload and, optionally, when it may run, a unique key and its own attempt
@@ -109,8 +108,8 @@ public final class NewJob<T> {
   }
 
   /** The fixed time set with {@link #runAt}, if any. */
-  public Optional<Instant> runAt() {
-    return Optional.ofNullable(runAt);
+  public Option<Instant> runAt() {
+    return Option.of(runAt);
   }
 
   /** The delay set with {@link #delay}; zero when none was set. */
@@ -118,13 +117,13 @@ public final class NewJob<T> {
     return delay == null ? Duration.ZERO : delay;
   }
 
-  public Optional<String> uniqueKey() {
-    return Optional.ofNullable(uniqueKey);
+  public Option<String> uniqueKey() {
+    return Option.of(uniqueKey);
   }
 
   /** The job's own attempt limit; empty means the queue's {@link QueueConfig#maxAttempts()}. */
-  public OptionalInt maxAttempts() {
-    return maxAttempts == null ? OptionalInt.empty() : OptionalInt.of(maxAttempts);
+  public Option<Integer> maxAttempts() {
+    return Option.of(maxAttempts);
   }
 
   @Override

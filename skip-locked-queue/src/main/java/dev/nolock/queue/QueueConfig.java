@@ -6,9 +6,9 @@ import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.Optional;
 
 /**
  * Immutable settings of one {@link JobQueue}, built with {@link #custom(String)}; each setter
@@ -153,8 +153,8 @@ public final class QueueConfig {
   }
 
   /** The registry metrics go to; empty when none was set. */
-  public Optional<MeterRegistry> registry() {
-    return Optional.ofNullable(registry);
+  public Option<MeterRegistry> registry() {
+    return Option.of(registry);
   }
 
   public LeaseClock clock() {

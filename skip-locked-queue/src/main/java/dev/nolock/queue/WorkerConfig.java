@@ -1,8 +1,8 @@
 package dev.nolock.queue;
 
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
@@ -79,8 +79,8 @@ public final class WorkerConfig {
   }
 
   /** Where the LISTEN connection comes from; empty means the queue's own pool. */
-  public Optional<DataSource> listenDataSource() {
-    return Optional.ofNullable(listenDataSource);
+  public Option<DataSource> listenDataSource() {
+    return Option.of(listenDataSource);
   }
 
   /** How long the LISTEN self-test waits for its own notification. */
@@ -89,8 +89,8 @@ public final class WorkerConfig {
   }
 
   /** How often held jobs' leases are extended; empty means a third of the queue's lease. */
-  public Optional<Duration> heartbeatInterval() {
-    return Optional.ofNullable(heartbeatInterval);
+  public Option<Duration> heartbeatInterval() {
+    return Option.of(heartbeatInterval);
   }
 
   /** How often the pool runs {@link JobQueue#reapExpired()}. */
@@ -99,8 +99,8 @@ public final class WorkerConfig {
   }
 
   /** How often the pool runs {@link JobQueue#vacuum()}; empty (the default) when it does not. */
-  public Optional<Duration> vacuumInterval() {
-    return Optional.ofNullable(vacuumInterval);
+  public Option<Duration> vacuumInterval() {
+    return Option.of(vacuumInterval);
   }
 
   /** How long {@link WorkerPool#close()} waits for running handlers before interrupting them. */

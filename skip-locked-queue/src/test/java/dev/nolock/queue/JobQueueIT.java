@@ -45,7 +45,7 @@ class JobQueueIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
   }
 
@@ -731,7 +731,7 @@ class JobQueueIT {
                 .readyCountCap(3)
                 .gaugeRefresh(Duration.ZERO)
                 .metrics(registry));
-    assertThat(q.readyStats()).isEqualTo(new ReadyStats(0, false, java.util.Optional.empty()));
+    assertThat(q.readyStats()).isEqualTo(new ReadyStats(0, false, io.vavr.control.Option.none()));
 
     Instant now = rows.dbNow();
     for (int i = 0; i < 5; i++) {
@@ -742,7 +742,7 @@ class JobQueueIT {
     ReadyStats stats = q.readyStats();
     assertThat(stats.readyJobs()).isEqualTo(3);
     assertThat(stats.capped()).isTrue();
-    assertThat(stats.oldestReadyAge()).get().matches(age -> age.toSeconds() >= 64);
+    assertThat(stats.oldestReadyAge()).singleElement().matches(age -> age.toSeconds() >= 64);
     assertThat(
             registry
                 .get("nolock.queue.ready")

@@ -18,7 +18,7 @@ class NewJobTest {
     assertThat(plain.delay()).isZero();
     assertThat(plain.maxAttempts()).isEmpty();
     assertThat(keyed.uniqueKey()).contains("k");
-    assertThat(keyed.maxAttempts()).hasValue(3);
+    assertThat(keyed.maxAttempts()).contains(3);
     assertThat(keyed.delay()).isEqualTo(Duration.ofMinutes(5));
     assertThat(keyed.payload()).isEqualTo("p");
   }

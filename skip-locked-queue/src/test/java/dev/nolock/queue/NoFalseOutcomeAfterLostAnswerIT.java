@@ -45,7 +45,7 @@ class NoFalseOutcomeAfterLostAnswerIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
     // No unique key on the job: a second commit of the same effect shows as a second row.
     s.dsl().execute("CREATE TABLE payments (job_id bigint)");

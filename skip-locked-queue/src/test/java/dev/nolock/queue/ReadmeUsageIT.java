@@ -36,7 +36,7 @@ class ReadmeUsageIT {
             pool,
             QueueConfig.custom("receipts").maxAttempts(5).metrics(registry).build(),
             PayloadCodec.utf8());
-    receipts.createSchemaIfMissing();
+    receipts.createTableIfMissing();
 
     // Enqueue inside the business transaction: the job exists only if the order commits.
     DSLContext dsl = DSL.using(pool, SQLDialect.POSTGRES);

@@ -42,7 +42,7 @@ class RetryAfterLostAnswerIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
     // The business ledger has no unique key on the job: a second commit of the same effect stays
     // visible as a second row instead of being refused by a constraint.

@@ -12,7 +12,7 @@ import org.jooq.DSLContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** The DDL in the README's "Schema" section builds exactly what createSchemaIfMissing builds. */
+/** The DDL in the README's "Schema" section builds exactly what createTableIfMissing builds. */
 @ExtendWith(PostgresExtension.class)
 class SchemaReadmeIT {
 
@@ -33,7 +33,7 @@ class SchemaReadmeIT {
             cfg.dsl().execute(ddl);
           });
       JobQueue.create(schema.dataSource(), QueueConfig.ofDefaults("q"), PayloadCodec.utf8())
-          .createSchemaIfMissing();
+          .createTableIfMissing();
 
       assertThat(columns(dsl, other)).isEqualTo(columns(dsl, schema.schemaName())).hasSize(13);
       assertThat(constraints(dsl, other))

@@ -5,6 +5,7 @@ import dev.nolock.queue.JobState;
 import dev.nolock.queue.PurgeResult;
 import dev.nolock.queue.ReadyStats;
 import dev.nolock.queue.ReapResult;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.List;
@@ -43,12 +44,12 @@ public final class Upkeep {
             s -> s.get().map(r -> (double) r.readyJobs()).orElse(Double.NaN),
             s ->
                 s.get()
-                    .map(r -> r.oldestReadyAge().map(a -> a.toNanos() / 1e9).orElse(0.0))
+                    .map(r -> r.oldestReadyAge().map(a -> a.toNanos() / 1e9).getOrElse(0.0))
                     .orElse(Double.NaN));
   }
 
   /** The DDL in one transaction, under an advisory lock on the table's name. */
-  public void createSchemaIfMissing() {
+  public void createTableIfMissing() {
     sql.translate(
         () -> "creating the jobs table (the user needs CREATE on its schema)",
         () ->
@@ -169,8 +170,8 @@ public final class Upkeep {
             () ->
                 OwnTransaction.run(sql.dsl(), on -> jobs.readyStats(on, queue, cap).fetchSingle()));
     int depth = row.value1();
-    Optional<Duration> age =
-        Optional.ofNullable(row.value2())
+    Option<Duration> age =
+        Option.of(row.value2())
             .map(oldest -> Duration.between(oldest, row.value3()))
             .filter(d -> !d.isNegative());
     return new ReadyStats(depth, depth >= cap, age);
