@@ -56,6 +56,7 @@ public final class QueueConfig {
   private final int readyCountCap;
   private final Duration gaugeRefresh;
   private final MeterRegistry registry;
+  private final String metricsInstanceName;
   private final LeaseClock clock;
 
   private QueueConfig(Builder b) {
@@ -72,6 +73,7 @@ public final class QueueConfig {
     this.readyCountCap = b.readyCountCap;
     this.gaugeRefresh = b.gaugeRefresh;
     this.registry = b.registry;
+    this.metricsInstanceName = b.metricsInstanceName;
     this.clock = b.clock;
     this.backoff =
         RetryPolicy.custom()
@@ -157,6 +159,11 @@ public final class QueueConfig {
     return Option.of(registry);
   }
 
+  /** The {@code name} tag of every meter of this queue; empty when no metrics were set. */
+  public Option<String> metricsInstanceName() {
+    return Option.of(metricsInstanceName);
+  }
+
   public LeaseClock clock() {
     return clock;
   }
@@ -203,6 +210,7 @@ public final class QueueConfig {
     private int readyCountCap = DEFAULT_READY_COUNT_CAP;
     private Duration gaugeRefresh = DEFAULT_GAUGE_REFRESH;
     private MeterRegistry registry;
+    private String metricsInstanceName;
     private LeaseClock clock = LeaseClock.system();
 
     private Builder(String queue) {
@@ -343,11 +351,26 @@ public final class QueueConfig {
     }
 
     /**
-     * Records the queue's meters in {@code registry}, tagged {@code component="queue"} and {@code
-     * name=<queue>}.
+     * Records the queue's meters in {@code registry}, every one tagged {@code component="queue"}
+     * and {@code name=instanceName}; the queue's own meters ({@code nolock.queue.*}) carry {@code
+     * queue=<queue>} too. Two queue instances in one registry stay apart by their instance names.
+     * Default: nothing recorded.
+     *
+     * @param instanceName names this queue instance (e.g. the queue's name, or {@code
+     *     "receipts-eu"}); never a per-job value such as a job id or key
+     * @throws IllegalArgumentException when {@code registry} is null or {@code instanceName} is not
+     *     a name of 1 to {@value CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters
      */
-    public Builder metrics(MeterRegistry registry) {
-      this.registry = Objects.requireNonNull(registry, "registry");
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      if (registry == null) {
+        throw new IllegalArgumentException(
+            "metrics(registry, instanceName) needs a MeterRegistry; leave metrics(...) out to"
+                + " record nothing.");
+      }
+      this.metricsInstanceName =
+          Names.requireName(
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.registry = registry;
       return this;
     }
 

@@ -298,7 +298,7 @@ class JobQueueIT {
   void theLastAllowedFailureDeadLettersTheJobKeepingItsLastError() {
     MeterRegistry registry = new SimpleMeterRegistry();
     String name = newQueueName();
-    JobQueue<String> q = queue(QueueConfig.custom(name).maxAttempts(3).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(name).maxAttempts(3).metrics(registry, "it"));
     long id = id(q.enqueue(NewJob.of("poison")));
 
     List<Finished> outcomes = new ArrayList<>();
@@ -360,7 +360,7 @@ class JobQueueIT {
   @Test
   void aStaleAttemptCannotCompleteFailHeartbeatOrReleaseAndEachRefusalIsCounted() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     long id = id(q.enqueue(NewJob.of("contested")));
     Job<String> stale = q.claim(1).get(0);
 
@@ -405,7 +405,7 @@ class JobQueueIT {
   @Test
   void completingTheSameAttemptTwiceAnswersTheSameAndCountsOnce() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     q.enqueue(NewJob.of("once"));
     Job<String> job = q.claim(1).get(0);
 
@@ -420,7 +420,7 @@ class JobQueueIT {
   @Test
   void completeAllCompletesTheCurrentAttemptsAndRefusesOnlyTheStaleOneInTheBatch() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     long a = id(q.enqueue(NewJob.of("a")));
     long b = id(q.enqueue(NewJob.of("b")));
     long c = id(q.enqueue(NewJob.of("c")));
@@ -456,7 +456,7 @@ class JobQueueIT {
   @Test
   void completeAllAnswersTheSameAttemptTwiceInOneBatchAlikeAndAnEmptyBatchWithNothing() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     q.enqueue(NewJob.of("twice"));
     Job<String> job = q.claim(1).get(0);
 
@@ -488,7 +488,7 @@ class JobQueueIT {
   @Test
   void completeAllAnswersTwoAttemptsOfOneJobApartAndCompletesTheRestOfTheBatch() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     long id = id(q.enqueue(NewJob.of("twice held")));
     Job<String> stale = q.claim(1).get(0);
     rows.expireLease(id);
@@ -730,7 +730,7 @@ class JobQueueIT {
             QueueConfig.custom(name)
                 .readyCountCap(3)
                 .gaugeRefresh(Duration.ZERO)
-                .metrics(registry));
+                .metrics(registry, "it"));
     assertThat(q.readyStats()).isEqualTo(new ReadyStats(0, false, io.vavr.control.Option.none()));
 
     Instant now = rows.dbNow();
@@ -746,7 +746,7 @@ class JobQueueIT {
     assertThat(
             registry
                 .get("nolock.queue.ready")
-                .tags("name", name, "component", "queue")
+                .tags("name", "it", "queue", name, "component", "queue")
                 .gauge()
                 .value())
         .isEqualTo(3.0);
@@ -808,19 +808,38 @@ class JobQueueIT {
   }
 
   @Test
-  void metricsCarryTheQueueNameAndNeverAJobId() {
+  void metricsCarryTheInstanceNameAndTheQueueNameAndNeverAJobId() {
     MeterRegistry registry = new SimpleMeterRegistry();
     String name = newQueueName();
-    JobQueue<String> q = queue(QueueConfig.custom(name).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(name).metrics(registry, "orders-eu"));
     q.enqueue(NewJob.of("x"));
     q.complete(q.claim(1).get(0));
 
     Set<String> tagKeys = new HashSet<>();
     registry.getMeters().forEach(m -> m.getId().getTags().forEach(t -> tagKeys.add(t.getKey())));
-    assertThat(tagKeys).containsOnly("component", "name", "outcome", "operation");
-    registry.getMeters().forEach(m -> assertThat(m.getId().getTag("name")).isEqualTo(name));
+    assertThat(tagKeys).containsOnly("component", "name", "queue", "outcome", "operation");
+    registry.getMeters().forEach(m -> assertThat(m.getId().getTag("name")).isEqualTo("orders-eu"));
+    registry.getMeters().stream()
+        .filter(m -> m.getId().getName().startsWith("nolock.queue."))
+        .forEach(m -> assertThat(m.getId().getTag("queue")).isEqualTo(name));
     assertThat(registry.get("nolock.queue.claim.duration").timer().count()).isOne();
     assertThat(counter(registry, "nolock.queue.claimed")).isOne();
     assertThat(counter(registry, "nolock.queue.enqueued")).isOne();
+  }
+
+  @Test
+  void twoInstancesOfOneQueueInOneRegistryCountApartByTheirInstanceNames() {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    String name = newQueueName();
+    JobQueue<String> producer = queue(QueueConfig.custom(name).metrics(registry, "producer"));
+    JobQueue<String> consumer = queue(QueueConfig.custom(name).metrics(registry, "consumer"));
+    producer.enqueue(NewJob.of("x"));
+    producer.enqueue(NewJob.of("y"));
+    consumer.complete(consumer.claim(1).get(0));
+
+    assertThat(counter(registry, "nolock.queue.enqueued", "name", "producer")).isEqualTo(2);
+    assertThat(counter(registry, "nolock.queue.enqueued", "name", "consumer")).isZero();
+    assertThat(counter(registry, "nolock.queue.claimed", "name", "consumer")).isOne();
+    assertThat(counter(registry, "nolock.queue.claimed", "name", "producer")).isZero();
   }
 }

@@ -34,7 +34,7 @@ class ReadmeUsageIT {
     JobQueue<String> receipts =
         JobQueue.create(
             pool,
-            QueueConfig.custom("receipts").maxAttempts(5).metrics(registry).build(),
+            QueueConfig.custom("receipts").maxAttempts(5).metrics(registry, "receipts").build(),
             PayloadCodec.utf8());
     receipts.createTableIfMissing();
 

@@ -69,7 +69,7 @@ class ThroughPgBouncerIT {
   private static JobQueue<String> queue(String name, MeterRegistry registry) {
     return JobQueue.create(
         throughPgBouncer,
-        QueueConfig.custom(name).table(table).metrics(registry).build(),
+        QueueConfig.custom(name).table(table).metrics(registry, "it").build(),
         PayloadCodec.utf8());
   }
 

@@ -58,7 +58,7 @@ class WorkerPoolIT {
   @Test
   void aNewJobStartsWithinMillisecondsBecauseTheEnqueueNotifiesTheListeningPool() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(newQueue().metrics(registry));
+    JobQueue<String> q = queue(newQueue().metrics(registry, "it"));
     // A 1-minute poll interval: once the pool's first claim has come back empty, only the
     // notification can start the job within 2 s.
     WorkerConfig config = WorkerConfig.custom().pollInterval(Duration.ofMinutes(1)).build();
@@ -75,7 +75,7 @@ class WorkerPoolIT {
   @Test
   void withoutListenAJobWaitsForTheNextPoll() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(newQueue().metrics(registry));
+    JobQueue<String> q = queue(newQueue().metrics(registry, "it"));
     WorkerConfig config =
         WorkerConfig.custom().listen(false).pollInterval(Duration.ofMinutes(1)).build();
     try (WorkerPool<String> pool = WorkerPool.start(q, config, job -> Completion.complete())) {
@@ -158,7 +158,7 @@ class WorkerPoolIT {
             newQueue()
                 .maxAttempts(3)
                 .backoff(Duration.ZERO, Duration.ofMillis(1))
-                .metrics(registry));
+                .metrics(registry, "it"));
     long id = id(q.enqueue(NewJob.of("poison")));
     Set<Long> attempts = ConcurrentHashMap.newKeySet();
     try (WorkerPool<String> pool =
@@ -232,7 +232,7 @@ class WorkerPoolIT {
   @Test
   void aPoolHoldingTwoAttemptsOfOneJobExtendsOnlyTheCurrentAttemptsLease() throws Exception {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(newQueue().metrics(registry));
+    JobQueue<String> q = queue(newQueue().metrics(registry, "it"));
     Gates gates = new Gates("J#1", "J#2");
     long j = id(q.enqueue(NewJob.of("J")));
     WorkerPool<String> pool = WorkerPool.start(q, holdingTwoAttempts(), gates::handle);
@@ -264,7 +264,7 @@ class WorkerPoolIT {
   void aPoolHoldingTwoAttemptsOfOneJobCompletesTheirBatchAndRefusesOnlyTheStaleAttempt()
       throws Exception {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(newQueue().metrics(registry));
+    JobQueue<String> q = queue(newQueue().metrics(registry, "it"));
     Gates gates = new Gates("J#1", "J#2", "K#1", "L#1");
     long j = id(q.enqueue(NewJob.of("J")));
     WorkerPool<String> pool = WorkerPool.start(q, holdingTwoAttempts(), gates::handle);

@@ -43,7 +43,9 @@ public final class QueueSql {
         new Settings().withQueryTimeout(Math.toIntExact(config.queryTimeout().toSeconds()));
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES, settings);
     this.jobs = new JobsTable(SqlNames.requireSqlIdentifier("jobs table", config.table()));
-    this.metrics = new QueueMetrics(config.registry().getOrNull(), queue);
+    this.metrics =
+        new QueueMetrics(
+            config.registry().getOrNull(), config.metricsInstanceName().getOrNull(), queue);
   }
 
   public DataSource dataSource() {
