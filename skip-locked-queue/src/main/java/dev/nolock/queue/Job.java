@@ -110,7 +110,7 @@ public final class Job<T> {
     return deadline;
   }
 
-  /** Failed attempts so far (since enqueue or the last {@link JobQueue#retryDead}). */
+  /** Failed attempts so far (since enqueue or the last {@link QueueAdmin#retry}). */
   public int failures() {
     return failures;
   }

@@ -323,7 +323,7 @@ class JobQueueIT {
   }
 
   @Test
-  void retryDeadRequeuesADeadJobWithFreshAttemptsAndAHigherToken() {
+  void retryOfADeadLetterRequeuesItWithFreshAttemptsAndAHigherToken() {
     JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).maxAttempts(2));
     long id = id(q.enqueue(NewJob.of("poison")));
     for (int i = 0; i < 2; i++) {
@@ -332,24 +332,53 @@ class JobQueueIT {
     }
     assertThat(rows.get(id).state()).isEqualTo(JobState.DEAD);
 
-    assertThat(q.retryDead(id)).isEqualTo(RetryDeadOutcome.REQUEUED);
+    JobInfo<String> letter = q.admin().find(id).get();
+    assertThat(q.admin().retry(letter))
+        .isEqualTo(Either.right(new QueueAdmin.Revived(id, 2, true)));
     Job<String> revived = q.claim(1).get(0);
     assertThat(revived.id()).isEqualTo(id);
     assertThat(revived.attempt()).as("the token keeps increasing").isEqualTo(3);
     assertThat(revived.failures()).as("a fresh set of attempts").isZero();
-    assertThat(q.retryDead(id)).as("it is running, not dead").isEqualTo(RetryDeadOutcome.NOT_DEAD);
-    assertThat(q.retryDead(Long.MAX_VALUE)).isEqualTo(RetryDeadOutcome.NOT_FOUND);
+    JobInfo<String> running = q.admin().find(id).get();
+    assertThatThrownBy(() -> q.admin().retry(running))
+        .as("it is running, not dead")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("is running");
+    assertThat(q.admin().retry(letter))
+        .as("the letter, sent again while its revival runs: revived, by an earlier call")
+        .isEqualTo(Either.right(new QueueAdmin.Revived(id, 2, false)));
+    JobInfo<String> unknown =
+        new JobInfo<>(
+            Long.MAX_VALUE,
+            letter.queue(),
+            JobState.DEAD,
+            1,
+            1,
+            1,
+            letter.runAt(),
+            letter.enqueuedAt(),
+            io.vavr.control.Option.none(),
+            letter.finishedAt(),
+            io.vavr.control.Option.none(),
+            letter.lastError(),
+            letter.payload());
+    assertThat(q.admin().retry(unknown))
+        .isEqualTo(Either.left(new AdminRefusal.UnknownJob(Long.MAX_VALUE)));
     assertThat(q.complete(revived).isRight()).isTrue();
   }
 
   @Test
-  void retryDeadRefusesWhileAnotherJobHoldsItsUniqueKey() {
+  void retryOfADeadLetterRefusesWhileAnotherJobHoldsItsUniqueKey() {
     JobQueue<String> q = queue();
     long dead = id(q.enqueue(NewJob.of("x").uniqueKey("k").maxAttempts(1)));
     q.fail(q.claim(1).get(0), "boom");
     long replacement = id(q.enqueue(NewJob.of("y").uniqueKey("k")));
 
-    assertThat(q.retryDead(dead)).isEqualTo(RetryDeadOutcome.UNIQUE_KEY_IN_USE);
+    assertThat(q.admin().retry(q.admin().find(dead).get()))
+        .isEqualTo(
+            Either.left(
+                new AdminRefusal.UniqueKeyInUse(
+                    dead, "k", io.vavr.control.Option.some(replacement))));
     assertThat(rows.get(dead).state()).isEqualTo(JobState.DEAD);
     assertThat(rows.get(replacement).state()).isEqualTo(JobState.READY);
   }

@@ -273,7 +273,8 @@ class RetryAfterLostAnswerIT {
     assertThat(retry)
         .as("the retried fail that dead-lettered the job")
         .isEqualTo(Either.right(new Finished(id, 1, JobState.DEAD, rows.get(id).runAt())));
-    assertThat(q.retryDead(id)).isEqualTo(RetryDeadOutcome.REQUEUED);
+    assertThat(q.admin().retry(q.admin().find(id).get()))
+        .isEqualTo(Either.right(new QueueAdmin.Revived(id, 1, true)));
     assertThat(q.fail(job, null).isLeft())
         .as("a fail retried after the job was revived: the row no longer shows it")
         .isTrue();

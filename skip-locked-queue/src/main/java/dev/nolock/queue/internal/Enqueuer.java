@@ -33,7 +33,12 @@ public final class Enqueuer<T> {
 
   public Enqueuer(QueueSql sql, PayloadCodec<T> codec, int chunk) {
     this.sql = sql;
-    this.codec = Objects.requireNonNull(codec, "codec");
+    if (codec == null) {
+      throw new IllegalArgumentException(
+          "The payload codec is null: pass e.g. PayloadCodec.utf8() or PayloadCodec.of(encode,"
+              + " decode).");
+    }
+    this.codec = codec;
     this.chunk = chunk;
   }
 
@@ -64,7 +69,7 @@ public final class Enqueuer<T> {
 
   /** On the caller's open transaction {@code tx}. */
   public List<EnqueueResult> enqueueAll(DSLContext tx, List<NewJob<T>> jobs) {
-    Objects.requireNonNull(tx, "tx");
+    QueueSql.requireCallerContext(tx);
     return sql.translate(
         () -> "enqueueing " + jobs.size() + " job(s) in the caller's transaction",
         () -> OwnTransaction.onCallerConnection(tx, sql.dsl(), on -> insertAndNotify(on, jobs)));

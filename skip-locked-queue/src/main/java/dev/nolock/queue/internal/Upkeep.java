@@ -108,6 +108,13 @@ public final class Upkeep {
    * ones, so one loop that stops at the first short batch empties both.
    */
   public PurgeResult purgeFinished(Duration olderThan) {
+    if (olderThan == null || olderThan.isNegative()) {
+      throw new IllegalArgumentException(
+          "olderThan must be zero or more, got "
+              + olderThan
+              + ": it is the age of the finished"
+              + " jobs to delete, e.g. Duration.ofDays(1).");
+    }
     long deleted = 0;
     int batches = 0;
     int batch = sql.config().purgeBatchSize();
