@@ -72,8 +72,7 @@ class CallerTransactionIT {
     JobQueue<String> q = queue();
     try (Connection c = openTransaction()) {
       ledger(c, q.config().queue() + "-rb");
-      assertThat(q.enqueue(c, NewJob.of("rolled back")))
-          .isInstanceOf(EnqueueResult.Enqueued.class);
+      assertThat(q.enqueue(c, NewJob.of("rolled back"))).isInstanceOf(EnqueueResult.Enqueued.class);
       assertThat(ready(q)).as("seen by another session before the caller decides").isZero();
       c.rollback();
       assertThat(c.getAutoCommit()).as("the caller's connection mode").isFalse();
@@ -147,7 +146,9 @@ class CallerTransactionIT {
       DSLContext tx = DSL.using(c, SQLDialect.POSTGRES);
       ledger(c, q.config().queue() + "-before");
       q.enqueue(tx, NewJob.of("rolled back"));
-      assertThat(ready(q)).as("the job, seen by another session before the caller's commit").isZero();
+      assertThat(ready(q))
+          .as("the job, seen by another session before the caller's commit")
+          .isZero();
       assertThat(ledgerRows(q.config().queue() + "-before"))
           .as("the caller's earlier write, seen by another session before the caller's commit")
           .isZero();

@@ -182,6 +182,35 @@ class WorkerPoolIT {
   }
 
   @Test
+  void aCheckedExceptionFromTheHandlerFailsThatAttemptAndThePoolRetriesTheJobAndGoesOn() {
+    JobQueue<String> q =
+        queue(newQueue().maxAttempts(3).backoff(Duration.ZERO, Duration.ofMillis(1)));
+    long flaky = id(q.enqueue(NewJob.of("flaky")));
+    Set<Long> attempts = ConcurrentHashMap.newKeySet();
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().listen(false).pollInterval(Duration.ofMillis(50)).build(),
+            job -> {
+              if (job.payload().equals("flaky")) {
+                attempts.add(job.attempt());
+                if (job.attempt() == 1) {
+                  throw new java.io.IOException("disk full on attempt " + job.attempt());
+                }
+              }
+              return Completion.complete();
+            })) {
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(flaky).state() == JobState.DONE);
+      long next = id(q.enqueue(NewJob.of("next")));
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(next).state() == JobState.DONE);
+    }
+    JobRows.Row row = rows.get(flaky);
+    assertThat(attempts).containsExactlyInAnyOrder(1L, 2L);
+    assertThat(row.failures()).as("the attempt that threw, counted as failed").isOne();
+    assertThat(row.lastError()).startsWith("java.io.IOException: disk full on attempt 1");
+  }
+
+  @Test
   void completeWithCommitsTheHandlersWritesTogetherWithTheCompletion() {
     schema.dsl().execute("CREATE TABLE IF NOT EXISTS sent (job_id bigint, attempt bigint)");
     JobQueue<String> q = queue(newQueue());
