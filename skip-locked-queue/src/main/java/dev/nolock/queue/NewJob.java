@@ -1,10 +1,10 @@
 package dev.nolock.queue;
 
 import dev.nolock.patterns.Names;
+import dev.nolock.queue.internal.Arguments;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Objects;
 
 /**
  * A job to enqueue: its payload and, optionally, when it may run, a unique key and its own attempt
@@ -46,7 +46,12 @@ public final class NewJob<T> {
 
   /** A job carrying {@code payload} that may run at once. */
   public static <T> NewJob<T> of(T payload) {
-    return new NewJob<>(Objects.requireNonNull(payload, "payload"), null, null, null, null);
+    return new NewJob<>(
+        Arguments.required(payload, "The payload", "the job's data, which the codec encodes"),
+        null,
+        null,
+        null,
+        null);
   }
 
   /**
@@ -55,7 +60,7 @@ public final class NewJob<T> {
    * clock, so this process's clock error does not enter.
    */
   public NewJob<T> runAt(Instant at) {
-    Objects.requireNonNull(at, "at");
+    Arguments.required(at, "runAt", "an Instant, or use delay(Duration)");
     if (delay != null) {
       throw new IllegalArgumentException(
           "This job already has a delay (" + delay + "); set either runAt or delay, not both.");
@@ -65,7 +70,8 @@ public final class NewJob<T> {
 
   /** Not before the database's clock at insert ({@code clock_timestamp()}) plus {@code delay}. */
   public NewJob<T> delay(Duration delay) {
-    Objects.requireNonNull(delay, "delay");
+    Arguments.required(
+        delay, "The delay", "e.g. Duration.ofMinutes(5), or leave it out to run at once");
     if (runAt != null) {
       throw new IllegalArgumentException(
           "This job already has runAt (" + runAt + "); set either runAt or delay, not both.");

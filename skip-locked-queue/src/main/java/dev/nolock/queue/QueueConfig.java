@@ -5,10 +5,10 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.sql.SqlNames;
+import dev.nolock.queue.internal.Arguments;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Objects;
 
 /**
  * Immutable settings of one {@link JobQueue}, built with {@link #custom(String)}; each setter
@@ -253,7 +253,7 @@ public final class QueueConfig {
      * every third of it. Default 30 s.
      */
     public Builder lease(Duration lease) {
-      Objects.requireNonNull(lease, "lease");
+      Arguments.required(lease, "The lease", "e.g. Duration.ofSeconds(30)");
       if (lease.compareTo(Duration.ofSeconds(1)) < 0 || lease.compareTo(Duration.ofDays(1)) > 0) {
         throw new IllegalArgumentException(
             "The lease must be between 1 s and 1 day, got "
@@ -284,6 +284,8 @@ public final class QueueConfig {
      * zero to 1 h, max from base to 1 h. Default 1 s .. 10 min.
      */
     public Builder backoff(Duration base, Duration max) {
+      Arguments.required(base, "The backoff base", "e.g. Duration.ofSeconds(1)");
+      Arguments.required(max, "The backoff max", "e.g. Duration.ofMinutes(10)");
       // RetryPolicy validates both and their order; build one now so a mistake fails here.
       RetryPolicy.custom().baseDelay(base).maxDelay(max).build();
       this.backoffBase = base;
@@ -296,7 +298,7 @@ public final class QueueConfig {
      * Default 10 s.
      */
     public Builder queryTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "timeout");
+      Arguments.required(timeout, "The query timeout", "e.g. Duration.ofSeconds(10)");
       if (timeout.compareTo(Duration.ofSeconds(1)) < 0
           || timeout.compareTo(Duration.ofMinutes(5)) > 0
           || timeout.toNanos() % 1_000_000_000L != 0) {
@@ -342,7 +344,7 @@ public final class QueueConfig {
 
     /** The depth and age gauges query at most once per this interval (0 to 1 h). Default 10 s. */
     public Builder gaugeRefresh(Duration refresh) {
-      Objects.requireNonNull(refresh, "refresh");
+      Arguments.required(refresh, "gaugeRefresh", "e.g. Duration.ofSeconds(10)");
       if (refresh.isNegative() || refresh.compareTo(Duration.ofHours(1)) > 0) {
         throw new IllegalArgumentException("gaugeRefresh must be 0 to 1 h, got " + refresh);
       }
@@ -376,7 +378,7 @@ public final class QueueConfig {
 
     /** The monotonic clock for the holder-side lease deadlines. Default the system's. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock = Arguments.required(clock, "The clock", "e.g. LeaseClock.system()");
       return this;
     }
 

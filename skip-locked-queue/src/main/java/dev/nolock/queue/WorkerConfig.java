@@ -1,8 +1,8 @@
 package dev.nolock.queue;
 
+import dev.nolock.queue.internal.Arguments;
 import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Objects;
 import javax.sql.DataSource;
 
 /**
@@ -187,7 +187,9 @@ public final class WorkerConfig {
      * statement) pooling, where LISTEN is silently lost. Default: the queue's own pool.
      */
     public Builder listenDataSource(DataSource direct) {
-      this.listenDataSource = Objects.requireNonNull(direct, "direct");
+      this.listenDataSource =
+          Arguments.required(
+              direct, "The listen DataSource", "a direct (not PgBouncer) DataSource");
       return this;
     }
 
@@ -241,7 +243,7 @@ public final class WorkerConfig {
     }
 
     private static Duration within(String what, Duration value, Duration min, Duration max) {
-      Objects.requireNonNull(value, what);
+      Arguments.required(value, what, "a Duration between " + min + " and " + max);
       if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
         throw new IllegalArgumentException(
             what + " must be between " + min + " and " + max + ", got " + value);

@@ -33,7 +33,9 @@ class NewJobTest {
 
   @Test
   void badValuesAreRefused() {
-    assertThatThrownBy(() -> NewJob.of(null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> NewJob.of(null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("payload is null");
     assertThatThrownBy(() -> NewJob.of("p").delay(Duration.ofSeconds(-1)))
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> NewJob.of("p").delay(Duration.ofDays(400)))
