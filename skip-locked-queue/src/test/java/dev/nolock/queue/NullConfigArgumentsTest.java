@@ -13,8 +13,7 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * A null passed to any public builder or configuration method is a configuration error: an {@link
- * IllegalArgumentException} whose message names what to pass, never a {@link
- * NullPointerException}.
+ * IllegalArgumentException} whose message names what to pass, never a {@link NullPointerException}.
  */
 class NullConfigArgumentsTest {
 

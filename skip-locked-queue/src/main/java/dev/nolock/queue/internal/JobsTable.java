@@ -138,7 +138,7 @@ public final class JobsTable {
   // ---------------------------------------------------------------------------------------------
   // DDL
 
-  /** The table and its four partial indexes; every statement is {@code IF NOT EXISTS}. */
+  /** The table and its five partial indexes; every statement is {@code IF NOT EXISTS}. */
   public List<Query> createSchema(DSLContext dsl) {
     List<Query> ddl = new ArrayList<>();
     ddl.add(
@@ -183,6 +183,12 @@ public final class JobsTable {
         dsl.createIndexIfNotExists(indexPrefix + "_done_idx")
             .on(table, queue, finishedAt)
             .where(isState(state, JobState.DONE)));
+    // Dead-letter pages walk this index in id order from their keyset position and see only dead
+    // jobs: without it a page walks the primary key past every other job of the table.
+    ddl.add(
+        dsl.createIndexIfNotExists(indexPrefix + "_dead_idx")
+            .on(table, queue, id)
+            .where(isState(state, JobState.DEAD)));
     // Uniqueness holds while a job is pending (ready or running), not forever.
     ddl.add(
         dsl.createUniqueIndexIfNotExists(indexPrefix + "_pending_key_idx")
