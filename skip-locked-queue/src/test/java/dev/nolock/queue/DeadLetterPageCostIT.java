@@ -50,7 +50,8 @@ class DeadLetterPageCostIT {
       String page = dsl.renderInlined(admin.deadLetters(dsl, QUEUE, 0L, PAGE));
       plan = dsl.fetchValue("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + page).toString();
     }
-    System.out.printf("dead-letter page of %d among %,d finished jobs:%n%s%n", PAGE, FINISHED, plan);
+    System.out.printf(
+        "dead-letter page of %d among %,d finished jobs:%n%s%n", PAGE, FINISHED, plan);
 
     assertThat(plan).as("the scan").contains("\"Index Name\": \"" + TABLE + "_dead_idx\"");
     assertThat(number(plan, "Rows Removed by Filter"))
