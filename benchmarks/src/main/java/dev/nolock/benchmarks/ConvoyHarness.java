@@ -490,7 +490,7 @@ public final class ConvoyHarness {
             schema.dataSource(), QueueConfig.ofDefaults("convoy"), PayloadCodec.bytes());
 
     SkipLockedQueue() {
-      queue.createSchemaIfMissing();
+      queue.createTableIfMissing();
       List<NewJob<byte[]>> batch = new ArrayList<>();
       for (int i = 0; i < JOBS; i++) {
         batch.add(NewJob.of(new byte[0]));

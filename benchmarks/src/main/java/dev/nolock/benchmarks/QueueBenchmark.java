@@ -86,7 +86,7 @@ public class QueueBenchmark {
     queue =
         JobQueue.create(
             schema.dataSource(), QueueConfig.custom(QUEUE).build(), PayloadCodec.bytes());
-    queue.createSchemaIfMissing();
+    queue.createTableIfMissing();
     fill(schema, JOBS);
   }
 

@@ -129,7 +129,7 @@ public final class QueueDrainHarness implements Harness {
               schema.dataSource(),
               QueueConfig.custom(QueueBenchmark.QUEUE).build(),
               PayloadCodec.bytes());
-      queue.createSchemaIfMissing();
+      queue.createTableIfMissing();
       QueueBenchmark.fill(schema, jobs);
       Drain drain = new Drain(jobs);
       ExecutorService threads = Executors.newFixedThreadPool(WORKERS);
@@ -208,7 +208,7 @@ public final class QueueDrainHarness implements Harness {
               schema.dataSource(),
               QueueConfig.custom(QueueBenchmark.QUEUE).build(),
               PayloadCodec.bytes());
-      queue.createSchemaIfMissing();
+      queue.createTableIfMissing();
       QueueBenchmark.fill(schema, jobs);
       Drain drain = new Drain(jobs);
       WorkerConfig config =

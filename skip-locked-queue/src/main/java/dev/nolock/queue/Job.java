@@ -2,9 +2,9 @@ package dev.nolock.queue;
 
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
+import io.vavr.control.Option;
 import java.time.Instant;
 import java.util.Objects;
-import java.util.Optional;
 
 /**
  * A claimed job: what {@link JobQueue#claim} returns and a {@link JobHandler} receives.
@@ -82,8 +82,8 @@ public final class Job<T> {
     return payload;
   }
 
-  public Optional<String> uniqueKey() {
-    return Optional.ofNullable(uniqueKey);
+  public Option<String> uniqueKey() {
+    return Option.of(uniqueKey);
   }
 
   /** When the job became due (database clock). */
@@ -110,7 +110,7 @@ public final class Job<T> {
     return deadline;
   }
 
-  /** Failed attempts so far (since enqueue or the last {@link JobQueue#retryDead}). */
+  /** Failed attempts so far (since enqueue or the last {@link QueueAdmin#retry}). */
   public int failures() {
     return failures;
   }

@@ -3,11 +3,12 @@ package dev.nolock.queue;
 /**
  * What a {@link WorkerPool} runs for each claimed job.
  *
- * <p>Return a {@link Completion} to say how the pool finishes the attempt; throw to fail it (the
- * pool calls {@link JobQueue#fail} with the stack trace, so the job retries with backoff or is
- * dead-lettered). The handler runs at least once per job and may run again after a crash or a pause
- * past the lease: make its effects idempotent, or commit them with the completion ({@link
- * Completion#completeWith}), or fence them with {@code (job.id(), job.attempt())}.
+ * <p>Return a {@link Completion} to say how the pool finishes the attempt; throw any exception,
+ * checked ones included, to fail it (the pool calls {@link JobQueue#fail} with the stack trace, so
+ * the job retries with backoff or is dead-lettered). The handler runs at least once per job and may
+ * run again after a crash or a pause past the lease: make its effects idempotent, or commit them
+ * with the completion ({@link Completion#completeWith}), or fence them with {@code (job.id(),
+ * job.attempt())}.
  *
  * @param <T> the payload type
  */

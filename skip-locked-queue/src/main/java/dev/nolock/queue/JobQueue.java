@@ -5,16 +5,14 @@ import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.queue.internal.Administration;
 import dev.nolock.queue.internal.Attempts;
 import dev.nolock.queue.internal.Enqueuer;
-import dev.nolock.queue.internal.Lease;
 import dev.nolock.queue.internal.QueueMetrics;
 import dev.nolock.queue.internal.QueueSql;
 import dev.nolock.queue.internal.Upkeep;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
+import java.sql.Connection;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Objects;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
@@ -41,8 +39,7 @@ import org.jooq.DSLContext;
  *       first call did, per {@code (id, attempt)}; a completion in the caller's transaction refuses
  *       with {@link StaleAttempt#completedByThisAttempt()} instead, so the retried transaction
  *       rolls back. What nothing left can tell is reported unknown, never guessed: an enqueue whose
- *       COMMIT answer was lost, a completion of a purged job, a {@link #retryDead} that may have
- *       landed.
+ *       COMMIT answer was lost, a completion of a purged job.
  * </ul>
  *
  * <p>Algorithm of a job's life:
@@ -58,8 +55,8 @@ import org.jooq.DSLContext;
  *       done}; fail re-queues with backoff, or dead-letters after {@code maxAttempts}; release
  *       hands the job back unrun; heartbeat extends an unexpired lease.
  *   <li>The reaper returns jobs whose lease expired to {@code ready}, counting a failure.
- *   <li>Retention deletes finished jobs in batches; {@link #retryDead} revives a dead job; {@link
- *       #admin()} finds, cancels and reschedules jobs and pages through dead letters.
+ *   <li>Retention deletes finished jobs in batches; {@link #admin()} finds, cancels and reschedules
+ *       jobs, pages through dead letters and revives them.
  * </ol>
  *
  * All expiry is judged on the database's {@code clock_timestamp()}; a {@link Job#deadline()} is
@@ -89,7 +86,6 @@ public final class JobQueue<T> {
   private final QueueAdmin<T> admin;
 
   private JobQueue(DataSource dataSource, QueueConfig config, PayloadCodec<T> codec) {
-    Objects.requireNonNull(codec, "codec");
     this.sql = new QueueSql(dataSource, config);
     this.enqueuer = new Enqueuer<>(sql, codec, INSERT_CHUNK);
     this.attempts = new Attempts<>(sql, codec, Job::new);
@@ -123,8 +119,8 @@ public final class JobQueue<T> {
    *
    * @throws BackendUnavailableException when the DDL fails, e.g. without the CREATE privilege
    */
-  public void createSchemaIfMissing() {
-    upkeep.createSchemaIfMissing();
+  public void createTableIfMissing() {
+    upkeep.createTableIfMissing();
   }
 
   /**
@@ -140,16 +136,29 @@ public final class JobQueue<T> {
 
   /**
    * Enqueues {@code job} on {@code tx}, inside the caller's open transaction, so the job exists
-   * only if the caller commits; the NOTIFY fires on that commit. A context in autocommit mode is
-   * refused before anything is sent ({@link OwnTransaction#onCallerConnection} lists what cannot be
-   * detected). After a lost COMMIT answer, a retry of the whole transaction enqueues again: {@link
-   * EnqueueResult.Duplicate} while a keyed first job is pending, else a second job.
+   * only if the caller commits; the NOTIFY fires on that commit. This call never commits nor rolls
+   * back {@code tx}, also when it is a context over a plain connection ({@code DSL.using(conn)}). A
+   * context in autocommit mode is refused before anything is sent ({@link
+   * OwnTransaction#onCallerConnection} lists what cannot be detected). After a lost COMMIT answer,
+   * a retry of the whole transaction enqueues again: {@link EnqueueResult.Duplicate} while a keyed
+   * first job is pending, else a second job.
    *
    * @throws IllegalArgumentException when {@code tx}'s connection is in autocommit mode: pass the
    *     context of an open transaction, or use {@link #enqueue(NewJob)}
    * @throws BackendUnavailableException when a statement fails; roll the transaction back
    */
   public EnqueueResult enqueue(DSLContext tx, NewJob<T> job) {
+    return enqueueAll(tx, List.of(job)).get(0);
+  }
+
+  /**
+   * Enqueues {@code job} on {@code tx}, a JDBC connection with the caller's open transaction
+   * (autoCommit false), as {@link #enqueue(DSLContext, NewJob)} does: the job commits or rolls back
+   * with the caller's writes; this call never commits, rolls back nor closes {@code tx}.
+   *
+   * @throws IllegalArgumentException when {@code tx} is in autocommit mode
+   */
+  public EnqueueResult enqueue(Connection tx, NewJob<T> job) {
     return enqueueAll(tx, List.of(job)).get(0);
   }
 
@@ -180,6 +189,11 @@ public final class JobQueue<T> {
     return enqueuer.enqueueAll(tx, jobs);
   }
 
+  /** {@link #enqueueAll(DSLContext, List)} on the caller's JDBC connection {@code tx}. */
+  public List<EnqueueResult> enqueueAll(Connection tx, List<NewJob<T>> jobs) {
+    return enqueuer.enqueueAll(sql.onCallerConnection(tx), jobs);
+  }
+
   /**
    * Claims up to {@code max} due jobs, oldest {@code run_at} first, skipping jobs other workers
    * hold; an empty list when none is due. Each returned job is {@code running} under a lease of
@@ -192,11 +206,7 @@ public final class JobQueue<T> {
    * @param max 1 to {@value #MAX_CLAIM}
    */
   public List<Job<T>> claim(int max) {
-    if (max < 1 || max > MAX_CLAIM) {
-      throw new IllegalArgumentException(
-          "claim(max) takes 1 to " + MAX_CLAIM + " jobs, got " + max);
-    }
-    return attempts.claim(max);
+    return attempts.claim(max, MAX_CLAIM);
   }
 
   /**
@@ -220,13 +230,25 @@ public final class JobQueue<T> {
    * StaleAttempt#completedByThisAttempt()}) it completed the job already in an earlier transaction
    * whose writes committed (the first try of this one, its COMMIT answer lost), or ({@link
    * StaleAttempt#jobGone()}) the job was purged and only your writes tell whether an earlier try
-   * committed. Unlike {@link #complete(Job)}, an earlier completion is a refusal here.
+   * committed. Unlike {@link #complete(Job)}, an earlier completion is a refusal here. This call
+   * joins {@code tx}'s open transaction and never commits nor rolls it back.
    *
    * @throws IllegalArgumentException when {@code tx}'s connection is in autocommit mode (no open
    *     transaction): pass the context of an open transaction
    */
   public Either<StaleAttempt, Finished> complete(DSLContext tx, Job<?> job) {
     return attempts.complete(tx, job);
+  }
+
+  /**
+   * Completes {@code job} on {@code tx}, a JDBC connection with the caller's open transaction
+   * (autoCommit false), as {@link #complete(DSLContext, Job)} does, with the same refusals; this
+   * call never commits, rolls back nor closes {@code tx}.
+   *
+   * @throws IllegalArgumentException when {@code tx} is in autocommit mode
+   */
+  public Either<StaleAttempt, Finished> complete(Connection tx, Job<?> job) {
+    return attempts.complete(sql.onCallerConnection(tx), job);
   }
 
   /**
@@ -295,13 +317,11 @@ public final class JobQueue<T> {
    * in order, the extended job, or empty when stale, expired or locked at that instant.
    */
   List<Option<Job<T>>> heartbeatAll(List<Job<T>> held) {
-    List<Option<Lease>> leases = attempts.heartbeatAll(held);
-    List<Option<Job<T>>> answers = new ArrayList<>(held.size());
-    for (int i = 0; i < held.size(); i++) {
-      Job<T> job = held.get(i);
-      answers.add(leases.get(i).map(l -> job.withLease(l.lockedUntil(), l.deadline())));
-    }
-    return answers;
+    return io.vavr.collection.List.ofAll(held)
+        .zipWith(
+            attempts.heartbeatAll(held),
+            (job, lease) -> lease.map(l -> job.withLease(l.lockedUntil(), l.deadline())))
+        .asJava();
   }
 
   /**
@@ -327,34 +347,12 @@ public final class JobQueue<T> {
   }
 
   /**
-   * Makes dead job {@code jobId} ready again, due now, with a fresh set of attempts (failures
-   * restart at zero; the attempt counter, the token, keeps increasing). A retry after a lost answer
-   * answers {@link RetryDeadOutcome#NOT_DEAD} when the lost call revived the job: by id alone it
-   * cannot tell its own revival from another caller's. {@link QueueAdmin#retry} names the dead
-   * letter by its attempt too, and so answers such a retry with {@link QueueAdmin.Revived}.
-   *
-   * @throws BackendUnavailableException when PostgreSQL fails; whether the job was revived is then
-   *     unknown (see above)
-   */
-  public RetryDeadOutcome retryDead(long jobId) {
-    return administration.retryDead(jobId);
-  }
-
-  /**
    * Deletes this queue's jobs that completed, or were cancelled, more than {@code olderThan} ago
    * (database clock), in batches of {@link QueueConfig#purgeBatchSize()}, each its own short
    * transaction. It locks only finished rows and skips rows someone else holds, so claims and
    * finishes never wait for it. Dead jobs are kept: retry or delete them yourself.
    */
   public PurgeResult purgeFinished(Duration olderThan) {
-    Objects.requireNonNull(olderThan, "olderThan");
-    if (olderThan.isNegative()) {
-      throw new IllegalArgumentException(
-          "olderThan must be zero or more, got "
-              + olderThan
-              + ": it is the age of the finished"
-              + " jobs to delete, e.g. Duration.ofDays(1).");
-    }
     return upkeep.purgeFinished(olderThan);
   }
 

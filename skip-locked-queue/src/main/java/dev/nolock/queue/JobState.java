@@ -11,7 +11,7 @@ import java.util.Locale;
  *               │ │  fail (retries  │ fail (attempts used up),
  *               │ │  left), release,│ reaper (attempts used up)
  *               │ │  reaper         ▼
- *               │ └──────────────  DEAD ──retryDead, admin().retry──► READY
+ *               │ └──────────────  DEAD ──admin().retry──► READY
  *               │
  *               └──admin().cancel──► CANCELLED ──purge──► (deleted)
  * </pre>

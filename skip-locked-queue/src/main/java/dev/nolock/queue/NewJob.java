@@ -1,11 +1,10 @@
 package dev.nolock.queue;
 
 import dev.nolock.patterns.Names;
+import dev.nolock.queue.internal.Arguments;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Objects;
-import java.util.Optional;
-import java.util.OptionalInt;
 
 /**
  * A job to enqueue: its payload and, optionally, when it may run, a unique key and its own attempt
@@ -47,7 +46,12 @@ public final class NewJob<T> {
 
   /** A job carrying {@code payload} that may run at once. */
   public static <T> NewJob<T> of(T payload) {
-    return new NewJob<>(Objects.requireNonNull(payload, "payload"), null, null, null, null);
+    return new NewJob<>(
+        Arguments.required(payload, "The payload", "the job's data, which the codec encodes"),
+        null,
+        null,
+        null,
+        null);
   }
 
   /**
@@ -56,7 +60,7 @@ public final class NewJob<T> {
    * clock, so this process's clock error does not enter.
    */
   public NewJob<T> runAt(Instant at) {
-    Objects.requireNonNull(at, "at");
+    Arguments.required(at, "runAt", "an Instant, or use delay(Duration)");
     if (delay != null) {
       throw new IllegalArgumentException(
           "This job already has a delay (" + delay + "); set either runAt or delay, not both.");
@@ -66,7 +70,8 @@ public final class NewJob<T> {
 
   /** Not before the database's clock at insert ({@code clock_timestamp()}) plus {@code delay}. */
   public NewJob<T> delay(Duration delay) {
-    Objects.requireNonNull(delay, "delay");
+    Arguments.required(
+        delay, "The delay", "e.g. Duration.ofMinutes(5), or leave it out to run at once");
     if (runAt != null) {
       throw new IllegalArgumentException(
           "This job already has runAt (" + runAt + "); set either runAt or delay, not both.");
@@ -109,8 +114,8 @@ public final class NewJob<T> {
   }
 
   /** The fixed time set with {@link #runAt}, if any. */
-  public Optional<Instant> runAt() {
-    return Optional.ofNullable(runAt);
+  public Option<Instant> runAt() {
+    return Option.of(runAt);
   }
 
   /** The delay set with {@link #delay}; zero when none was set. */
@@ -118,13 +123,13 @@ public final class NewJob<T> {
     return delay == null ? Duration.ZERO : delay;
   }
 
-  public Optional<String> uniqueKey() {
-    return Optional.ofNullable(uniqueKey);
+  public Option<String> uniqueKey() {
+    return Option.of(uniqueKey);
   }
 
   /** The job's own attempt limit; empty means the queue's {@link QueueConfig#maxAttempts()}. */
-  public OptionalInt maxAttempts() {
-    return maxAttempts == null ? OptionalInt.empty() : OptionalInt.of(maxAttempts);
+  public Option<Integer> maxAttempts() {
+    return Option.of(maxAttempts);
   }
 
   @Override

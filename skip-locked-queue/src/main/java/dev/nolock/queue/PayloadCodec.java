@@ -1,5 +1,6 @@
 package dev.nolock.queue;
 
+import dev.nolock.queue.internal.Arguments;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 import java.util.function.Function;
@@ -38,8 +39,8 @@ public interface PayloadCodec<T> {
 
   /** A codec from two functions, e.g. a JSON mapper's write and read. */
   static <T> PayloadCodec<T> of(Function<T, byte[]> encode, Function<byte[], T> decode) {
-    Objects.requireNonNull(encode, "encode");
-    Objects.requireNonNull(decode, "decode");
+    Arguments.required(encode, "The encode function", "a function from payload to bytes");
+    Arguments.required(decode, "The decode function", "a function from bytes to payload");
     return new PayloadCodec<>() {
       @Override
       public byte[] encode(T payload) {

@@ -5,10 +5,10 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.sql.SqlNames;
+import dev.nolock.queue.internal.Arguments;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Objects;
-import java.util.Optional;
 
 /**
  * Immutable settings of one {@link JobQueue}, built with {@link #custom(String)}; each setter
@@ -56,6 +56,7 @@ public final class QueueConfig {
   private final int readyCountCap;
   private final Duration gaugeRefresh;
   private final MeterRegistry registry;
+  private final String metricsInstanceName;
   private final LeaseClock clock;
 
   private QueueConfig(Builder b) {
@@ -72,6 +73,7 @@ public final class QueueConfig {
     this.readyCountCap = b.readyCountCap;
     this.gaugeRefresh = b.gaugeRefresh;
     this.registry = b.registry;
+    this.metricsInstanceName = b.metricsInstanceName;
     this.clock = b.clock;
     this.backoff =
         RetryPolicy.custom()
@@ -153,8 +155,13 @@ public final class QueueConfig {
   }
 
   /** The registry metrics go to; empty when none was set. */
-  public Optional<MeterRegistry> registry() {
-    return Optional.ofNullable(registry);
+  public Option<MeterRegistry> registry() {
+    return Option.of(registry);
+  }
+
+  /** The {@code name} tag of every meter of this queue; empty when no metrics were set. */
+  public Option<String> metricsInstanceName() {
+    return Option.of(metricsInstanceName);
   }
 
   public LeaseClock clock() {
@@ -203,6 +210,7 @@ public final class QueueConfig {
     private int readyCountCap = DEFAULT_READY_COUNT_CAP;
     private Duration gaugeRefresh = DEFAULT_GAUGE_REFRESH;
     private MeterRegistry registry;
+    private String metricsInstanceName;
     private LeaseClock clock = LeaseClock.system();
 
     private Builder(String queue) {
@@ -245,7 +253,7 @@ public final class QueueConfig {
      * every third of it. Default 30 s.
      */
     public Builder lease(Duration lease) {
-      Objects.requireNonNull(lease, "lease");
+      Arguments.required(lease, "The lease", "e.g. Duration.ofSeconds(30)");
       if (lease.compareTo(Duration.ofSeconds(1)) < 0 || lease.compareTo(Duration.ofDays(1)) > 0) {
         throw new IllegalArgumentException(
             "The lease must be between 1 s and 1 day, got "
@@ -276,6 +284,8 @@ public final class QueueConfig {
      * zero to 1 h, max from base to 1 h. Default 1 s .. 10 min.
      */
     public Builder backoff(Duration base, Duration max) {
+      Arguments.required(base, "The backoff base", "e.g. Duration.ofSeconds(1)");
+      Arguments.required(max, "The backoff max", "e.g. Duration.ofMinutes(10)");
       // RetryPolicy validates both and their order; build one now so a mistake fails here.
       RetryPolicy.custom().baseDelay(base).maxDelay(max).build();
       this.backoffBase = base;
@@ -288,7 +298,7 @@ public final class QueueConfig {
      * Default 10 s.
      */
     public Builder queryTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "timeout");
+      Arguments.required(timeout, "The query timeout", "e.g. Duration.ofSeconds(10)");
       if (timeout.compareTo(Duration.ofSeconds(1)) < 0
           || timeout.compareTo(Duration.ofMinutes(5)) > 0
           || timeout.toNanos() % 1_000_000_000L != 0) {
@@ -334,7 +344,7 @@ public final class QueueConfig {
 
     /** The depth and age gauges query at most once per this interval (0 to 1 h). Default 10 s. */
     public Builder gaugeRefresh(Duration refresh) {
-      Objects.requireNonNull(refresh, "refresh");
+      Arguments.required(refresh, "gaugeRefresh", "e.g. Duration.ofSeconds(10)");
       if (refresh.isNegative() || refresh.compareTo(Duration.ofHours(1)) > 0) {
         throw new IllegalArgumentException("gaugeRefresh must be 0 to 1 h, got " + refresh);
       }
@@ -343,17 +353,32 @@ public final class QueueConfig {
     }
 
     /**
-     * Records the queue's meters in {@code registry}, tagged {@code component="queue"} and {@code
-     * name=<queue>}.
+     * Records the queue's meters in {@code registry}, every one tagged {@code component="queue"}
+     * and {@code name=instanceName}; the queue's own meters ({@code nolock.queue.*}) carry {@code
+     * queue=<queue>} too. Two queue instances in one registry stay apart by their instance names.
+     * Default: nothing recorded.
+     *
+     * @param instanceName names this queue instance (e.g. the queue's name, or {@code
+     *     "receipts-eu"}); never a per-job value such as a job id or key
+     * @throws IllegalArgumentException when {@code registry} is null or {@code instanceName} is not
+     *     a name of 1 to {@value CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters
      */
-    public Builder metrics(MeterRegistry registry) {
-      this.registry = Objects.requireNonNull(registry, "registry");
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      if (registry == null) {
+        throw new IllegalArgumentException(
+            "metrics(registry, instanceName) needs a MeterRegistry; leave metrics(...) out to"
+                + " record nothing.");
+      }
+      this.metricsInstanceName =
+          Names.requireName(
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.registry = registry;
       return this;
     }
 
     /** The monotonic clock for the holder-side lease deadlines. Default the system's. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock = Arguments.required(clock, "The clock", "e.g. LeaseClock.system()");
       return this;
     }
 

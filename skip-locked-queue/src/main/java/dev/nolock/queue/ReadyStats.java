@@ -1,7 +1,7 @@
 package dev.nolock.queue;
 
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Optional;
 
 /**
  * The due backlog of one queue, read in one cheap indexed query.
@@ -11,4 +11,4 @@ import java.util.Optional;
  * @param oldestReadyAge how long the oldest due job has been due (database clock); empty when none
  *     is due
  */
-public record ReadyStats(long readyJobs, boolean capped, Optional<Duration> oldestReadyAge) {}
+public record ReadyStats(long readyJobs, boolean capped, Option<Duration> oldestReadyAge) {}

@@ -1,8 +1,8 @@
 package dev.nolock.queue;
 
+import dev.nolock.queue.internal.Arguments;
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Objects;
-import java.util.Optional;
 import javax.sql.DataSource;
 
 /**
@@ -79,8 +79,8 @@ public final class WorkerConfig {
   }
 
   /** Where the LISTEN connection comes from; empty means the queue's own pool. */
-  public Optional<DataSource> listenDataSource() {
-    return Optional.ofNullable(listenDataSource);
+  public Option<DataSource> listenDataSource() {
+    return Option.of(listenDataSource);
   }
 
   /** How long the LISTEN self-test waits for its own notification. */
@@ -89,8 +89,8 @@ public final class WorkerConfig {
   }
 
   /** How often held jobs' leases are extended; empty means a third of the queue's lease. */
-  public Optional<Duration> heartbeatInterval() {
-    return Optional.ofNullable(heartbeatInterval);
+  public Option<Duration> heartbeatInterval() {
+    return Option.of(heartbeatInterval);
   }
 
   /** How often the pool runs {@link JobQueue#reapExpired()}. */
@@ -99,8 +99,8 @@ public final class WorkerConfig {
   }
 
   /** How often the pool runs {@link JobQueue#vacuum()}; empty (the default) when it does not. */
-  public Optional<Duration> vacuumInterval() {
-    return Optional.ofNullable(vacuumInterval);
+  public Option<Duration> vacuumInterval() {
+    return Option.of(vacuumInterval);
   }
 
   /** How long {@link WorkerPool#close()} waits for running handlers before interrupting them. */
@@ -187,7 +187,9 @@ public final class WorkerConfig {
      * statement) pooling, where LISTEN is silently lost. Default: the queue's own pool.
      */
     public Builder listenDataSource(DataSource direct) {
-      this.listenDataSource = Objects.requireNonNull(direct, "direct");
+      this.listenDataSource =
+          Arguments.required(
+              direct, "The listen DataSource", "a direct (not PgBouncer) DataSource");
       return this;
     }
 
@@ -241,7 +243,7 @@ public final class WorkerConfig {
     }
 
     private static Duration within(String what, Duration value, Duration min, Duration max) {
-      Objects.requireNonNull(value, what);
+      Arguments.required(value, what, "a Duration between " + min + " and " + max);
       if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
         throw new IllegalArgumentException(
             what + " must be between " + min + " and " + max + ", got " + value);

@@ -130,13 +130,13 @@ public final class WorkerPool<T> implements AutoCloseable {
     // A VACUUM can take seconds: give it a thread of its own so heartbeats are not held up.
     this.scheduler =
         Executors.newScheduledThreadPool(
-            config.vacuumInterval().isPresent() ? 3 : 2, daemons("maintenance"));
+            config.vacuumInterval().isDefined() ? 3 : 2, daemons("maintenance"));
     this.dispatcher = daemons("dispatcher").newThread(this::dispatch);
     this.completer = daemons("completer").newThread(this::completeInBatches);
     if (config.listen()) {
       this.listener =
           new NotificationListener(
-              config.listenDataSource().orElseGet(queue::dataSource),
+              config.listenDataSource().getOrElse(queue::dataSource),
               DSL.using(queue.dataSource(), SQLDialect.POSTGRES),
               queue.config().channel(),
               name,
@@ -162,14 +162,14 @@ public final class WorkerPool<T> implements AutoCloseable {
     if (listener != null) {
       listener.start();
     }
-    Duration heartbeat = config.heartbeatInterval().orElse(queue.config().lease().dividedBy(3));
+    Duration heartbeat = config.heartbeatInterval().getOrElse(queue.config().lease().dividedBy(3));
     scheduler.scheduleWithFixedDelay(
         this::heartbeat, heartbeat.toNanos(), heartbeat.toNanos(), TimeUnit.NANOSECONDS);
     scheduler.scheduleWithFixedDelay(
         this::reap, 0, config.reapInterval().toNanos(), TimeUnit.NANOSECONDS);
     config
         .vacuumInterval()
-        .ifPresent(
+        .forEach(
             every ->
                 scheduler.scheduleWithFixedDelay(
                     this::vacuum, every.toNanos(), every.toNanos(), TimeUnit.NANOSECONDS));
@@ -532,7 +532,7 @@ public final class WorkerPool<T> implements AutoCloseable {
       LOG.warn(
           "Queue \"{}\": vacuum failed; trying again in {}",
           name,
-          config.vacuumInterval().orElseThrow(),
+          config.vacuumInterval().get(),
           e);
     }
   }

@@ -42,7 +42,7 @@ class AdminAfterLostAnswerIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
     faults = JdbcFaults.pool(s.jdbcUrl());
   }

@@ -55,7 +55,7 @@ class CancelRacesClaimIT {
   static void setUp(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(s.jdbcUrl());
     config.setAutoCommit(false); // so that each statement of the queue ends in a commit() call

@@ -107,7 +107,7 @@ class ClaimCostIT {
             schema.dataSource(),
             QueueConfig.custom(QUEUE).table(table).notifyOnEnqueue(false).build(),
             PayloadCodec.utf8());
-    q.createSchemaIfMissing();
+    q.createTableIfMissing();
     List<NewJob<String>> jobs = new ArrayList<>();
     for (int i = 0; i < READY; i++) {
       jobs.add(NewJob.of("ready-" + i));

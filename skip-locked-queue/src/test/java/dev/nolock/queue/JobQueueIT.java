@@ -45,7 +45,7 @@ class JobQueueIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
   }
 
@@ -298,7 +298,7 @@ class JobQueueIT {
   void theLastAllowedFailureDeadLettersTheJobKeepingItsLastError() {
     MeterRegistry registry = new SimpleMeterRegistry();
     String name = newQueueName();
-    JobQueue<String> q = queue(QueueConfig.custom(name).maxAttempts(3).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(name).maxAttempts(3).metrics(registry, "it"));
     long id = id(q.enqueue(NewJob.of("poison")));
 
     List<Finished> outcomes = new ArrayList<>();
@@ -323,7 +323,7 @@ class JobQueueIT {
   }
 
   @Test
-  void retryDeadRequeuesADeadJobWithFreshAttemptsAndAHigherToken() {
+  void retryOfADeadLetterRequeuesItWithFreshAttemptsAndAHigherToken() {
     JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).maxAttempts(2));
     long id = id(q.enqueue(NewJob.of("poison")));
     for (int i = 0; i < 2; i++) {
@@ -332,24 +332,53 @@ class JobQueueIT {
     }
     assertThat(rows.get(id).state()).isEqualTo(JobState.DEAD);
 
-    assertThat(q.retryDead(id)).isEqualTo(RetryDeadOutcome.REQUEUED);
+    JobInfo<String> letter = q.admin().find(id).get();
+    assertThat(q.admin().retry(letter))
+        .isEqualTo(Either.right(new QueueAdmin.Revived(id, 2, true)));
     Job<String> revived = q.claim(1).get(0);
     assertThat(revived.id()).isEqualTo(id);
     assertThat(revived.attempt()).as("the token keeps increasing").isEqualTo(3);
     assertThat(revived.failures()).as("a fresh set of attempts").isZero();
-    assertThat(q.retryDead(id)).as("it is running, not dead").isEqualTo(RetryDeadOutcome.NOT_DEAD);
-    assertThat(q.retryDead(Long.MAX_VALUE)).isEqualTo(RetryDeadOutcome.NOT_FOUND);
+    JobInfo<String> running = q.admin().find(id).get();
+    assertThatThrownBy(() -> q.admin().retry(running))
+        .as("it is running, not dead")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("is running");
+    assertThat(q.admin().retry(letter))
+        .as("the letter, sent again while its revival runs: revived, by an earlier call")
+        .isEqualTo(Either.right(new QueueAdmin.Revived(id, 2, false)));
+    JobInfo<String> unknown =
+        new JobInfo<>(
+            Long.MAX_VALUE,
+            letter.queue(),
+            JobState.DEAD,
+            1,
+            1,
+            1,
+            letter.runAt(),
+            letter.enqueuedAt(),
+            io.vavr.control.Option.none(),
+            letter.finishedAt(),
+            io.vavr.control.Option.none(),
+            letter.lastError(),
+            letter.payload());
+    assertThat(q.admin().retry(unknown))
+        .isEqualTo(Either.left(new AdminRefusal.UnknownJob(Long.MAX_VALUE)));
     assertThat(q.complete(revived).isRight()).isTrue();
   }
 
   @Test
-  void retryDeadRefusesWhileAnotherJobHoldsItsUniqueKey() {
+  void retryOfADeadLetterRefusesWhileAnotherJobHoldsItsUniqueKey() {
     JobQueue<String> q = queue();
     long dead = id(q.enqueue(NewJob.of("x").uniqueKey("k").maxAttempts(1)));
     q.fail(q.claim(1).get(0), "boom");
     long replacement = id(q.enqueue(NewJob.of("y").uniqueKey("k")));
 
-    assertThat(q.retryDead(dead)).isEqualTo(RetryDeadOutcome.UNIQUE_KEY_IN_USE);
+    assertThat(q.admin().retry(q.admin().find(dead).get()))
+        .isEqualTo(
+            Either.left(
+                new AdminRefusal.UniqueKeyInUse(
+                    dead, "k", io.vavr.control.Option.some(replacement))));
     assertThat(rows.get(dead).state()).isEqualTo(JobState.DEAD);
     assertThat(rows.get(replacement).state()).isEqualTo(JobState.READY);
   }
@@ -360,7 +389,7 @@ class JobQueueIT {
   @Test
   void aStaleAttemptCannotCompleteFailHeartbeatOrReleaseAndEachRefusalIsCounted() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     long id = id(q.enqueue(NewJob.of("contested")));
     Job<String> stale = q.claim(1).get(0);
 
@@ -405,7 +434,7 @@ class JobQueueIT {
   @Test
   void completingTheSameAttemptTwiceAnswersTheSameAndCountsOnce() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     q.enqueue(NewJob.of("once"));
     Job<String> job = q.claim(1).get(0);
 
@@ -420,7 +449,7 @@ class JobQueueIT {
   @Test
   void completeAllCompletesTheCurrentAttemptsAndRefusesOnlyTheStaleOneInTheBatch() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     long a = id(q.enqueue(NewJob.of("a")));
     long b = id(q.enqueue(NewJob.of("b")));
     long c = id(q.enqueue(NewJob.of("c")));
@@ -456,7 +485,7 @@ class JobQueueIT {
   @Test
   void completeAllAnswersTheSameAttemptTwiceInOneBatchAlikeAndAnEmptyBatchWithNothing() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     q.enqueue(NewJob.of("twice"));
     Job<String> job = q.claim(1).get(0);
 
@@ -488,7 +517,7 @@ class JobQueueIT {
   @Test
   void completeAllAnswersTwoAttemptsOfOneJobApartAndCompletesTheRestOfTheBatch() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(newQueueName()).metrics(registry, "it"));
     long id = id(q.enqueue(NewJob.of("twice held")));
     Job<String> stale = q.claim(1).get(0);
     rows.expireLease(id);
@@ -730,8 +759,8 @@ class JobQueueIT {
             QueueConfig.custom(name)
                 .readyCountCap(3)
                 .gaugeRefresh(Duration.ZERO)
-                .metrics(registry));
-    assertThat(q.readyStats()).isEqualTo(new ReadyStats(0, false, java.util.Optional.empty()));
+                .metrics(registry, "it"));
+    assertThat(q.readyStats()).isEqualTo(new ReadyStats(0, false, io.vavr.control.Option.none()));
 
     Instant now = rows.dbNow();
     for (int i = 0; i < 5; i++) {
@@ -742,11 +771,11 @@ class JobQueueIT {
     ReadyStats stats = q.readyStats();
     assertThat(stats.readyJobs()).isEqualTo(3);
     assertThat(stats.capped()).isTrue();
-    assertThat(stats.oldestReadyAge()).get().matches(age -> age.toSeconds() >= 64);
+    assertThat(stats.oldestReadyAge()).singleElement().matches(age -> age.toSeconds() >= 64);
     assertThat(
             registry
                 .get("nolock.queue.ready")
-                .tags("name", name, "component", "queue")
+                .tags("name", "it", "queue", name, "component", "queue")
                 .gauge()
                 .value())
         .isEqualTo(3.0);
@@ -808,19 +837,38 @@ class JobQueueIT {
   }
 
   @Test
-  void metricsCarryTheQueueNameAndNeverAJobId() {
+  void metricsCarryTheInstanceNameAndTheQueueNameAndNeverAJobId() {
     MeterRegistry registry = new SimpleMeterRegistry();
     String name = newQueueName();
-    JobQueue<String> q = queue(QueueConfig.custom(name).metrics(registry));
+    JobQueue<String> q = queue(QueueConfig.custom(name).metrics(registry, "orders-eu"));
     q.enqueue(NewJob.of("x"));
     q.complete(q.claim(1).get(0));
 
     Set<String> tagKeys = new HashSet<>();
     registry.getMeters().forEach(m -> m.getId().getTags().forEach(t -> tagKeys.add(t.getKey())));
-    assertThat(tagKeys).containsOnly("component", "name", "outcome", "operation");
-    registry.getMeters().forEach(m -> assertThat(m.getId().getTag("name")).isEqualTo(name));
+    assertThat(tagKeys).containsOnly("component", "name", "queue", "outcome", "operation");
+    registry.getMeters().forEach(m -> assertThat(m.getId().getTag("name")).isEqualTo("orders-eu"));
+    registry.getMeters().stream()
+        .filter(m -> m.getId().getName().startsWith("nolock.queue."))
+        .forEach(m -> assertThat(m.getId().getTag("queue")).isEqualTo(name));
     assertThat(registry.get("nolock.queue.claim.duration").timer().count()).isOne();
     assertThat(counter(registry, "nolock.queue.claimed")).isOne();
     assertThat(counter(registry, "nolock.queue.enqueued")).isOne();
+  }
+
+  @Test
+  void twoInstancesOfOneQueueInOneRegistryCountApartByTheirInstanceNames() {
+    MeterRegistry registry = new SimpleMeterRegistry();
+    String name = newQueueName();
+    JobQueue<String> producer = queue(QueueConfig.custom(name).metrics(registry, "producer"));
+    JobQueue<String> consumer = queue(QueueConfig.custom(name).metrics(registry, "consumer"));
+    producer.enqueue(NewJob.of("x"));
+    producer.enqueue(NewJob.of("y"));
+    consumer.complete(consumer.claim(1).get(0));
+
+    assertThat(counter(registry, "nolock.queue.enqueued", "name", "producer")).isEqualTo(2);
+    assertThat(counter(registry, "nolock.queue.enqueued", "name", "consumer")).isZero();
+    assertThat(counter(registry, "nolock.queue.claimed", "name", "consumer")).isOne();
+    assertThat(counter(registry, "nolock.queue.claimed", "name", "producer")).isZero();
   }
 }

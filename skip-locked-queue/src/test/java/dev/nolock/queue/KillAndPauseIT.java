@@ -46,7 +46,7 @@ class KillAndPauseIT {
     schema = s;
     db = s.dsl();
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
   }
 

@@ -45,7 +45,7 @@ class NoFalseOutcomeAfterLostAnswerIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
     // No unique key on the job: a second commit of the same effect shows as a second row.
     s.dsl().execute("CREATE TABLE payments (job_id bigint)");
@@ -277,15 +277,16 @@ class NoFalseOutcomeAfterLostAnswerIT {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // retryDead
+  // The retry of a dead letter
 
   /**
-   * retryDead whose answer was lost revived the job; the retry cannot tell its own revival from
-   * another caller's (the row keeps no trace of who revived it), so it answers NOT_DEAD, as the
-   * README's lost-answer table says, and the job was revived once: ready, failures restarted.
+   * A retry of a dead letter whose answer was lost revived the job; the resent retry names the
+   * attempt the job died at, finds it no longer dead at that attempt and answers Revived by an
+   * earlier call (the row keeps no trace of whose), as the README's lost-answer table says, and the
+   * job was revived once: ready, failures restarted.
    */
   @Test
-  void aRetryDeadRetriedAfterALostAnswerIsAnsweredNotDeadAndTheJobWasRevivedOnce() {
+  void aDeadLetterRetryResentAfterALostAnswerIsAnsweredRevivedAndTheJobWasRevivedOnce() {
     String name = "nf-dead-" + QUEUES.incrementAndGet();
     JobQueue<String> q = queue(name);
     long id = id(q.enqueue(NewJob.of("poison").maxAttempts(1)));
@@ -293,14 +294,15 @@ class NoFalseOutcomeAfterLostAnswerIT {
     assertThat(rows.get(id).state()).isEqualTo(JobState.DEAD);
     InjectedFault lost =
         faults.onNextStatement(FaultKind.ANSWER_LOST, sqlContaining("\"state\" = 'dead'"));
-    assertThat(catchThrowable(() -> q.retryDead(id)))
+    JobInfo<String> letter = q.admin().find(id).get();
+    assertThat(catchThrowable(() -> q.admin().retry(letter)))
         .isInstanceOf(BackendUnavailableException.class)
-        .hasMessageContaining("NOT_DEAD");
+        .hasMessageContaining("retry it again");
     lost.assertFired();
 
-    assertThat(q.retryDead(id))
-        .as("the retry of a retryDead that revived the job")
-        .isEqualTo(RetryDeadOutcome.NOT_DEAD);
+    assertThat(q.admin().retry(letter))
+        .as("the resent retry of a dead letter that the lost call revived")
+        .isEqualTo(Either.right(new QueueAdmin.Revived(id, 1, false)));
     JobRows.Row revived = rows.get(id);
     assertThat(revived.state()).as("the job after the lost revival").isEqualTo(JobState.READY);
     assertThat(revived.failures()).as("its failures, restarted once").isZero();

@@ -35,7 +35,7 @@ class QueueAdminIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
   }
 

@@ -47,7 +47,7 @@ abstract class QueueAttemptContract extends AttemptTokenContract<Job<String>> {
 
   QueueAttemptContract(PostgresSchema schema) {
     this.schema = schema;
-    queue(schema.dataSource(), "setup").createSchemaIfMissing();
+    queue(schema.dataSource(), "setup").createTableIfMissing();
     // No unique key on job_id: a second commit of one job's effect stays visible as a second row.
     schema.dsl().execute("CREATE TABLE ledger (job_id bigint, attempt bigint)");
     this.faults = JdbcFaults.pool(schema.jdbcUrl());

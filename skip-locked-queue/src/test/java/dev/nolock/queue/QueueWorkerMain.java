@@ -61,7 +61,11 @@ public final class QueueWorkerMain {
     JobQueue<String> queue =
         JobQueue.create(
             pool,
-            QueueConfig.custom(queueName).lease(lease).maxAttempts(25).metrics(registry).build(),
+            QueueConfig.custom(queueName)
+                .lease(lease)
+                .maxAttempts(25)
+                .metrics(registry, queueName)
+                .build(),
             PayloadCodec.utf8());
 
     AtomicInteger handled = new AtomicInteger();

@@ -38,9 +38,9 @@ class ReadmeSnippetsIT {
     JobQueue<String> receipts =
         JobQueue.create(
             pool,
-            QueueConfig.custom("receipts").maxAttempts(5).metrics(registry).build(),
+            QueueConfig.custom("receipts").maxAttempts(5).metrics(registry, "receipts").build(),
             PayloadCodec.utf8());
-    receipts.createSchemaIfMissing();
+    receipts.createTableIfMissing();
 
     // Enqueue inside the business transaction: the job exists only if the order commits.
     DSLContext dsl = DSL.using(pool, SQLDialect.POSTGRES);

@@ -42,7 +42,7 @@ class RetryAfterLostAnswerIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
     // The business ledger has no unique key on the job: a second commit of the same effect stays
     // visible as a second row instead of being refused by a constraint.
@@ -273,7 +273,8 @@ class RetryAfterLostAnswerIT {
     assertThat(retry)
         .as("the retried fail that dead-lettered the job")
         .isEqualTo(Either.right(new Finished(id, 1, JobState.DEAD, rows.get(id).runAt())));
-    assertThat(q.retryDead(id)).isEqualTo(RetryDeadOutcome.REQUEUED);
+    assertThat(q.admin().retry(q.admin().find(id).get()))
+        .isEqualTo(Either.right(new QueueAdmin.Revived(id, 1, true)));
     assertThat(q.fail(job, null).isLeft())
         .as("a fail retried after the job was revived: the row no longer shows it")
         .isTrue();

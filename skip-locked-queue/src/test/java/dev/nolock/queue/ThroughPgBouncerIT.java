@@ -49,7 +49,7 @@ class ThroughPgBouncerIT {
     table = s.schemaName() + "." + QueueConfig.DEFAULT_TABLE;
     JobQueue.create(
             s.dataSource(), QueueConfig.custom("setup").table(table).build(), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(bouncer.jdbcUrl());
     config.setMaximumPoolSize(4);
@@ -69,7 +69,7 @@ class ThroughPgBouncerIT {
   private static JobQueue<String> queue(String name, MeterRegistry registry) {
     return JobQueue.create(
         throughPgBouncer,
-        QueueConfig.custom(name).table(table).metrics(registry).build(),
+        QueueConfig.custom(name).table(table).metrics(registry, "it").build(),
         PayloadCodec.utf8());
   }
 

@@ -39,6 +39,8 @@ class WorkerConfigTest {
         .hasMessageContaining("vacuumInterval must be between PT1S and PT24H");
     assertThatThrownBy(() -> b.shutdownTimeout(Duration.ofSeconds(-1)))
         .hasMessageContaining("shutdownTimeout");
-    assertThatThrownBy(() -> b.listenDataSource(null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> b.listenDataSource(null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("listen DataSource is null");
   }
 }

@@ -39,7 +39,7 @@ class WorkerPoolIT {
   static void createSchema(PostgresSchema s) {
     schema = s;
     JobQueue.create(s.dataSource(), QueueConfig.ofDefaults("setup"), PayloadCodec.utf8())
-        .createSchemaIfMissing();
+        .createTableIfMissing();
     rows = new JobRows(s.dsl(), QueueConfig.DEFAULT_TABLE);
   }
 
@@ -58,7 +58,7 @@ class WorkerPoolIT {
   @Test
   void aNewJobStartsWithinMillisecondsBecauseTheEnqueueNotifiesTheListeningPool() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(newQueue().metrics(registry));
+    JobQueue<String> q = queue(newQueue().metrics(registry, "it"));
     // A 1-minute poll interval: once the pool's first claim has come back empty, only the
     // notification can start the job within 2 s.
     WorkerConfig config = WorkerConfig.custom().pollInterval(Duration.ofMinutes(1)).build();
@@ -75,7 +75,7 @@ class WorkerPoolIT {
   @Test
   void withoutListenAJobWaitsForTheNextPoll() {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(newQueue().metrics(registry));
+    JobQueue<String> q = queue(newQueue().metrics(registry, "it"));
     WorkerConfig config =
         WorkerConfig.custom().listen(false).pollInterval(Duration.ofMinutes(1)).build();
     try (WorkerPool<String> pool = WorkerPool.start(q, config, job -> Completion.complete())) {
@@ -158,7 +158,7 @@ class WorkerPoolIT {
             newQueue()
                 .maxAttempts(3)
                 .backoff(Duration.ZERO, Duration.ofMillis(1))
-                .metrics(registry));
+                .metrics(registry, "it"));
     long id = id(q.enqueue(NewJob.of("poison")));
     Set<Long> attempts = ConcurrentHashMap.newKeySet();
     try (WorkerPool<String> pool =
@@ -179,6 +179,35 @@ class WorkerPoolIT {
     assertThat(registry.get("nolock.queue.failures").counter().count()).isEqualTo(3);
     assertThat(registry.get("nolock.queue.dead.letters").counter().count()).isEqualTo(1);
     assertThat(registry.get("nolock.queue.job.run").timer().count()).isEqualTo(3);
+  }
+
+  @Test
+  void aCheckedExceptionFromTheHandlerFailsThatAttemptAndThePoolRetriesTheJobAndGoesOn() {
+    JobQueue<String> q =
+        queue(newQueue().maxAttempts(3).backoff(Duration.ZERO, Duration.ofMillis(1)));
+    long flaky = id(q.enqueue(NewJob.of("flaky")));
+    Set<Long> attempts = ConcurrentHashMap.newKeySet();
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().listen(false).pollInterval(Duration.ofMillis(50)).build(),
+            job -> {
+              if (job.payload().equals("flaky")) {
+                attempts.add(job.attempt());
+                if (job.attempt() == 1) {
+                  throw new java.io.IOException("disk full on attempt " + job.attempt());
+                }
+              }
+              return Completion.complete();
+            })) {
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(flaky).state() == JobState.DONE);
+      long next = id(q.enqueue(NewJob.of("next")));
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(next).state() == JobState.DONE);
+    }
+    JobRows.Row row = rows.get(flaky);
+    assertThat(attempts).containsExactlyInAnyOrder(1L, 2L);
+    assertThat(row.failures()).as("the attempt that threw, counted as failed").isOne();
+    assertThat(row.lastError()).startsWith("java.io.IOException: disk full on attempt 1");
   }
 
   @Test
@@ -232,7 +261,7 @@ class WorkerPoolIT {
   @Test
   void aPoolHoldingTwoAttemptsOfOneJobExtendsOnlyTheCurrentAttemptsLease() throws Exception {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(newQueue().metrics(registry));
+    JobQueue<String> q = queue(newQueue().metrics(registry, "it"));
     Gates gates = new Gates("J#1", "J#2");
     long j = id(q.enqueue(NewJob.of("J")));
     WorkerPool<String> pool = WorkerPool.start(q, holdingTwoAttempts(), gates::handle);
@@ -264,7 +293,7 @@ class WorkerPoolIT {
   void aPoolHoldingTwoAttemptsOfOneJobCompletesTheirBatchAndRefusesOnlyTheStaleAttempt()
       throws Exception {
     MeterRegistry registry = new SimpleMeterRegistry();
-    JobQueue<String> q = queue(newQueue().metrics(registry));
+    JobQueue<String> q = queue(newQueue().metrics(registry, "it"));
     Gates gates = new Gates("J#1", "J#2", "K#1", "L#1");
     long j = id(q.enqueue(NewJob.of("J")));
     WorkerPool<String> pool = WorkerPool.start(q, holdingTwoAttempts(), gates::handle);

@@ -115,9 +115,9 @@ public final class AdminSql {
 
   /**
    * {@code SELECT <columns> FROM t WHERE queue = :q AND state = 'dead' AND id > :after ORDER BY id
-   * LIMIT :n}: keyset paging on the primary key, so rows added or revived meanwhile never shift a
-   * page. No index is dedicated to it: a page walks the primary key from {@code after} until it has
-   * found {@code n} dead jobs.
+   * LIMIT :n}: keyset paging on the job id, so rows added or revived meanwhile never shift a page.
+   * It reads the partial index {@code (queue, id) WHERE state = 'dead'} from {@code after}, so a
+   * page examines its own rows only, however many other jobs the table keeps.
    */
   public ResultQuery<Record> deadLetters(DSLContext dsl, String queueName, long after, int n) {
     return dsl.select(columns())

@@ -12,7 +12,6 @@ import dev.nolock.queue.QueueAdmin.Cancelled;
 import dev.nolock.queue.QueueAdmin.DeadLetterPage;
 import dev.nolock.queue.QueueAdmin.Rescheduled;
 import dev.nolock.queue.QueueAdmin.Revived;
-import dev.nolock.queue.RetryDeadOutcome;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import io.vavr.control.Try;
@@ -255,36 +254,6 @@ public final class Administration<T> {
       }
       after = page.nextAfter().get();
     }
-  }
-
-  /** The id-only revival of {@link dev.nolock.queue.JobQueue#retryDead}. */
-  public RetryDeadOutcome retryDead(long jobId) {
-    return sql.translate(
-        () ->
-            "retrying dead job "
-                + jobId
-                + "; whether it was revived is unknown. A retry answers NOT_DEAD if this call"
-                + " revived it (it cannot tell its own revival from another caller's): read the"
-                + " job to see",
-        () -> {
-          int updated;
-          try {
-            updated =
-                OwnTransaction.run(sql.dsl(), on -> jobs.retryDead(on, queue, jobId).execute());
-          } catch (DataAccessException e) {
-            if (QueueSql.PG_UNIQUE_VIOLATION.equals(e.sqlState())) {
-              return RetryDeadOutcome.UNIQUE_KEY_IN_USE;
-            }
-            throw e;
-          }
-          if (updated == 1) {
-            return RetryDeadOutcome.REQUEUED;
-          }
-          boolean exists =
-              OwnTransaction.run(sql.dsl(), on -> jobs.current(on, queue, jobId).fetchOptional())
-                  .isPresent();
-          return exists ? RetryDeadOutcome.NOT_DEAD : RetryDeadOutcome.NOT_FOUND;
-        });
   }
 
   private JobInfo<T> info(Record r) {

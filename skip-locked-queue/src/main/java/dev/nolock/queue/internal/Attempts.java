@@ -61,7 +61,10 @@ public final class Attempts<T> {
   // Claim
 
   /** Claims up to {@code max} (validated by the caller) due jobs. */
-  public List<Job<T>> claim(int max) {
+  public List<Job<T>> claim(int max, int limit) {
+    if (max < 1 || max > limit) {
+      throw new IllegalArgumentException("claim(max) takes 1 to " + limit + " jobs, got " + max);
+    }
     // The lease is counted from just before the statement goes out, after the pool handed over a
     // connection: waiting for the pool does not eat into it, the round trip does.
     long[] sentAt = new long[1];
@@ -164,7 +167,7 @@ public final class Attempts<T> {
 
   /** On the caller's transaction; an earlier completion by this attempt is a refusal. */
   public Either<StaleAttempt, Finished> complete(DSLContext tx, Job<?> job) {
-    Objects.requireNonNull(tx, "tx");
+    QueueSql.requireCallerContext(tx);
     requireOwn(job);
     return sql.translate(
         () ->

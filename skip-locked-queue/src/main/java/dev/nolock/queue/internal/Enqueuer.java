@@ -33,7 +33,12 @@ public final class Enqueuer<T> {
 
   public Enqueuer(QueueSql sql, PayloadCodec<T> codec, int chunk) {
     this.sql = sql;
-    this.codec = Objects.requireNonNull(codec, "codec");
+    if (codec == null) {
+      throw new IllegalArgumentException(
+          "The payload codec is null: pass e.g. PayloadCodec.utf8() or PayloadCodec.of(encode,"
+              + " decode).");
+    }
+    this.codec = codec;
     this.chunk = chunk;
   }
 
@@ -64,7 +69,7 @@ public final class Enqueuer<T> {
 
   /** On the caller's open transaction {@code tx}. */
   public List<EnqueueResult> enqueueAll(DSLContext tx, List<NewJob<T>> jobs) {
-    Objects.requireNonNull(tx, "tx");
+    QueueSql.requireCallerContext(tx);
     return sql.translate(
         () -> "enqueueing " + jobs.size() + " job(s) in the caller's transaction",
         () -> OwnTransaction.onCallerConnection(tx, sql.dsl(), on -> insertAndNotify(on, jobs)));
@@ -79,7 +84,7 @@ public final class Enqueuer<T> {
     Set<String> keys = new HashSet<>();
     for (int i = 0; i < newJobs.size(); i++) {
       NewJob<T> job = Objects.requireNonNull(newJobs.get(i), "a job in the list is null");
-      String key = job.uniqueKey().orElse(null);
+      String key = job.uniqueKey().getOrNull();
       if (key != null && !keys.add(key)) {
         results[i] = new EnqueueResult.Duplicate(key);
       } else {
@@ -97,11 +102,11 @@ public final class Enqueuer<T> {
         rows.add(
             new JobsTable.NewRow(
                 codec.encode(job.payload()),
-                job.uniqueKey().orElse(null),
-                job.maxAttempts().orElse(sql.config().maxAttempts()),
-                job.runAt().map(at -> at.atOffset(ZoneOffset.UTC)).orElse(null),
+                job.uniqueKey().getOrNull(),
+                job.maxAttempts().getOrElse(sql.config().maxAttempts()),
+                job.runAt().map(at -> at.atOffset(ZoneOffset.UTC)).getOrNull(),
                 job.delay()));
-        dueNow |= job.runAt().map(at -> !at.isAfter(Instant.now())).orElse(job.delay().isZero());
+        dueNow |= job.runAt().map(at -> !at.isAfter(Instant.now())).getOrElse(job.delay().isZero());
       }
       Map<String, Long> keyed = new HashMap<>();
       List<Long> unkeyed = new ArrayList<>();
@@ -117,7 +122,7 @@ public final class Enqueuer<T> {
       Collections.sort(unkeyed);
       Iterator<Long> nextUnkeyed = unkeyed.iterator();
       for (int i : part) {
-        String key = newJobs.get(i).uniqueKey().orElse(null);
+        String key = newJobs.get(i).uniqueKey().getOrNull();
         if (key == null) {
           if (!nextUnkeyed.hasNext()) {
             throw new IllegalStateException(

@@ -138,7 +138,7 @@ public final class JobsTable {
   // ---------------------------------------------------------------------------------------------
   // DDL
 
-  /** The table and its four partial indexes; every statement is {@code IF NOT EXISTS}. */
+  /** The table and its five partial indexes; every statement is {@code IF NOT EXISTS}. */
   public List<Query> createSchema(DSLContext dsl) {
     List<Query> ddl = new ArrayList<>();
     ddl.add(
@@ -183,6 +183,12 @@ public final class JobsTable {
         dsl.createIndexIfNotExists(indexPrefix + "_done_idx")
             .on(table, queue, finishedAt)
             .where(isState(state, JobState.DONE)));
+    // Dead-letter pages walk this index in id order from their keyset position and see only dead
+    // jobs: without it a page walks the primary key past every other job of the table.
+    ddl.add(
+        dsl.createIndexIfNotExists(indexPrefix + "_dead_idx")
+            .on(table, queue, id)
+            .where(isState(state, JobState.DEAD)));
     // Uniqueness holds while a job is pending (ready or running), not forever.
     ddl.add(
         dsl.createUniqueIndexIfNotExists(indexPrefix + "_pending_key_idx")
@@ -480,7 +486,7 @@ public final class JobsTable {
    * 'dead') AND failures = :failuresBefore + 1 AND last_error IS NOT DISTINCT FROM :error}. The
    * attempt changes only with a claim, so only this attempt's fail or the reaper can have left it
    * ready or dead at this attempt with one more failure, and the reaper's error names the expired
-   * lease; {@link #retryDead} resets the failures.
+   * lease; the retry of a dead letter ({@link AdminSql}) resets the failures.
    */
   public ResultQuery<Record2<String, OffsetDateTime>> failedBy(
       DSLContext dsl,
@@ -503,7 +509,7 @@ public final class JobsTable {
    * The row a release of this attempt left, if that is what the job shows now: {@code SELECT run_at
    * FROM t WHERE queue = :q AND id = :id AND attempt = :attempt AND state = 'ready' AND failures =
    * :failuresBefore AND run_at = :runAt}. A release keeps the failures and {@code run_at}; the
-   * reaper and a fail count a failure, {@link #retryDead} moves {@code run_at} to now.
+   * reaper and a fail count a failure, the retry of a dead letter moves {@code run_at} to now.
    */
   public ResultQuery<Record1<OffsetDateTime>> releasedBy(
       DSLContext dsl,
@@ -564,23 +570,6 @@ public final class JobsTable {
         .from(c)
         .where(jId.eq(cId))
         .returningResult(jState);
-  }
-
-  /**
-   * {@code UPDATE t SET state = 'ready', failures = 0, run_at = clock_timestamp(), locked_until =
-   * NULL, finished_at = NULL WHERE queue = :q AND id = :id AND state = 'dead'}: the attempt counter
-   * is kept (it is the token and must keep increasing), the last error too.
-   */
-  public Query retryDead(DSLContext dsl, String queueName, long jobId) {
-    return dsl.update(table)
-        .set(state, literal(JobState.READY))
-        .set(failures, inline(0))
-        .set(runAt, clockTimestamp())
-        .setNull(lockedUntil)
-        .setNull(finishedAt)
-        .where(queue.eq(queueName))
-        .and(id.eq(jobId))
-        .and(isState(state, JobState.DEAD));
   }
 
   /**

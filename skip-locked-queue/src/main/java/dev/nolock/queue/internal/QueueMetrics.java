@@ -14,14 +14,20 @@ import java.util.Map;
 import java.util.function.ToDoubleFunction;
 
 /**
- * The queue's meters, tagged {@code component="queue"} and {@code name=<queue>} (never a job id).
- * The shared {@link CoordinationMetrics} carry the lease signals (held time, heartbeats as
- * renewals, lost leases, stale finishes as fence rejections); the queue's own meters carry the
- * rest. All are registered at construction, so dashboards see zeros rather than gaps.
+ * The queue's meters, tagged {@code component="queue"} and {@code name=<instance name>}, and the
+ * queue's own meters {@code queue=<queue>} too (never a job id). The shared ones carry only the two
+ * tags every nolock component's {@link CoordinationMetrics} carry, so a Prometheus registry that
+ * holds a lock's and a queue's meters sees one set of tag keys per meter name. The shared {@link
+ * CoordinationMetrics} carry the lease signals (held time, heartbeats as renewals, lost leases,
+ * stale finishes as fence rejections); the queue's own meters carry the rest. All are registered at
+ * construction, so dashboards see zeros rather than gaps.
  */
 public final class QueueMetrics {
 
   public static final String COMPONENT = "queue";
+
+  /** The tag naming the queue on the queue's own meters. */
+  public static final String QUEUE_TAG = "queue";
 
   /** Which conditional call a stale attempt made. */
   public enum Operation {
@@ -47,12 +53,22 @@ public final class QueueMetrics {
   private final MeterRegistry registry;
   private final Tags tags;
 
-  /** Metrics for {@code queue} in {@code registry}, or recorded nowhere when it is null. */
-  public QueueMetrics(MeterRegistry registry, String queue) {
+  /**
+   * Metrics for {@code queue} in {@code registry} under {@code instanceName}, or recorded nowhere
+   * when the registry is null.
+   */
+  public QueueMetrics(MeterRegistry registry, String instanceName, String queue) {
     MeterRegistry r = registry != null ? registry : new CompositeMeterRegistry();
-    this.coordination = CoordinationMetrics.of(r, COMPONENT, queue);
+    String instance = registry != null ? instanceName : queue;
+    this.coordination = CoordinationMetrics.of(r, COMPONENT, instance);
     Tags tags =
-        Tags.of(CoordinationMetrics.COMPONENT_TAG, COMPONENT, CoordinationMetrics.NAME_TAG, queue);
+        Tags.of(
+            CoordinationMetrics.COMPONENT_TAG,
+            COMPONENT,
+            CoordinationMetrics.NAME_TAG,
+            instance,
+            QUEUE_TAG,
+            queue);
     this.enqueued = counter(r, tags, "nolock.queue.enqueued", "Jobs inserted");
     this.duplicates =
         counter(r, tags, "nolock.queue.duplicates", "Enqueues skipped for a pending unique key");

@@ -6,8 +6,8 @@ import dev.nolock.queue.JobState;
 import dev.nolock.queue.QueueConfig;
 import dev.nolock.queue.StaleAttempt;
 import io.vavr.control.Option;
+import java.sql.Connection;
 import java.time.OffsetDateTime;
-import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -36,14 +36,22 @@ public final class QueueSql {
   private final QueueMetrics metrics;
 
   public QueueSql(DataSource dataSource, QueueConfig config) {
-    this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-    this.config = Objects.requireNonNull(config, "config");
+    if (dataSource == null || config == null) {
+      throw new IllegalArgumentException(
+          "JobQueue.create needs a DataSource (a pool such as HikariCP) and a QueueConfig (e.g."
+              + " QueueConfig.ofDefaults(\"receipts\")); got "
+              + (dataSource == null ? "no DataSource" : "no QueueConfig"));
+    }
+    this.dataSource = dataSource;
+    this.config = config;
     this.queue = config.queue();
     Settings settings =
         new Settings().withQueryTimeout(Math.toIntExact(config.queryTimeout().toSeconds()));
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES, settings);
     this.jobs = new JobsTable(SqlNames.requireSqlIdentifier("jobs table", config.table()));
-    this.metrics = new QueueMetrics(config.registry().orElse(null), queue);
+    this.metrics =
+        new QueueMetrics(
+            config.registry().getOrNull(), config.metricsInstanceName().getOrNull(), queue);
   }
 
   public DataSource dataSource() {
@@ -56,6 +64,31 @@ public final class QueueSql {
 
   public DSLContext dsl() {
     return dsl;
+  }
+
+  /**
+   * A context on the caller's {@code connection}, with this queue's settings: its connection
+   * provider hands out that one connection and never closes, commits or rolls it back, so the
+   * statements join whatever transaction the caller has open on it.
+   */
+  public DSLContext onCallerConnection(Connection connection) {
+    if (connection == null) {
+      throw new IllegalArgumentException(
+          "The caller's connection is null: pass the JDBC connection your transaction is open on"
+              + " (autoCommit false), or use the method without a transaction.");
+    }
+    return dsl.configuration().derive(connection).dsl();
+  }
+
+  /** Refuses a null caller's context with a message that says what to pass. */
+  public static DSLContext requireCallerContext(DSLContext tx) {
+    if (tx == null) {
+      throw new IllegalArgumentException(
+          "The caller's transaction context is null: pass the DSLContext of your open transaction"
+              + " (e.g. cfg.dsl() inside dsl.transaction(cfg -> ...)), or use the method without"
+              + " one.");
+    }
+    return tx;
   }
 
   public JobsTable jobs() {

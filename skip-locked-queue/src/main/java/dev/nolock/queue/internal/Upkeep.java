@@ -5,6 +5,7 @@ import dev.nolock.queue.JobState;
 import dev.nolock.queue.PurgeResult;
 import dev.nolock.queue.ReadyStats;
 import dev.nolock.queue.ReapResult;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.List;
@@ -43,12 +44,12 @@ public final class Upkeep {
             s -> s.get().map(r -> (double) r.readyJobs()).orElse(Double.NaN),
             s ->
                 s.get()
-                    .map(r -> r.oldestReadyAge().map(a -> a.toNanos() / 1e9).orElse(0.0))
+                    .map(r -> r.oldestReadyAge().map(a -> a.toNanos() / 1e9).getOrElse(0.0))
                     .orElse(Double.NaN));
   }
 
   /** The DDL in one transaction, under an advisory lock on the table's name. */
-  public void createSchemaIfMissing() {
+  public void createTableIfMissing() {
     sql.translate(
         () -> "creating the jobs table (the user needs CREATE on its schema)",
         () ->
@@ -107,6 +108,13 @@ public final class Upkeep {
    * ones, so one loop that stops at the first short batch empties both.
    */
   public PurgeResult purgeFinished(Duration olderThan) {
+    if (olderThan == null || olderThan.isNegative()) {
+      throw new IllegalArgumentException(
+          "olderThan must be zero or more, got "
+              + olderThan
+              + ": it is the age of the finished"
+              + " jobs to delete, e.g. Duration.ofDays(1).");
+    }
     long deleted = 0;
     int batches = 0;
     int batch = sql.config().purgeBatchSize();
@@ -169,8 +177,8 @@ public final class Upkeep {
             () ->
                 OwnTransaction.run(sql.dsl(), on -> jobs.readyStats(on, queue, cap).fetchSingle()));
     int depth = row.value1();
-    Optional<Duration> age =
-        Optional.ofNullable(row.value2())
+    Option<Duration> age =
+        Option.of(row.value2())
             .map(oldest -> Duration.between(oldest, row.value3()))
             .filter(d -> !d.isNegative());
     return new ReadyStats(depth, depth >= cap, age);

@@ -104,7 +104,7 @@ class JobsTableSqlTest {
     List<String> ddl = jobs.createSchema(dsl).stream().map(Query::getSQL).toList();
     ddl.forEach(q -> System.out.println(q + ";"));
     assertThat(ddl)
-        .hasSize(5)
+        .hasSize(6)
         .contains(
             "create index if not exists \"jobs_ready_idx\" on \"app\".\"jobs\"(\"queue\","
                 + " \"run_at\", \"id\") where \"state\" = 'ready'",
@@ -112,6 +112,8 @@ class JobsTableSqlTest {
                 + " \"locked_until\") where \"state\" = 'running'",
             "create index if not exists \"jobs_done_idx\" on \"app\".\"jobs\"(\"queue\","
                 + " \"finished_at\") where \"state\" = 'done'",
+            "create index if not exists \"jobs_dead_idx\" on \"app\".\"jobs\"(\"queue\","
+                + " \"id\") where \"state\" = 'dead'",
             "create unique index if not exists \"jobs_pending_key_idx\" on"
                 + " \"app\".\"jobs\"(\"queue\", \"unique_key\") where (\"unique_key\" is not null"
                 + " and \"state\" in ('ready', 'running'))");
