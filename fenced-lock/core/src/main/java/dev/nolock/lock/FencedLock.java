@@ -287,6 +287,7 @@ public final class FencedLock implements AutoCloseable {
         renewed = backend.renew(lock.name(), lock.owner(), lock.token(), ttl);
       } catch (RuntimeException e) {
         metrics.renewalFailed();
+        lock.unanswered(ttl);
         LOG.warn("Renewal of {} failed; retrying at the next interval", lock, e);
         return lock.deadline().hasExpired()
             ? new Loss(
@@ -299,7 +300,8 @@ public final class FencedLock implements AutoCloseable {
             LostLease.Cause.REFUSED,
             "the backend refused the renewal: the lease expired or another holder has it");
       }
-      Deadline deadline = Deadline.forHolder(clock, sent, ttl);
+      Duration believable = lock.believable(ttl);
+      Deadline deadline = Deadline.forHolder(clock, sent, believable);
       if (!lock.isHeld()) {
         // The renewal landed after the holder gave the lease up (lost at its deadline, or released
         // while the call was out): nobody believes they hold it, so free it now, not a TTL later.
@@ -308,7 +310,8 @@ public final class FencedLock implements AutoCloseable {
       }
       lock.renewed(ttl, deadline);
       metrics.renewed();
-      reschedule(lock, deadline, null);
+      reschedule(
+          lock, deadline, believable.equals(ttl) ? null : config.renewalIntervalFor(believable));
       return null;
     }
   }
@@ -329,20 +332,30 @@ public final class FencedLock implements AutoCloseable {
         renewed = backend.renew(lock.name(), lock.owner(), lock.token(), ttl);
       } catch (RuntimeException e) {
         metrics.renewalFailed();
+        Duration previous = lock.ttl();
+        lock.unanswered(ttl);
         // Applied or not, unknown: the server's lease ends at its old end or ttl after the call.
         // Read the old remainder first, so that the comparison errs towards the shorter one.
         Duration before = lock.deadline().remaining();
         Deadline extended = Deadline.forHolder(clock, sent, ttl);
         Deadline sooner = extended.remaining().compareTo(before) <= 0 ? extended : lock.deadline();
         lock.renewed(ttl, sooner);
-        reschedule(lock, sooner, interval);
+        // The watchdog keeps the rhythm of the shorter of the two lengths, so that whichever lease
+        // the server has is renewed in time.
+        Duration shorter = ttl.compareTo(previous) <= 0 ? ttl : previous;
+        reschedule(lock, sooner, config.renewalIntervalFor(shorter));
         throw e;
       }
       if (renewed) {
-        Deadline deadline = Deadline.forHolder(clock, sent, ttl);
+        // A shorter renewal still unanswered may land after this one: believe no more than it.
+        Duration believable = lock.believable(ttl);
+        Deadline deadline = Deadline.forHolder(clock, sent, believable);
         lock.renewed(ttl, deadline);
         metrics.renewed();
-        reschedule(lock, deadline, interval);
+        reschedule(
+            lock,
+            deadline,
+            believable.equals(ttl) ? interval : config.renewalIntervalFor(believable));
         return;
       }
       metrics.renewalFailed();
@@ -485,7 +498,8 @@ public final class FencedLock implements AutoCloseable {
     }
     metrics.held(since(lock.acquiredAtNanos()));
     return renewed
-        ? new ReleaseOutcome.KeptUntil(Deadline.forHolder(clock, sent, keep))
+        // A shorter renewal still unanswered may land later and end the lease sooner: say so.
+        ? new ReleaseOutcome.KeptUntil(Deadline.forHolder(clock, sent, lock.believable(keep)))
         : goneAtRelease(lock, "renewal that keeps it until the time asked for");
   }
 

@@ -45,6 +45,8 @@ public final class HeldLock implements AutoCloseable {
   private final Object releasing = new Object();
 
   private volatile Duration ttl;
+  // Guarded by renewing(): the shortest length of a renewal whose answer was lost, or null.
+  private Duration shortestUnanswered;
   private volatile Deadline deadline;
   private volatile LostLease.Cause lostCause;
   private volatile String lostReason;
@@ -273,6 +275,27 @@ public final class HeldLock implements AutoCloseable {
 
   String lostReason() {
     return lostReason;
+  }
+
+  /**
+   * A renewal or extension with {@code length} whose answer never came: it may still reach the
+   * server, later than any renewal sent after it (a pooled connection stuck in retransmission), and
+   * then set the lease to end {@code length} after it lands. Called under {@link #renewing()}.
+   */
+  void unanswered(Duration length) {
+    if (shortestUnanswered == null || length.compareTo(shortestUnanswered) < 0) {
+      shortestUnanswered = length;
+    }
+  }
+
+  /**
+   * What the holder may believe of a renewal with {@code length} that the server confirmed: no more
+   * than the shortest renewal still unanswered, which may land after it and cut the lease to its
+   * own length. Equal lengths (the watchdog's, without extensions) change nothing.
+   */
+  Duration believable(Duration length) {
+    Duration shortest = shortestUnanswered;
+    return shortest != null && shortest.compareTo(length) < 0 ? shortest : length;
   }
 
   /** A renewal or extension with {@code renewedTtl} that was sent at {@code renewed}'s start. */

@@ -121,6 +121,42 @@ class HeldLockExtendAndReleaseTest {
     assertThat(held.deadline().remaining()).isLessThanOrEqualTo(Duration.ofSeconds(3));
   }
 
+  /**
+   * A shorter renewal whose answer was lost can reach the server after a longer one that succeeded
+   * (a pooled connection stuck in retransmission), and cut the lease to its own length: the holder
+   * must not believe the longer one's end until then.
+   */
+  @Test
+  void aShorterRenewalDeliveredAfterALongerOneCannotLeaveTheHolderBelievingTheLongerEnd() {
+    Runnable[] heldBack = new Runnable[1];
+    FencedLock delaying =
+        withoutWatchdog(
+            new ForwardingLockBackend(backend) {
+              @Override
+              public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+                if (heldBack[0] == null) {
+                  heldBack[0] = () -> backend.renew(name, owner, token, ttl); // delivered later
+                  throw new BackendUnavailableException("connection stuck", null);
+                }
+                return backend.renew(name, owner, token, ttl);
+              }
+            });
+    HeldLock held = delaying.tryAcquire("report", Duration.ofSeconds(30)).get();
+
+    assertThatThrownBy(() -> held.extend(Duration.ofSeconds(2)))
+        .isInstanceOf(BackendUnavailableException.class);
+    held.extend(Duration.ofHours(1));
+    heldBack[0].run(); // the lost 2 s renewal lands now: the server's lease ends in 2 s
+    clock.advance(Duration.ofMillis(2_001));
+
+    assertThat(other.tryAcquire("report", Duration.ofSeconds(3)).isDefined())
+        .as("the server gave the lease away at the held-back renewal's end")
+        .isTrue();
+    assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ZERO))
+        .as("so the holder must not believe the hour")
+        .isInstanceOf(LeaseLostException.class);
+  }
+
   private FencedLock lostAnswers() {
     return withoutWatchdog(
         new ForwardingLockBackend(backend) {
