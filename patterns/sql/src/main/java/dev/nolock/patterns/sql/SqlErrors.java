@@ -58,8 +58,15 @@ public final class SqlErrors {
           || t instanceof IOException) {
         return Kind.TRANSIENT;
       }
-      if (state == null && t instanceof SQLException sql && sql.getSQLState() != null) {
-        state = sql.getSQLState();
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        // A retryable state anywhere in the chain decides (a handler may wrap a serialization
+        // failure in an exception of its own); otherwise the outermost state does.
+        if (classify(sql.getSQLState()) == Kind.TRANSIENT) {
+          return Kind.TRANSIENT;
+        }
+        if (state == null) {
+          state = sql.getSQLState();
+        }
       }
       if (t.getCause() == t) {
         break;
@@ -161,7 +168,8 @@ public final class SqlErrors {
                   + ": "
                   + cause
                   + ". This is not a connection, timeout or concurrency failure, so a retry would"
-                  + " repeat it: a bug, or a damaged or unsupported database.",
+                  + " likely repeat it (a bug, or a damaged or unsupported database); if it came"
+                  + " at a commit, whether the writes committed is unknown.",
               e);
     };
   }

@@ -46,4 +46,16 @@ class SqlErrorsTest {
   private static DataAccessException wrapped(String sqlState) {
     return new DataAccessException("failed", new SQLException("failed", sqlState));
   }
+
+  /** A handler that wraps a serialization failure in a state of its own is still retried. */
+  @Test
+  void aRetryableStateAnywhereInTheChainDecides() {
+    SQLException wrapped =
+        new SQLException(
+            "handler failed", "HY000", new SQLException("could not serialize", "40001"));
+
+    assertThat(SqlErrors.classify(wrapped)).isEqualTo(SqlErrors.Kind.TRANSIENT);
+    assertThat(SqlErrors.classify(new SQLException("handler failed", "HY000")))
+        .isEqualTo(SqlErrors.Kind.OTHER);
+  }
 }
