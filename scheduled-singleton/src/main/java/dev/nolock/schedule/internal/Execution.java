@@ -91,7 +91,7 @@ final class Execution {
                   throw new JobThrew(e);
                 }
                 stopRenewal.run(); // the finish decides now; a renewal from here on proves nothing
-                if (finish(tx, run) == 0) {
+                if (!finish(tx, run)) {
                   throw new RefusedFinish();
                 }
               });
@@ -113,21 +113,21 @@ final class Execution {
       return failed(run, e, stopRenewal);
     }
     stopRenewal.run();
-    int finished;
+    boolean finished;
     try {
       finished = OwnTransaction.run(ctx.dsl(), d -> finish(d, run));
     } catch (DataAccessException e) {
       throw unknownFinish(run, e);
     }
-    if (finished == 0) {
+    if (!finished) {
       return stale(run);
     }
     ctx.metrics().finished();
     return new RunOutcome.Finished(run);
   }
 
-  /** {@link RunTable#finish} of {@code run}'s attempt; the rows updated, 0 or 1. */
-  int finish(DSLContext dsl, ScheduledRun run) {
+  /** {@link RunTable#finish} of {@code run}'s attempt; false when the attempt is stale. */
+  boolean finish(DSLContext dsl, ScheduledRun run) {
     return ctx.table()
         .finish(
             dsl, ctx.job(), run.scheduledAt(), run.attempt().value(), ctx.checks().attemptCheck());

@@ -11,6 +11,7 @@ import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.SchemaMismatchException;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.PgClock;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
 import java.time.Duration;
 import java.time.Instant;
@@ -48,6 +49,9 @@ public final class RunTable {
   public static final String RUNNING = "running";
   public static final String DONE = "done";
   public static final String FAILED = "failed";
+
+  /** The unique key every single-run statement matches by, for {@link SqlErrors#atMostOneRow}. */
+  private static final String KEY = "(job, scheduled_at)";
 
   /** Longest error text stored in {@code last_error}. */
   static final int MAX_ERROR_LENGTH = 2000;
@@ -553,6 +557,11 @@ public final class RunTable {
    * after a takeover this attempt's renewal matches nothing, also when it is a resend of a renewal
    * whose answer was lost. With {@code attemptCheck} false (the tests' negative control only) the
    * running run is matched by job and time alone, released or not.
+   *
+   * <p>Not the shared {@code LeasedRow.extend}: that one adds {@code locked_until >
+   * clock_timestamp()}, which this statement must not (the outage case above).
+   *
+   * @throws IllegalStateException when it matched more than one row (the table lost its key)
    */
   public boolean renew(
       DSLContext dsl,
@@ -565,12 +574,13 @@ public final class RunTable {
         attemptCheck
             ? currentRun(jobName, time, currentAttempt).and(lockedUntil.gt(RELEASED))
             : job.eq(jobName).and(scheduledAt.eq(at(time))).and(state.eq(RUNNING));
-    return dsl.update(table)
+    int rows =
+        dsl.update(table)
             .set(lockedUntil, PgClock.plus(lease))
             .where(which)
             .queryTimeout(timeoutSeconds)
-            .execute()
-        == 1;
+            .execute();
+    return SqlErrors.atMostOneRow(rows, "renewal of " + jobName + " " + time, tableName, KEY);
   }
 
   /**
@@ -579,22 +589,29 @@ public final class RunTable {
    * the attempt is stale and the transaction must roll back. With {@code attemptCheck} false (the
    * tests' negative control only) the run is matched by job and time alone.
    *
-   * @return the rows updated, 0 or 1
+   * <p>Not the shared {@code LeasedRow.finish}: that ends the lease at {@code clock_timestamp()},
+   * where a finished run here has no lease at all ({@code NULL}, as {@link #fail} and {@link
+   * #giveUp} leave it), and it would not set the state.
+   *
+   * @return true when the run is finished by this attempt; false when the attempt is stale
+   * @throws IllegalStateException when it matched more than one row (the table lost its key)
    */
-  public int finish(
+  public boolean finish(
       DSLContext dsl, String jobName, Instant time, long currentAttempt, boolean attemptCheck) {
     Condition which =
         attemptCheck
             ? currentRun(jobName, time, currentAttempt)
             : job.eq(jobName).and(scheduledAt.eq(at(time)));
-    return dsl.update(table)
-        .set(state, DONE)
-        .setNull(lockedUntil)
-        .set(finishedAt, PgClock.now())
-        .setNull(lastError)
-        .where(which)
-        .queryTimeout(timeoutSeconds)
-        .execute();
+    int rows =
+        dsl.update(table)
+            .set(state, DONE)
+            .setNull(lockedUntil)
+            .set(finishedAt, PgClock.now())
+            .setNull(lastError)
+            .where(which)
+            .queryTimeout(timeoutSeconds)
+            .execute();
+    return SqlErrors.atMostOneRow(rows, "finish of " + jobName + " " + time, tableName, KEY);
   }
 
   /**
@@ -605,27 +622,30 @@ public final class RunTable {
    */
   public boolean release(
       DSLContext dsl, String jobName, Instant time, long currentAttempt, String error) {
-    return dsl.update(table)
+    int rows =
+        dsl.update(table)
             .set(lockedUntil, RELEASED)
             .set(lastError, truncate(error))
             .where(currentRun(jobName, time, currentAttempt))
             .queryTimeout(timeoutSeconds)
-            .execute()
-        == 1;
+            .execute();
+    return SqlErrors.atMostOneRow(rows, "release of " + jobName + " " + time, tableName, KEY);
   }
 
   /** Records the current attempt's failure as final. */
   public boolean fail(
       DSLContext dsl, String jobName, Instant time, long currentAttempt, String error) {
-    return dsl.update(table)
+    int rows =
+        dsl.update(table)
             .set(state, FAILED)
             .setNull(lockedUntil)
             .set(finishedAt, PgClock.now())
             .set(lastError, truncate(error))
             .where(currentRun(jobName, time, currentAttempt))
             .queryTimeout(timeoutSeconds)
-            .execute()
-        == 1;
+            .execute();
+    return SqlErrors.atMostOneRow(
+        rows, "failure record of " + jobName + " " + time, tableName, KEY);
   }
 
   /**
