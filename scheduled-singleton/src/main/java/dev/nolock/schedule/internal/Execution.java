@@ -1,6 +1,5 @@
 package dev.nolock.schedule.internal;
 
-import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.schedule.RunOutcome;
@@ -181,7 +180,7 @@ final class Execution {
   }
 
   /** Remembers {@code run}'s finish as unknown, for the next pass to find out, and says so. */
-  private BackendUnavailableException unknownFinish(ScheduledRun run, DataAccessException e) {
+  private RuntimeException unknownFinish(ScheduledRun run, DataAccessException e) {
     state.unknown.put(run.scheduledAt(), new PassState.UnknownFinish(run));
     return ctx.unavailable(
         "finish "
