@@ -139,7 +139,10 @@ public final class ScheduledSingleton implements AutoCloseable {
    *
    * @throws dev.nolock.patterns.SchemaMismatchException when the table exists with a shape the
    *     scheduler cannot use; its message holds the DDL that fits, and nothing was changed
-   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL refuses
+   * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL is unreachable or timed
+   *     out; retry later
+   * @throws IllegalStateException when PostgreSQL refused the statement in a way a retry would
+   *     repeat (a missing privilege, an unsupported database); the message says what to fix
    */
   public void createTableIfMissing() {
     engine.createTableIfMissing();
@@ -164,7 +167,9 @@ public final class ScheduledSingleton implements AutoCloseable {
    *     the attempt it was granted, before any later time), and reports the finish's true outcome
    *     ({@link RunOutcome.Finished}, {@link RunOutcome.StaleAttempt}) or, for a fenced job whose
    *     commit did not land, runs the time again with the same attempt
-   * @throws IllegalStateException after {@link #close()}
+   * @throws IllegalStateException after {@link #close()}; or when PostgreSQL refused a statement in
+   *     a way a retry would repeat (the table does not match, a missing privilege), which is
+   *     settled like a failure above once fixed
    */
   public List<RunOutcome> runDueNow() {
     return engine.runDueNow();
@@ -213,6 +218,8 @@ public final class ScheduledSingleton implements AutoCloseable {
    *     ScheduleConfig#MAX_CLAIM_WINDOW}
    * @throws dev.nolock.patterns.BackendUnavailableException when PostgreSQL failed; the batches
    *     deleted before stay deleted, and calling it again continues
+   * @throws IllegalStateException when PostgreSQL refused the statement in a way a retry would
+   *     repeat (the table does not match, a missing privilege); the batches before stay deleted
    */
   public long purgeFinishedRunsOlderThan(Duration age) {
     if (age == null || age.isNegative() || age.compareTo(ScheduleConfig.MAX_CLAIM_WINDOW) > 0) {

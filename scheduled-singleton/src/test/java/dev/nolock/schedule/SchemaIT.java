@@ -63,6 +63,36 @@ class SchemaIT {
   }
 
   /**
+   * A runs table dropped under a running scheduler: a retry would meet the same missing table, so
+   * the pass says what to fix ({@code IllegalStateException} with the server's message and
+   * SQLState) instead of a retryable {@code BackendUnavailableException}.
+   */
+  @Test
+  void aDroppedTableIsReportedAsAFaultARetryWouldRepeat(PostgresSchema schema) {
+    String qualified = schema.schemaName() + ".dropped_runs";
+    MutableClock clock = new MutableClock(Instant.parse("2026-03-10T10:00:30Z"));
+    try (ScheduledSingleton instance =
+        ScheduledSingleton.plain(
+            schema.dataSource(),
+            ScheduleConfig.custom("dropped", EVERY_MINUTE)
+                .table(qualified)
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .build(),
+            run -> {})) {
+      instance.createTableIfMissing();
+      schema.dsl().execute("DROP TABLE " + qualified);
+      clock.set(Instant.parse("2026-03-10T10:01:00.100Z"));
+
+      assertThatThrownBy(instance::runDueNow)
+          .isExactlyInstanceOf(IllegalStateException.class)
+          .hasMessageContaining("could not find expired runs")
+          .hasMessageContaining("SQLSTATE 42P01")
+          .hasMessageContaining("Retrying will not help");
+    }
+  }
+
+  /**
    * A runs table made by hand (or by an older version) without the {@code missed} column: {@code
    * CREATE TABLE IF NOT EXISTS} leaves it alone, so without a check of its shape the first claim
    * would fail, at the first scheduled time, with a column error.

@@ -145,6 +145,8 @@ public final class Engine implements AutoCloseable {
    *
    * @throws BackendUnavailableException when a statement failed; what the pass had done is reported
    *     by the next pass that returns
+   * @throws IllegalStateException when PostgreSQL refused a statement in a way a retry would repeat
+   *     ({@link dev.nolock.patterns.sql.SqlErrors#translate}); handled like the above
    */
   public synchronized List<RunOutcome> runDueNow() {
     if (state.closing) {

@@ -1,6 +1,5 @@
 package dev.nolock.schedule.internal;
 
-import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.schedule.RunOutcome;
@@ -91,7 +90,7 @@ final class Execution {
                   throw new JobThrew(e);
                 }
                 stopRenewal.run(); // the finish decides now; a renewal from here on proves nothing
-                if (finish(tx, run) == 0) {
+                if (!finish(tx, run)) {
                   throw new RefusedFinish();
                 }
               });
@@ -113,21 +112,21 @@ final class Execution {
       return failed(run, e, stopRenewal);
     }
     stopRenewal.run();
-    int finished;
+    boolean finished;
     try {
       finished = OwnTransaction.run(ctx.dsl(), d -> finish(d, run));
     } catch (DataAccessException e) {
       throw unknownFinish(run, e);
     }
-    if (finished == 0) {
+    if (!finished) {
       return stale(run);
     }
     ctx.metrics().finished();
     return new RunOutcome.Finished(run);
   }
 
-  /** {@link RunTable#finish} of {@code run}'s attempt; the rows updated, 0 or 1. */
-  int finish(DSLContext dsl, ScheduledRun run) {
+  /** {@link RunTable#finish} of {@code run}'s attempt; false when the attempt is stale. */
+  boolean finish(DSLContext dsl, ScheduledRun run) {
     return ctx.table()
         .finish(
             dsl, ctx.job(), run.scheduledAt(), run.attempt().value(), ctx.checks().attemptCheck());
@@ -181,7 +180,7 @@ final class Execution {
   }
 
   /** Remembers {@code run}'s finish as unknown, for the next pass to find out, and says so. */
-  private BackendUnavailableException unknownFinish(ScheduledRun run, DataAccessException e) {
+  private RuntimeException unknownFinish(ScheduledRun run, DataAccessException e) {
     state.unknown.put(run.scheduledAt(), new PassState.UnknownFinish(run));
     return ctx.unavailable(
         "finish "

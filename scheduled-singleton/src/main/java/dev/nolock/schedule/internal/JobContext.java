@@ -1,6 +1,6 @@
 package dev.nolock.schedule.internal;
 
-import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.schedule.FencedJob;
 import dev.nolock.schedule.PlainJob;
 import dev.nolock.schedule.ScheduleConfig;
@@ -39,24 +39,26 @@ record JobContext(
     return fencedJob != null;
   }
 
-  /** Runs {@code call}; a database failure becomes {@link BackendUnavailableException}. */
+  /**
+   * Runs {@code call}; a database failure becomes the shared translation's exception ({@link
+   * SqlErrors#translate}): {@link dev.nolock.patterns.BackendUnavailableException} when a retry can
+   * succeed (the connection, a timeout, a concurrent transaction), else an {@link
+   * IllegalStateException} or {@link IllegalArgumentException} that says what to fix.
+   */
   <T> T backend(String step, Supplier<T> call) {
-    try {
-      return call.get();
-    } catch (DataAccessException e) {
-      throw unavailable(step, e);
-    }
+    return SqlErrors.run(() -> doing(step), call);
   }
 
-  BackendUnavailableException unavailable(String step, DataAccessException e) {
-    return new BackendUnavailableException(
-        "Scheduled job \""
-            + job()
-            + "\": could not "
-            + step
-            + " in PostgreSQL: "
-            + e.getMessage()
-            + ". Retry later; the run's lease decides what happens to a run in flight.",
-        e);
+  /** {@link #backend}'s exception for {@code e}, thrown while trying to {@code step}. */
+  RuntimeException unavailable(String step, DataAccessException e) {
+    return SqlErrors.translate(e, doing(step));
+  }
+
+  private String doing(String step) {
+    return "scheduling job \""
+        + job()
+        + "\": could not "
+        + step
+        + " (retry later; the run's lease decides what happens to a run in flight)";
   }
 }

@@ -119,11 +119,11 @@ final class Recovery {
         return;
       }
     } else {
-      int finished =
+      boolean finished =
           ctx.backend(
               "finish " + time + " again",
               () -> OwnTransaction.run(ctx.dsl(), d -> execution.finish(d, run)));
-      if (finished == 1) {
+      if (finished) {
         state.unknown.remove(time);
         ctx.metrics().finished();
         outcomes.add(new RunOutcome.Finished(run));

@@ -1,32 +1,34 @@
 package dev.nolock.schedule.internal;
 
+import dev.nolock.patterns.RenewalScheduler;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.schedule.ScheduledRun;
-import java.util.concurrent.ScheduledExecutorService;
+import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Keeps the lease of a running attempt: every third of the lease, on a thread of its own, a
- * compare-and-swap on the attempt ({@link RunTable#renew}). A refused renewal means the run was
- * taken over (or given up): it is reported as a lost lease and renewing stops; the finish will be
- * refused. A renewal that fails is counted and tried again at the next period.
+ * Keeps the lease of a running attempt: every third of the lease (counted from the end of the
+ * previous renewal, so one that hung is not followed by a burst), on a {@link RenewalScheduler} of
+ * its own, a compare-and-swap on the attempt ({@link RunTable#renew}). A refused renewal means the
+ * run was taken over (or given up): it is reported as a lost lease and renewing stops; the finish
+ * will be refused. A renewal that fails is counted and tried again at the next period.
  */
 final class Renewals {
 
   private static final Logger LOG = LoggerFactory.getLogger(Renewals.class);
 
   private final JobContext ctx;
-  private final ScheduledExecutorService renewer;
+  private final RenewalScheduler renewer;
 
   Renewals(JobContext ctx) {
     this.ctx = ctx;
-    // Daemon: it only serves runs in progress, which the (non-daemon) loop thread waits for.
-    this.renewer = Loop.executor("nolock-schedule-renew-" + ctx.job(), true);
+    // Daemon (RenewalScheduler's threads are): it only serves runs in progress, which the
+    // (non-daemon) loop thread waits for.
+    this.renewer = RenewalScheduler.named("nolock-schedule-renew-" + ctx.job());
   }
 
   /**
@@ -36,11 +38,9 @@ final class Renewals {
   Runnable start(ScheduledRun run) {
     AtomicBoolean over = new AtomicBoolean();
     AtomicReference<ScheduledFuture<?>> renewal = new AtomicReference<>();
-    long period = Math.max(1, ctx.config().lease().toMillis() / 3);
+    Duration period = Duration.ofMillis(Math.max(1, ctx.config().lease().toMillis() / 3));
     synchronized (renewal) {
-      renewal.set(
-          renewer.scheduleAtFixedRate(
-              () -> renew(run, over, renewal), period, period, TimeUnit.MILLISECONDS));
+      renewal.set(renewer.repeat(() -> renew(run, over, renewal), period));
     }
     return () -> {
       over.set(true);
@@ -93,6 +93,6 @@ final class Renewals {
 
   /** Stops every renewal; called last by {@link Loop#close()}. */
   void shutdown() {
-    renewer.shutdownNow();
+    renewer.close();
   }
 }

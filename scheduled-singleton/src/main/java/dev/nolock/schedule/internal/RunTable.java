@@ -1,17 +1,17 @@
 package dev.nolock.schedule.internal;
 
 import static org.jooq.impl.DSL.field;
-import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.max;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
-import static org.jooq.impl.DSL.unquotedName;
 import static org.jooq.impl.DSL.val;
 
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.SchemaMismatchException;
 import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.PgClock;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
 import java.time.Duration;
 import java.time.Instant;
@@ -30,7 +30,6 @@ import org.jooq.Name;
 import org.jooq.Query;
 import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
-import org.jooq.types.DayToSecond;
 
 /**
  * The SQL of the runs table: one row per claimed {@code (job, scheduled_at)}, carrying the lease
@@ -51,11 +50,11 @@ public final class RunTable {
   public static final String DONE = "done";
   public static final String FAILED = "failed";
 
+  /** The unique key every single-run statement matches by, for {@link SqlErrors#atMostOneRow}. */
+  private static final String KEY = "(job, scheduled_at)";
+
   /** Longest error text stored in {@code last_error}. */
   static final int MAX_ERROR_LENGTH = 2000;
-
-  private static final Field<DayToSecond> ONE_MILLISECOND =
-      inline(DayToSecond.valueOf(Duration.ofMillis(1)));
 
   /**
    * The {@code locked_until} of a released attempt, {@code 1970-01-01T00:00:00Z}: ended, and never
@@ -388,12 +387,12 @@ public final class RunTable {
                     + " o AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
                     + " scheduled_at >= {8} AND scheduled_at < {2}),"
                     + " v AS (SELECT c.now, l.at AS later, o.at AS overlapping,"
-                    + " {2} < c.now + {3} * interval '1 millisecond' AS too_old,"
-                    + " {2} > c.now + {4} * interval '1 millisecond' AS ahead FROM c, l, o),"
+                    + " {2} < c.now - {3} AS too_old,"
+                    + " {2} > c.now + {4} AS ahead FROM c, l, o),"
                     + " i AS (INSERT INTO {0} (job, scheduled_at, state, attempt, owner,"
                     + " locked_until, covers_from, missed, claimed_at)"
                     + " SELECT {1}, {2}, {5}, 1, {6},"
-                    + " clock_timestamp() + {7} * interval '1 millisecond', {8},"
+                    + " {7}, {8},"
                     + " {9}, v.now FROM v WHERE NOT v.too_old AND NOT v.ahead AND v.later IS NULL"
                     + " AND v.overlapping IS NULL"
                     + " AND NOT EXISTS (SELECT 1 FROM e)"
@@ -404,11 +403,11 @@ public final class RunTable {
                 table,
                 j,
                 t,
-                val(-millis(window)),
-                val(millis(tolerance)),
+                PgClock.interval(window),
+                PgClock.interval(tolerance),
                 val(RUNNING),
                 val(ownerName),
-                val(millis(lease)),
+                PgClock.plus(lease),
                 val(at(covers)),
                 val(missedBefore))
             .queryTimeout(timeoutSeconds)
@@ -456,7 +455,7 @@ public final class RunTable {
       String identity,
       Duration lease) {
     return dsl.update(table)
-        .set(lockedUntil, clockTimestampPlus(lease))
+        .set(lockedUntil, PgClock.plus(lease))
         .where(currentRun(jobName, time, currentAttempt))
         .and(owner.eq(identity))
         .returning(attempt, coversFrom, missed)
@@ -481,7 +480,7 @@ public final class RunTable {
         .from(table)
         .where(job.eq(jobName))
         .and(state.eq(RUNNING))
-        .and(lockedUntil.lt(clockTimestamp()))
+        .and(lockedUntil.lt(PgClock.now()))
         .orderBy(scheduledAt)
         .limit(limit)
         .queryTimeout(timeoutSeconds)
@@ -508,8 +507,8 @@ public final class RunTable {
     return dsl.update(table)
         .set(attempt, next)
         .set(owner, ownerName)
-        .set(lockedUntil, clockTimestampPlus(lease))
-        .set(claimedAt, clockTimestamp())
+        .set(lockedUntil, PgClock.plus(lease))
+        .set(claimedAt, PgClock.now())
         .where(expiredRun(jobName, time))
         .and(attempt.lt((long) maxAttempts))
         .returning(attempt, coversFrom, missed)
@@ -527,7 +526,7 @@ public final class RunTable {
     return dsl.update(table)
         .set(state, FAILED)
         .setNull(lockedUntil)
-        .set(finishedAt, clockTimestamp())
+        .set(finishedAt, PgClock.now())
         .set(
             lastError,
             val(
@@ -558,6 +557,11 @@ public final class RunTable {
    * after a takeover this attempt's renewal matches nothing, also when it is a resend of a renewal
    * whose answer was lost. With {@code attemptCheck} false (the tests' negative control only) the
    * running run is matched by job and time alone, released or not.
+   *
+   * <p>Not the shared {@code LeasedRow.extend}: that one adds {@code locked_until >
+   * clock_timestamp()}, which this statement must not (the outage case above).
+   *
+   * @throws IllegalStateException when it matched more than one row (the table lost its key)
    */
   public boolean renew(
       DSLContext dsl,
@@ -570,12 +574,13 @@ public final class RunTable {
         attemptCheck
             ? currentRun(jobName, time, currentAttempt).and(lockedUntil.gt(RELEASED))
             : job.eq(jobName).and(scheduledAt.eq(at(time))).and(state.eq(RUNNING));
-    return dsl.update(table)
-            .set(lockedUntil, clockTimestampPlus(lease))
+    int rows =
+        dsl.update(table)
+            .set(lockedUntil, PgClock.plus(lease))
             .where(which)
             .queryTimeout(timeoutSeconds)
-            .execute()
-        == 1;
+            .execute();
+    return SqlErrors.atMostOneRow(rows, "renewal of " + jobName + " " + time, tableName, KEY);
   }
 
   /**
@@ -584,22 +589,29 @@ public final class RunTable {
    * the attempt is stale and the transaction must roll back. With {@code attemptCheck} false (the
    * tests' negative control only) the run is matched by job and time alone.
    *
-   * @return the rows updated, 0 or 1
+   * <p>Not the shared {@code LeasedRow.finish}: that ends the lease at {@code clock_timestamp()},
+   * where a finished run here has no lease at all ({@code NULL}, as {@link #fail} and {@link
+   * #giveUp} leave it), and it would not set the state.
+   *
+   * @return true when the run is finished by this attempt; false when the attempt is stale
+   * @throws IllegalStateException when it matched more than one row (the table lost its key)
    */
-  public int finish(
+  public boolean finish(
       DSLContext dsl, String jobName, Instant time, long currentAttempt, boolean attemptCheck) {
     Condition which =
         attemptCheck
             ? currentRun(jobName, time, currentAttempt)
             : job.eq(jobName).and(scheduledAt.eq(at(time)));
-    return dsl.update(table)
-        .set(state, DONE)
-        .setNull(lockedUntil)
-        .set(finishedAt, clockTimestamp())
-        .setNull(lastError)
-        .where(which)
-        .queryTimeout(timeoutSeconds)
-        .execute();
+    int rows =
+        dsl.update(table)
+            .set(state, DONE)
+            .setNull(lockedUntil)
+            .set(finishedAt, PgClock.now())
+            .setNull(lastError)
+            .where(which)
+            .queryTimeout(timeoutSeconds)
+            .execute();
+    return SqlErrors.atMostOneRow(rows, "finish of " + jobName + " " + time, tableName, KEY);
   }
 
   /**
@@ -610,27 +622,30 @@ public final class RunTable {
    */
   public boolean release(
       DSLContext dsl, String jobName, Instant time, long currentAttempt, String error) {
-    return dsl.update(table)
+    int rows =
+        dsl.update(table)
             .set(lockedUntil, RELEASED)
             .set(lastError, truncate(error))
             .where(currentRun(jobName, time, currentAttempt))
             .queryTimeout(timeoutSeconds)
-            .execute()
-        == 1;
+            .execute();
+    return SqlErrors.atMostOneRow(rows, "release of " + jobName + " " + time, tableName, KEY);
   }
 
   /** Records the current attempt's failure as final. */
   public boolean fail(
       DSLContext dsl, String jobName, Instant time, long currentAttempt, String error) {
-    return dsl.update(table)
+    int rows =
+        dsl.update(table)
             .set(state, FAILED)
             .setNull(lockedUntil)
-            .set(finishedAt, clockTimestamp())
+            .set(finishedAt, PgClock.now())
             .set(lastError, truncate(error))
             .where(currentRun(jobName, time, currentAttempt))
             .queryTimeout(timeoutSeconds)
-            .execute()
-        == 1;
+            .execute();
+    return SqlErrors.atMostOneRow(
+        rows, "failure record of " + jobName + " " + time, tableName, KEY);
   }
 
   /**
@@ -660,16 +675,16 @@ public final class RunTable {
     return dsl.query(
             "DELETE FROM {0} WHERE job = {1} AND state IN ({2}, {3}) AND scheduled_at IN ("
                 + " SELECT scheduled_at FROM {0} WHERE job = {1} AND state IN ({2}, {3})"
-                + " AND finished_at < clock_timestamp() - {4} * interval '1 millisecond'"
-                + " AND scheduled_at < clock_timestamp() - {5} * interval '1 millisecond'"
+                + " AND finished_at < {4}"
+                + " AND scheduled_at < {5}"
                 + " AND scheduled_at < (SELECT max(scheduled_at) FROM {0} WHERE job = {1})"
                 + " ORDER BY scheduled_at LIMIT {6})",
             table,
             val(jobName),
             val(DONE),
             val(FAILED),
-            val(millis(keep)),
-            val(millis(window)),
+            PgClock.minus(keep),
+            PgClock.minus(window),
             val(batch))
         .queryTimeout(timeoutSeconds)
         .execute();
@@ -684,9 +699,9 @@ public final class RunTable {
     return dsl.query(
             "DELETE FROM {0} WHERE job = {1} AND scheduled_at IN ("
                 + " SELECT scheduled_at FROM {0} WHERE job = {1}"
-                + " AND scheduled_at < clock_timestamp() - {2} * interval '1 millisecond'"
+                + " AND scheduled_at < {2}"
                 + " ORDER BY scheduled_at LIMIT {3})",
-            table, val(jobName), val(millis(age)), val(batch))
+            table, val(jobName), PgClock.minus(age), val(batch))
         .queryTimeout(timeoutSeconds)
         .execute();
   }
@@ -702,7 +717,7 @@ public final class RunTable {
     return job.eq(jobName)
         .and(scheduledAt.eq(at(time)))
         .and(state.eq(RUNNING))
-        .and(lockedUntil.lt(clockTimestamp()));
+        .and(lockedUntil.lt(PgClock.now()));
   }
 
   private static Claim claimOf(
@@ -719,23 +734,5 @@ public final class RunTable {
       return null;
     }
     return error.length() <= MAX_ERROR_LENGTH ? error : error.substring(0, MAX_ERROR_LENGTH);
-  }
-
-  /**
-   * {@code clock_timestamp()}: the database's clock when the statement evaluates it. Not {@code
-   * now()}, which is frozen at the start of the transaction: a finish late in a long job
-   * transaction would otherwise judge leases in the past.
-   */
-  static Field<OffsetDateTime> clockTimestamp() {
-    return function(unquotedName("clock_timestamp"), SQLDataType.TIMESTAMPWITHTIMEZONE);
-  }
-
-  /** {@code clock_timestamp() + :millis * interval '1 millisecond'}, rounded up, bound. */
-  static Field<OffsetDateTime> clockTimestampPlus(Duration duration) {
-    return clockTimestamp().plus(val(millis(duration)).times(ONE_MILLISECOND));
-  }
-
-  private static long millis(Duration duration) {
-    return duration.toMillis() + (duration.toNanosPart() % 1_000_000 > 0 ? 1 : 0);
   }
 }
