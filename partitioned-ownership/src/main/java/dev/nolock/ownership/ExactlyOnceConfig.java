@@ -2,11 +2,11 @@ package dev.nolock.ownership;
 
 import dev.nolock.patterns.Names;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -140,8 +140,8 @@ public final class ExactlyOnceConfig {
     return closeTimeout;
   }
 
-  public Optional<MeterRegistry> meterRegistry() {
-    return Optional.ofNullable(meterRegistry);
+  public Option<MeterRegistry> meterRegistry() {
+    return Option.of(meterRegistry);
   }
 
   public Map<String, Object> consumerProperties() {

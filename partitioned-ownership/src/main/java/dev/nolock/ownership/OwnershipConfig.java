@@ -4,11 +4,11 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Pattern;
@@ -238,8 +238,8 @@ public final class OwnershipConfig {
     return closeTimeout;
   }
 
-  public Optional<MeterRegistry> meterRegistry() {
-    return Optional.ofNullable(meterRegistry);
+  public Option<MeterRegistry> meterRegistry() {
+    return Option.of(meterRegistry);
   }
 
   public LeaseClock clock() {

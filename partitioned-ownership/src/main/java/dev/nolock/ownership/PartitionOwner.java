@@ -9,11 +9,11 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -81,7 +81,7 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
     Objects.requireNonNull(valueDeserializer, "valueDeserializer");
     Objects.requireNonNull(handler, "handler");
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
-    MeterRegistry registry = config.meterRegistry().orElseGet(CompositeMeterRegistry::new);
+    MeterRegistry registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
     this.loop =
         new OwnerLoop<>(
             config,
@@ -221,8 +221,8 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
    * handler's exception (in an {@link IllegalStateException} naming the record), a non-transient
    * database error, or a Kafka error.
    */
-  public Optional<Throwable> failure() {
-    return Optional.ofNullable(failure);
+  public Option<Throwable> failure() {
+    return Option.of(failure);
   }
 
   /** Waits until the loop has stopped; true if it has. */

@@ -106,7 +106,7 @@ class HandlerFailureIT {
         strict.createTableIfMissing();
         strict.start();
         assertThat(strict.awaitTermination(Duration.ofSeconds(60))).isTrue();
-        assertThat(strict.failure())
+        assertThat(strict.failure().toJavaOptional())
             .get()
             .isInstanceOfSatisfying(
                 IllegalStateException.class,

@@ -94,7 +94,7 @@ class LongOutageIT {
           .atMost(Duration.ofSeconds(60))
           .until(() -> events.delays.size() >= FAILURES || !owner.isRunning());
 
-      assertThat(owner.failure())
+      assertThat(owner.failure().toJavaOptional())
           .as(
               "the runner survives %d PostgreSQL failures in a row at a base delay of %s",
               FAILURES, BASE)

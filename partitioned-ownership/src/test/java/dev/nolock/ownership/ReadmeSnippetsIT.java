@@ -89,7 +89,7 @@ class ReadmeSnippetsIT {
                                   "SELECT cents FROM balances WHERE account = 'account-42'")
                               .map(r -> r.get(0, Long.class))
                               .orElse(null)));
-      assertThat(owner.failure()).isEmpty();
+      assertThat(owner.failure().toJavaOptional()).isEmpty();
       assertThat(
               registry.get("nolock.ownership.records.applied").counters().stream()
                   .mapToDouble(c -> c.count())
