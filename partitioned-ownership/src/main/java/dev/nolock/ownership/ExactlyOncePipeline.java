@@ -88,7 +88,10 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
             consumer,
             producer,
             transform,
-            new PipelineMetrics(registry, config.groupId(), config.inputTopic()));
+            new PipelineMetrics(
+                registry,
+                config.metricsInstanceName().getOrElse(config.groupId()),
+                config.inputTopic()));
   }
 
   /** A pipeline, not started yet. */

@@ -1,5 +1,6 @@
 package dev.nolock.ownership;
 
+import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.sql.SqlNames;
@@ -74,6 +75,7 @@ public final class OwnershipConfig {
   private final Duration retryMaxDelay;
   private final Duration closeTimeout;
   private final MeterRegistry meterRegistry;
+  private final String metricsInstanceName;
   private final LeaseClock clock;
   private final Map<String, Object> consumerProperties;
 
@@ -96,6 +98,7 @@ public final class OwnershipConfig {
     this.retryMaxDelay = b.retryMaxDelay;
     this.closeTimeout = b.closeTimeout;
     this.meterRegistry = b.meterRegistry;
+    this.metricsInstanceName = b.metricsInstanceName;
     this.clock = b.clock;
     this.consumerProperties = Map.copyOf(b.consumerProperties);
     if (safetyMargin.compareTo(sessionTimeout) >= 0) {
@@ -238,8 +241,14 @@ public final class OwnershipConfig {
     return closeTimeout;
   }
 
+  /** Where the metrics go, from {@link Builder#metrics}; none by default. */
   public Option<MeterRegistry> meterRegistry() {
     return Option.of(meterRegistry);
+  }
+
+  /** The {@code name} tag of every series, from {@link Builder#metrics}; none by default. */
+  public Option<String> metricsInstanceName() {
+    return Option.of(metricsInstanceName);
   }
 
   public LeaseClock clock() {
@@ -291,6 +300,7 @@ public final class OwnershipConfig {
     private Duration retryMaxDelay = Duration.ofSeconds(5);
     private Duration closeTimeout = Duration.ofSeconds(30);
     private MeterRegistry meterRegistry;
+    private String metricsInstanceName;
     private LeaseClock clock = LeaseClock.system();
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
 
@@ -432,9 +442,24 @@ public final class OwnershipConfig {
       return this;
     }
 
-    /** Where the metrics go (see the README's Metrics); none by default. */
-    public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+    /**
+     * Records metrics in {@code registry} (see the README's Metrics), every series tagged {@code
+     * component="ownership"} and {@code name=instanceName}. Without it nothing is recorded.
+     *
+     * @param instanceName names this runner in the registry, at most {@value
+     *     CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters; give each runner its own, so
+     *     that two in one registry stay apart. Never a per-record value such as a key.
+     */
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      if (registry == null) {
+        throw new IllegalArgumentException(
+            "metrics(null, instanceName): pass the MeterRegistry to record in, or leave metrics"
+                + " unset to record nothing");
+      }
+      this.metricsInstanceName =
+          Names.requireName(
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.meterRegistry = registry;
       return this;
     }
 

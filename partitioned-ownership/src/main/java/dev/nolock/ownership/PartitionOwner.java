@@ -91,7 +91,11 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
             safeguards,
             events,
             partitions ->
-                new OwnershipMetrics(registry, config.groupId(), config.topic(), partitions));
+                new OwnershipMetrics(
+                    registry,
+                    config.metricsInstanceName().getOrElse(config.groupId()),
+                    config.topic(),
+                    partitions));
   }
 
   /**

@@ -79,7 +79,7 @@ class ExactlyOncePipelineFrozenBrokerIT {
                 // Far longer than the freeze: the broker must not abort the transaction itself.
                 .transactionTimeout(Duration.ofSeconds(60))
                 .closeTimeout(Duration.ofSeconds(10))
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .producerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, MAX_BLOCK_MS)
                 .producerProperty(ProducerConfig.LINGER_MS_CONFIG, 60_000)
                 .producerProperty(ProducerConfig.BATCH_SIZE_CONFIG, 1 << 20)
@@ -151,7 +151,7 @@ class ExactlyOncePipelineFrozenBrokerIT {
                 .pollTimeout(Duration.ofMillis(200))
                 .transactionTimeout(Duration.ofSeconds(60))
                 .closeTimeout(Duration.ofSeconds(10))
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .producerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, MAX_BLOCK_MS)
                 .producerProperty(ProducerConfig.LINGER_MS_CONFIG, 60_000)
                 .build(),

@@ -167,7 +167,7 @@ class ExactlyOncePipelineIT {
                 .pollTimeout(Duration.ofMillis(200))
                 .transactionTimeout(Duration.ofSeconds(30))
                 .closeTimeout(Duration.ofSeconds(10))
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .producerProperty(ProducerConfig.CLIENT_ID_CONFIG, clientId)
                 .producerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, 1_500)
                 .producerProperty(ProducerConfig.LINGER_MS_CONFIG, 10_000)
@@ -248,7 +248,7 @@ class ExactlyOncePipelineIT {
         .pollTimeout(Duration.ofMillis(200))
         .transactionTimeout(Duration.ofSeconds(30))
         .closeTimeout(Duration.ofSeconds(10))
-        .meterRegistry(metrics)
+        .metrics(metrics, "test")
         .build();
   }
 

@@ -35,7 +35,7 @@ class HandlerFailureIT {
         PartitionOwner.create(
             pg.dataSource(),
             TestOwners.config(kafka.bootstrapServers(), topic, group, "flaky")
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .build(),
             new StringDeserializer(),
             new StringDeserializer(),

@@ -56,7 +56,7 @@ class LogStartAboveZeroIT {
       try (PartitionOwner<String, String> owner =
           p.owner(
               "log-start",
-              config -> config.meterRegistry(metrics),
+              config -> config.metrics(metrics, "test"),
               (record, tx, epoch) -> {
                 applied.apply(record, tx, epoch); // rolled back by the failure below
                 if (failuresLeft.getAndDecrement() > 0) {

@@ -66,7 +66,7 @@ class LogStartLookupFailureIT {
           PartitionOwner.withSafeguards(
               pg.dataSource(),
               TestOwners.config(kafka.bootstrapServers(), topic, group, "lookup")
-                  .meterRegistry(metrics)
+                  .metrics(metrics, "test")
                   .build(),
               new StringDeserializer(),
               new StringDeserializer(),

@@ -72,7 +72,7 @@ class LongOutageIT {
                 TestOwners.config(kafka.bootstrapServers(), topic, group, "patient")
                     .retryBackoff(BASE, MAX)
                     .clock(events.clock)
-                    .meterRegistry(metrics)
+                    .metrics(metrics, "test")
                     // The broker answers a fetch at once: a rewound partition is fetched again
                     // without waiting out the fetch in flight (500 ms by default) each turn.
                     .consumerProperty(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 10)

@@ -31,6 +31,7 @@ class OwnershipConfigTest {
     assertThat(config.retryMaxDelay()).isEqualTo(Duration.ofSeconds(5));
     assertThat(config.closeTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(config.meterRegistry()).isEmpty();
+    assertThat(config.metricsInstanceName()).isEmpty();
     assertThat(config.consumerProperties()).isEmpty();
     assertThat(config.usesConsumerGroupProtocol()).isFalse();
   }

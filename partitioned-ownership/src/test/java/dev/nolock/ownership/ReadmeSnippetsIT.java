@@ -55,7 +55,7 @@ class ReadmeSnippetsIT {
     OwnershipConfig config =
         OwnershipConfig.custom(bootstrap, topic, "account-ledger")
             .sessionTimeout(Duration.ofSeconds(10))
-            .meterRegistry(registry)
+            .metrics(registry, "account-ledger")
             .build();
     try (PartitionOwner<String, String> owner =
         PartitionOwner.create(

@@ -178,7 +178,7 @@ class SteppedAsideReclaimIT {
               pg.dataSource(),
               TestOwners.config(kafka.bootstrapServers(), topic, group, "rightful-" + protocol)
                   .clock(runnerClock == null ? clock : runnerClock)
-                  .meterRegistry(metrics)
+                  .metrics(metrics, "test")
                   .consumerProperty(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol)
                   .build(),
               new StringDeserializer(),

@@ -141,7 +141,7 @@ class TransactionMarkersIT {
         PartitionOwner.create(
             pg.dataSource(),
             TestOwners.config(kafka.bootstrapServers(), topic, group, id)
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .build(),
             new StringDeserializer(),
             new StringDeserializer(),

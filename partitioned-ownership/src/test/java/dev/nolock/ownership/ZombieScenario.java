@@ -94,7 +94,7 @@ final class ZombieScenario {
         PartitionOwner.create(
             pg.dataSource(),
             TestOwners.config(kafka.bootstrapServers(), topic, group, takeoverId)
-                .meterRegistry(registry)
+                .metrics(registry, "test")
                 .build(),
             new StringDeserializer(),
             new StringDeserializer(),
