@@ -3,6 +3,7 @@ package dev.nolock.idempotency;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -18,23 +19,25 @@ class IdempotencyConfigTest {
     assertThat(config.waitWhileInProgress().maxAttempts()).isEqualTo(1);
     assertThat(config.purgeBatchSize()).isEqualTo(1000);
     assertThat(config.queryTimeout()).isEqualTo(Duration.ofSeconds(5));
-    assertThat(config.metricsName()).isEqualTo("nolock_idempotency_keys");
+    assertThat(config.metricsInstanceName()).isEqualTo("nolock_idempotency_keys");
   }
 
   @Test
-  void theGaugesMetricsNameDefaultsToTheTableAndIsValidated() {
-    assertThat(IdempotencyConfig.custom().table("app.idem_keys").build().metricsName())
+  void theMetricsInstanceNameDefaultsToTheTableAndIsValidated() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    assertThat(IdempotencyConfig.custom().table("app.idem_keys").build().metricsInstanceName())
         .isEqualTo("app.idem_keys");
-    assertThat(
-            IdempotencyConfig.custom().metricsName("payments-eu").table("k").build().metricsName())
-        .isEqualTo("payments-eu");
-    assertThatThrownBy(() -> IdempotencyConfig.custom().metricsName(" "))
+    IdempotencyConfig named =
+        IdempotencyConfig.custom().metrics(registry, "payments-eu").table("k").build();
+    assertThat(named.metricsInstanceName()).isEqualTo("payments-eu");
+    assertThat(named.meterRegistry()).isSameAs(registry);
+    assertThatThrownBy(() -> IdempotencyConfig.custom().metrics(registry, " "))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("metrics name");
-    assertThatThrownBy(() -> IdempotencyConfig.custom().metricsName("x".repeat(101)))
+        .hasMessageContaining("metrics instance name");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().metrics(registry, "x".repeat(101)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("more than 100");
-    assertThatThrownBy(() -> IdempotencyConfig.custom().metricsName("eu\n"))
+    assertThatThrownBy(() -> IdempotencyConfig.custom().metrics(registry, "eu\n"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("control character");
   }

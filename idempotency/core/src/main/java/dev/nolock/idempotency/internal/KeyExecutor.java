@@ -76,12 +76,13 @@ public final class KeyExecutor<R> {
    */
   public void registerGauge() {
     if (IdempotencyMetrics.registerAbandonedKeys(
-        config.meterRegistry(), config.metricsName(), this, KeyExecutor::sampleAbandoned)) {
+        config.meterRegistry(), config.metricsInstanceName(), this, KeyExecutor::sampleAbandoned)) {
       LOG.info(
           "The abandoned-keys gauge name=\"{}\" now reads the IdempotencyKeys on {} created last;"
               + " an earlier one with the same metrics name is no longer read. If they use"
-              + " different databases, give each its own IdempotencyConfig.metricsName.",
-          config.metricsName(),
+              + " different databases, give each its own instance name in"
+              + " IdempotencyConfig.metrics(registry, instanceName).",
+          config.metricsInstanceName(),
           table);
     }
   }
@@ -155,7 +156,9 @@ public final class KeyExecutor<R> {
 
   public Outcome<R> execute(String scope, String key, Fingerprint fingerprint, Phases<R> phases) {
     IdempotencyMetrics counters =
-        metrics.computeIfAbsent(scope, s -> new IdempotencyMetrics(config.meterRegistry(), s));
+        metrics.computeIfAbsent(
+            scope,
+            s -> new IdempotencyMetrics(config.meterRegistry(), config.metricsInstanceName(), s));
     Either<Outcome<R>, Outcome<R>> result =
         config
             .waitWhileInProgress()
