@@ -7,7 +7,6 @@ import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -309,8 +308,13 @@ public final class ExactlyOnceConfig {
     }
 
     private static void refuse(String key, Object value, Set<String> reserved, String what) {
-      Objects.requireNonNull(key, "key");
-      Objects.requireNonNull(value, "value");
+      required(key, "A null setting key: pass the Kafka setting's name, e.g. \"client.id\"");
+      required(
+          value,
+          "The setting '"
+              + key
+              + "' has a null value: pass its value, or leave the setting out for Kafka's"
+              + " default");
       if (reserved.contains(key)) {
         throw new IllegalArgumentException(
             "The "
@@ -324,6 +328,13 @@ public final class ExactlyOnceConfig {
 
     public ExactlyOnceConfig build() {
       return new ExactlyOnceConfig(this);
+    }
+
+    private static <T> T required(T value, String howToFix) {
+      if (value == null) {
+        throw new IllegalArgumentException(howToFix);
+      }
+      return value;
     }
   }
 }

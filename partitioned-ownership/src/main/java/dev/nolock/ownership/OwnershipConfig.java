@@ -9,7 +9,6 @@ import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Pattern;
@@ -465,7 +464,8 @@ public final class OwnershipConfig {
 
     /** The monotonic clock for the point of no return and backoff. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock =
+          required(clock, "clock(null): pass a LeaseClock, e.g. LeaseClock.system() (the default)");
       return this;
     }
 
@@ -475,8 +475,13 @@ public final class OwnershipConfig {
      * refused with the setter to use instead.
      */
     public Builder consumerProperty(String key, Object value) {
-      Objects.requireNonNull(key, "key");
-      Objects.requireNonNull(value, "value");
+      required(key, "A null setting key: pass the Kafka setting's name, e.g. \"client.id\"");
+      required(
+          value,
+          "The setting '"
+              + key
+              + "' has a null value: pass its value, or leave the setting out for Kafka's"
+              + " default");
       String instead = RESERVED.get(key);
       if (instead != null) {
         throw new IllegalArgumentException(
@@ -509,10 +514,17 @@ public final class OwnershipConfig {
     }
 
     static Duration between(String what, Duration value, Duration min, Duration max) {
-      Objects.requireNonNull(value, what);
+      required(value, what + " is null: pass a Duration between " + min + " and " + max);
       if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
         throw new IllegalArgumentException(
             what + " must be between " + min + " and " + max + ", got " + value);
+      }
+      return value;
+    }
+
+    private static <T> T required(T value, String howToFix) {
+      if (value == null) {
+        throw new IllegalArgumentException(howToFix);
       }
       return value;
     }

@@ -9,7 +9,6 @@ import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.time.Duration;
-import java.util.Objects;
 
 /**
  * Immutable settings of {@link IdempotencyKeys}, built with {@link #custom()}; each setter
@@ -185,7 +184,7 @@ public final class IdempotencyConfig {
      * milliseconds. Default 30 s.
      */
     public Builder lease(Duration lease) {
-      Objects.requireNonNull(lease, "lease");
+      required(lease, "lease(null): pass a Duration, e.g. Duration.ofSeconds(30) (the default)");
       if (lease.compareTo(MIN_LEASE) < 0
           || lease.compareTo(Deadline.MAX_LEASE_DURATION) > 0
           || lease.toNanos() % 1_000_000 != 0) {
@@ -211,7 +210,8 @@ public final class IdempotencyConfig {
      * most {@link IdempotencyConfig#MAX_RETENTION}, whole milliseconds. Default 24 h (Stripe's).
      */
     public Builder retention(Duration retention) {
-      Objects.requireNonNull(retention, "retention");
+      required(
+          retention, "retention(null): pass a Duration, e.g. Duration.ofHours(24) (the default)");
       if (retention.compareTo(MIN_LEASE) < 0
           || retention.compareTo(MAX_RETENTION) > 0
           || retention.toNanos() % 1_000_000 != 0) {
@@ -236,7 +236,11 @@ public final class IdempotencyConfig {
      * answer {@code RequestInProgress} at once, the draft's 409.
      */
     public Builder waitWhileInProgress(RetryPolicy policy) {
-      this.waitWhileInProgress = Objects.requireNonNull(policy, "policy");
+      this.waitWhileInProgress =
+          required(
+              policy,
+              "waitWhileInProgress(null): pass a RetryPolicy, or RetryPolicy.noRetry() (the"
+                  + " default) not to wait");
       return this;
     }
 
@@ -257,7 +261,8 @@ public final class IdempotencyConfig {
      * from 1 s to 5 min. Does not apply to the statements of your action. Default 5 s.
      */
     public Builder queryTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "queryTimeout");
+      required(
+          timeout, "queryTimeout(null): pass a Duration, e.g. Duration.ofSeconds(5) (the default)");
       if (timeout.compareTo(Duration.ofSeconds(1)) < 0
           || timeout.compareTo(MAX_QUERY_TIMEOUT) > 0
           || timeout.toNanos() % 1_000_000_000L != 0) {
@@ -303,7 +308,8 @@ public final class IdempotencyConfig {
 
     /** The clock for {@link Attempt#deadline()} and the backoff of {@link #waitWhileInProgress}. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock =
+          required(clock, "clock(null): pass a LeaseClock, e.g. LeaseClock.system() (the default)");
       return this;
     }
 
@@ -321,6 +327,13 @@ public final class IdempotencyConfig {
                 + " again. Raise the retention.");
       }
       return new IdempotencyConfig(this);
+    }
+
+    private static <T> T required(T value, String howToFix) {
+      if (value == null) {
+        throw new IllegalArgumentException(howToFix);
+      }
+      return value;
     }
   }
 }
