@@ -159,11 +159,14 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
 
   /**
    * Creates the ownership table if it does not exist (see the README's Schema); the schema of a
-   * qualified name must exist.
+   * qualified name must exist. An existing table is left as it is.
+   *
+   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists without a column the
+   *     runner reads or writes; its message holds the DDL that fits
    */
   public void createTableIfMissing() {
     try {
-      new OwnerTable(config.tableName()).createTableIfMissing(dsl);
+      new OwnerTable(config.tableName()).createTableIfMissing(dsl, config.table());
     } catch (DataAccessException e) {
       throw new BackendUnavailableException(
           "Could not create the ownership table " + config.table(), e);
