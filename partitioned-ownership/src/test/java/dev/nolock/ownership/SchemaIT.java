@@ -14,9 +14,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class SchemaIT {
 
   /**
-   * An ownership table that exists without a column the runner reads or writes is refused by
-   * {@code createTableIfMissing()} with the DDL that fits. Before, the call succeeded (CREATE
-   * TABLE IF NOT EXISTS left the table as it was) and the runner failed later, at start.
+   * An ownership table that exists without a column the runner reads or writes is refused by {@code
+   * createTableIfMissing()} with the DDL that fits. Before, the call succeeded (CREATE TABLE IF NOT
+   * EXISTS left the table as it was) and the runner failed later, at start.
    */
   @Test
   void aTableWithoutAColumnTheRunnerNeedsIsRefusedWithTheDdlThatFits(PostgresSchema pg) {

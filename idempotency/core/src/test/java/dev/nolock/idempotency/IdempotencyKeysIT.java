@@ -447,7 +447,7 @@ class IdempotencyKeysIT {
 
     List<Meter> meters =
         registry.getMeters().stream()
-            .filter(m -> "tagged".equals(m.getId().getTag("name")))
+            .filter(m -> "tagged".equals(m.getId().getTag("scope")))
             .toList();
     assertThat(meters)
         .extracting(m -> m.getId().getName())
@@ -463,6 +463,7 @@ class IdempotencyKeysIT {
         .allSatisfy(
             m -> {
               assertThat(m.getId().getTag("component")).isEqualTo("idempotency");
+              assertThat(m.getId().getTag("name")).isEqualTo("keys-it");
               assertThat(m.getId().getTags()).noneMatch(t -> t.getValue().contains(key));
             });
     assertThat(counter("first.runs", "tagged")).isEqualTo(1);

@@ -16,8 +16,8 @@ class SchemaIT {
    * A keys table that exists without a column the library writes is refused by {@code
    * createTableIfMissing()} with the DDL that fits; nothing is altered. Before, the call created
    * the sequence and went on to the indexes, and failed on the partial index with an
-   * IllegalStateException carrying PostgreSQL's "column state does not exist" (or, with the
-   * indexes already there, succeeded and left the first execute to fail).
+   * IllegalStateException carrying PostgreSQL's "column state does not exist" (or, with the indexes
+   * already there, succeeded and left the first execute to fail).
    */
   @Test
   void aTableWithoutAColumnTheLibraryWritesIsRefusedWithTheDdlThatFits(PostgresSchema pg) {
