@@ -187,7 +187,7 @@ public final class OwnershipHarness implements Harness {
           run.await(
               () ->
                   owners.stream()
-                      .map(o -> o.failure().orElse(null))
+                      .map(o -> o.failure().getOrNull())
                       .filter(f -> f != null)
                       .findFirst()
                       .orElse(null));

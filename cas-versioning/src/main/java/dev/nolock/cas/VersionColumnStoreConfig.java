@@ -8,7 +8,6 @@ import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.Set;
 import java.util.UUID;
 import org.jooq.Name;
@@ -220,13 +219,17 @@ public final class VersionColumnStoreConfig<K, T> {
      * .maxElapsed(Duration.ofSeconds(30)).build()}. Default {@link RetryPolicy#ofDefaults()}.
      */
     public Builder<K, T> retryPolicy(RetryPolicy retryPolicy) {
-      this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
+      this.retryPolicy =
+          required(
+              retryPolicy,
+              "retryPolicy(null): pass a RetryPolicy, e.g. RetryPolicy.ofDefaults() (the default)");
       return this;
     }
 
     /** The clock of the retry waits. Default {@link LeaseClock#system()}. */
     public Builder<K, T> clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock =
+          required(clock, "clock(null): pass a LeaseClock, e.g. LeaseClock.system() (the default)");
       return this;
     }
 
@@ -236,7 +239,9 @@ public final class VersionColumnStoreConfig<K, T> {
      * from 1 s to {@link VersionColumnStoreConfig#MAX_QUERY_TIMEOUT}. Default 5 s.
      */
     public Builder<K, T> queryTimeout(Duration queryTimeout) {
-      Objects.requireNonNull(queryTimeout, "queryTimeout");
+      required(
+          queryTimeout,
+          "queryTimeout(null): pass a Duration, e.g. Duration.ofSeconds(5) (the default)");
       if (queryTimeout.compareTo(Duration.ofSeconds(1)) < 0
           || queryTimeout.compareTo(MAX_QUERY_TIMEOUT) > 0
           || queryTimeout.toNanos() % 1_000_000_000L != 0) {
@@ -259,7 +264,10 @@ public final class VersionColumnStoreConfig<K, T> {
      * @param instanceName names this store (e.g. {@code "accounts"}), never a per-row key
      */
     public Builder<K, T> metrics(MeterRegistry registry, String instanceName) {
-      Objects.requireNonNull(registry, "registry");
+      required(
+          registry,
+          "metrics(null, instanceName): pass the MeterRegistry to record in, or leave metrics"
+              + " unset to record nothing");
       Names.requireName(
           "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
       this.registry = registry;
@@ -300,6 +308,13 @@ public final class VersionColumnStoreConfig<K, T> {
                 + " is configured separately).");
       }
       return column;
+    }
+
+    private static <T> T required(T value, String howToFix) {
+      if (value == null) {
+        throw new IllegalArgumentException(howToFix);
+      }
+      return value;
     }
   }
 }

@@ -1,12 +1,12 @@
 package dev.nolock.ownership;
 
+import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Names;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Objects;
-import java.util.Optional;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -56,6 +56,7 @@ public final class ExactlyOnceConfig {
   private final Duration commitRetryTimeout;
   private final Duration closeTimeout;
   private final MeterRegistry meterRegistry;
+  private final String metricsInstanceName;
   private final Map<String, Object> consumerProperties;
   private final Map<String, Object> producerProperties;
 
@@ -72,6 +73,7 @@ public final class ExactlyOnceConfig {
     this.commitRetryTimeout = b.commitRetryTimeout;
     this.closeTimeout = b.closeTimeout;
     this.meterRegistry = b.meterRegistry;
+    this.metricsInstanceName = b.metricsInstanceName;
     this.consumerProperties = Map.copyOf(b.consumerProperties);
     this.producerProperties = Map.copyOf(b.producerProperties);
     if (maxPollInterval.compareTo(sessionTimeout) < 0) {
@@ -140,8 +142,14 @@ public final class ExactlyOnceConfig {
     return closeTimeout;
   }
 
-  public Optional<MeterRegistry> meterRegistry() {
-    return Optional.ofNullable(meterRegistry);
+  /** Where the metrics go, from {@link Builder#metrics}; none by default. */
+  public Option<MeterRegistry> meterRegistry() {
+    return Option.of(meterRegistry);
+  }
+
+  /** The {@code name} tag of every series, from {@link Builder#metrics}; none by default. */
+  public Option<String> metricsInstanceName() {
+    return Option.of(metricsInstanceName);
   }
 
   public Map<String, Object> consumerProperties() {
@@ -177,6 +185,7 @@ public final class ExactlyOnceConfig {
     private Duration commitRetryTimeout = Duration.ofMinutes(5);
     private Duration closeTimeout = Duration.ofSeconds(30);
     private MeterRegistry meterRegistry;
+    private String metricsInstanceName;
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
     private final Map<String, Object> producerProperties = new LinkedHashMap<>();
 
@@ -263,8 +272,24 @@ public final class ExactlyOnceConfig {
       return this;
     }
 
-    public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+    /**
+     * Records metrics in {@code registry} (see the README's Metrics), every series tagged {@code
+     * component="exactly_once"} and {@code name=instanceName}. Without it nothing is recorded.
+     *
+     * @param instanceName names this pipeline in the registry, at most {@value
+     *     CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters; give each pipeline its own, so
+     *     that two in one registry stay apart. Never a per-record value such as a key.
+     */
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      if (registry == null) {
+        throw new IllegalArgumentException(
+            "metrics(null, instanceName): pass the MeterRegistry to record in, or leave metrics"
+                + " unset to record nothing");
+      }
+      this.metricsInstanceName =
+          Names.requireName(
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.meterRegistry = registry;
       return this;
     }
 
@@ -283,8 +308,13 @@ public final class ExactlyOnceConfig {
     }
 
     private static void refuse(String key, Object value, Set<String> reserved, String what) {
-      Objects.requireNonNull(key, "key");
-      Objects.requireNonNull(value, "value");
+      required(key, "A null setting key: pass the Kafka setting's name, e.g. \"client.id\"");
+      required(
+          value,
+          "The setting '"
+              + key
+              + "' has a null value: pass its value, or leave the setting out for Kafka's"
+              + " default");
       if (reserved.contains(key)) {
         throw new IllegalArgumentException(
             "The "
@@ -298,6 +328,13 @@ public final class ExactlyOnceConfig {
 
     public ExactlyOnceConfig build() {
       return new ExactlyOnceConfig(this);
+    }
+
+    private static <T> T required(T value, String howToFix) {
+      if (value == null) {
+        throw new IllegalArgumentException(howToFix);
+      }
+      return value;
     }
   }
 }

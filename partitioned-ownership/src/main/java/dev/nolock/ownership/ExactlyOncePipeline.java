@@ -4,11 +4,11 @@ import dev.nolock.ownership.internal.PipelineLoop;
 import dev.nolock.ownership.internal.PipelineMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -65,7 +65,7 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
       Transform<KI, VI, KO, VO> transform) {
     this.config = Objects.requireNonNull(config, "config");
     Objects.requireNonNull(transform, "transform");
-    MeterRegistry registry = config.meterRegistry().orElseGet(CompositeMeterRegistry::new);
+    MeterRegistry registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
     KafkaConsumer<KI, VI> consumer =
         new KafkaConsumer<>(
             consumerProperties(config),
@@ -88,7 +88,10 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
             consumer,
             producer,
             transform,
-            new PipelineMetrics(registry, config.groupId(), config.inputTopic()));
+            new PipelineMetrics(
+                registry,
+                config.metricsInstanceName().getOrElse(config.groupId()),
+                config.inputTopic()));
   }
 
   /** A pipeline, not started yet. */
@@ -198,8 +201,8 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
    * commit still unanswered after {@link ExactlyOnceConfig#commitRetryTimeout()} ({@link
    * dev.nolock.patterns.BackendUnavailableException}: outcome unknown).
    */
-  public Optional<Throwable> failure() {
-    return Optional.ofNullable(failure);
+  public Option<Throwable> failure() {
+    return Option.of(failure);
   }
 
   /** Waits until the loop has stopped; true if it has. */

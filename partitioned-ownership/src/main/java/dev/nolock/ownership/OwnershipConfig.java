@@ -1,14 +1,14 @@
 package dev.nolock.ownership;
 
+import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.Objects;
-import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Pattern;
@@ -74,6 +74,7 @@ public final class OwnershipConfig {
   private final Duration retryMaxDelay;
   private final Duration closeTimeout;
   private final MeterRegistry meterRegistry;
+  private final String metricsInstanceName;
   private final LeaseClock clock;
   private final Map<String, Object> consumerProperties;
 
@@ -96,6 +97,7 @@ public final class OwnershipConfig {
     this.retryMaxDelay = b.retryMaxDelay;
     this.closeTimeout = b.closeTimeout;
     this.meterRegistry = b.meterRegistry;
+    this.metricsInstanceName = b.metricsInstanceName;
     this.clock = b.clock;
     this.consumerProperties = Map.copyOf(b.consumerProperties);
     if (safetyMargin.compareTo(sessionTimeout) >= 0) {
@@ -238,8 +240,14 @@ public final class OwnershipConfig {
     return closeTimeout;
   }
 
-  public Optional<MeterRegistry> meterRegistry() {
-    return Optional.ofNullable(meterRegistry);
+  /** Where the metrics go, from {@link Builder#metrics}; none by default. */
+  public Option<MeterRegistry> meterRegistry() {
+    return Option.of(meterRegistry);
+  }
+
+  /** The {@code name} tag of every series, from {@link Builder#metrics}; none by default. */
+  public Option<String> metricsInstanceName() {
+    return Option.of(metricsInstanceName);
   }
 
   public LeaseClock clock() {
@@ -291,6 +299,7 @@ public final class OwnershipConfig {
     private Duration retryMaxDelay = Duration.ofSeconds(5);
     private Duration closeTimeout = Duration.ofSeconds(30);
     private MeterRegistry meterRegistry;
+    private String metricsInstanceName;
     private LeaseClock clock = LeaseClock.system();
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
 
@@ -432,15 +441,31 @@ public final class OwnershipConfig {
       return this;
     }
 
-    /** Where the metrics go (see the README's Metrics); none by default. */
-    public Builder meterRegistry(MeterRegistry meterRegistry) {
-      this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+    /**
+     * Records metrics in {@code registry} (see the README's Metrics), every series tagged {@code
+     * component="ownership"} and {@code name=instanceName}. Without it nothing is recorded.
+     *
+     * @param instanceName names this runner in the registry, at most {@value
+     *     CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters; give each runner its own, so
+     *     that two in one registry stay apart. Never a per-record value such as a key.
+     */
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      if (registry == null) {
+        throw new IllegalArgumentException(
+            "metrics(null, instanceName): pass the MeterRegistry to record in, or leave metrics"
+                + " unset to record nothing");
+      }
+      this.metricsInstanceName =
+          Names.requireName(
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.meterRegistry = registry;
       return this;
     }
 
     /** The monotonic clock for the point of no return and backoff. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock =
+          required(clock, "clock(null): pass a LeaseClock, e.g. LeaseClock.system() (the default)");
       return this;
     }
 
@@ -450,8 +475,13 @@ public final class OwnershipConfig {
      * refused with the setter to use instead.
      */
     public Builder consumerProperty(String key, Object value) {
-      Objects.requireNonNull(key, "key");
-      Objects.requireNonNull(value, "value");
+      required(key, "A null setting key: pass the Kafka setting's name, e.g. \"client.id\"");
+      required(
+          value,
+          "The setting '"
+              + key
+              + "' has a null value: pass its value, or leave the setting out for Kafka's"
+              + " default");
       String instead = RESERVED.get(key);
       if (instead != null) {
         throw new IllegalArgumentException(
@@ -484,10 +514,17 @@ public final class OwnershipConfig {
     }
 
     static Duration between(String what, Duration value, Duration min, Duration max) {
-      Objects.requireNonNull(value, what);
+      required(value, what + " is null: pass a Duration between " + min + " and " + max);
       if (value.compareTo(min) < 0 || value.compareTo(max) > 0) {
         throw new IllegalArgumentException(
             what + " must be between " + min + " and " + max + ", got " + value);
+      }
+      return value;
+    }
+
+    private static <T> T required(T value, String howToFix) {
+      if (value == null) {
+        throw new IllegalArgumentException(howToFix);
       }
       return value;
     }

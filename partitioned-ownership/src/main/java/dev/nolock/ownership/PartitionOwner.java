@@ -9,11 +9,11 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -81,7 +81,7 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
     Objects.requireNonNull(valueDeserializer, "valueDeserializer");
     Objects.requireNonNull(handler, "handler");
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
-    MeterRegistry registry = config.meterRegistry().orElseGet(CompositeMeterRegistry::new);
+    MeterRegistry registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
     this.loop =
         new OwnerLoop<>(
             config,
@@ -91,7 +91,11 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
             safeguards,
             events,
             partitions ->
-                new OwnershipMetrics(registry, config.groupId(), config.topic(), partitions));
+                new OwnershipMetrics(
+                    registry,
+                    config.metricsInstanceName().getOrElse(config.groupId()),
+                    config.topic(),
+                    partitions));
   }
 
   /**
@@ -155,11 +159,14 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
 
   /**
    * Creates the ownership table if it does not exist (see the README's Schema); the schema of a
-   * qualified name must exist.
+   * qualified name must exist. An existing table is left as it is.
+   *
+   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists without a column the
+   *     runner reads or writes; its message holds the DDL that fits
    */
   public void createTableIfMissing() {
     try {
-      new OwnerTable(config.tableName()).createTableIfMissing(dsl);
+      new OwnerTable(config.tableName()).createTableIfMissing(dsl, config.table());
     } catch (DataAccessException e) {
       throw new BackendUnavailableException(
           "Could not create the ownership table " + config.table(), e);
@@ -221,8 +228,8 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
    * handler's exception (in an {@link IllegalStateException} naming the record), a non-transient
    * database error, or a Kafka error.
    */
-  public Optional<Throwable> failure() {
-    return Optional.ofNullable(failure);
+  public Option<Throwable> failure() {
+    return Option.of(failure);
   }
 
   /** Waits until the loop has stopped; true if it has. */

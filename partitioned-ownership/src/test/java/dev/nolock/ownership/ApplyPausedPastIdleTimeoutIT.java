@@ -81,7 +81,7 @@ class ApplyPausedPastIdleTimeoutIT {
           .atMost(Duration.ofSeconds(60))
           .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 1 || !owner.isRunning());
 
-      assertThat(owner.failure())
+      assertThat(owner.failure().toJavaOptional())
           .as(
               "the server rolled the paused apply back (idle_in_transaction_session_timeout):"
                   + " the runner retries the record instead of stopping")

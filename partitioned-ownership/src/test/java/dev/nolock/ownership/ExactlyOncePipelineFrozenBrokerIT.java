@@ -79,7 +79,7 @@ class ExactlyOncePipelineFrozenBrokerIT {
                 // Far longer than the freeze: the broker must not abort the transaction itself.
                 .transactionTimeout(Duration.ofSeconds(60))
                 .closeTimeout(Duration.ofSeconds(10))
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .producerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, MAX_BLOCK_MS)
                 .producerProperty(ProducerConfig.LINGER_MS_CONFIG, 60_000)
                 .producerProperty(ProducerConfig.BATCH_SIZE_CONFIG, 1 << 20)
@@ -101,7 +101,7 @@ class ExactlyOncePipelineFrozenBrokerIT {
       }
 
       assertThat(freezes).as("the broker was frozen once, inside a commit").hasValue(1);
-      assertThat(pipeline.failure())
+      assertThat(pipeline.failure().toJavaOptional())
           .as(
               "a commit that timed out is retried; the pipeline does not abort (which Kafka"
                   + " refuses with IllegalStateException) and stop")
@@ -123,7 +123,7 @@ class ExactlyOncePipelineFrozenBrokerIT {
                   .count())
           .isZero();
       assertThat(pipeline.isRunning()).isTrue();
-      assertThat(pipeline.failure()).isEmpty();
+      assertThat(pipeline.failure().toJavaOptional()).isEmpty();
     }
   }
 
@@ -151,7 +151,7 @@ class ExactlyOncePipelineFrozenBrokerIT {
                 .pollTimeout(Duration.ofMillis(200))
                 .transactionTimeout(Duration.ofSeconds(60))
                 .closeTimeout(Duration.ofSeconds(10))
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .producerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, MAX_BLOCK_MS)
                 .producerProperty(ProducerConfig.LINGER_MS_CONFIG, 60_000)
                 .build(),
@@ -173,7 +173,7 @@ class ExactlyOncePipelineFrozenBrokerIT {
         thaw(broker);
       }
 
-      assertThat(pipeline.failure())
+      assertThat(pipeline.failure().toJavaOptional())
           .as(
               "an abort that timed out is called again; the pipeline does not take it for a"
                   + " broken producer and stop")

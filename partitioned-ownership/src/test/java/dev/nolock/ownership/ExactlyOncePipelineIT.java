@@ -80,7 +80,7 @@ class ExactlyOncePipelineIT {
 
       assertThat(zombie.awaitTermination(Duration.ofSeconds(60))).isTrue();
       assertThat(zombie.fenced()).isTrue();
-      assertThat(zombie.failure())
+      assertThat(zombie.failure().toJavaOptional())
           .get()
           .satisfies(
               e -> assertThat(causes(e)).hasAtLeastOneElementOfType(ProducerFencedException.class));
@@ -100,7 +100,7 @@ class ExactlyOncePipelineIT {
       assertThat(read(kafka, output, "read_uncommitted", 51))
           .as("the zombie's write was attempted: it is in the log, aborted")
           .anyMatch(v -> v.startsWith("zombie"));
-      assertThat(successor.failure()).isEmpty();
+      assertThat(successor.failure().toJavaOptional()).isEmpty();
     }
   }
 
@@ -127,8 +127,8 @@ class ExactlyOncePipelineIT {
       produceInputs(kafka, input, 300, 300);
       List<String> committed = readExactly(kafka, output, "read_committed", 600);
       assertThat(inputIds(committed)).hasSize(600).doesNotHaveDuplicates();
-      assertThat(first.failure()).isEmpty();
-      assertThat(second.failure()).isEmpty();
+      assertThat(first.failure().toJavaOptional()).isEmpty();
+      assertThat(second.failure().toJavaOptional()).isEmpty();
     }
   }
 
@@ -167,7 +167,7 @@ class ExactlyOncePipelineIT {
                 .pollTimeout(Duration.ofMillis(200))
                 .transactionTimeout(Duration.ofSeconds(30))
                 .closeTimeout(Duration.ofSeconds(10))
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .producerProperty(ProducerConfig.CLIENT_ID_CONFIG, clientId)
                 .producerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, 1_500)
                 .producerProperty(ProducerConfig.LINGER_MS_CONFIG, 10_000)
@@ -186,7 +186,7 @@ class ExactlyOncePipelineIT {
               () ->
                   count(metrics, "nolock.ownership.commit.timeouts") >= 1 || !pipeline.isRunning());
       produceQuota(kafka, clientId, null);
-      assertThat(pipeline.failure())
+      assertThat(pipeline.failure().toJavaOptional())
           .as(
               "a commit that timed out is retried; the pipeline does not abort (which Kafka"
                   + " refuses with IllegalStateException) and stop")
@@ -210,7 +210,7 @@ class ExactlyOncePipelineIT {
                   .count())
           .isZero();
       assertThat(pipeline.isRunning()).isTrue();
-      assertThat(pipeline.failure()).isEmpty();
+      assertThat(pipeline.failure().toJavaOptional()).isEmpty();
     } finally {
       produceQuota(kafka, clientId, null);
     }
@@ -248,7 +248,7 @@ class ExactlyOncePipelineIT {
         .pollTimeout(Duration.ofMillis(200))
         .transactionTimeout(Duration.ofSeconds(30))
         .closeTimeout(Duration.ofSeconds(10))
-        .meterRegistry(metrics)
+        .metrics(metrics, "test")
         .build();
   }
 

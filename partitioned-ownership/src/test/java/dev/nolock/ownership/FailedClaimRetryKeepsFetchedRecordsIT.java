@@ -138,7 +138,7 @@ class FailedClaimRetryKeepsFetchedRecordsIT {
               () ->
                   OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied() >= last
                       || !owner.isRunning());
-      assertThat(owner.failure()).isEmpty();
+      assertThat(owner.failure().toJavaOptional()).isEmpty();
     }
 
     assertThat(ledger.notAppliedOnce(0, sent.get()))

@@ -219,7 +219,7 @@ class FrozenOwnerHoldingRowLockIT {
                   OwnerRows.appliedThrough(pg.dsl(), group, topic) == total
                       || !survivor.isRunning());
       survivor.close();
-      assertThat(survivor.failure()).as("the survivor stopped cleanly").isEmpty();
+      assertThat(survivor.failure().toJavaOptional()).as("the survivor stopped cleanly").isEmpty();
       frozen.stop();
       frozen.awaitLine("CLOSED", Duration.ofSeconds(60));
       assertThat(frozen.awaitExit(Duration.ofSeconds(30))).as("the child's exit code").isZero();

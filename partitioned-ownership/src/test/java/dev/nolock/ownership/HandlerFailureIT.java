@@ -35,7 +35,7 @@ class HandlerFailureIT {
         PartitionOwner.create(
             pg.dataSource(),
             TestOwners.config(kafka.bootstrapServers(), topic, group, "flaky")
-                .meterRegistry(metrics)
+                .metrics(metrics, "test")
                 .build(),
             new StringDeserializer(),
             new StringDeserializer(),
@@ -106,7 +106,7 @@ class HandlerFailureIT {
         strict.createTableIfMissing();
         strict.start();
         assertThat(strict.awaitTermination(Duration.ofSeconds(60))).isTrue();
-        assertThat(strict.failure())
+        assertThat(strict.failure().toJavaOptional())
             .get()
             .isInstanceOfSatisfying(
                 IllegalStateException.class,

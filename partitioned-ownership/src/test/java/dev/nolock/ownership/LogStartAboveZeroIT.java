@@ -56,7 +56,7 @@ class LogStartAboveZeroIT {
       try (PartitionOwner<String, String> owner =
           p.owner(
               "log-start",
-              config -> config.meterRegistry(metrics),
+              config -> config.metrics(metrics, "test"),
               (record, tx, epoch) -> {
                 applied.apply(record, tx, epoch); // rolled back by the failure below
                 if (failuresLeft.getAndDecrement() > 0) {
@@ -67,7 +67,7 @@ class LogStartAboveZeroIT {
         owner.start();
         p.awaitStoppedOrRowAtLastRecord(
             "every record from the log start applied, or the runner stopped", owner);
-        assertThat(owner.failure())
+        assertThat(owner.failure().toJavaOptional())
             .as("the rewind after the failed first apply must not be read as data lost")
             .isEmpty();
         assertThat(owner.isRunning()).isTrue();
@@ -111,7 +111,9 @@ class LogStartAboveZeroIT {
         assertThat(owner.awaitTermination(Duration.ofSeconds(60)))
             .as("the runner stops on the records deleted before they were applied")
             .isTrue();
-        assertThat(owner.failure()).get().isInstanceOf(OffsetOutOfRangeException.class);
+        assertThat(owner.failure().toJavaOptional())
+            .get()
+            .isInstanceOf(OffsetOutOfRangeException.class);
       }
       assertThat(p.ledger().appliesPerOffset(0)).as("nothing applied, nothing skipped").isEmpty();
       assertThat(p.row().lastApplied())
@@ -142,14 +144,16 @@ class LogStartAboveZeroIT {
         first.createTableIfMissing();
         first.start();
         assertThat(first.awaitTermination(Duration.ofSeconds(60))).isTrue();
-        assertThat(first.failure()).get().isInstanceOf(IllegalStateException.class);
+        assertThat(first.failure().toJavaOptional())
+            .get()
+            .isInstanceOf(IllegalStateException.class);
       }
       p.deleteBefore(LOG_START + 2);
       try (PartitionOwner<String, String> next = p.owner("next", applied)) {
         next.start();
         p.awaitStoppedOrRowAtLastRecord(
             "the next owner stopped, or applied through the last record", next);
-        assertThat(next.failure())
+        assertThat(next.failure().toJavaOptional())
             .as(
                 "records %d and %d, deleted before they were applied, stop the next owner"
                     + " instead of being skipped (applied: %s)",
@@ -185,7 +189,7 @@ class LogStartAboveZeroIT {
                 p.topic());
         owner.start();
         assertThat(owner.awaitTermination(Duration.ofSeconds(60))).isTrue();
-        assertThat(owner.failure())
+        assertThat(owner.failure().toJavaOptional())
             .get()
             .asInstanceOf(InstanceOfAssertFactories.THROWABLE)
             .as("the failure names the partition and the statement that fixes the row")
@@ -223,7 +227,7 @@ class LogStartAboveZeroIT {
       owner.start();
       p.awaitStoppedOrAppliedFromTheLogStart(
           "the runner stopped, or the records after the log start applied", owner);
-      assertThat(owner.failure())
+      assertThat(owner.failure().toJavaOptional())
           .as("records deleted before the first claim of a row recorded at log start 0")
           .get()
           .isInstanceOf(LogStartMismatchException.class);
@@ -264,7 +268,7 @@ class LogStartAboveZeroIT {
         owner.start();
         p.awaitStoppedOrAppliedFromTheLogStart(
             "the records from the log start applied, or the runner stopped", owner);
-        assertThat(owner.failure()).isEmpty();
+        assertThat(owner.failure().toJavaOptional()).isEmpty();
       }
       assertThat(lookups.get()).as("the lookup at start failed, the claim's answered").isEqualTo(2);
       assertThat(rowsAtSecondLookup).as("no row recorded by the failed start lookup").isEmpty();
@@ -298,7 +302,7 @@ class LogStartAboveZeroIT {
         assertThat(next.awaitTermination(Duration.ofSeconds(60)))
             .as("the next owner stops on records 0 to 2, deleted before they were applied")
             .isTrue();
-        assertThat(next.failure())
+        assertThat(next.failure().toJavaOptional())
             .get()
             .asInstanceOf(InstanceOfAssertFactories.THROWABLE)
             .isInstanceOf(LogStartMismatchException.class)

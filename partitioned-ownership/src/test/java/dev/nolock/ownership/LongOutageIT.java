@@ -72,7 +72,7 @@ class LongOutageIT {
                 TestOwners.config(kafka.bootstrapServers(), topic, group, "patient")
                     .retryBackoff(BASE, MAX)
                     .clock(events.clock)
-                    .meterRegistry(metrics)
+                    .metrics(metrics, "test")
                     // The broker answers a fetch at once: a rewound partition is fetched again
                     // without waiting out the fetch in flight (500 ms by default) each turn.
                     .consumerProperty(ConsumerConfig.FETCH_MAX_WAIT_MS_CONFIG, 10)
@@ -94,7 +94,7 @@ class LongOutageIT {
           .atMost(Duration.ofSeconds(60))
           .until(() -> events.delays.size() >= FAILURES || !owner.isRunning());
 
-      assertThat(owner.failure())
+      assertThat(owner.failure().toJavaOptional())
           .as(
               "the runner survives %d PostgreSQL failures in a row at a base delay of %s",
               FAILURES, BASE)

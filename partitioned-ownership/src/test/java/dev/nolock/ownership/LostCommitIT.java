@@ -71,7 +71,7 @@ class LostCommitIT {
           .until(() -> !events.outcomes.isEmpty() || !owner.isRunning());
 
       fault.assertFired();
-      assertThat(owner.failure()).as("%s: the runner goes on", kind).isEmpty();
+      assertThat(owner.failure().toJavaOptional()).as("%s: the runner goes on", kind).isEmpty();
       assertThat(events.backoffs).as("%s: one backend failure, then a retry", kind).hasSize(1);
       assertThat(events.outcomes)
           .extracting(RecordingEvents.Outcome::outcome)
@@ -138,7 +138,7 @@ class LostCommitIT {
             .as("the runner was fenced, so the fault was armed")
             .isNotNull();
         claimFault.get().assertFired();
-        assertThat(owner.failure()).isEmpty();
+        assertThat(owner.failure().toJavaOptional()).isEmpty();
         assertThat(events.backoffs).as("one backend failure: the lost claim").hasSize(1);
         assertThat(events.claims)
             .extracting(RecordingEvents.Claimed::epoch)
@@ -218,7 +218,7 @@ class LostCommitIT {
             .atMost(Duration.ofSeconds(60))
             .until(
                 () -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 2 || !owner.isRunning());
-        assertThat(owner.failure()).isEmpty();
+        assertThat(owner.failure().toJavaOptional()).isEmpty();
         long epoch = next.claims.get(0).epoch();
         if (kind == FaultKind.ANSWER_LOST) {
           assertThat(next.claims.get(0).lastApplied())

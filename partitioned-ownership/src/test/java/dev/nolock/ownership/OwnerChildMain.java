@@ -134,7 +134,7 @@ public final class OwnerChildMain {
         channel.report("STARTED", ownerId);
         while (!channel.awaitStop(Duration.ofMillis(200))) {
           if (!owner.isRunning()) {
-            channel.report("FAILED", owner.failure().map(Throwable::toString).orElse("stopped"));
+            channel.report("FAILED", owner.failure().map(Throwable::toString).getOrElse("stopped"));
             System.exit(2);
           }
         }

@@ -3,7 +3,15 @@ package dev.nolock.ownership;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.patterns.LeaseClock;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.Test;
 
@@ -31,6 +39,7 @@ class OwnershipConfigTest {
     assertThat(config.retryMaxDelay()).isEqualTo(Duration.ofSeconds(5));
     assertThat(config.closeTimeout()).isEqualTo(Duration.ofSeconds(30));
     assertThat(config.meterRegistry()).isEmpty();
+    assertThat(config.metricsInstanceName()).isEmpty();
     assertThat(config.consumerProperties()).isEmpty();
     assertThat(config.usesConsumerGroupProtocol()).isFalse();
   }
@@ -156,5 +165,67 @@ class OwnershipConfigTest {
                     .build())
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("the broker decides it");
+  }
+
+  /**
+   * Every public builder method, and the factory, given null in any one of its object parameters
+   * (valid values in the others), throws IllegalArgumentException, never a NullPointerException.
+   */
+  @Test
+  void nullInAnyBuilderParameterIsAnIllegalArgumentNotANullPointer() throws Exception {
+    List<String> wrong = new ArrayList<>();
+    List<Method> methods = new ArrayList<>();
+    for (Method m : OwnershipConfig.Builder.class.getMethods()) {
+      if (m.getDeclaringClass() == OwnershipConfig.Builder.class
+          && !Modifier.isStatic(m.getModifiers())) {
+        methods.add(m);
+      }
+    }
+    methods.add(
+        OwnershipConfig.class.getMethod("custom", String.class, String.class, String.class));
+    for (Method m : methods) {
+      Class<?>[] types = m.getParameterTypes();
+      for (int i = 0; i < types.length; i++) {
+        if (types[i].isPrimitive()) {
+          continue;
+        }
+        Object[] args = new Object[types.length];
+        for (int j = 0; j < types.length; j++) {
+          args[j] = j == i ? null : nullTestSample(types[j]);
+        }
+        Object target = Modifier.isStatic(m.getModifiers()) ? null : builder();
+        try {
+          m.invoke(target, args);
+          wrong.add(m.getName() + ": null parameter " + i + " accepted");
+        } catch (InvocationTargetException e) {
+          if (!(e.getCause() instanceof IllegalArgumentException)) {
+            wrong.add(m.getName() + ": null parameter " + i + " threw " + e.getCause());
+          } else if (e.getCause().getMessage() == null || e.getCause().getMessage().isBlank()) {
+            wrong.add(m.getName() + ": null parameter " + i + " threw without a message");
+          }
+        }
+      }
+    }
+    assertThat(methods).hasSizeGreaterThan(3);
+    assertThat(wrong).isEmpty();
+  }
+
+  private static Object nullTestSample(Class<?> type) {
+    if (type == String.class) {
+      return "client.id";
+    }
+    if (type == Duration.class) {
+      return Duration.ofSeconds(1);
+    }
+    if (type == Object.class) {
+      return "x";
+    }
+    if (type == MeterRegistry.class) {
+      return new SimpleMeterRegistry();
+    }
+    if (type == LeaseClock.class) {
+      return LeaseClock.system();
+    }
+    throw new AssertionError("no sample value for " + type);
   }
 }

@@ -55,7 +55,7 @@ class PartitionCountChangeIT {
       Awaitility.await("the runner refuses the grown topic")
           .atMost(Duration.ofSeconds(60))
           .until(() -> !owner.isRunning());
-      assertThat(owner.failure())
+      assertThat(owner.failure().toJavaOptional())
           .get()
           .isInstanceOfSatisfying(
               PartitionCountChangedException.class,
@@ -70,7 +70,7 @@ class PartitionCountChangeIT {
       try (PartitionOwner<String, String> second = owner(kafka, pg, topic, group, "second")) {
         second.start();
         assertThat(second.awaitTermination(Duration.ofSeconds(60))).isTrue();
-        assertThat(second.failure())
+        assertThat(second.failure().toJavaOptional())
             .get()
             .isInstanceOfSatisfying(
                 PartitionCountChangedException.class,

@@ -55,7 +55,7 @@ class ReadmeSnippetsIT {
     OwnershipConfig config =
         OwnershipConfig.custom(bootstrap, topic, "account-ledger")
             .sessionTimeout(Duration.ofSeconds(10))
-            .meterRegistry(registry)
+            .metrics(registry, "account-ledger")
             .build();
     try (PartitionOwner<String, String> owner =
         PartitionOwner.create(
@@ -89,7 +89,7 @@ class ReadmeSnippetsIT {
                                   "SELECT cents FROM balances WHERE account = 'account-42'")
                               .map(r -> r.get(0, Long.class))
                               .orElse(null)));
-      assertThat(owner.failure()).isEmpty();
+      assertThat(owner.failure().toJavaOptional()).isEmpty();
       assertThat(
               registry.get("nolock.ownership.records.applied").counters().stream()
                   .mapToDouble(c -> c.count())

@@ -63,7 +63,7 @@ class ReplayAfterRebalanceIT {
             PartitionOwner.create(
                 pg.dataSource(),
                 TestOwners.config(kafka.bootstrapServers(), topic, group, "first")
-                    .meterRegistry(firstMetrics)
+                    .metrics(firstMetrics, "test")
                     .build(),
                 new StringDeserializer(),
                 new StringDeserializer(),
@@ -72,7 +72,7 @@ class ReplayAfterRebalanceIT {
             PartitionOwner.withSafeguards(
                 pg.dataSource(),
                 TestOwners.config(kafka.bootstrapServers(), topic, group, "second")
-                    .meterRegistry(secondMetrics)
+                    .metrics(secondMetrics, "test")
                     .build(),
                 new StringDeserializer(),
                 new StringDeserializer(),

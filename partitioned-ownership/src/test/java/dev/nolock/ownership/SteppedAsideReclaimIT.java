@@ -178,7 +178,7 @@ class SteppedAsideReclaimIT {
               pg.dataSource(),
               TestOwners.config(kafka.bootstrapServers(), topic, group, "rightful-" + protocol)
                   .clock(runnerClock == null ? clock : runnerClock)
-                  .meterRegistry(metrics)
+                  .metrics(metrics, "test")
                   .consumerProperty(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol)
                   .build(),
               new StringDeserializer(),
@@ -248,7 +248,7 @@ class SteppedAsideReclaimIT {
           .until(() -> lastApplied(pg, group, topic, 0) == 5);
       assertThat(ledger.notAppliedOnce(0, 6)).as("each record of partition 0 once").isEmpty();
       assertThat(ledger.notAppliedOnce(1, sentOnP1)).isEmpty();
-      assertThat(owner.failure()).isEmpty();
+      assertThat(owner.failure().toJavaOptional()).isEmpty();
     }
 
     @Override

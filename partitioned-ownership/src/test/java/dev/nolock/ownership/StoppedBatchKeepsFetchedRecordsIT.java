@@ -161,7 +161,7 @@ class StoppedBatchKeepsFetchedRecordsIT {
                 () ->
                     OwnerRows.appliedThrough(pg.dsl(), group, topic) == RECORDS
                         || !owner.isRunning());
-        assertThat(owner.failure()).isEmpty();
+        assertThat(owner.failure().toJavaOptional()).isEmpty();
       }
 
       assertThat(stops.get())

@@ -94,7 +94,7 @@ final class ZombieScenario {
         PartitionOwner.create(
             pg.dataSource(),
             TestOwners.config(kafka.bootstrapServers(), topic, group, takeoverId)
-                .meterRegistry(registry)
+                .metrics(registry, "test")
                 .build(),
             new StringDeserializer(),
             new StringDeserializer(),
@@ -267,7 +267,9 @@ final class ZombieScenario {
       timeline.add(
           "all " + commandCount + " offsets applied: " + OwnerRows.read(pg.dsl(), group, topic));
       takeover.close();
-      assertThat(takeover.failure()).as("the owner in this JVM stopped cleanly").isEmpty();
+      assertThat(takeover.failure().toJavaOptional())
+          .as("the owner in this JVM stopped cleanly")
+          .isEmpty();
       List<Frozen> frozen = new ArrayList<>();
       for (Map.Entry<String, String[]> gate : gates.entrySet()) {
         ChildJvm child = children.get(gate.getKey());

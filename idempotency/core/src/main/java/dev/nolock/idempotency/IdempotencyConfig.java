@@ -9,7 +9,6 @@ import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import java.time.Duration;
-import java.util.Objects;
 
 /**
  * Immutable settings of {@link IdempotencyKeys}, built with {@link #custom()}; each setter
@@ -53,7 +52,7 @@ public final class IdempotencyConfig {
   private final int purgeBatchSize;
   private final Duration queryTimeout;
   private final MeterRegistry meterRegistry;
-  private final String metricsName;
+  private final String metricsInstanceName;
   private final LeaseClock clock;
 
   private IdempotencyConfig(Builder builder) {
@@ -64,7 +63,8 @@ public final class IdempotencyConfig {
     this.purgeBatchSize = builder.purgeBatchSize;
     this.queryTimeout = builder.queryTimeout;
     this.meterRegistry = builder.meterRegistry;
-    this.metricsName = builder.metricsName != null ? builder.metricsName : builder.table;
+    this.metricsInstanceName =
+        builder.metricsInstanceName != null ? builder.metricsInstanceName : builder.table;
     this.clock = builder.clock;
   }
 
@@ -101,13 +101,19 @@ public final class IdempotencyConfig {
     return queryTimeout;
   }
 
+  /**
+   * Where the metrics go, from {@link Builder#metrics}; without it a registry that keeps nothing.
+   */
   public MeterRegistry meterRegistry() {
     return meterRegistry;
   }
 
-  /** The {@code name} tag of the abandoned-keys gauge: as configured, else the table. */
-  public String metricsName() {
-    return metricsName;
+  /**
+   * The {@code name} tag of every series, from {@link Builder#metrics}; without it the table as
+   * configured.
+   */
+  public String metricsInstanceName() {
+    return metricsInstanceName;
   }
 
   public LeaseClock clock() {
@@ -128,8 +134,8 @@ public final class IdempotencyConfig {
         + purgeBatchSize
         + ", queryTimeout="
         + queryTimeout
-        + ", metricsName="
-        + metricsName
+        + ", metricsInstanceName="
+        + metricsInstanceName
         + "]";
   }
 
@@ -142,7 +148,7 @@ public final class IdempotencyConfig {
     private int purgeBatchSize = DEFAULT_PURGE_BATCH_SIZE;
     private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
     private MeterRegistry meterRegistry = new CompositeMeterRegistry();
-    private String metricsName;
+    private String metricsInstanceName;
     private LeaseClock clock = LeaseClock.system();
 
     private Builder() {}
@@ -178,7 +184,7 @@ public final class IdempotencyConfig {
      * milliseconds. Default 30 s.
      */
     public Builder lease(Duration lease) {
-      Objects.requireNonNull(lease, "lease");
+      required(lease, "lease(null): pass a Duration, e.g. Duration.ofSeconds(30) (the default)");
       if (lease.compareTo(MIN_LEASE) < 0
           || lease.compareTo(Deadline.MAX_LEASE_DURATION) > 0
           || lease.toNanos() % 1_000_000 != 0) {
@@ -204,7 +210,8 @@ public final class IdempotencyConfig {
      * most {@link IdempotencyConfig#MAX_RETENTION}, whole milliseconds. Default 24 h (Stripe's).
      */
     public Builder retention(Duration retention) {
-      Objects.requireNonNull(retention, "retention");
+      required(
+          retention, "retention(null): pass a Duration, e.g. Duration.ofHours(24) (the default)");
       if (retention.compareTo(MIN_LEASE) < 0
           || retention.compareTo(MAX_RETENTION) > 0
           || retention.toNanos() % 1_000_000 != 0) {
@@ -229,7 +236,11 @@ public final class IdempotencyConfig {
      * answer {@code RequestInProgress} at once, the draft's 409.
      */
     public Builder waitWhileInProgress(RetryPolicy policy) {
-      this.waitWhileInProgress = Objects.requireNonNull(policy, "policy");
+      this.waitWhileInProgress =
+          required(
+              policy,
+              "waitWhileInProgress(null): pass a RetryPolicy, or RetryPolicy.noRetry() (the"
+                  + " default) not to wait");
       return this;
     }
 
@@ -250,7 +261,8 @@ public final class IdempotencyConfig {
      * from 1 s to 5 min. Does not apply to the statements of your action. Default 5 s.
      */
     public Builder queryTimeout(Duration timeout) {
-      Objects.requireNonNull(timeout, "queryTimeout");
+      required(
+          timeout, "queryTimeout(null): pass a Duration, e.g. Duration.ofSeconds(5) (the default)");
       if (timeout.compareTo(Duration.ofSeconds(1)) < 0
           || timeout.compareTo(MAX_QUERY_TIMEOUT) > 0
           || timeout.toNanos() % 1_000_000_000L != 0) {
@@ -266,36 +278,38 @@ public final class IdempotencyConfig {
     }
 
     /**
-     * Where the counters go (tagged {@code component="idempotency"} and {@code name=<scope>}), and
-     * the abandoned-keys gauge (tagged {@code name=<metricsName>}). Default: nowhere.
+     * Records metrics in {@code registry} (see the README's Metrics): the counters, tagged {@code
+     * component="idempotency"}, {@code name=instanceName} and {@code scope=<scope>}, and the
+     * abandoned-keys gauge, tagged {@code component="idempotency"} and {@code name=instanceName}.
+     * Without it nothing is recorded.
+     *
+     * <p>The instance name names the keys table of one database (e.g. {@code "payments-eu"}). There
+     * is one gauge per registry and instance name, and it reads the {@link IdempotencyKeys} created
+     * last with that name that is still in use: a component re-created on a fresh pool takes the
+     * gauge over. So when one registry sees keys tables in several databases (shards, tenants),
+     * give each database its own instance name, or the gauge shows only the newest instance's
+     * table.
+     *
+     * @param instanceName at most {@value CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters,
+     *     no control characters; never a per-request value such as a key
      */
-    public Builder meterRegistry(MeterRegistry registry) {
-      this.meterRegistry = Objects.requireNonNull(registry, "registry");
-      return this;
-    }
-
-    /**
-     * The {@code name} tag of the abandoned-keys gauge, which names the keys table of one database
-     * (e.g. {@code "payments-eu"}). There is one gauge per registry and name, and it reads the
-     * {@link IdempotencyKeys} created last with that name that is still in use: a component
-     * re-created on a fresh pool takes the gauge over. So when one registry sees keys tables in
-     * several databases (shards, tenants) with the same table name, give each database its own
-     * name, or the gauge shows only the newest instance's table. At most {@value
-     * CoordinationMetrics#MAX_INSTANCE_NAME_LENGTH} characters, no control characters. Default: the
-     * table name.
-     */
-    public Builder metricsName(String name) {
-      this.metricsName =
+    public Builder metrics(MeterRegistry registry, String instanceName) {
+      if (registry == null) {
+        throw new IllegalArgumentException(
+            "metrics(null, instanceName): pass the MeterRegistry to record in, or leave metrics"
+                + " unset to record nothing");
+      }
+      this.metricsInstanceName =
           Names.requireName(
-              "metrics name of the abandoned-keys gauge",
-              name,
-              CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+              "metrics instance name", instanceName, CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH);
+      this.meterRegistry = registry;
       return this;
     }
 
     /** The clock for {@link Attempt#deadline()} and the backoff of {@link #waitWhileInProgress}. */
     public Builder clock(LeaseClock clock) {
-      this.clock = Objects.requireNonNull(clock, "clock");
+      this.clock =
+          required(clock, "clock(null): pass a LeaseClock, e.g. LeaseClock.system() (the default)");
       return this;
     }
 
@@ -313,6 +327,13 @@ public final class IdempotencyConfig {
                 + " again. Raise the retention.");
       }
       return new IdempotencyConfig(this);
+    }
+
+    private static <T> T required(T value, String howToFix) {
+      if (value == null) {
+        throw new IllegalArgumentException(howToFix);
+      }
+      return value;
     }
   }
 }

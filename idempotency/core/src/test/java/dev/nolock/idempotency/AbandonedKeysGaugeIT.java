@@ -66,13 +66,13 @@ class AbandonedKeysGaugeIT {
       IdempotencyKeys<String> keysA =
           IdempotencyKeys.create(
               a.dataSource(),
-              IdempotencyConfig.custom().meterRegistry(registry).metricsName("tenant-a").build(),
+              IdempotencyConfig.custom().metrics(registry, "tenant-a").build(),
               ResultCodec.utf8());
       keysA.createTableIfMissing();
       IdempotencyKeys<String> keysB =
           IdempotencyKeys.create(
               poolB,
-              IdempotencyConfig.custom().meterRegistry(registry).metricsName("tenant-b").build(),
+              IdempotencyConfig.custom().metrics(registry, "tenant-b").build(),
               ResultCodec.utf8());
       keysB.createTableIfMissing();
       abandonedKey(DSL.using(poolB, SQLDialect.POSTGRES), "k-b");
@@ -98,7 +98,7 @@ class AbandonedKeysGaugeIT {
   @Test
   void theGaugeOfALiveInstanceIsNotNaNBecauseAnEarlierInstancesPoolWasClosed(PostgresSchema s) {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    IdempotencyConfig config = IdempotencyConfig.custom().meterRegistry(registry).build();
+    IdempotencyConfig config = IdempotencyConfig.custom().metrics(registry, "live").build();
     try (HikariDataSource first = pool(s.jdbcUrl())) {
       IdempotencyKeys.create(first, config, ResultCodec.utf8()).createTableIfMissing();
     }
@@ -139,7 +139,7 @@ class AbandonedKeysGaugeIT {
     IdempotencyKeys<String> keys =
         IdempotencyKeys.create(
             pool,
-            IdempotencyConfig.custom().meterRegistry(registry).metricsName("pinned-test").build(),
+            IdempotencyConfig.custom().metrics(registry, "pinned-test").build(),
             ResultCodec.utf8());
     keys.createTableIfMissing();
     return new WeakReference<>(pool);

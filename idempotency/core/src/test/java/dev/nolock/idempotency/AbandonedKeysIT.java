@@ -74,7 +74,7 @@ class AbandonedKeysIT {
     keys =
         IdempotencyKeys.create(
             pool,
-            IdempotencyConfig.custom().table(table).meterRegistry(registry).build(),
+            IdempotencyConfig.custom().table(table).metrics(registry, table).build(),
             ResultCodec.utf8());
     keys.createTableIfMissing();
   }

@@ -35,7 +35,7 @@ class ConcurrentDuplicatesIT {
     IdempotencyKeys<String> keys =
         IdempotencyKeys.create(
             schema.dataSource(),
-            IdempotencyConfig.custom().meterRegistry(registry).build(),
+            IdempotencyConfig.custom().metrics(registry, "duplicates").build(),
             ResultCodec.utf8());
     keys.createTableIfMissing();
     Ledger.create(schema.dsl());

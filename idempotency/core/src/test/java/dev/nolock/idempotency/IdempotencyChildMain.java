@@ -48,7 +48,7 @@ public final class IdempotencyChildMain {
       IdempotencyKeys<String> keys =
           IdempotencyKeys.withSafeguards(
               dataSource,
-              IdempotencyConfig.custom().lease(lease).meterRegistry(registry).build(),
+              IdempotencyConfig.custom().lease(lease).metrics(registry, "child").build(),
               ResultCodec.utf8(),
               FailurePolicy.releaseOnEveryFailure(),
               safeguards);

@@ -47,7 +47,7 @@ class IdempotencyKeysIT {
 
   private IdempotencyKeys<String> keys(IdempotencyConfig.Builder config) {
     return IdempotencyKeys.create(
-        schema.dataSource(), config.meterRegistry(registry).build(), ResultCodec.utf8());
+        schema.dataSource(), config.metrics(registry, "keys-it").build(), ResultCodec.utf8());
   }
 
   private IdempotencyKeys<String> keys() {
@@ -59,7 +59,12 @@ class IdempotencyKeysIT {
   }
 
   private double counter(String name, String scope) {
-    return registry.get("nolock.idempotency." + name).tag("name", scope).counter().count();
+    return registry
+        .get("nolock.idempotency." + name)
+        .tag("name", "keys-it")
+        .tag("scope", scope)
+        .counter()
+        .count();
   }
 
   @Test
@@ -311,7 +316,7 @@ class IdempotencyKeysIT {
     IdempotencyKeys<String> keys =
         IdempotencyKeys.create(
             schema.dataSource(),
-            IdempotencyConfig.custom().meterRegistry(registry).build(),
+            IdempotencyConfig.custom().metrics(registry, "keys-it").build(),
             ResultCodec.utf8(),
             FailurePolicy.finalFor(DeclinedException.class, e -> "declined: " + e.getMessage()));
     String key = newKey();
@@ -442,7 +447,7 @@ class IdempotencyKeysIT {
 
     List<Meter> meters =
         registry.getMeters().stream()
-            .filter(m -> "tagged".equals(m.getId().getTag("name")))
+            .filter(m -> "tagged".equals(m.getId().getTag("scope")))
             .toList();
     assertThat(meters)
         .extracting(m -> m.getId().getName())
@@ -458,6 +463,7 @@ class IdempotencyKeysIT {
         .allSatisfy(
             m -> {
               assertThat(m.getId().getTag("component")).isEqualTo("idempotency");
+              assertThat(m.getId().getTag("name")).isEqualTo("keys-it");
               assertThat(m.getId().getTags()).noneMatch(t -> t.getValue().contains(key));
             });
     assertThat(counter("first.runs", "tagged")).isEqualTo(1);

@@ -82,7 +82,7 @@ class ReadmeSnippetsIT {
             IdempotencyConfig.custom()
                 .lease(Duration.ofSeconds(30)) // longer than the slowest action
                 .retention(Duration.ofHours(24))
-                .meterRegistry(registry)
+                .metrics(registry, "payments")
                 .build(),
             ResultCodec.utf8(),
             FailurePolicy.finalFor(CardDeclinedException.class, e -> "declined: " + e.reason()));

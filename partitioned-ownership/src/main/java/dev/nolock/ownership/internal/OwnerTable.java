@@ -11,11 +11,13 @@ import static org.jooq.impl.DSL.val;
 
 import dev.nolock.ownership.LogStartMismatchException;
 import dev.nolock.ownership.PartitionCountChangedException;
+import dev.nolock.patterns.SchemaMismatchException;
 import dev.nolock.patterns.sql.PgClock;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
@@ -85,21 +87,73 @@ public final class OwnerTable {
         setLocal("idle_in_transaction_session_timeout", idleTimeout));
   }
 
-  /** {@code CREATE TABLE IF NOT EXISTS}, as the README's Schema section shows it. */
+  /** The columns the runner reads or writes, in the order of {@link #createTableIfMissing}. */
+  private static final List<String> COLUMNS =
+      List.of(
+          "consumer_group",
+          "topic",
+          "partition",
+          "partition_count",
+          "epoch",
+          "owner",
+          "last_applied_offset",
+          "claimed_at");
+
+  /**
+   * {@code CREATE TABLE IF NOT EXISTS}, as the README's Schema section shows it; then the existing
+   * table's columns are checked against it.
+   *
+   * @param configured the table as configured, for the exception
+   * @throws SchemaMismatchException when the table exists without a column the runner needs
+   */
   public void createTableIfMissing(DSLContext dsl) {
-    dsl.query(
-            "CREATE TABLE IF NOT EXISTS {0} ("
-                + " consumer_group      varchar(255) NOT NULL,"
-                + " topic               varchar(249) NOT NULL,"
-                + " partition           int          NOT NULL CHECK (partition >= 0),"
-                + " partition_count     int          NOT NULL CHECK (partition_count > partition),"
-                + " epoch               bigint       NOT NULL CHECK (epoch >= 0),"
-                + " owner               varchar(255),"
-                + " last_applied_offset bigint       NOT NULL CHECK (last_applied_offset >= -1),"
-                + " claimed_at          timestamptz,"
-                + " PRIMARY KEY (consumer_group, topic, partition))",
-            table)
-        .execute();
+    createTableIfMissing(dsl, tableName.unquotedName().toString());
+  }
+
+  /**
+   * {@link #createTableIfMissing(DSLContext)}, naming the table in the exception as configured.
+   *
+   * @param configured the table as configured, for the exception
+   * @throws SchemaMismatchException when the table exists without a column the runner needs
+   */
+  public void createTableIfMissing(DSLContext dsl, String configured) {
+    org.jooq.Query create = createQuery(dsl);
+    create.execute();
+    java.util.Set<String> existing =
+        new java.util.HashSet<>(
+            dsl.resultQuery(
+                    "SELECT a.attname::text FROM pg_attribute a"
+                        + " WHERE a.attrelid = to_regclass({0})"
+                        + " AND a.attnum > 0 AND NOT a.attisdropped",
+                    org.jooq.impl.DSL.val(dsl.render(table)))
+                .fetch(0, String.class));
+    List<String> problems = new java.util.ArrayList<>();
+    for (String column : COLUMNS) {
+      if (!existing.contains(column)) {
+        problems.add("column " + column + " is missing");
+      }
+    }
+    if (!problems.isEmpty()) {
+      throw new SchemaMismatchException(
+          configured,
+          String.join("; ", problems),
+          List.of(create.getSQL(org.jooq.conf.ParamType.INLINED)));
+    }
+  }
+
+  private org.jooq.Query createQuery(DSLContext dsl) {
+    return dsl.query(
+        "CREATE TABLE IF NOT EXISTS {0} ("
+            + " consumer_group      varchar(255) NOT NULL,"
+            + " topic               varchar(249) NOT NULL,"
+            + " partition           int          NOT NULL CHECK (partition >= 0),"
+            + " partition_count     int          NOT NULL CHECK (partition_count > partition),"
+            + " epoch               bigint       NOT NULL CHECK (epoch >= 0),"
+            + " owner               varchar(255),"
+            + " last_applied_offset bigint       NOT NULL CHECK (last_applied_offset >= -1),"
+            + " claimed_at          timestamptz,"
+            + " PRIMARY KEY (consumer_group, topic, partition))",
+        table);
   }
 
   /**

@@ -35,14 +35,15 @@ public final class OwnershipMetrics {
   private final AtomicLong[] lag;
   private final Gauge[] lagGauges;
 
-  public OwnershipMetrics(MeterRegistry registry, String group, String topic, int partitions) {
+  public OwnershipMetrics(
+      MeterRegistry registry, String instanceName, String topic, int partitions) {
     this.registry = registry;
     this.base =
         Tags.of(
             CoordinationMetrics.COMPONENT_TAG,
             COMPONENT,
             CoordinationMetrics.NAME_TAG,
-            group,
+            instanceName,
             TOPIC_TAG,
             topic);
     this.applied = new Counter[partitions];

@@ -19,13 +19,13 @@ public final class PipelineMetrics {
   private final Counter fenced;
   private final Counter commitTimeouts;
 
-  public PipelineMetrics(MeterRegistry registry, String group, String topic) {
+  public PipelineMetrics(MeterRegistry registry, String instanceName, String topic) {
     Tags tags =
         Tags.of(
             CoordinationMetrics.COMPONENT_TAG,
             COMPONENT,
             CoordinationMetrics.NAME_TAG,
-            group,
+            instanceName,
             OwnershipMetrics.TOPIC_TAG,
             topic);
     this.records =

@@ -15,14 +15,17 @@ import java.util.WeakHashMap;
 import java.util.function.ToDoubleFunction;
 
 /**
- * The counters of one scope, tagged {@code component="idempotency"} and {@code name=<scope>}, never
- * with a key. Registered when the scope is first used, so a dashboard sees zeros from then on. The
- * abandoned-keys gauge belongs to the table (all scopes), not a scope: see {@link
- * #registerAbandonedKeys}.
+ * The counters of one scope, tagged {@code component="idempotency"}, {@code name=<instance name>}
+ * and {@code scope=<scope>}, never with a key. Registered when the scope is first used, so a
+ * dashboard sees zeros from then on. The abandoned-keys gauge belongs to the table (all scopes),
+ * not a scope: see {@link #registerAbandonedKeys}.
  */
 public final class IdempotencyMetrics {
 
   public static final String COMPONENT = "idempotency";
+
+  /** The counters' tag for the scope (a handful of values per application, never a key). */
+  public static final String SCOPE_TAG = "scope";
 
   /**
    * The abandoned-keys gauges' states, per registry (held weakly: a registry that is dropped takes
@@ -39,9 +42,15 @@ public final class IdempotencyMetrics {
   private final Counter staleAttempts;
   private final Counter releases;
 
-  public IdempotencyMetrics(MeterRegistry registry, String scope) {
+  public IdempotencyMetrics(MeterRegistry registry, String instanceName, String scope) {
     Tags tags =
-        Tags.of(CoordinationMetrics.COMPONENT_TAG, COMPONENT, CoordinationMetrics.NAME_TAG, scope);
+        Tags.of(
+            CoordinationMetrics.COMPONENT_TAG,
+            COMPONENT,
+            CoordinationMetrics.NAME_TAG,
+            instanceName,
+            SCOPE_TAG,
+            scope);
     this.firstRuns =
         counter(registry, tags, "first.runs", "Keys seen for the first time; the action ran");
     this.replays = counter(registry, tags, "replays", "Repeats answered with the stored result");

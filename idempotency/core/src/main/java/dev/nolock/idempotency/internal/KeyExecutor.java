@@ -16,6 +16,7 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.SchemaMismatchException;
 import dev.nolock.patterns.sql.SqlErrors;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
@@ -27,7 +28,10 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
 import org.jooq.DSLContext;
+import org.jooq.Query;
+import org.jooq.conf.ParamType;
 import org.jooq.exception.DataAccessException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -76,12 +80,13 @@ public final class KeyExecutor<R> {
    */
   public void registerGauge() {
     if (IdempotencyMetrics.registerAbandonedKeys(
-        config.meterRegistry(), config.metricsName(), this, KeyExecutor::sampleAbandoned)) {
+        config.meterRegistry(), config.metricsInstanceName(), this, KeyExecutor::sampleAbandoned)) {
       LOG.info(
           "The abandoned-keys gauge name=\"{}\" now reads the IdempotencyKeys on {} created last;"
               + " an earlier one with the same metrics name is no longer read. If they use"
-              + " different databases, give each its own IdempotencyConfig.metricsName.",
-          config.metricsName(),
+              + " different databases, give each its own instance name in"
+              + " IdempotencyConfig.metrics(registry, instanceName).",
+          config.metricsInstanceName(),
           table);
     }
   }
@@ -90,7 +95,24 @@ public final class KeyExecutor<R> {
     translate(
         () -> "creating " + table + " and its sequence and indexes (the user needs CREATE)",
         () -> {
-          dsl.transaction(tx -> table.createIfMissing(tx.dsl()).forEach(q -> q.execute()));
+          dsl.transaction(
+              tx -> {
+                List<Query> ddl = table.createIfMissing(tx.dsl());
+                // Sequence and table first: the indexes name columns an older or foreign table
+                // may lack, and their error would not say which DDL fits.
+                ddl.get(0).execute();
+                ddl.get(1).execute();
+                List<String> missing = table.missingColumns(tx.dsl(), timeout);
+                if (!missing.isEmpty()) {
+                  throw new SchemaMismatchException(
+                      config.table(),
+                      missing.stream()
+                          .map(c -> "column " + c + " is missing")
+                          .collect(Collectors.joining("; ")),
+                      ddl.stream().map(q -> q.getSQL(ParamType.INLINED)).toList());
+                }
+                ddl.subList(2, ddl.size()).forEach(Query::execute);
+              });
           return null;
         });
   }
@@ -155,7 +177,9 @@ public final class KeyExecutor<R> {
 
   public Outcome<R> execute(String scope, String key, Fingerprint fingerprint, Phases<R> phases) {
     IdempotencyMetrics counters =
-        metrics.computeIfAbsent(scope, s -> new IdempotencyMetrics(config.meterRegistry(), s));
+        metrics.computeIfAbsent(
+            scope,
+            s -> new IdempotencyMetrics(config.meterRegistry(), config.metricsInstanceName(), s));
     Either<Outcome<R>, Outcome<R>> result =
         config
             .waitWhileInProgress()

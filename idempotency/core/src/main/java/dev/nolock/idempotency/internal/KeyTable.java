@@ -149,6 +149,44 @@ public final class KeyTable {
   }
 
   /**
+   * The columns of the table {@link #createIfMissing} creates that the existing relation under this
+   * name lacks, in order; read from the catalog of the relation the name resolves to ({@code
+   * to_regclass}, so the search path decides as it does for every statement).
+   */
+  public List<String> missingColumns(DSLContext dsl, int timeoutSeconds) {
+    java.util.Set<String> existing =
+        new java.util.HashSet<>(
+            dsl.resultQuery(
+                    "SELECT a.attname::text FROM pg_attribute a"
+                        + " WHERE a.attrelid = to_regclass({0})"
+                        + " AND a.attnum > 0 AND NOT a.attisdropped",
+                    org.jooq.impl.DSL.val(dsl.render(tableName)))
+                .queryTimeout(timeoutSeconds)
+                .fetch(0, String.class));
+    List<String> missing = new java.util.ArrayList<>();
+    for (Field<?> column :
+        List.of(
+            scope,
+            key,
+            fingerprint,
+            state,
+            attemptToken,
+            attemptCount,
+            recoveryPoint,
+            lockedUntil,
+            responseStatus,
+            responseBody,
+            createdAt,
+            completedAt,
+            expiresAt)) {
+      if (!existing.contains(column.getName())) {
+        missing.add(column.getName());
+      }
+    }
+    return missing;
+  }
+
+  /**
    * The sequence, the table, the expiry index and the partial index of in-progress keys (which the
    * abandoned-keys gauge and listing read), each {@code IF NOT EXISTS}, in that order.
    */
