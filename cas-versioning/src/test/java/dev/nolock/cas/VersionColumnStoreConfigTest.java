@@ -5,17 +5,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.RetryPolicy;
-import io.micrometer.core.instrument.MeterRegistry;
+import dev.nolock.testkit.NullArguments;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.UUID;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class VersionColumnStoreConfigTest {
@@ -163,73 +161,23 @@ class VersionColumnStoreConfigTest {
 
   /**
    * Every public builder method, and the factory, given null in any one of its object parameters
-   * (valid values in the others), throws IllegalArgumentException, never a NullPointerException.
+   * (plain values in the others), throws an IllegalArgumentException that says null, never a
+   * NullPointerException.
    */
-  @Test
-  void nullInAnyBuilderParameterIsAnIllegalArgumentNotANullPointer() throws Exception {
-    List<String> wrong = new ArrayList<>();
-    List<Method> methods = new ArrayList<>();
-    for (Method m : VersionColumnStoreConfig.Builder.class.getMethods()) {
-      if (m.getDeclaringClass() == VersionColumnStoreConfig.Builder.class
-          && !Modifier.isStatic(m.getModifiers())) {
-        methods.add(m);
-      }
-    }
-    methods.add(
-        VersionColumnStoreConfig.class.getMethod(
-            "custom", String.class, Class.class, ValueCodec.class));
-    for (Method m : methods) {
-      Class<?>[] types = m.getParameterTypes();
-      for (int i = 0; i < types.length; i++) {
-        if (types[i].isPrimitive()) {
-          continue;
-        }
-        Object[] args = new Object[types.length];
-        for (int j = 0; j < types.length; j++) {
-          args[j] = j == i ? null : nullTestSample(types[j]);
-        }
-        Object target =
-            Modifier.isStatic(m.getModifiers())
-                ? null
-                : VersionColumnStoreConfig.custom("abc", Long.class, ValueCodec.longs());
-        try {
-          m.invoke(target, args);
-          wrong.add(m.getName() + ": null parameter " + i + " accepted");
-        } catch (InvocationTargetException e) {
-          if (!(e.getCause() instanceof IllegalArgumentException)) {
-            wrong.add(m.getName() + ": null parameter " + i + " threw " + e.getCause());
-          } else if (e.getCause().getMessage() == null || e.getCause().getMessage().isBlank()) {
-            wrong.add(m.getName() + ": null parameter " + i + " threw without a message");
-          }
-        }
-      }
-    }
-    assertThat(methods).hasSizeGreaterThan(3);
-    assertThat(wrong).isEmpty();
+  static Stream<Arguments> nullArguments() {
+    NullArguments.Values values =
+        NullArguments.plainValues()
+            .with(Class.class, Long.class)
+            .with(ValueCodec.class, ValueCodec.longs());
+    return Stream.concat(
+        NullArguments.of(
+            () -> VersionColumnStoreConfig.custom("abc", Long.class, ValueCodec.longs()), values),
+        NullArguments.ofFactory(VersionColumnStoreConfig.class, "custom", values));
   }
 
-  private static Object nullTestSample(Class<?> type) {
-    if (type == String.class) {
-      return "abc";
-    }
-    if (type == Class.class) {
-      return Long.class;
-    }
-    if (type == ValueCodec.class) {
-      return ValueCodec.longs();
-    }
-    if (type == Duration.class) {
-      return Duration.ofSeconds(1);
-    }
-    if (type == RetryPolicy.class) {
-      return RetryPolicy.noRetry();
-    }
-    if (type == MeterRegistry.class) {
-      return new SimpleMeterRegistry();
-    }
-    if (type == LeaseClock.class) {
-      return LeaseClock.system();
-    }
-    throw new AssertionError("no sample value for " + type);
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("nullArguments")
+  void nullInAnyBuilderParameterIsAnIllegalArgumentNotANullPointer(NullArguments.Call call) {
+    call.assertRefusedAsIllegalArgument();
   }
 }

@@ -191,11 +191,7 @@ public final class ExactlyOnceConfig {
 
     private Builder(
         String bootstrapServers, String inputTopic, String groupId, String transactionalId) {
-      if (bootstrapServers == null || bootstrapServers.isBlank()) {
-        throw new IllegalArgumentException(
-            "bootstrapServers is blank: pass Kafka's bootstrap.servers, e.g. \"127.0.0.1:9092\"");
-      }
-      this.bootstrapServers = bootstrapServers;
+      this.bootstrapServers = OwnershipConfig.requireBootstrapServers(bootstrapServers);
       this.inputTopic = OwnershipConfig.requireTopic(inputTopic);
       this.groupId = Names.requireName("consumer group id", groupId, 100);
       this.transactionalId = Names.requireName("transactional.id", transactionalId, 255);

@@ -159,6 +159,17 @@ public final class OwnershipConfig {
     return new Builder(bootstrapServers, topic, groupId);
   }
 
+  /** Kafka's bootstrap.servers, refused when null or blank; shared with ExactlyOnceConfig. */
+  static String requireBootstrapServers(String bootstrapServers) {
+    if (bootstrapServers == null || bootstrapServers.isBlank()) {
+      throw new IllegalArgumentException(
+          "bootstrapServers is "
+              + (bootstrapServers == null ? "null" : "blank")
+              + ": pass Kafka's bootstrap.servers, e.g. \"127.0.0.1:9092\"");
+    }
+    return bootstrapServers;
+  }
+
   static String requireTopic(String topic) {
     if (topic == null || !TOPIC.matcher(topic).matches()) {
       throw new IllegalArgumentException(
@@ -304,13 +315,7 @@ public final class OwnershipConfig {
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
 
     private Builder(String bootstrapServers, String topic, String groupId) {
-      if (bootstrapServers == null || bootstrapServers.isBlank()) {
-        throw new IllegalArgumentException(
-            "bootstrapServers is "
-                + (bootstrapServers == null ? "null" : "blank")
-                + ": pass Kafka's bootstrap.servers, e.g. \"127.0.0.1:9092\"");
-      }
-      this.bootstrapServers = bootstrapServers;
+      this.bootstrapServers = requireBootstrapServers(bootstrapServers);
       this.topic = requireTopic(topic);
       this.groupId = Names.requireName("consumer group id", groupId, 100);
     }
