@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -44,8 +45,13 @@ public abstract class LockBackendContract {
   /** The backend under test. */
   protected abstract LockBackend backend();
 
-  /** The backend's stored lease of {@code name}, read natively, or empty when none is stored. */
-  protected abstract Optional<PeekedLease> peek(String name);
+  /**
+   * The backend's stored lease of {@code name}, read natively, or empty when none is stored. A free
+   * lease may be returned as empty or as an {@link ObservedLease} without a holder; an expired one
+   * must name its holder with a zero {@code waitLeft} (or be empty, where the server deletes an
+   * expired lease).
+   */
+  protected abstract Option<ObservedLease> peek(String name);
 
   /** A TTL no test step outlasts. */
   protected Duration ttl() {
@@ -75,7 +81,7 @@ public abstract class LockBackendContract {
     assertThat(again.toJavaOptional())
         .as("the holding grant asking again")
         .isIn(Optional.empty(), Optional.of(a));
-    assertThat(peek(name)).contains(new PeekedLease("A", a, false));
+    assertThat(liveHolder(name)).contains(new LeaseHolder("A", a));
   }
 
   @Test
@@ -111,7 +117,7 @@ public abstract class LockBackendContract {
 
     assertThat(backend().release(name, "A", a)).as("A's late release").isFalse();
 
-    assertThat(peek(name)).contains(new PeekedLease("B", b, false));
+    assertThat(liveHolder(name)).contains(new LeaseHolder("B", b));
     assertThat(backend().tryAcquire(name, "C", ttl()).isEmpty()).isTrue();
   }
 
@@ -132,7 +138,7 @@ public abstract class LockBackendContract {
 
     assertThat(backend().release(name, "B", a)).isFalse();
     assertThat(backend().release(name, "A", FencingToken.of(a.value() + 1))).isFalse();
-    assertThat(peek(name)).contains(new PeekedLease("A", a, false));
+    assertThat(liveHolder(name)).contains(new LeaseHolder("A", a));
   }
 
   @Test
@@ -152,7 +158,7 @@ public abstract class LockBackendContract {
     FencingToken b = backend().tryAcquire(name, "B", ttl()).get();
 
     assertThat(backend().renew(name, "A", a, ttl())).isFalse();
-    assertThat(peek(name)).contains(new PeekedLease("B", b, false));
+    assertThat(liveHolder(name)).contains(new LeaseHolder("B", b));
   }
 
   @Test
@@ -177,7 +183,7 @@ public abstract class LockBackendContract {
     await()
         .during(shortTtl().multipliedBy(2))
         .atMost(shortTtl().multipliedBy(4))
-        .until(() -> peek(name).map(p -> !p.expired()).orElse(false));
+        .until(() -> liveHolder(name).isPresent());
     assertThat(backend().tryAcquire(name, "B", ttl()).isEmpty()).isTrue();
   }
 
@@ -211,7 +217,7 @@ public abstract class LockBackendContract {
     await()
         .during(shortTtl().multipliedBy(2))
         .atMost(shortTtl().multipliedBy(4))
-        .until(() -> peek(name).map(p -> !p.expired()).orElse(false));
+        .until(() -> liveHolder(name).isPresent());
     assertThat(backend().tryAcquire(name, "B", ttl()).isEmpty()).isTrue();
     assertThat(backend().holder(name).toJavaOptional()).contains(new LeaseHolder("A", a));
   }
@@ -286,12 +292,17 @@ public abstract class LockBackendContract {
     assertThat(refusals.get()).as("the threads did contend").isPositive();
   }
 
+  /** The holder of the unexpired lease of {@code name} that {@link #peek} shows, if any. */
+  private Optional<LeaseHolder> liveHolder(String name) {
+    return peek(name).flatMap(ObservedLease::liveHolder).toJavaOptional();
+  }
+
   /** Waits until the server itself considers the lease of {@code name} expired (or gone). */
   protected void awaitExpiry(String name) {
     await()
         .atMost(shortTtl().multipliedBy(5).plusSeconds(2))
         .pollInterval(Duration.ofMillis(50))
-        .until(() -> peek(name).map(PeekedLease::expired).orElse(true));
+        .until(() -> peek(name).map(ObservedLease::isExpired).getOrElse(true));
   }
 
   /**

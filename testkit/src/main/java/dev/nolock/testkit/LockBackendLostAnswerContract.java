@@ -5,7 +5,9 @@ import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Optional;
@@ -71,8 +73,11 @@ public abstract class LockBackendLostAnswerContract {
    */
   protected abstract LockBackend faultyBackend();
 
-  /** The stored lease of {@code name}, read natively (not through a faulty path), or empty. */
-  protected abstract Optional<PeekedLease> peek(String name);
+  /**
+   * The stored lease of {@code name}, read natively (not through a faulty path), or empty; as
+   * {@link LockBackendContract#peek}.
+   */
+  protected abstract Option<ObservedLease> peek(String name);
 
   /**
    * Arms one fault on the next request of {@code op} that {@link #faultyBackend()} sends. {@link
@@ -127,31 +132,32 @@ public abstract class LockBackendLostAnswerContract {
           .as("the answer to an acquire of a name nobody held (a refusal is a false answer)")
           .isPresent();
       held = answer.value().get();
-      assertThat(peek(name))
+      assertThat(liveHolder(name))
           .as("the stored lease after the acquire answered %s", held)
-          .contains(new PeekedLease("A", held, false));
+          .contains(new LeaseHolder("A", held));
     } else {
-      Optional<PeekedLease> landed = peek(name);
-      landed.ifPresent(
+      Option<ObservedLease> landed = peek(name).filter(lease -> !lease.isFree());
+      landed.forEach(
           lease ->
-              assertThat(lease)
-                  .as("what an acquire answered unknown left stored")
-                  .isEqualTo(new PeekedLease("A", lease.token(), false)));
+              assertThat(lease.liveHolder().map(LeaseHolder::owner).toJavaOptional())
+                  .as("the unexpired owner of what an acquire answered unknown left: %s", lease)
+                  .contains("A"));
       Option<FencingToken> retry = faultyBackend().tryAcquire(name, "A", ttl());
-      if (landed.isPresent()) {
+      if (landed.isDefined()) {
+        FencingToken token = landed.get().holder().get().token();
         assertThat(retry.toJavaOptional())
             .as("the same owner's retry after unknown, with its lease landed: nothing new")
-            .isIn(Optional.empty(), Optional.of(landed.get().token()));
-        held = landed.get().token();
+            .isIn(Optional.empty(), Optional.of(token));
+        held = token;
       } else {
         assertThat(retry.toJavaOptional())
             .as("the same owner's retry after unknown, with nothing landed: the name is free")
             .isPresent();
         held = retry.get();
       }
-      assertThat(peek(name))
+      assertThat(liveHolder(name))
           .as("exactly one effect stored after the unknown acquire and its retry")
-          .contains(new PeekedLease("A", held, false));
+          .contains(new LeaseHolder("A", held));
     }
     assertThat(backend().tryAcquire(name, "B", ttl()).isEmpty())
         .as("another owner while A's grant stands")
@@ -176,15 +182,15 @@ public abstract class LockBackendLostAnswerContract {
     if (answer.isKnown()) {
       assertThat(answer.value().toJavaOptional()).as("the answer on a free name").isPresent();
     }
-    Optional<FencingToken> landed = peek(name).map(PeekedLease::token);
+    Option<FencingToken> landed = peek(name).flatMap(ObservedLease::holder).map(LeaseHolder::token);
     // Nobody renews the lease: whether A learnt of it or not, it must free itself.
     FencingToken next = awaitTakeover(name, shortTtl());
-    landed.ifPresent(
+    landed.forEach(
         token ->
             assertThat(next.isNewerThan(token))
                 .as("B's token %s after the landed %s", next, token)
                 .isTrue());
-    assertThat(peek(name)).contains(new PeekedLease("B", next, false));
+    assertThat(liveHolder(name)).contains(new LeaseHolder("B", next));
   }
 
   @ParameterizedTest(name = "{displayName} [{0}]")
@@ -203,13 +209,11 @@ public abstract class LockBackendLostAnswerContract {
         .as("B's acquire, meanwhile, of the expired or never stored lease")
         .isNotNull();
     if (answer.isKnown() && answer.value().isDefined()) {
-      assertThat(peek(name))
+      assertThat(liveHolder(name))
           .as("A was answered %s: only true if the stored lease is that grant", answer.value())
-          .contains(new PeekedLease("A", answer.value().get(), false));
+          .contains(new LeaseHolder("A", answer.value().get()));
     }
-    assertThat(peek(name))
-        .as("B's lease, untouched")
-        .contains(new PeekedLease("B", b.get(), false));
+    assertThat(liveHolder(name)).as("B's lease, untouched").contains(new LeaseHolder("B", b.get()));
   }
 
   @ParameterizedTest(name = "{displayName} [{0}]")
@@ -222,24 +226,24 @@ public abstract class LockBackendLostAnswerContract {
     Outcome<Boolean> answer = call(() -> faultyBackend().renew(name, "A", a, ttl()));
 
     assertFired(fault);
-    Optional<PeekedLease> stored = peek(name);
+    Option<ObservedLease> stored = peek(name);
     if (answer.isKnown() && !answer.value()) {
-      assertThat(stored)
-          .as("the renew answered false, so A's grant must have ended")
-          .isNotEqualTo(Optional.of(new PeekedLease("A", a, false)));
+      assertThat(stored.flatMap(ObservedLease::liveHolder).toJavaOptional())
+          .as("the renew answered false, so A's grant must have ended: %s", stored)
+          .isNotEqualTo(Optional.of(new LeaseHolder("A", a)));
     } else if (answer.isKnown()) {
       // Holding a condition for a while is an assertion, not a synchronisation.
       await("the renewed lease outlives its first TTL")
           .during(shortTtl().multipliedBy(2))
           .atMost(shortTtl().multipliedBy(4))
-          .until(() -> peek(name).equals(Optional.of(new PeekedLease("A", a, false))));
+          .until(() -> liveHolder(name).equals(Optional.of(new LeaseHolder("A", a))));
       assertThat(backend().tryAcquire(name, "B", ttl()).isEmpty())
           .as("another owner after a true renew")
           .isTrue();
     } else {
-      assertThat(stored.map(p -> new PeekedLease(p.owner(), p.token(), false)))
-          .as("an unknown renew changes no owner or token")
-          .contains(new PeekedLease("A", a, false));
+      assertThat(stored.flatMap(ObservedLease::holder).toJavaOptional())
+          .as("an unknown renew changes no owner or token: %s", stored)
+          .contains(new LeaseHolder("A", a));
     }
   }
 
@@ -259,9 +263,7 @@ public abstract class LockBackendLostAnswerContract {
     assertThat(answer.isKnown() ? answer.value() : Boolean.FALSE)
         .as("A's renew, answered after B took the lease (false or unknown)")
         .isFalse();
-    assertThat(peek(name))
-        .as("B's lease, untouched")
-        .contains(new PeekedLease("B", b.get(), false));
+    assertThat(liveHolder(name)).as("B's lease, untouched").contains(new LeaseHolder("B", b.get()));
   }
 
   @ParameterizedTest(name = "{displayName} [{0}]")
@@ -283,11 +285,9 @@ public abstract class LockBackendLostAnswerContract {
           .isTrue();
       return;
     }
-    Optional<PeekedLease> stored = peek(name);
-    if (stored.isPresent() && !stored.get().expired()) {
-      assertThat(stored)
-          .as("what an unknown release left")
-          .contains(new PeekedLease("A", a, false));
+    Optional<LeaseHolder> stored = liveHolder(name);
+    if (stored.isPresent()) {
+      assertThat(stored).as("what an unknown release left").contains(new LeaseHolder("A", a));
     }
     assertThat(awaitTakeover(name, ttl()).isNewerThan(a)).isTrue();
   }
@@ -310,9 +310,12 @@ public abstract class LockBackendLostAnswerContract {
     assertThat(answer.isKnown() ? answer.value() : Boolean.TRUE)
         .as("A's release, whose first send freed the lease (true or unknown)")
         .isTrue();
-    assertThat(peek(name))
-        .as("B's lease, untouched")
-        .contains(new PeekedLease("B", b.get(), false));
+    assertThat(liveHolder(name)).as("B's lease, untouched").contains(new LeaseHolder("B", b.get()));
+  }
+
+  /** The holder of the unexpired lease of {@code name} that {@link #peek} shows, if any. */
+  private Optional<LeaseHolder> liveHolder(String name) {
+    return peek(name).flatMap(ObservedLease::liveHolder).toJavaOptional();
   }
 
   /**

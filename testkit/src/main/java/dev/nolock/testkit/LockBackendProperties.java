@@ -4,7 +4,9 @@ import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.internal.CensusHook;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -12,7 +14,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
@@ -74,8 +75,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
   /** The backend whose requests {@link #inject} faults; it goes to the same server and data. */
   protected abstract LockBackend faultyBackend();
 
-  /** The stored lease, read natively, or empty. */
-  protected abstract Optional<PeekedLease> peek(String name);
+  /** The stored lease, read natively, or empty; as {@link LockBackendContract#peek}. */
+  protected abstract Option<ObservedLease> peek(String name);
 
   /**
    * Arms one fault on the next request of {@code op} that {@link #faultyBackend()} sends.
@@ -375,11 +376,10 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
 
     /** Fails when the store still shows {@code grant}'s unexpired lease after a "false". */
     private void stillStoredAsOwn(Grant grant, String how) {
-      Optional<PeekedLease> stored = peek(grant.name);
-      if (stored.isPresent()
-          && !stored.get().expired()
-          && stored.get().owner().equals(grant.owner)
-          && stored.get().token().equals(grant.token)) {
+      Option<ObservedLease> stored = peek(grant.name);
+      if (stored
+          .flatMap(ObservedLease::liveHolder)
+          .exists(h -> h.owner().equals(grant.owner) && h.token().equals(grant.token))) {
         fail(
             how
                 + " answered false while the store still shows this grant's unexpired lease: "
@@ -429,26 +429,30 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     void checkPeek() {
       long now = System.nanoTime();
       for (String name : names) {
-        Optional<PeekedLease> stored = peek(name);
+        Option<ObservedLease> stored = peek(name);
         List<Grant> certain = on(name).stream().filter(g -> g.certainlyUnexpiredAt(now)).toList();
         if (certain.size() > 1) {
           fail("two grants certainly hold " + name + " at once: " + certain);
         }
-        if (stored.isEmpty()) {
+        // A free lease (released, or never held) is held by no grant, as much as a missing one.
+        if (stored.flatMap(ObservedLease::holder).isEmpty()) {
           if (!certain.isEmpty()) {
             fail(
-                "the store shows no lease of "
+                "the store shows no held lease of "
                     + name
-                    + " while "
+                    + " ("
+                    + stored
+                    + ") while "
                     + certain.get(0)
                     + " certainly holds it");
           }
           on(name).forEach(g -> g.status = Status.OUT);
           continue;
         }
-        PeekedLease lease = stored.get();
-        Grant owner = grants.get(lease.owner());
-        if (!certain.isEmpty() && lease.expired()) {
+        ObservedLease lease = stored.get();
+        LeaseHolder holder = lease.holder().get();
+        Grant owner = grants.get(holder.owner());
+        if (!certain.isEmpty() && lease.isExpired()) {
           fail(
               "the store shows the lease of "
                   + name
@@ -458,8 +462,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                   + lease);
         }
         if (!certain.isEmpty()
-            && (!certain.get(0).owner.equals(lease.owner())
-                || !lease.token().equals(certain.get(0).token))) {
+            && (!certain.get(0).owner.equals(holder.owner())
+                || !holder.token().equals(certain.get(0).token))) {
           fail(
               "the store shows "
                   + lease
@@ -472,7 +476,7 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
         if (owner == null || !owner.name.equals(name)) {
           fail("the store shows " + lease + " for " + name + ", a grant this chain never made");
         }
-        if (!lease.expired() && owner.status == Status.OUT) {
+        if (!lease.isExpired() && owner.status == Status.OUT) {
           fail(
               "the store shows the unexpired lease "
                   + lease
@@ -481,11 +485,11 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                   + ", a grant the backend said had ended (released, lost or refused)");
         }
         if (owner.token == null) {
-          newToken(owner, lease.token(), "the stored lease of " + owner);
-          owner.token = lease.token();
-        } else if (!owner.token.equals(lease.token())) {
-          newToken(owner, lease.token(), "the stored lease of " + owner);
-          owner.token = lease.token();
+          newToken(owner, holder.token(), "the stored lease of " + owner);
+          owner.token = holder.token();
+        } else if (!owner.token.equals(holder.token())) {
+          newToken(owner, holder.token(), "the stored lease of " + owner);
+          owner.token = holder.token();
         }
         onlyHolder(name, owner);
       }

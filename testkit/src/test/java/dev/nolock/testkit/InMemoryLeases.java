@@ -3,11 +3,11 @@ package dev.nolock.testkit;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Optional;
 
 /**
  * A correct lease per name in memory, expiry on {@link System#nanoTime()}: the properties' subject.
@@ -17,6 +17,10 @@ final class InMemoryLeases implements LockBackend {
   private record Stored(String owner, long token, long expiresAt) {
     boolean expired(long now) {
       return now - expiresAt >= 0;
+    }
+
+    Duration waitLeft(long now) {
+      return expired(now) ? Duration.ZERO : Duration.ofNanos(expiresAt - now);
     }
   }
 
@@ -63,18 +67,19 @@ final class InMemoryLeases implements LockBackend {
 
   @Override
   public synchronized Option<LeaseHolder> holder(String name) {
-    return Option.ofOptional(peek(name))
-        .filter(p -> !p.expired())
-        .map(p -> new LeaseHolder(p.owner(), p.token()));
+    return peek(name).flatMap(ObservedLease::liveHolder);
   }
 
-  synchronized Optional<PeekedLease> peek(String name) {
-    Stored held = leases.get(name);
-    return held == null
-        ? Optional.empty()
-        : Optional.of(
-            new PeekedLease(
-                held.owner(), FencingToken.of(held.token()), held.expired(System.nanoTime())));
+  synchronized Option<ObservedLease> peek(String name) {
+    long now = System.nanoTime();
+    return Option.of(leases.get(name))
+        .map(
+            held ->
+                new ObservedLease(
+                    Option.some(new LeaseHolder(held.owner(), FencingToken.of(held.token()))),
+                    Option.none(),
+                    Option.none(),
+                    held.waitLeft(now)));
   }
 
   private static boolean isGrant(Stored held, String owner, FencingToken token) {

@@ -6,9 +6,9 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
@@ -22,12 +22,12 @@ class LockBackendContractCatchesABrokenLockTest {
   /** Grants everyone, renews everything, releases anything; its tokens still rise. */
   static final class AlwaysGrants implements LockBackend {
     final AtomicLong counter = new AtomicLong();
-    final AtomicReference<PeekedLease> last = new AtomicReference<>();
+    final AtomicReference<LeaseHolder> last = new AtomicReference<>();
 
     @Override
     public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
       FencingToken token = FencingToken.of(counter.incrementAndGet());
-      last.set(new PeekedLease(owner, token, false));
+      last.set(new LeaseHolder(owner, token));
       return Option.some(token);
     }
 
@@ -43,7 +43,7 @@ class LockBackendContractCatchesABrokenLockTest {
 
     @Override
     public Option<LeaseHolder> holder(String name) {
-      return Option.of(last.get()).map(p -> new LeaseHolder(p.owner(), p.token()));
+      return Option.of(last.get());
     }
   }
 
@@ -57,8 +57,13 @@ class LockBackendContractCatchesABrokenLockTest {
     }
 
     @Override
-    protected Optional<PeekedLease> peek(String name) {
-      return Optional.ofNullable(backend.last.get());
+    protected Option<ObservedLease> peek(String name) {
+      // Its leases never expire: the wait is always a whole TTL away.
+      return Option.of(backend.last.get())
+          .map(
+              holder ->
+                  new ObservedLease(
+                      Option.some(holder), Option.none(), Option.none(), Duration.ofDays(1)));
     }
 
     @Override

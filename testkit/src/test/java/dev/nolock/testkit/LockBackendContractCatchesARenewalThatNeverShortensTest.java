@@ -6,11 +6,11 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Optional;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.platform.testkit.engine.EngineTestKit;
@@ -74,9 +74,16 @@ class LockBackendContractCatchesARenewalThatNeverShortensTest {
           : Option.none();
     }
 
-    synchronized Optional<PeekedLease> peek(String name) {
-      Entry current = leases.get(name);
-      return Optional.ofNullable(current).map(e -> new PeekedLease(e.owner(), e.token(), !live(e)));
+    synchronized Option<ObservedLease> peek(String name) {
+      long now = System.nanoTime();
+      return Option.of(leases.get(name))
+          .map(
+              e ->
+                  new ObservedLease(
+                      Option.some(new LeaseHolder(e.owner(), e.token())),
+                      Option.none(),
+                      Option.none(),
+                      live(e) ? Duration.ofNanos(e.expiresAt() - now) : Duration.ZERO));
     }
   }
 
@@ -90,7 +97,7 @@ class LockBackendContractCatchesARenewalThatNeverShortensTest {
     }
 
     @Override
-    protected Optional<PeekedLease> peek(String name) {
+    protected Option<ObservedLease> peek(String name) {
       return backend.peek(name);
     }
 

@@ -5,12 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.LostAnswerLockBackend.Mode;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.Optional;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.platform.engine.TestExecutionResult;
@@ -91,9 +91,18 @@ class LockBackendLostAnswerContractCatchesABrokenLockTest {
       return Option.of(live(name)).map(e -> new LeaseHolder(e.owner(), e.token()));
     }
 
-    synchronized Optional<PeekedLease> peek(String name) {
-      return Optional.ofNullable(leases.get(name))
-          .map(e -> new PeekedLease(e.owner(), e.token(), System.nanoTime() - e.expiresAt() >= 0));
+    synchronized Option<ObservedLease> peek(String name) {
+      long now = System.nanoTime();
+      return Option.of(leases.get(name))
+          .map(
+              e ->
+                  new ObservedLease(
+                      Option.some(new LeaseHolder(e.owner(), e.token())),
+                      Option.none(),
+                      Option.none(),
+                      now - e.expiresAt() >= 0
+                          ? Duration.ZERO
+                          : Duration.ofNanos(e.expiresAt() - now)));
     }
 
     private Entry live(String name) {
@@ -123,7 +132,7 @@ class LockBackendLostAnswerContractCatchesABrokenLockTest {
     }
 
     @Override
-    protected Optional<PeekedLease> peek(String name) {
+    protected Option<ObservedLease> peek(String name) {
       return backend.peek(name);
     }
 

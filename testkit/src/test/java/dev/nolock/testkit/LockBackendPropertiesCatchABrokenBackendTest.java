@@ -3,8 +3,9 @@ package dev.nolock.testkit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.platform.testkit.engine.Events;
 
@@ -34,7 +35,7 @@ class LockBackendPropertiesCatchABrokenBackendTest {
     }
 
     @Override
-    protected Optional<PeekedLease> peek(String name) {
+    protected Option<ObservedLease> peek(String name) {
       return leases.peek(name);
     }
 

@@ -4,6 +4,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.HashMap;
@@ -27,10 +28,7 @@ import java.util.Objects;
  */
 public final class InMemoryLockBackend implements LockBackend {
 
-  /** What is stored for a name; {@code expired} as judged by this backend's clock now. */
-  public record StoredLease(String owner, FencingToken token, boolean expired) {}
-
-  private record Entry(String owner, FencingToken token, long expiresAtNanos) {}
+  private record Entry(String owner, FencingToken token, Duration ttl, long expiresAtNanos) {}
 
   private final LeaseClock clock;
   private final Map<String, Entry> leases = new HashMap<>();
@@ -51,7 +49,7 @@ public final class InMemoryLockBackend implements LockBackend {
       return Option.none();
     }
     FencingToken token = FencingToken.of(counters.merge(name, 1L, Long::sum));
-    leases.put(name, new Entry(owner, token, clock.nanoTime() + ttl.toNanos()));
+    leases.put(name, new Entry(owner, token, ttl, clock.nanoTime() + ttl.toNanos()));
     return Option.some(token);
   }
 
@@ -61,7 +59,7 @@ public final class InMemoryLockBackend implements LockBackend {
     if (!isHeldBy(current, owner, token) || expired(current)) {
       return false;
     }
-    leases.put(name, new Entry(owner, token, clock.nanoTime() + ttl.toNanos()));
+    leases.put(name, new Entry(owner, token, ttl, clock.nanoTime() + ttl.toNanos()));
     return true;
   }
 
@@ -77,18 +75,33 @@ public final class InMemoryLockBackend implements LockBackend {
 
   @Override
   public synchronized Option<LeaseHolder> holder(String name) {
-    return Option.of(leases.get(name))
-        .filter(e -> !expired(e))
-        .map(e -> new LeaseHolder(e.owner(), e.token()));
+    return inspect(name).flatMap(ObservedLease::liveHolder);
   }
 
-  /** The stored lease of {@code name}, if any: the peek the contract suite uses. */
-  public synchronized Option<StoredLease> peek(String name) {
-    return Option.of(leases.get(name)).map(e -> new StoredLease(e.owner(), e.token(), expired(e)));
+  /**
+   * The stored lease of {@code name}, if any (the peek the contract suite uses), expiry judged on
+   * this backend's clock now: {@code waitLeft} is the time until its end. A released lease is no
+   * longer stored; an expired one is, until the next grant replaces it. This backend keeps no
+   * change marker, so the version is empty.
+   */
+  public synchronized Option<ObservedLease> inspect(String name) {
+    long now = clock.nanoTime();
+    return Option.of(leases.get(name))
+        .map(
+            e ->
+                new ObservedLease(
+                    Option.some(new LeaseHolder(e.owner(), e.token())),
+                    Option.none(),
+                    Option.some(e.ttl()),
+                    expired(e, now) ? Duration.ZERO : Duration.ofNanos(e.expiresAtNanos() - now)));
   }
 
   private boolean expired(Entry entry) {
-    return clock.nanoTime() - entry.expiresAtNanos >= 0;
+    return expired(entry, clock.nanoTime());
+  }
+
+  private static boolean expired(Entry entry, long nowNanos) {
+    return nowNanos - entry.expiresAtNanos >= 0;
   }
 
   private static boolean isHeldBy(Entry entry, String owner, FencingToken token) {

@@ -114,7 +114,7 @@ class FencedLockTest {
     await()
         .during(Duration.ofMillis(1_200))
         .atMost(Duration.ofSeconds(3))
-        .until(() -> held.isHeld() && backend.peek("invoice-1").map(p -> !p.expired()).get());
+        .until(() -> held.isHeld() && !backend.inspect("invoice-1").get().isExpired());
     assertThat(registry.get("nolock.renewals").counter().count()).isGreaterThanOrEqualTo(3);
     assertThat(other.tryAcquire("invoice-1", ttl).isEmpty()).isTrue();
   }
@@ -163,7 +163,7 @@ class FencedLockTest {
       assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ZERO))
           .isInstanceOf(LeaseLostException.class)
           .hasMessageContaining("Stop writing");
-      assertThat(server.peek("invoice-1").get().owner())
+      assertThat(server.inspect("invoice-1").get().holder().get().owner())
           .as("A's renewal did not extend B's lease")
           .isEqualTo(taken.owner());
       assertThat(taken.isHeld()).isTrue();

@@ -186,7 +186,7 @@ class HeldLockExtendAndReleaseTest {
       await()
           .during(Duration.ofMillis(3_000))
           .atMost(Duration.ofSeconds(6))
-          .until(() -> held.isHeld() && server.peek("report").map(p -> !p.expired()).get());
+          .until(() -> held.isHeld() && !server.inspect("report").get().isExpired());
     }
   }
 

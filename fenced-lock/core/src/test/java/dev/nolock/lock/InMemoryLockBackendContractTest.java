@@ -1,9 +1,9 @@
 package dev.nolock.lock;
 
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.LockBackendContract;
-import dev.nolock.testkit.PeekedLease;
-import java.util.Optional;
+import io.vavr.control.Option;
 
 class InMemoryLockBackendContractTest extends LockBackendContract {
 
@@ -15,10 +15,7 @@ class InMemoryLockBackendContractTest extends LockBackendContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    return backend
-        .peek(name)
-        .map(s -> new PeekedLease(s.owner(), s.token(), s.expired()))
-        .toJavaOptional();
+  protected Option<ObservedLease> peek(String name) {
+    return backend.inspect(name);
   }
 }

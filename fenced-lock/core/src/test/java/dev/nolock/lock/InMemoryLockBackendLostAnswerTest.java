@@ -1,13 +1,13 @@
 package dev.nolock.lock;
 
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.LockBackendLostAnswerContract;
 import dev.nolock.testkit.LostAnswerLockBackend;
-import dev.nolock.testkit.PeekedLease;
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Optional;
 
 /**
  * The reference backend behind a connection that loses a request or an answer, with a client that
@@ -31,11 +31,8 @@ class InMemoryLockBackendLostAnswerTest extends LockBackendLostAnswerContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    return backend
-        .peek(name)
-        .map(s -> new PeekedLease(s.owner(), s.token(), s.expired()))
-        .toJavaOptional();
+  protected Option<ObservedLease> peek(String name) {
+    return backend.inspect(name);
   }
 
   @Override

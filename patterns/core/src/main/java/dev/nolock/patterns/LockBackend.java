@@ -66,7 +66,9 @@ public interface LockBackend {
   /**
    * Who holds an unexpired lease on {@code name} now, as this backend judges expiry (the server's
    * clock, or for a backend without one the contender's observation rule). For observers only: the
-   * answer may be stale when it arrives, so it must never decide whether a write goes out.
+   * answer may be stale when it arrives, so it must never decide whether a write goes out. A
+   * backend that can show more of the lease returns an {@link ObservedLease} from its own {@code
+   * inspect(name)}, whose {@link ObservedLease#liveHolder} is this answer.
    *
    * @return the holder and its token, or empty when nobody holds an unexpired lease
    */

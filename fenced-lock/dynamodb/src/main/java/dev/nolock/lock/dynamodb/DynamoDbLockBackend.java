@@ -15,6 +15,7 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.ObservedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -419,14 +420,13 @@ public final class DynamoDbLockBackend implements LockBackend {
   }
 
   /**
-   * The holder as {@link #inspect} sees it: a lease counts as held until this instance has seen its
-   * rvn unchanged for the stored lease duration (DynamoDB has no server-side expiry to ask).
+   * The holder as {@link #inspect} sees it ({@link ObservedLease#liveHolder}): a lease counts as
+   * held until this instance has seen its rvn unchanged for the stored lease duration (DynamoDB has
+   * no server-side expiry to ask).
    */
   @Override
   public Option<LeaseHolder> holder(String name) {
-    return inspect(name)
-        .filter(seen -> !seen.isExpired())
-        .map(seen -> new LeaseHolder(seen.owner(), seen.token()));
+    return inspect(name).flatMap(ObservedLease::liveHolder);
   }
 
   /**
@@ -434,24 +434,30 @@ public final class DynamoDbLockBackend implements LockBackend {
    * {@link #tryAcquire} does, without taking anything: what is stored, and how much longer this
    * instance must see the same rvn before its {@code tryAcquire} may take the lease over.
    *
-   * @return empty when no lease item exists for {@code name}
+   * <p>DynamoDB stores no time for the lease, so "expired" is this instance's judgement on its own
+   * monotonic clock: it has seen the same rvn for at least the stored lease duration (or wrote that
+   * rvn itself at least that long ago).
+   *
+   * @return empty when no lease item exists for {@code name}; a released item is a free lease (no
+   *     holder), with the rvn and the duration it stores
    */
   public Option<ObservedLease> inspect(String name) {
     requireName(name);
     Option<Stored> item = read(name);
     long returned = clock.nanoTime();
     return item.map(
-        stored -> {
-          Duration waitLeft =
-              stored.released() ? Duration.ZERO : observe(name, stored, returned).remaining();
-          return new ObservedLease(
-              stored.owner(),
-              FencingToken.of(stored.token()),
-              stored.rvn(),
-              stored.leaseDuration(),
-              stored.released(),
-              waitLeft);
-        });
+        stored ->
+            stored.released()
+                ? new ObservedLease(
+                    Option.none(),
+                    Option.some(stored.rvn()),
+                    Option.some(stored.leaseDuration()),
+                    Duration.ZERO)
+                : new ObservedLease(
+                    Option.some(new LeaseHolder(stored.owner(), FencingToken.of(stored.token()))),
+                    Option.some(stored.rvn()),
+                    Option.some(stored.leaseDuration()),
+                    observe(name, stored, returned).remaining()));
   }
 
   /**

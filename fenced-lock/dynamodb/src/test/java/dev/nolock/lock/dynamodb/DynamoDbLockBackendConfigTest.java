@@ -3,7 +3,6 @@ package dev.nolock.lock.dynamodb;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.ManualLeaseClock;
 import java.time.Duration;
@@ -34,25 +33,6 @@ class DynamoDbLockBackendConfigTest {
     assertThat(DynamoDbLockBackendConfig.custom().keyAttribute("name").build().keyAttribute())
         .as("a reserved word is fine")
         .isEqualTo("name");
-  }
-
-  @Test
-  void anObservedLeaseIsExpiredWhenReleasedOrWhenNoWaitIsLeft() {
-    ObservedLease waiting =
-        new ObservedLease(
-            "A", FencingToken.of(3), "r", Duration.ofSeconds(10), false, Duration.ofMillis(1));
-
-    assertThat(waiting.isExpired()).isFalse();
-    assertThat(
-            new ObservedLease(
-                    "A", FencingToken.of(3), "r", Duration.ofSeconds(10), false, Duration.ZERO)
-                .isExpired())
-        .isTrue();
-    assertThat(
-            new ObservedLease(
-                    "A", FencingToken.of(3), "r", Duration.ofSeconds(10), true, Duration.ZERO)
-                .isExpired())
-        .isTrue();
   }
 
   @Test

@@ -1,13 +1,13 @@
 package dev.nolock.lock.dynamodb;
 
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.DynamoDbExtension;
 import dev.nolock.testkit.DynamoDbFaults;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.LockBackendLostAnswerContract;
-import dev.nolock.testkit.PeekedLease;
-import java.util.Optional;
+import io.vavr.control.Option;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -75,12 +75,8 @@ class DynamoDbLockBackendContractLostAnswerIT extends LockBackendLostAnswerContr
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    return peeker
-        .inspect(name)
-        .filter(lease -> !lease.released())
-        .map(lease -> new PeekedLease(lease.owner(), lease.token(), lease.isExpired()))
-        .toJavaOptional();
+  protected Option<ObservedLease> peek(String name) {
+    return peeker.inspect(name);
   }
 
   /** Acquire, renew and release each end in one conditional UpdateItem (after a GetItem). */

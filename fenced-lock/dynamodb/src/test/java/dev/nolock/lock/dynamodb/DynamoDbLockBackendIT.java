@@ -6,15 +6,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.DynamoDbExtension;
 import dev.nolock.testkit.LockBackendContract;
-import dev.nolock.testkit.PeekedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -65,12 +64,8 @@ class DynamoDbLockBackendIT extends LockBackendContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    return peeker
-        .inspect(name)
-        .filter(lease -> !lease.released())
-        .map(lease -> new PeekedLease(lease.owner(), lease.token(), lease.isExpired()))
-        .toJavaOptional();
+  protected Option<ObservedLease> peek(String name) {
+    return peeker.inspect(name);
   }
 
   /** A contender on the same table whose clock moves only when the test says so. */

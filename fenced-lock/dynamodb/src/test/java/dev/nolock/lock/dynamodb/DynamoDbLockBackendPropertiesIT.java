@@ -1,14 +1,14 @@
 package dev.nolock.lock.dynamodb;
 
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.DynamoDbExtension;
 import dev.nolock.testkit.DynamoDbFaults;
 import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.LockBackendProperties;
-import dev.nolock.testkit.PeekedLease;
-import java.util.Optional;
+import io.vavr.control.Option;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.BeforeContainer;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
@@ -60,12 +60,8 @@ class DynamoDbLockBackendPropertiesIT extends LockBackendProperties {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    return faulty
-        .inspect(name)
-        .filter(lease -> !lease.released())
-        .map(lease -> new PeekedLease(lease.owner(), lease.token(), lease.isExpired()))
-        .toJavaOptional();
+  protected Option<ObservedLease> peek(String name) {
+    return faulty.inspect(name);
   }
 
   @Override

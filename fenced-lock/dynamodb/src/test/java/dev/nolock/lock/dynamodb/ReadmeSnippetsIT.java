@@ -77,9 +77,7 @@ class ReadmeSnippetsIT {
                   .item())
           .containsEntry("status", AttributeValue.fromS("charged"))
           .containsEntry("fence_token", AttributeValue.fromN("1"));
-      assertThat(backend.inspect("invoice-42").get().released())
-          .as("withLock released it")
-          .isTrue();
+      assertThat(backend.inspect("invoice-42").get().isFree()).as("withLock released it").isTrue();
       assertThat(registry.get("nolock.acquire.wait").tag("outcome", "acquired").timer().count())
           .isEqualTo(1);
     } finally {

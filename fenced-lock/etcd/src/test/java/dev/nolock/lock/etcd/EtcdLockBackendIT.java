@@ -3,17 +3,20 @@ package dev.nolock.lock.etcd;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.EtcdExtension;
 import dev.nolock.testkit.LockBackendContract;
-import dev.nolock.testkit.PeekedLease;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.lease.LeaseTimeToLiveResponse;
+import io.etcd.jetcd.options.LeaseOption;
+import io.vavr.control.Option;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -42,23 +45,40 @@ class EtcdLockBackendIT extends LockBackendContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
+  protected Option<ObservedLease> peek(String name) {
+    return peek(client, backend.config().keyPrefix() + name);
+  }
+
+  /**
+   * The lease stored at {@code key} (the owner as its value, the key's create revision as the
+   * token, its mod revision as the version), expiry judged by etcd: the key is deleted when its
+   * lease expires, so a key that is there is held. Its wait comes from the lease's remaining TTL,
+   * which etcd truncates to whole seconds, rounded up; a key whose lease has just run out waits for
+   * etcd's revoke, at least a moment more.
+   */
+  static Option<ObservedLease> peek(Client client, String key) {
     try {
-      List<KeyValue> kvs =
+      List<KeyValue> kvs = client.getKVClient().get(bytes(key)).get(5, TimeUnit.SECONDS).getKvs();
+      if (kvs.isEmpty()) {
+        return Option.none();
+      }
+      KeyValue kv = kvs.get(0);
+      LeaseTimeToLiveResponse lease =
           client
-              .getKVClient()
-              .get(bytes(backend.config().keyPrefix() + name))
-              .get(5, TimeUnit.SECONDS)
-              .getKvs();
-      // etcd deletes the key when its lease expires: absent is expired.
-      return kvs.stream()
-          .findFirst()
-          .map(
-              kv ->
-                  new PeekedLease(
+              .getLeaseClient()
+              .timeToLive(kv.getLease(), LeaseOption.DEFAULT)
+              .get(5, TimeUnit.SECONDS);
+      return Option.some(
+          new ObservedLease(
+              Option.some(
+                  new LeaseHolder(
                       kv.getValue().toString(StandardCharsets.UTF_8),
-                      FencingToken.of(kv.getCreateRevision()),
-                      false));
+                      FencingToken.of(kv.getCreateRevision()))),
+              Option.some(Long.toString(kv.getModRevision())),
+              Option.some(lease.getGrantedTTL())
+                  .filter(seconds -> seconds > 0)
+                  .map(Duration::ofSeconds),
+              Duration.ofSeconds(Math.max(lease.getTTL(), 0) + 1)));
     } catch (Exception e) {
       throw new IllegalStateException(e);
     }
@@ -75,7 +95,7 @@ class EtcdLockBackendIT extends LockBackendContract {
     FencingToken b = backend.tryAcquire(name("rev-b"), "B", ttl()).get();
 
     assertThat(b.isNewerThan(a)).as("cluster-wide revisions").isTrue();
-    assertThat(peek(name("rev-a")).get().token()).isEqualTo(a);
+    assertThat(peek(name("rev-a")).get().holder().get().token()).isEqualTo(a);
   }
 
   @Test
@@ -85,7 +105,7 @@ class EtcdLockBackendIT extends LockBackendContract {
 
     assertThat(backend.renew(name, "A", a, Duration.ofSeconds(30))).isTrue();
 
-    assertThat(peek(name).get().token()).isEqualTo(a);
+    assertThat(peek(name).get().holder().get().token()).isEqualTo(a);
   }
 
   private static ByteSequence bytes(String s) {

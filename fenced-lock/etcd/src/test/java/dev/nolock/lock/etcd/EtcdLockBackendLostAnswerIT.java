@@ -5,19 +5,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.nolock.lock.etcd.EtcdFaults.Request;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.EtcdExtension;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.LockBackendLostAnswerContract;
-import dev.nolock.testkit.PeekedLease;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.api.Compare;
 import io.etcd.jetcd.api.RequestOp;
 import io.etcd.jetcd.api.TxnRequest;
 import io.etcd.jetcd.options.LeaseOption;
+import io.vavr.control.Option;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -76,25 +78,8 @@ class EtcdLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    try {
-      // etcd deletes the key when its lease expires: absent is expired.
-      return client
-          .getKVClient()
-          .get(bytes(backend.config().keyPrefix() + name))
-          .get(5, TimeUnit.SECONDS)
-          .getKvs()
-          .stream()
-          .findFirst()
-          .map(
-              kv ->
-                  new PeekedLease(
-                      kv.getValue().toString(StandardCharsets.UTF_8),
-                      FencingToken.of(kv.getCreateRevision()),
-                      false));
-    } catch (Exception e) {
-      throw new IllegalStateException(e);
-    }
+  protected Option<ObservedLease> peek(String name) {
+    return EtcdLockBackendIT.peek(client, backend.config().keyPrefix() + name);
   }
 
   @Override
@@ -138,7 +123,7 @@ class EtcdLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
             "A's renew of its standing grant, whose keepAliveOnce lost its %s (empty: unknown)",
             kind == FaultKind.ANSWER_LOST ? "answer" : "request")
         .isNotEqualTo(Optional.of(false));
-    assertThat(peek(name)).as("A's grant").contains(new PeekedLease("A", a, false));
+    assertThat(liveHolder(name)).as("A's grant").contains(new LeaseHolder("A", a));
     assertThat(backend.renew(name, "A", a, ttl())).as("A's next renew, without a fault").isTrue();
   }
 
@@ -184,9 +169,9 @@ class EtcdLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
     rebind.assertFired();
     check.assertFired();
     revokes.forEach(InjectedFault::assertFired);
-    assertThat(peek(name))
+    assertThat(liveHolder(name))
         .as("the negative control: the key still stands, on the new lease")
-        .contains(new PeekedLease("A", a, false));
+        .contains(new LeaseHolder("A", a));
     assertThat(renew(name, a, Duration.ofSeconds(30)))
         .as("A's renew for 30 s of its old lease, while the key lives on the 5 s one")
         .isNotEqualTo(Optional.of(true));
@@ -199,6 +184,11 @@ class EtcdLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
     } catch (BackendUnavailableException unknown) {
       return Optional.empty();
     }
+  }
+
+  /** The holder of the unexpired lease of {@code name} that {@link #peek} shows, if any. */
+  private Optional<LeaseHolder> liveHolder(String name) {
+    return peek(name).flatMap(ObservedLease::liveHolder).toJavaOptional();
   }
 
   private long keyLease(String name) throws Exception {

@@ -8,6 +8,7 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.ObservedLease;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.api.model.coordination.v1.LeaseBuilder;
 import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
@@ -348,15 +349,15 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   }
 
   /**
-   * The holder as {@link #inspect} sees it: the Lease counts as held until this instance has seen
-   * it unchanged for its {@code leaseDurationSeconds} (client-go's rule; {@code renewTime} is never
-   * compared with the local clock).
+   * The holder as {@link #inspect} sees it ({@link ObservedLease#liveHolder}): the Lease counts as
+   * held until this instance has seen it unchanged for its {@code leaseDurationSeconds}
+   * (client-go's rule; {@code renewTime} is never compared with the local clock).
+   *
+   * @throws IllegalStateException as {@link #inspect}
    */
   @Override
   public Option<LeaseHolder> holder(String name) {
-    return inspect(name)
-        .filter(seen -> !seen.isExpired())
-        .map(seen -> new LeaseHolder(seen.holder(), FencingToken.of(seen.leaseTransitions())));
+    return inspect(name).flatMap(ObservedLease::liveHolder);
   }
 
   /**
@@ -364,7 +365,21 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
    * does, without taking anything: what is stored, and how much longer this instance must see the
    * same {@code resourceVersion} before its {@code tryAcquire} may take the Lease over.
    *
+   * <p>"Expired" is always the judgement of one observer on its own monotonic clock: it has seen
+   * the same {@code resourceVersion} for at least the Lease's {@code leaseDurationSeconds} (or
+   * wrote that version itself at least that long ago). The Lease's {@code renewTime} is never
+   * compared with any clock.
+   *
+   * <p>The snapshot's holder is the stored {@code holderIdentity} with the stored {@code
+   * leaseTransitions} as its token; a Lease without a holder is free, whatever its {@code
+   * leaseTransitions}. Its version is the {@code resourceVersion}, its duration the stored {@code
+   * leaseDurationSeconds} (empty when absent).
+   *
    * @return empty when no Lease exists for {@code name}
+   * @throws IllegalStateException when the Lease is held but has no positive {@code
+   *     leaseDurationSeconds}, or {@code leaseTransitions} 0: it was not granted by this backend
+   *     (client-go's first holder has {@code leaseTransitions} 0), so nobody can tell when it ends,
+   *     or its holder has no fencing token
    */
   public Option<ObservedLease> inspect(String name) {
     String leaseName = leaseName(name);
@@ -375,16 +390,33 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     }
     Stored stored = stored(name, lease);
     record(name, lease, stored.transitions());
-    Duration waitLeft =
-        stored.isFree() ? Duration.ZERO : observe(name, stored, returned).remaining();
+    Option<String> version = Option.some(stored.resourceVersion());
+    Option<Duration> duration =
+        Option.of(stored.durationSeconds())
+            .map(seconds -> Duration.ofSeconds(Math.max(0, seconds)));
+    if (stored.isFree()) {
+      return Option.some(new ObservedLease(Option.none(), version, duration, Duration.ZERO));
+    }
+    Duration waitLeft = observe(name, stored, returned).remaining();
+    if (stored.transitions() < 1) {
+      throw new IllegalStateException(
+          "The Lease \""
+              + leaseName
+              + "\" in namespace \""
+              + namespace
+              + "\" is held by \""
+              + stored.holder()
+              + "\" with leaseTransitions "
+              + stored.transitions()
+              + ": every grant of KubernetesLeaseLockBackend writes 1 or more, so this holder"
+              + " took it by other means (client-go's leader election starts at 0) and has no"
+              + " fencing token. Use a Lease of the lock's own (another leaseNamePrefix).");
+    }
     return Option.some(
         new ObservedLease(
-            stored.holder(),
-            stored.transitions(),
-            stored.resourceVersion(),
-            stored.durationSeconds() == null
-                ? Duration.ZERO
-                : Duration.ofSeconds(Math.max(0, stored.durationSeconds())),
+            Option.some(new LeaseHolder(stored.holder(), FencingToken.of(stored.transitions()))),
+            version,
+            duration,
             waitLeft));
   }
 

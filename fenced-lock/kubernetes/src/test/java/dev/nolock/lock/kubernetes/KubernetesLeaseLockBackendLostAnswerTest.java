@@ -1,18 +1,18 @@
 package dev.nolock.lock.kubernetes;
 
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.LockBackendLostAnswerContract;
-import dev.nolock.testkit.PeekedLease;
 import io.fabric8.kubernetes.api.model.coordination.v1.Lease;
 import io.fabric8.kubernetes.api.model.coordination.v1.LeaseSpec;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.http.HttpRequest;
 import io.fabric8.kubernetes.client.utils.Serialization;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -68,8 +68,8 @@ class KubernetesLeaseLockBackendLostAnswerTest extends LockBackendLostAnswerCont
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    return KubernetesLeaseLockBackendTest.peek(peeker, name);
+  protected Option<ObservedLease> peek(String name) {
+    return peeker.inspect(name);
   }
 
   @Override

@@ -13,10 +13,10 @@ import dev.nolock.lock.ReleaseOutcome;
 import dev.nolock.patterns.FenceRejection;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.patterns.sql.Fence;
-import dev.nolock.testkit.PeekedLease;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -81,12 +81,12 @@ class FencedLockOnPostgresIT {
     HeldLock held = lockA.tryAcquire(name, TTL).get();
     FencingToken token = held.lease().token();
 
-    assertThat(rows.peek(name)).contains(new PeekedLease(held.owner(), token, false));
+    assertThat(rows.liveHolder(name)).contains(new LeaseHolder(held.owner(), token));
     assertThat(lockB.tryAcquire(name, TTL).isEmpty()).as("B while A holds it").isTrue();
 
     assertThat(held.release()).isEqualTo(new ReleaseOutcome.Released());
 
-    assertThat(rows.peek(name)).contains(new PeekedLease(held.owner(), token, true));
+    assertThat(rows.expiredHolder(name)).contains(new LeaseHolder(held.owner(), token));
     HeldLock next = lockB.tryAcquire(name, TTL).get();
     assertThat(next.lease().token().value()).isEqualTo(token.value() + 1);
     assertThat(registry.get("nolock.conflicts").counter().count()).isZero();
@@ -96,13 +96,13 @@ class FencedLockOnPostgresIT {
   void theWatchdogKeepsTheLeaseBeyondItsTtl() {
     Duration ttl = Duration.ofMillis(1500);
     HeldLock held = lockA.tryAcquire(name, ttl).get();
-    PeekedLease stillA = new PeekedLease(held.owner(), held.lease().token(), false);
+    LeaseHolder stillA = new LeaseHolder(held.owner(), held.lease().token());
 
     // Holding a condition for a while is an assertion, not a synchronisation.
     await()
         .during(ttl.multipliedBy(3))
         .atMost(ttl.multipliedBy(5))
-        .until(() -> held.isHeld() && rows.peek(name).filter(stillA::equals).isPresent());
+        .until(() -> held.isHeld() && rows.liveHolder(name).filter(stillA::equals).isPresent());
 
     assertThat(lockB.tryAcquire(name, ttl).isEmpty()).isTrue();
     assertThat(registry.get("nolock.renewals").counter().count()).isGreaterThanOrEqualTo(3);
@@ -125,9 +125,9 @@ class FencedLockOnPostgresIT {
     assertThatThrownBy(() -> a.checkPointOfNoReturn(Duration.ofMillis(10)))
         .isInstanceOf(LeaseLostException.class);
     assertThat(leaseB.token().isNewerThan(leaseA.token())).isTrue();
-    assertThat(rows.peek(name))
+    assertThat(rows.liveHolder(name))
         .as("A's refused renewal left B's lease alone")
-        .contains(new PeekedLease(b.owner(), leaseB.token(), false));
+        .contains(new LeaseHolder(b.owner(), leaseB.token()));
     assertThat(b.isHeld()).isTrue();
     assertThat(registry.get("nolock.lease.losses").counter().count()).isOne();
     assertThat(registry.get("nolock.renewal.failures").counter().count()).isOne();
@@ -160,9 +160,9 @@ class FencedLockOnPostgresIT {
     assertThat(secondWrite.isLeft())
         .as("the second grant, with an equal token from the same process, is refused")
         .isTrue();
-    assertThat(rows.peek(name))
+    assertThat(rows.liveHolder(name))
         .as("the first grant's release left the second grant's lease alone")
-        .contains(new PeekedLease(second.owner(), second.lease().token(), false));
+        .contains(new LeaseHolder(second.owner(), second.lease().token()));
     assertThat(first.owner()).isNotEqualTo(second.owner());
   }
 
@@ -201,7 +201,7 @@ class FencedLockOnPostgresIT {
       await()
           .during(Duration.ofMillis(1_500))
           .atMost(Duration.ofMillis(2_500))
-          .until(() -> rows.peek(name).map(p -> !p.expired()).orElse(false));
+          .until(() -> rows.liveHolder(name).isPresent());
       await().atMost(Duration.ofSeconds(10)).until(() -> lockB.tryAcquire(name, TTL).isDefined());
     }
   }

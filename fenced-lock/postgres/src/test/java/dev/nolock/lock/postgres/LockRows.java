@@ -1,7 +1,9 @@
 package dev.nolock.lock.postgres;
 
 import dev.nolock.patterns.FencingToken;
-import dev.nolock.testkit.PeekedLease;
+import dev.nolock.patterns.LeaseHolder;
+import dev.nolock.patterns.ObservedLease;
+import io.vavr.control.Option;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -24,12 +26,40 @@ final class LockRows {
     this.table = table;
   }
 
-  /** The stored row of {@code name}, expiry judged by the database's clock. */
-  Optional<PeekedLease> peek(String name) {
-    return query(
-        "SELECT owner, token, expires_at <= clock_timestamp() FROM " + table + " WHERE name = ?",
-        name,
-        rs -> new PeekedLease(rs.getString(1), FencingToken.of(rs.getLong(2)), rs.getBoolean(3)));
+  /**
+   * The stored row of {@code name}, expiry judged by the database's clock: {@code waitLeft} is the
+   * time until {@code expires_at}, zero once it has passed (a released row ends at its release).
+   * The table keeps no change marker and no duration, only the end.
+   */
+  Option<ObservedLease> peek(String name) {
+    return Option.ofOptional(
+        query(
+            "SELECT owner, token, CASE WHEN expires_at <= n THEN 0 ELSE greatest(1,"
+                + " (extract(epoch FROM expires_at - n) * 1000000)::bigint) END FROM "
+                + table
+                + ", (SELECT clock_timestamp() AS n) AS now WHERE name = ?",
+            name,
+            rs ->
+                new ObservedLease(
+                    Option.some(new LeaseHolder(rs.getString(1), FencingToken.of(rs.getLong(2)))),
+                    Option.none(),
+                    Option.none(),
+                    Duration.ofNanos(rs.getLong(3) * 1000))));
+  }
+
+  /**
+   * The holder of the stored lease of {@code name} while it is unexpired on the database's clock.
+   */
+  Optional<LeaseHolder> liveHolder(String name) {
+    return peek(name).flatMap(ObservedLease::liveHolder).toJavaOptional();
+  }
+
+  /** The holder that the stored lease of {@code name} still names once it has expired or ended. */
+  Optional<LeaseHolder> expiredHolder(String name) {
+    return peek(name)
+        .filter(ObservedLease::isExpired)
+        .flatMap(ObservedLease::holder)
+        .toJavaOptional();
   }
 
   /** How long the stored lease of {@code name} still runs, on the database's clock. */

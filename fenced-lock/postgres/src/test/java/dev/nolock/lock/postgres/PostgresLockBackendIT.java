@@ -1,11 +1,11 @@
 package dev.nolock.lock.postgres;
 
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.LockBackendContract;
-import dev.nolock.testkit.PeekedLease;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
-import java.util.Optional;
+import io.vavr.control.Option;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -32,7 +32,7 @@ class PostgresLockBackendIT extends LockBackendContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
+  protected Option<ObservedLease> peek(String name) {
     return rows.peek(name);
   }
 }

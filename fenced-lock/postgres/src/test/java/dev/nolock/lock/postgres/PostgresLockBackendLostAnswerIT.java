@@ -1,15 +1,15 @@
 package dev.nolock.lock.postgres;
 
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.LockBackendLostAnswerContract;
-import dev.nolock.testkit.PeekedLease;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import io.vavr.control.Option;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -56,7 +56,7 @@ class PostgresLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
+  protected Option<ObservedLease> peek(String name) {
     return rows.peek(name);
   }
 

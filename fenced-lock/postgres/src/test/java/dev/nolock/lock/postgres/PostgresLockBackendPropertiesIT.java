@@ -5,19 +5,18 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.LockBackendProperties;
-import dev.nolock.testkit.PeekedLease;
 import io.vavr.control.Option;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Locale;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Predicate;
@@ -87,7 +86,7 @@ class PostgresLockBackendPropertiesIT extends LockBackendProperties {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
+  protected Option<ObservedLease> peek(String name) {
     return rows.peek(name);
   }
 

@@ -7,7 +7,7 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
-import dev.nolock.testkit.PeekedLease;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.sql.Connection;
@@ -50,7 +50,7 @@ class PostgresLockBackendRowIT {
     assertThat(backend.release(name, "A", first)).isTrue();
 
     assertThat(rows.count(name)).as("the row survives the release").isEqualTo(1);
-    assertThat(rows.peek(name)).contains(new PeekedLease("A", first, true));
+    assertThat(rows.expiredHolder(name)).contains(new LeaseHolder("A", first));
 
     FencingToken second = backend.tryAcquire(name, "B", TTL).get();
     assertThat(backend.release(name, "B", second)).isTrue();
@@ -109,13 +109,13 @@ class PostgresLockBackendRowIT {
       PostgresLockBackend onPool = PostgresLockBackend.create(pool);
 
       FencingToken token = onPool.tryAcquire(name, "A", TTL).get();
-      assertThat(rows.peek(name))
+      assertThat(rows.liveHolder(name))
           .as("seen from another connection")
-          .contains(new PeekedLease("A", token, false));
+          .contains(new LeaseHolder("A", token));
 
       assertThat(onPool.renew(name, "A", token, TTL)).isTrue();
       assertThat(onPool.release(name, "A", token)).isTrue();
-      assertThat(rows.peek(name)).contains(new PeekedLease("A", token, true));
+      assertThat(rows.expiredHolder(name)).contains(new LeaseHolder("A", token));
     }
   }
 

@@ -5,13 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.LockBackendContract;
-import dev.nolock.testkit.PeekedLease;
 import dev.nolock.testkit.PgBouncer;
 import dev.nolock.testkit.PgBouncerExtension;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
-import java.util.Optional;
+import io.vavr.control.Option;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -61,7 +61,7 @@ class PostgresLockBackendThroughPgBouncerIT extends LockBackendContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
+  protected Option<ObservedLease> peek(String name) {
     return rows.peek(name);
   }
 }

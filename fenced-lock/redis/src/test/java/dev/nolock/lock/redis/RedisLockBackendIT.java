@@ -5,9 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.lock.redis.internal.Scripts;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.LockBackendContract;
-import dev.nolock.testkit.PeekedLease;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
 import io.lettuce.core.RedisClient;
@@ -15,6 +16,7 @@ import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.vavr.control.Option;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
@@ -62,19 +64,43 @@ class RedisLockBackendIT extends LockBackendContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    String value = redis.get(backend.config().leaseKey(name));
+  protected Option<ObservedLease> peek(String name) {
+    return peek(redis, backend.config().leaseKey(name));
+  }
+
+  /**
+   * The lease stored at {@code leaseKey} ({@code owner|token}), expiry judged by Redis's clock:
+   * {@code waitLeft} is the key's PTTL. Redis keeps no change marker and no duration, only the
+   * key's time to live.
+   */
+  static Option<ObservedLease> peek(RedisCommands<String, String> redis, String leaseKey) {
+    String value = redis.get(leaseKey);
     if (value == null) {
-      return Optional.empty();
+      return Option.none();
     }
-    long pttl = redis.pttl(backend.config().leaseKey(name));
+    long pttl = redis.pttl(leaseKey);
+    if (pttl == -1) {
+      throw new AssertionError("the lease key " + leaseKey + " has no TTL: it never frees itself");
+    }
     int bar = value.lastIndexOf('|');
-    return Optional.of(
-        new PeekedLease(
-            value.substring(0, bar),
-            FencingToken.of(Long.parseLong(value.substring(bar + 1))),
-            // -2: the key expired (or was deleted) between the GET and the PTTL.
-            pttl == -2));
+    // -2: the key expired (or was deleted) between the GET and the PTTL. PTTL truncates to whole
+    // milliseconds and the key lives through the millisecond of its expiry, so a PTTL of 0 is
+    // still held: round up.
+    Duration waitLeft = pttl == -2 ? Duration.ZERO : Duration.ofMillis(pttl + 1);
+    return Option.some(
+        new ObservedLease(
+            Option.some(
+                new LeaseHolder(
+                    value.substring(0, bar),
+                    FencingToken.of(Long.parseLong(value.substring(bar + 1))))),
+            Option.none(),
+            Option.none(),
+            waitLeft));
+  }
+
+  /** The holder of the unexpired lease of {@code name} that {@link #peek} shows, if any. */
+  private Optional<LeaseHolder> liveHolder(String name) {
+    return peek(name).flatMap(ObservedLease::liveHolder).toJavaOptional();
   }
 
   @Test
@@ -100,7 +126,7 @@ class RedisLockBackendIT extends LockBackendContract {
     assertThat(hashTagOf(leaseKey))
         .isEqualTo(hashTagOf(counterKey))
         .isEqualTo(leaseKey.substring(leaseKey.indexOf('{') + 1, leaseKey.length() - 1));
-    assertThat(peek(name)).contains(new PeekedLease("A", token, false));
+    assertThat(liveHolder(name)).contains(new LeaseHolder("A", token));
   }
 
   /** What Redis Cluster hashes: the text between the first '{' and the first '}' after it. */
@@ -226,9 +252,9 @@ class RedisLockBackendIT extends LockBackendContract {
     assertThat(first).as("the first send frees the lease").isEqualTo(1L);
     assertThat(resent).as("its resend, after the next holder took the lease").isEqualTo(1L);
     assertThat(another).as("another call of the same grant (negative control)").isZero();
-    assertThat(peek(name))
+    assertThat(liveHolder(name))
         .as("the next holder's lease, untouched")
-        .contains(new PeekedLease("B", next, false));
+        .contains(new LeaseHolder("B", next));
   }
 
   @Test

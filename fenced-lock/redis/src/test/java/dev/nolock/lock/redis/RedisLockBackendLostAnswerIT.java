@@ -8,10 +8,10 @@ import dev.nolock.lock.redis.internal.Scripts;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.ObservedLease;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.LockBackendLostAnswerContract;
-import dev.nolock.testkit.PeekedLease;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
 import dev.nolock.testkit.TcpProxy;
@@ -24,6 +24,7 @@ import io.lettuce.core.event.command.CommandStartedEvent;
 import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.protocol.RedisCommand;
 import io.lettuce.core.resource.ClientResources;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -120,20 +121,8 @@ class RedisLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
   }
 
   @Override
-  protected Optional<PeekedLease> peek(String name) {
-    String leaseKey = backend.config().leaseKey(name);
-    String value = redis.get(leaseKey);
-    if (value == null) {
-      return Optional.empty();
-    }
-    long pttl = redis.pttl(leaseKey);
-    int bar = value.lastIndexOf('|');
-    return Optional.of(
-        new PeekedLease(
-            value.substring(0, bar),
-            FencingToken.of(Long.parseLong(value.substring(bar + 1))),
-            // -2: the key expired (or was deleted) between the GET and the PTTL.
-            pttl == -2));
+  protected Option<ObservedLease> peek(String name) {
+    return RedisLockBackendIT.peek(redis, backend.config().leaseKey(name));
   }
 
   @Override
