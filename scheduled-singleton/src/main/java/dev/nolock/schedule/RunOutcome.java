@@ -74,6 +74,27 @@ public sealed interface RunOutcome {
   }
 
   /**
+   * This instance ran the job and sent its finish, whose answer was lost; by the time a later pass
+   * asked, the run's row was gone, deleted by retention ({@link
+   * ScheduledSingleton#purgeFinishedRunsOlderThan}, which deletes only finished runs) or by hand.
+   * The run ended, but whether this attempt's finish is what ended it is no longer known: this is
+   * neither {@link Finished} nor {@link StaleAttempt}, either of which could be false. A {@link
+   * FencedJob}'s writes committed at most once for the time, with this attempt's finish or a later
+   * attempt's; look at them to learn which. A retention that keeps runs longer than an outage of
+   * this instance can last makes this rare.
+   */
+  record NoLongerKnown(ScheduledRun run) implements RunOutcome {
+    public NoLongerKnown {
+      Objects.requireNonNull(run, "run");
+    }
+
+    @Override
+    public Instant scheduledAt() {
+      return run.scheduledAt();
+    }
+  }
+
+  /**
    * The job threw. A fenced job's writes were rolled back. The run was given back for another
    * attempt when {@code willRetry}; otherwise it is recorded as failed (its attempts ran out, or it
    * had already been taken over).

@@ -165,8 +165,9 @@ public final class ScheduledSingleton implements AutoCloseable {
    *     returns. When it failed on a claim, a takeover or a finish whose outcome is therefore
    *     unknown, the next pass settles that first: it runs a claim or takeover that landed (with
    *     the attempt it was granted, before any later time), and reports the finish's true outcome
-   *     ({@link RunOutcome.Finished}, {@link RunOutcome.StaleAttempt}) or, for a fenced job whose
-   *     commit did not land, runs the time again with the same attempt
+   *     ({@link RunOutcome.Finished}, {@link RunOutcome.StaleAttempt}; {@link
+   *     RunOutcome.NoLongerKnown} when retention deleted the finished run before it asked) or, for
+   *     a fenced job whose commit did not land, runs the time again with the same attempt
    * @throws IllegalStateException after {@link #close()}; or when PostgreSQL refused a statement in
    *     a way a retry would repeat (the table does not match, a missing privilege), which is
    *     settled like a failure above once fixed
@@ -191,7 +192,9 @@ public final class ScheduledSingleton implements AutoCloseable {
    *       back from the database's clock: its time could still be claimed, and its row answers that
    *       claim;
    *   <li>a run that finished less than {@code age} ago, nor less than the claim window ago: an
-   *       instance whose finish answer was lost reads it to report the true outcome;
+   *       instance whose finish answer was lost reads it to report the true outcome (one that asks
+   *       only after the row was deleted reports {@link RunOutcome.NoLongerKnown}, never a stale
+   *       attempt);
    *   <li>a {@code running} run: in flight, given back after its job threw, or waiting for a
    *       takeover.
    * </ul>

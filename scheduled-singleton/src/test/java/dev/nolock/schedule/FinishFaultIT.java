@@ -7,6 +7,10 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
@@ -202,5 +206,93 @@ class FinishFaultIT extends FaultFixture {
     assertThat(effects(job)).as("%s: the job ran once", kind).containsExactly(1L);
     assertThat(runs.at(job, THREE_AM))
         .hasValueSatisfying(row -> assertThat(row.state()).isEqualTo("done"));
+  }
+
+  /**
+   * A plain finish applied with its answer lost, and the run then deleted by retention (another
+   * instance ran the next day, the run finished long enough ago) before the next pass asked: before
+   * the fix that pass reported {@code StaleAttempt}, a false definite answer (this attempt did
+   * finish the run). The control is {@link
+   * #aPlainFinishWhoseAnswerWasLostIsReportedByTheNextPassWithoutRunningTheJobAgain()}: the same
+   * finish without the purge is {@code Finished}.
+   */
+  @Test
+  void aPlainFinishWhoseAnswerWasLostAndWhoseRunWasPurgedIsNoLongerKnownNotStale() {
+    String job = "plain-finish-purged";
+    MutableClock clock = new MutableClock(THREE_AM.minusSeconds(60));
+    try (ScheduledSingleton instance =
+        ScheduledSingleton.plain(
+            faults.dataSource(), config(job, clock), run -> effect(run, schema.dsl()))) {
+      clock.set(THREE_AM.plusMillis(100));
+      InjectedFault fault = faults.onNextStatement(FaultKind.ANSWER_LOST, FINISH);
+      assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
+      fault.assertFired();
+      purgeTheRunAt(job, THREE_AM);
+
+      assertThat(instance.runDueNow())
+          .as("the finish landed; with its row purged, whether it ended the run is unknown")
+          .singleElement()
+          .isInstanceOfSatisfying(
+              RunOutcome.NoLongerKnown.class,
+              unknown -> assertThat(unknown.run().attempt().value()).isEqualTo(1));
+      assertThat(instance.runDueNow()).as("and only once").isEmpty();
+    }
+    assertThat(effects(job)).as("the job ran once").containsExactly(1L);
+  }
+
+  /**
+   * The same for a fenced finish whose {@code COMMIT} landed with its answer lost: the control is
+   * {@link #aFencedFinishWhoseCommitLandedWhileItsAnswerWasLostIsReportedFinishedByTheNextPass()}.
+   */
+  @Test
+  void aFencedFinishWhoseCommitAnswerWasLostAndWhoseRunWasPurgedIsNoLongerKnownNotStale() {
+    String job = "fenced-finish-purged";
+    MutableClock clock = new MutableClock(THREE_AM.minusSeconds(60));
+    try (ScheduledSingleton instance =
+        ScheduledSingleton.fenced(faults.dataSource(), config(job, clock), FaultFixture::effect)) {
+      clock.set(THREE_AM.plusMillis(100));
+      InjectedFault lostAnswer = faults.onNextCommit(FaultKind.ANSWER_LOST, JOB_WRITE);
+      assertThatThrownBy(instance::runDueNow).isInstanceOf(BackendUnavailableException.class);
+      lostAnswer.assertFired();
+      purgeTheRunAt(job, THREE_AM);
+
+      assertThat(instance.runDueNow())
+          .singleElement()
+          .isInstanceOfSatisfying(
+              RunOutcome.NoLongerKnown.class,
+              unknown -> assertThat(unknown.run().attempt().value()).isEqualTo(1));
+    }
+    assertThat(effects(job)).as("one effect, the landed commit's").containsExactly(1L);
+  }
+
+  /**
+   * What retention needs to delete the finished run at {@code time}: a later run of the job
+   * (another instance runs the next day), a finish older than the claim window (the row's {@code
+   * finished_at} moved back two days, as a run that finished long ago leaves it), then a purge with
+   * the shortest window a daily job accepts, a day, by a third instance.
+   */
+  private void purgeTheRunAt(String job, Instant time) {
+    MutableClock nextDay = new MutableClock(time.plus(Duration.ofDays(1)).plusMillis(100));
+    try (ScheduledSingleton fleet =
+        ScheduledSingleton.plain(schema.dataSource(), config(job, nextDay), run -> {})) {
+      assertThat(fleet.runDueNow()).last().isInstanceOf(RunOutcome.Finished.class);
+    }
+    schema
+        .dsl()
+        .execute(
+            "UPDATE nolock_scheduled_runs SET finished_at = finished_at - interval '2 days'"
+                + " WHERE job = ? AND scheduled_at = CAST(? AS timestamptz)",
+            job,
+            OffsetDateTime.ofInstant(time, ZoneOffset.UTC));
+    try (ScheduledSingleton purger =
+        ScheduledSingleton.plain(
+            schema.dataSource(),
+            ScheduleConfig.custom(job, DAILY_AT_3).claimWindow(Duration.ofDays(1)).build(),
+            run -> {})) {
+      assertThat(purger.purgeFinishedRunsOlderThan(Duration.ZERO))
+          .as("retention deleted the finished run")
+          .isOne();
+    }
+    assertThat(runs.at(job, time)).isEmpty();
   }
 }

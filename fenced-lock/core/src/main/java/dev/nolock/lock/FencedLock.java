@@ -48,9 +48,20 @@ import org.slf4j.LoggerFactory;
  *   <li>Renew: every renewal interval (default TTL/3) a watchdog asks the backend to extend the
  *       lease <em>if it is still this grant's and this token's</em>. Success moves the deadline to
  *       the renewal's send time plus the TTL; a refusal loses the lease at once; a failed call is
- *       retried at the next interval unless the deadline has passed, which loses it.
+ *       retried at the next interval unless the deadline has passed, which loses it. A renewal or
+ *       {@link HeldLock#extend extension} is registered under the lease's monitor before it is sent
+ *       and applied under it after its answer, but no backend call holds the monitor, so a slow
+ *       extension holds up neither this lease's watchdog nor any other lease's. When several are
+ *       out at once, the server keeps whichever landed last, which the holder cannot tell: a
+ *       confirmed one is believed for no more than the shortest length of those that were out
+ *       beside it (or whose answer was lost), counted from its own send time, and only if no
+ *       renewal sent after it was applied already.
  *   <li>A separate timer loses the lease the moment its deadline passes without a successful
  *       renewal, even when a renewal call hangs.
+ *   <li>Check, before each protected write ({@link HeldLock#checkPointOfNoReturn}): the time left
+ *       must exceed the expected write time plus a margin that grows with the lease, the larger of
+ *       the fixed safety margin and the lease's length times the assumed clock-rate drift ({@link
+ *       LockConfig#safetyMarginFor}).
  *   <li>Release: the backend frees the lease only if it is still this grant's and token's.
  * </ol>
  *
@@ -71,7 +82,7 @@ public final class FencedLock implements AutoCloseable {
   private final Map<HeldLock, Timers> held = new ConcurrentHashMap<>();
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  private record Timers(ScheduledFuture<?> renewal, ScheduledFuture<?> expiry) {
+  private record Timers(ScheduledFuture<?> renewal, Duration interval, ScheduledFuture<?> expiry) {
     void cancel() {
       if (renewal != null) {
         renewal.cancel(false);
@@ -240,7 +251,7 @@ public final class FencedLock implements AutoCloseable {
     try {
       ScheduledFuture<?> renewal =
           config.autoRenew() ? renewals.repeat(() -> renew(lock), interval) : null;
-      held.put(lock, new Timers(renewal, watchExpiry(lock, deadline)));
+      held.put(lock, new Timers(renewal, interval, watchExpiry(lock, deadline)));
     } catch (RejectedExecutionException closedMeanwhile) {
       // close() ran while the grant was on its way: nobody would renew or release it.
       releaseQuietly(name, owner, token.get());
@@ -264,110 +275,113 @@ public final class FencedLock implements AutoCloseable {
         cause);
   }
 
-  /** A loss decided under a lease's renewal monitor, acted on (with its callback) outside it. */
-  private record Loss(LostLease.Cause cause, String reason) {}
-
   private void renew(HeldLock lock) {
-    Loss loss = renewOnce(lock);
-    if (loss != null) {
-      // Outside the monitor: the callback is user code, and may release or extend.
-      lock.lose(loss.cause(), loss.reason());
-    }
-  }
-
-  private Loss renewOnce(HeldLock lock) {
+    HeldLock.Flight flight;
     synchronized (lock.renewing()) {
-      if (!lock.isHeld()) {
-        return null;
-      }
-      Duration ttl = lock.ttl();
-      long sent = clock.nanoTime();
-      boolean renewed;
-      try {
-        renewed = backend.renew(lock.name(), lock.owner(), lock.token(), ttl);
-      } catch (RuntimeException e) {
-        metrics.renewalFailed();
-        lock.unanswered(ttl);
-        LOG.warn("Renewal of {} failed; retrying at the next interval", lock, e);
-        return lock.deadline().hasExpired()
-            ? new Loss(
-                LostLease.Cause.RAN_OUT, "renewals failed until the lease ran out (" + e + ")")
-            : null;
-      }
-      if (!renewed) {
-        metrics.renewalFailed();
-        return new Loss(
-            LostLease.Cause.REFUSED,
-            "the backend refused the renewal: the lease expired or another holder has it");
-      }
-      Duration believable = lock.believable(ttl);
-      Deadline deadline = Deadline.forHolder(clock, sent, believable);
-      if (!lock.isHeld()) {
-        // The renewal landed after the holder gave the lease up (lost at its deadline, or released
-        // while the call was out): nobody believes they hold it, so free it now, not a TTL later.
-        releaseQuietly(lock.name(), lock.owner(), lock.token());
-        return null;
-      }
-      lock.renewed(ttl, deadline);
-      metrics.renewed();
-      reschedule(
-          lock, deadline, believable.equals(ttl) ? null : config.renewalIntervalFor(believable));
-      return null;
+      flight = lock.send(lock.ttl(), clock);
     }
-  }
-
-  /** {@link HeldLock#extend}. */
-  void extend(HeldLock lock, Duration ttl) {
-    Duration interval = config.renewalIntervalFor(ttl);
-    requireHeld(lock);
-    Loss loss;
-    synchronized (lock.renewing()) {
-      if (!lock.isHeld()) {
-        // Lost or released since the check above: say which, as the check would have.
-        requireHeld(lock);
-      }
-      long sent = clock.nanoTime();
-      boolean renewed;
-      try {
-        renewed = backend.renew(lock.name(), lock.owner(), lock.token(), ttl);
-      } catch (RuntimeException e) {
-        metrics.renewalFailed();
-        Duration previous = lock.ttl();
-        lock.unanswered(ttl);
-        // Applied or not, unknown: the server's lease ends at its old end or ttl after the call.
-        // Read the old remainder first, so that the comparison errs towards the shorter one.
-        Duration before = lock.deadline().remaining();
-        Deadline extended = Deadline.forHolder(clock, sent, ttl);
-        Deadline sooner = extended.remaining().compareTo(before) <= 0 ? extended : lock.deadline();
-        lock.renewed(ttl, sooner);
-        // The watchdog keeps the rhythm of the shorter of the two lengths, so that whichever lease
-        // the server has is renewed in time.
-        Duration shorter = ttl.compareTo(previous) <= 0 ? ttl : previous;
-        reschedule(lock, sooner, config.renewalIntervalFor(shorter));
-        throw e;
-      }
-      if (renewed) {
-        // A shorter renewal still unanswered may land after this one: believe no more than it.
-        Duration believable = lock.believable(ttl);
-        Deadline deadline = Deadline.forHolder(clock, sent, believable);
-        lock.renewed(ttl, deadline);
-        metrics.renewed();
-        reschedule(
-            lock,
-            deadline,
-            believable.equals(ttl) ? interval : config.renewalIntervalFor(believable));
-        return;
-      }
+    if (flight == null) {
+      return; // lost, released or kept meanwhile
+    }
+    boolean renewed;
+    try {
+      renewed = backend.renew(lock.name(), lock.owner(), lock.token(), flight.length());
+    } catch (RuntimeException e) {
       metrics.renewalFailed();
-      loss =
-          new Loss(
-              LostLease.Cause.REFUSED,
-              "the backend refused the extension to "
-                  + ttl
-                  + ": the lease expired or another holder has it");
+      synchronized (lock.renewing()) {
+        lock.unanswered(flight);
+      }
+      LOG.warn("Renewal of {} failed; retrying at the next interval", lock, e);
+      if (lock.deadline().hasExpired()) {
+        lock.lose(LostLease.Cause.RAN_OUT, "renewals failed until the lease ran out (" + e + ")");
+      }
+      return;
     }
-    lock.lose(loss.cause(), loss.reason());
-    throw new LeaseLostException(lock.lostMessage());
+    if (!renewed) {
+      metrics.renewalFailed();
+      synchronized (lock.renewing()) {
+        lock.refused(flight);
+      }
+      // Outside the monitor: the callback is user code, and may release or extend.
+      lock.lose(
+          LostLease.Cause.REFUSED,
+          "the backend refused the renewal: the lease expired or another holder has it");
+    } else if (confirm(lock, flight) == HeldLock.Confirmed.NOT_HELD) {
+      // The renewal landed after the holder gave the lease up (lost at its deadline, or released
+      // while the call was out): nobody believes they hold it, so free it now, not a TTL later.
+      releaseQuietly(lock.name(), lock.owner(), lock.token());
+    }
+  }
+
+  /** Applies a confirmed renewal or extension and moves the timers to match. */
+  private HeldLock.Confirmed confirm(HeldLock lock, HeldLock.Flight flight) {
+    synchronized (lock.renewing()) {
+      HeldLock.Confirmed confirmed = lock.confirmed(flight, clock);
+      if (confirmed != HeldLock.Confirmed.NOT_HELD) {
+        metrics.renewed();
+      }
+      if (confirmed == HeldLock.Confirmed.APPLIED) {
+        reschedule(lock);
+      }
+      return confirmed;
+    }
+  }
+
+  /**
+   * {@link HeldLock#extend}. The backend call runs outside the lease's renewal monitor: while it is
+   * out, the watchdog goes on renewing this lease (with its current length) and every other one.
+   */
+  void extend(HeldLock lock, Duration ttl) {
+    config.renewalIntervalFor(ttl); // refuses a TTL the watchdog could not keep
+    requireHeld(lock);
+    HeldLock.Flight flight;
+    synchronized (lock.renewing()) {
+      flight = lock.send(ttl, clock);
+      if (flight == null) {
+        // Lost or released since the check above, or being kept by releaseNoEarlierThan: say
+        // which, as the check would have.
+        requireHeld(lock);
+        throw released(lock);
+      }
+      if (flight.shortened()) {
+        reschedule(lock);
+      }
+    }
+    boolean renewed;
+    try {
+      renewed = backend.renew(lock.name(), lock.owner(), lock.token(), ttl);
+    } catch (RuntimeException e) {
+      metrics.renewalFailed();
+      // Applied or not, unknown: the server's lease ends at its old end or ttl after the call, and
+      // the holder counts the sooner of the two; the watchdog renews with ttl from now on.
+      synchronized (lock.renewing()) {
+        lock.extensionUnanswered(flight, clock);
+        reschedule(lock);
+      }
+      throw e;
+    }
+    if (!renewed) {
+      metrics.renewalFailed();
+      synchronized (lock.renewing()) {
+        lock.refused(flight);
+      }
+      lock.lose(
+          LostLease.Cause.REFUSED,
+          "the backend refused the extension to "
+              + ttl
+              + ": the lease expired or another holder has it");
+      throw new LeaseLostException(lock.lostMessage());
+    }
+    if (confirm(lock, flight) == HeldLock.Confirmed.NOT_HELD) {
+      // Lost or released while the extension was out: nobody holds it any more.
+      releaseQuietly(lock.name(), lock.owner(), lock.token());
+      requireHeld(lock);
+    }
+  }
+
+  private static IllegalStateException released(HeldLock lock) {
+    return new IllegalStateException(
+        "Lock \"" + lock.name() + "\" was released; acquire it again.");
   }
 
   private void requireHeld(HeldLock lock) {
@@ -375,8 +389,7 @@ public final class FencedLock implements AutoCloseable {
       throw new LeaseLostException(lock.lostMessage());
     }
     if (!lock.isHeld()) {
-      throw new IllegalStateException(
-          "Lock \"" + lock.name() + "\" was released; acquire it again.");
+      throw released(lock);
     }
     if (lock.deadline().hasExpired()) {
       ranOut(lock);
@@ -385,20 +398,29 @@ public final class FencedLock implements AutoCloseable {
   }
 
   /**
-   * Moves the expiry timer to {@code deadline} and, when {@code interval} is given and a watchdog
-   * runs, renews every {@code interval} from now on.
+   * Moves the expiry timer to the lease's deadline and, when a watchdog runs and the interval for
+   * the shorter of the TTL and the length the deadline counts differs from the current one, renews
+   * at that interval from now on: whichever length the server may have, it is renewed in time.
+   * Called under the lease's renewal monitor, so that the timers follow the deadline in the order
+   * it moved.
    */
-  private void reschedule(HeldLock lock, Deadline deadline, Duration interval) {
+  private void reschedule(HeldLock lock) {
+    Duration ttl = lock.ttl();
+    Deadline deadline = lock.deadline();
+    Duration counted = deadline.leaseDuration();
+    Duration interval = config.renewalIntervalFor(counted.compareTo(ttl) < 0 ? counted : ttl);
     held.computeIfPresent(
         lock,
         (l, timers) -> {
           timers.expiry().cancel(false);
           ScheduledFuture<?> renewal = timers.renewal();
-          if (interval != null && renewal != null) {
+          Duration every = timers.interval();
+          if (renewal != null && !interval.equals(every)) {
             renewal.cancel(false);
             renewal = renewals.repeat(() -> renew(l), interval);
+            every = interval;
           }
-          return new Timers(renewal, watchExpiry(l, deadline));
+          return new Timers(renewal, every, watchExpiry(l, deadline));
         });
   }
 
@@ -469,20 +491,27 @@ public final class FencedLock implements AutoCloseable {
     if (timers != null) {
       timers.cancel();
     }
+    long sent;
+    Duration keep = null;
+    Duration believable = null;
     synchronized (lock.renewing()) {
-      long sent = clock.nanoTime();
+      // No renewal is sent from here on, and none still out lands after the keeping one.
+      lock.keepFromNowOn();
+      sent = clock.nanoTime();
       long missing = afterAcquiring.toNanos() - (sent - lock.acquiredAtNanos());
       if (lock.isHeld() && missing > 0 && !lock.deadline().hasExpired()) {
-        return keepFor(lock, sent, missing);
+        // Whole milliseconds, rounded up: every backend keeps at least that, none refuses it.
+        keep = Duration.ofMillis((missing + 999_999) / 1_000_000);
+        // A shorter renewal whose answer was lost may land later and end the lease sooner.
+        believable = lock.believable(keep);
       }
     }
-    // Outside the monitor: a release may call the lease-lost callback, which is user code.
-    return lock.release();
+    // Outside the monitor: the backend call (no renewal waits for it), and a release, which may
+    // call the lease-lost callback, user code.
+    return keep != null ? keepFor(lock, sent, keep, believable) : lock.release();
   }
 
-  private ReleaseOutcome keepFor(HeldLock lock, long sent, long missingNanos) {
-    // Whole milliseconds, rounded up: every backend keeps at least that, none refuses it.
-    Duration keep = Duration.ofMillis((missingNanos + 999_999) / 1_000_000);
+  private ReleaseOutcome keepFor(HeldLock lock, long sent, Duration keep, Duration believable) {
     boolean renewed;
     try {
       renewed = backend.renew(lock.name(), lock.owner(), lock.token(), keep);
@@ -498,8 +527,7 @@ public final class FencedLock implements AutoCloseable {
     }
     metrics.held(since(lock.acquiredAtNanos()));
     return renewed
-        // A shorter renewal still unanswered may land later and end the lease sooner: say so.
-        ? new ReleaseOutcome.KeptUntil(Deadline.forHolder(clock, sent, lock.believable(keep)))
+        ? new ReleaseOutcome.KeptUntil(Deadline.forHolder(clock, sent, believable))
         : goneAtRelease(lock, "renewal that keeps it until the time asked for");
   }
 

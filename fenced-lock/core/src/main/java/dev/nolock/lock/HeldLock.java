@@ -3,8 +3,11 @@ package dev.nolock.lock;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseLostException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -38,16 +41,31 @@ public final class HeldLock implements AutoCloseable {
   private final long acquiredAtNanos;
   private final AtomicReference<State> state = new AtomicReference<>(State.HELD);
 
-  /** Held while a renewal or extension is out, so that their answers apply in the order sent. */
+  /**
+   * Guards the renewal bookkeeping below, and is held only while it changes: never across a backend
+   * call, so that a renewal or extension that hangs on the backend holds up neither another renewal
+   * of this lease nor (through the watchdog's one thread) the renewals of other leases.
+   */
   private final Object renewing = new Object();
 
   /** Held while releasing, so that a second release waits for the first one's outcome. */
   private final Object releasing = new Object();
 
   private volatile Duration ttl;
-  // Guarded by renewing(): the shortest length of a renewal whose answer was lost, or null.
-  private Duration shortestUnanswered;
   private volatile Deadline deadline;
+  // Guarded by renewing: the clock reading the deadline counts from (its length is the deadline's).
+  private long deadlineStartNanos;
+  // Guarded by renewing: the shortest length of a renewal whose answer was lost, or null.
+  private Duration shortestUnanswered;
+  // Guarded by renewing: renewals and extensions sent and not yet answered.
+  private final List<Flight> flights = new ArrayList<>();
+  // Guarded by renewing: the number of the last flight sent, of the newest whose confirmation set
+  // the deadline, and of the newest that set the TTL.
+  private long lastSent;
+  private long deadlineSetBy;
+  private long ttlSetBy;
+  // Guarded by renewing: releaseNoEarlierThan took over; no renewal or extension is sent any more.
+  private boolean keeping;
   private volatile LostLease.Cause lostCause;
   private volatile String lostReason;
   private ReleaseOutcome outcome; // guarded by releasing
@@ -66,6 +84,7 @@ public final class HeldLock implements AutoCloseable {
     this.token = token;
     this.ttl = ttl;
     this.deadline = deadline;
+    this.deadlineStartNanos = acquiredAtNanos;
     this.acquiredAtNanos = acquiredAtNanos;
   }
 
@@ -135,7 +154,11 @@ public final class HeldLock implements AutoCloseable {
 
   /**
    * Call immediately before each protected write. Passes only while the lease is held and {@code
-   * remaining - safetyMargin > expectedWriteTime}.
+   * remaining - margin > expectedWriteTime}, where the margin is {@link LockConfig#safetyMarginFor}
+   * the length the current deadline counts: the fixed safety margin, or the clock drift a lease
+   * that long can accumulate when that is more (302.4 s for a week with the default 500 ppm), so
+   * that a holder never writes in the part of a long lease that a server whose clock runs faster
+   * may already have ended.
    *
    * @throws LeaseLostException when the write must not be sent: stop writing, re-acquire
    * @throws IllegalStateException when this lock was already released
@@ -158,7 +181,7 @@ public final class HeldLock implements AutoCloseable {
       lock.ranOut(this);
       throw new LeaseLostException(lostMessage());
     }
-    now.checkPointOfNoReturn(lock.config().safetyMargin(), expectedWriteTime);
+    now.checkPointOfNoReturn(lock.config().safetyMarginFor(now.leaseDuration()), expectedWriteTime);
   }
 
   /**
@@ -167,15 +190,28 @@ public final class HeldLock implements AutoCloseable {
    * {@code ttl/3}). A job without a watchdog calls this to ask for more time; one that knows it
    * needs less gives time back.
    *
-   * <p>Algorithm: read the clock, ask the backend to renew this grant with {@code ttl} (a
-   * compare-and-swap on owner and token, see {@link dev.nolock.patterns.LockBackend#renew}), and on
-   * success move the deadline to that reading plus {@code ttl}. When the call fails its outcome is
-   * unknown: the server's lease now ends either where it did or {@code ttl} after the call, so the
-   * deadline becomes the sooner of the two, and the exception is rethrown.
+   * <p>Algorithm:
+   *
+   * <ol>
+   *   <li>Under the lease's renewal monitor: read the clock and register the extension as out; if
+   *       {@code ttl} from that reading ends sooner than the current deadline, the deadline moves
+   *       there at once (the server may apply it at any moment from now).
+   *   <li>Outside the monitor, ask the backend to renew this grant with {@code ttl} (a
+   *       compare-and-swap on owner and token, see {@link dev.nolock.patterns.LockBackend#renew}).
+   *       Meanwhile the watchdog goes on renewing this lease and every other one.
+   *   <li>On success, under the monitor: the deadline becomes that reading plus {@code ttl}, or
+   *       plus the shortest length of any renewal that was out beside this one or whose answer was
+   *       lost (it may have landed after this one), unless a renewal sent after this one was
+   *       applied already.
+   *   <li>When the call fails its outcome is unknown: the server's lease now ends either where it
+   *       did or {@code ttl} after the call, so the deadline is the sooner of the two, decided on
+   *       the two ends without reading the clock again, and the exception is rethrown.
+   * </ol>
    *
    * @throws LeaseLostException when the backend refused: the lease had expired or someone else has
    *     it (it is now lost)
-   * @throws IllegalStateException when this lock was already released
+   * @throws IllegalStateException when this lock was already released (or is being released by
+   *     {@link #releaseNoEarlierThan})
    * @throws IllegalArgumentException for a TTL outside (0, {@link LockConfig#MAX_TTL}], or one the
    *     renewal interval does not fit
    * @throws dev.nolock.patterns.BackendUnavailableException when the backend failed (see above)
@@ -218,7 +254,9 @@ public final class HeldLock implements AutoCloseable {
    * <p>Algorithm:
    *
    * <ol>
-   *   <li>Stop the watchdog and the expiry timer of this lease.
+   *   <li>Stop the watchdog and the expiry timer of this lease, refuse further extensions, and wait
+   *       until every renewal or extension still out was answered, so that none lands after the one
+   *       sent below.
    *   <li>Read the clock. If {@code afterAcquiring} has already passed since the acquire request
    *       was sent (the moment the lease's deadline counts from), {@link #release()} as usual.
    *   <li>Otherwise ask the backend to renew this grant for the time still missing, rounded up to
@@ -278,32 +316,198 @@ public final class HeldLock implements AutoCloseable {
   }
 
   /**
-   * A renewal or extension with {@code length} whose answer never came: it may still reach the
-   * server, later than any renewal sent after it (a pooled connection stuck in retransmission), and
-   * then set the lease to end {@code length} after it lands. Called under {@link #renewing()}.
+   * A renewal or extension with {@code length}, sent at {@code sentNanos}, whose answer has not
+   * come back yet. {@code shortestOverlap} is the shortest length of every other one out at any
+   * moment while this one was: any of them may land on the server after this one, whatever the
+   * order of the answers, and cut the lease to its own length.
    */
-  void unanswered(Duration length) {
-    if (shortestUnanswered == null || length.compareTo(shortestUnanswered) < 0) {
-      shortestUnanswered = length;
+  static final class Flight {
+    private final long number;
+    private final long sentNanos;
+    private final Duration length;
+    private Duration shortestOverlap; // guarded by renewing
+    private boolean shortened; // guarded by renewing
+
+    private Flight(long number, long sentNanos, Duration length) {
+      this.number = number;
+      this.sentNanos = sentNanos;
+      this.length = length;
+    }
+
+    Duration length() {
+      return length;
+    }
+
+    /** True when sending it moved the deadline sooner (see {@link HeldLock#send}). */
+    boolean shortened() {
+      return shortened;
+    }
+
+    private void overlaps(Duration other) {
+      if (shortestOverlap == null || other.compareTo(shortestOverlap) < 0) {
+        shortestOverlap = other;
+      }
+    }
+  }
+
+  /** What a confirmed renewal did to the holder's view; see {@link #confirmed}. */
+  enum Confirmed {
+    /** It moved the deadline. */
+    APPLIED,
+    /** A renewal sent after it had already moved the deadline, counting this one as out. */
+    SUPERSEDED,
+    /** The lease was lost or released while it was out: nobody holds it. */
+    NOT_HELD
+  }
+
+  /**
+   * Registers a renewal or extension with {@code length} about to be sent, reading the clock for
+   * its send time; {@code null} when the lease is no longer held or {@link #keepFromNowOn} stopped
+   * renewals. Called under {@link #renewing()}.
+   *
+   * <ol>
+   *   <li>Number it, and record its length as an overlap of every flight out and theirs as its own.
+   *   <li>Whatever its answer, the server's lease now ends either where the holder counts it or
+   *       {@code length} after this one lands, no sooner than {@code length} from now: the deadline
+   *       becomes the sooner of the two (only an extension to a shorter length moves it), decided
+   *       on the two ends themselves, not on two readings of the clock.
+   * </ol>
+   */
+  Flight send(Duration length, LeaseClock clock) {
+    if (!isHeld() || keeping) {
+      return null;
+    }
+    Flight flight = new Flight(++lastSent, clock.nanoTime(), length);
+    for (Flight other : flights) {
+      other.overlaps(length);
+      flight.overlaps(other.length);
+    }
+    flights.add(flight);
+    flight.shortened = endSooner(flight.sentNanos, length, clock);
+    return flight;
+  }
+
+  /**
+   * The server confirmed {@code flight}. The holder believes no more than the shortest of its
+   * length, the length of every flight that overlapped it and that of every renewal whose answer
+   * was lost, counted from its send time, because any of those may have landed after it. It sets
+   * the deadline only when no flight sent after it has set it already: that one counted this flight
+   * as out, so it already believes no more than this one's length. Called under {@link
+   * #renewing()}.
+   */
+  Confirmed confirmed(Flight flight, LeaseClock clock) {
+    answered(flight);
+    if (!isHeld()) {
+      return Confirmed.NOT_HELD;
+    }
+    setTtl(flight);
+    if (flight.number < deadlineSetBy) {
+      return Confirmed.SUPERSEDED;
+    }
+    deadlineSetBy = flight.number;
+    Duration believable = believable(flight.length);
+    if (flight.shortestOverlap != null && flight.shortestOverlap.compareTo(believable) < 0) {
+      believable = flight.shortestOverlap;
+    }
+    setDeadline(flight.sentNanos, believable, clock);
+    return Confirmed.APPLIED;
+  }
+
+  /**
+   * The server refused {@code flight} (the lease is lost, which the caller reports). Called under
+   * {@link #renewing()}.
+   */
+  void refused(Flight flight) {
+    answered(flight);
+  }
+
+  /**
+   * {@code flight}'s answer never came: it may still reach the server, later than any renewal sent
+   * after it (a pooled connection stuck in retransmission), and then set the lease to end its
+   * length after it lands. So every later confirmation believes no more than that length. Called
+   * under {@link #renewing()}.
+   */
+  void unanswered(Flight flight) {
+    answered(flight);
+    if (shortestUnanswered == null || flight.length.compareTo(shortestUnanswered) < 0) {
+      shortestUnanswered = flight.length;
+    }
+  }
+
+  /**
+   * An extension whose answer never came: {@link #unanswered}, the lease renewed with its length
+   * from now on (as a confirmed one would be), and the deadline the sooner of where it was and the
+   * extension's own end (already so since it was sent, unless a confirmation moved it since).
+   * Called under {@link #renewing()}.
+   */
+  void extensionUnanswered(Flight flight, LeaseClock clock) {
+    unanswered(flight);
+    if (isHeld()) {
+      setTtl(flight);
+      endSooner(flight.sentNanos, flight.length, clock);
+    }
+  }
+
+  /**
+   * Stops renewals for good ({@link #send} answers {@code null} from now on) and waits until every
+   * renewal out has been answered, so that none lands after the one {@link #releaseNoEarlierThan}
+   * sends. Called under {@link #renewing()}, which the wait gives up. An interrupt ends the wait
+   * early, with the flag set again.
+   */
+  void keepFromNowOn() {
+    keeping = true;
+    while (!flights.isEmpty()) {
+      try {
+        renewing.wait();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
     }
   }
 
   /**
    * What the holder may believe of a renewal with {@code length} that the server confirmed: no more
-   * than the shortest renewal still unanswered, which may land after it and cut the lease to its
-   * own length. Equal lengths (the watchdog's, without extensions) change nothing.
+   * than the shortest renewal whose answer was lost, which may land after it and cut the lease to
+   * its own length. Equal lengths (the watchdog's, without extensions) change nothing. Called under
+   * {@link #renewing()}.
    */
   Duration believable(Duration length) {
     Duration shortest = shortestUnanswered;
     return shortest != null && shortest.compareTo(length) < 0 ? shortest : length;
   }
 
-  /** A renewal or extension with {@code renewedTtl} that was sent at {@code renewed}'s start. */
-  void renewed(Duration renewedTtl, Deadline renewed) {
-    if (isHeld()) {
-      this.ttl = renewedTtl;
-      this.deadline = renewed;
+  private void answered(Flight flight) {
+    flights.remove(flight);
+    if (flights.isEmpty()) {
+      renewing.notifyAll(); // keepFromNowOn waits for this
     }
+  }
+
+  private void setTtl(Flight flight) {
+    if (flight.number > ttlSetBy) {
+      ttlSetBy = flight.number;
+      ttl = flight.length;
+    }
+  }
+
+  /**
+   * Moves the deadline to {@code length} after {@code startNanos} if that ends sooner; compares the
+   * two ends as differences of clock readings, without reading the clock.
+   */
+  private boolean endSooner(long startNanos, Duration length, LeaseClock clock) {
+    long laterBy =
+        (startNanos - deadlineStartNanos) + (length.toNanos() - deadline.leaseDuration().toNanos());
+    if (laterBy >= 0) {
+      return false;
+    }
+    setDeadline(startNanos, length, clock);
+    return true;
+  }
+
+  private void setDeadline(long startNanos, Duration length, LeaseClock clock) {
+    deadlineStartNanos = startNanos;
+    deadline = Deadline.forHolder(clock, startNanos, length);
   }
 
   /** Marks the lease released (or lost and released) and returns the state it had before. */

@@ -27,8 +27,22 @@ public final class LockConfig {
    */
   public static final Duration MAX_TTL = Deadline.MAX_LEASE_DURATION;
 
-  /** Time kept back at the point of no return for clock drift and scheduling delay. */
+  /**
+   * The fixed part of the time kept back at the point of no return, for scheduling delay and the
+   * drift of a short lease; a long lease keeps back more ({@link #safetyMarginFor}).
+   */
   public static final Duration DEFAULT_SAFETY_MARGIN = Duration.ofMillis(100);
+
+  /**
+   * The assumed bound on how far the holder's monotonic clock and the server's clock disagree on
+   * the <em>rate</em> of time, in parts per million: 500 ppm, the frequency tolerance NTP assumes
+   * of an undisciplined oscillator (a clock that NTP keeps in step drifts far less). Over a week a
+   * lease that long may end up to 302.4 s sooner on the server than on the holder's clock.
+   */
+  public static final long DEFAULT_CLOCK_DRIFT_PPM = 500;
+
+  /** The largest {@link Builder#clockDriftPpm} accepted: 10 %. */
+  public static final long MAX_CLOCK_DRIFT_PPM = 100_000;
 
   public static final Duration DEFAULT_BACKOFF_BASE = Duration.ofMillis(10);
   public static final Duration DEFAULT_BACKOFF_MAX = Duration.ofMillis(500);
@@ -38,6 +52,7 @@ public final class LockConfig {
   private final Duration renewalInterval;
   private final boolean autoRenew;
   private final Duration safetyMargin;
+  private final long clockDriftPpm;
   private final Consumer<LostLease> onLeaseLost;
   private final LeaseClock clock;
   private final CoordinationMetrics metrics;
@@ -50,6 +65,7 @@ public final class LockConfig {
     this.renewalInterval = b.renewalInterval;
     this.autoRenew = b.autoRenew;
     this.safetyMargin = b.safetyMargin;
+    this.clockDriftPpm = b.clockDriftPpm;
     this.onLeaseLost = b.onLeaseLost;
     this.clock = b.clock;
     this.metrics = b.metrics;
@@ -89,8 +105,34 @@ public final class LockConfig {
     return autoRenew;
   }
 
+  /** The fixed margin: the least time kept back at each point-of-no-return check. */
   public Duration safetyMargin() {
     return safetyMargin;
+  }
+
+  /** The assumed bound on clock-rate drift between holder and server, in parts per million. */
+  public long clockDriftPpm() {
+    return clockDriftPpm;
+  }
+
+  /**
+   * The time kept back at the point of no return of a lease counted as {@code leaseLength} long:
+   * the larger of {@link #safetyMargin()} and {@code leaseLength x} {@link #clockDriftPpm()}
+   * (rounded up to the nanosecond). The holder counts a lease on its own monotonic clock from
+   * before its request was sent; a server whose clock runs faster by {@code ppm} ends it up to
+   * {@code leaseLength x ppm} sooner in real time, however long ago it began, so the margin grows
+   * with the length: 100 ms for every lease up to 200 s with the defaults, 150 ms for 5 minutes,
+   * 1.8 s for an hour, 302.4 s for a week.
+   */
+  public Duration safetyMarginFor(Duration leaseLength) {
+    present(leaseLength, "leaseLength");
+    // At most a week of nanoseconds (6.05e14) times 1e5: 6.05e19 overflows a long, so divide
+    // first and add the remainder's share, rounded up.
+    long nanos = leaseLength.toNanos();
+    long drift =
+        nanos / 1_000_000 * clockDriftPpm
+            + (nanos % 1_000_000 * clockDriftPpm + 999_999) / 1_000_000;
+    return drift > safetyMargin.toNanos() ? Duration.ofNanos(drift) : safetyMargin;
   }
 
   public Consumer<LostLease> onLeaseLost() {
@@ -177,6 +219,7 @@ public final class LockConfig {
     private Duration renewalInterval;
     private boolean autoRenew = true;
     private Duration safetyMargin = DEFAULT_SAFETY_MARGIN;
+    private long clockDriftPpm = DEFAULT_CLOCK_DRIFT_PPM;
     private Consumer<LostLease> onLeaseLost = Builder::logLoss;
     private LeaseClock clock = LeaseClock.system();
     private CoordinationMetrics metrics = CoordinationMetrics.noop();
@@ -222,8 +265,10 @@ public final class LockConfig {
     }
 
     /**
-     * Time kept back at each point-of-no-return check; less than half of the TTL of each lease that
-     * checks it (a lease that never checks the point of no return may be shorter).
+     * The fixed time kept back at each point-of-no-return check (default 100 ms); less than half of
+     * the TTL of each lease that checks it (a lease that never checks the point of no return may be
+     * shorter). A long lease keeps back its drift instead when that is more ({@link
+     * LockConfig#safetyMarginFor}).
      */
     public Builder safetyMargin(Duration safetyMargin) {
       present(safetyMargin, "safetyMargin");
@@ -232,6 +277,26 @@ public final class LockConfig {
             "The safety margin must be zero or more, got " + safetyMargin);
       }
       this.safetyMargin = safetyMargin;
+      return this;
+    }
+
+    /**
+     * The assumed bound on how far the holder's and the server's clocks disagree on the rate of
+     * time, in parts per million, 0 to {@value LockConfig#MAX_CLOCK_DRIFT_PPM} (default {@value
+     * LockConfig#DEFAULT_CLOCK_DRIFT_PPM}): the point of no return of a lease keeps back its length
+     * times this bound when that is more than the fixed {@link #safetyMargin}. Raise it for
+     * machines whose clocks nothing keeps in step; zero trusts the clocks to run at one rate.
+     */
+    public Builder clockDriftPpm(long ppm) {
+      if (ppm < 0 || ppm > MAX_CLOCK_DRIFT_PPM) {
+        throw new IllegalArgumentException(
+            "The clock drift bound must be between 0 and "
+                + MAX_CLOCK_DRIFT_PPM
+                + " ppm, got "
+                + ppm
+                + ": pass parts per million, e.g. 500 (0.05 %).");
+      }
+      this.clockDriftPpm = ppm;
       return this;
     }
 

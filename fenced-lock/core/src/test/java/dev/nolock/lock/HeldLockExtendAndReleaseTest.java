@@ -6,12 +6,14 @@ import static org.awaitility.Awaitility.await;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -155,6 +157,42 @@ class HeldLockExtendAndReleaseTest {
     assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ZERO))
         .as("so the holder must not believe the hour")
         .isInstanceOf(LeaseLostException.class);
+  }
+
+  /**
+   * A failed extension keeps the sooner of the old end and the new one, decided on the two ends
+   * themselves: before the fix it compared the old deadline's remainder read at one instant with
+   * the new one's read at a later instant, so an extension ending up to the time between the two
+   * readings later than the old end passed for the sooner one. The clock here moves 10 ms at every
+   * reading once the extension's call failed; the extension ends 5 ms after the old end.
+   */
+  @Test
+  void aFailedExtensionEndingJustAfterTheOldEndKeepsTheOldEnd() {
+    AtomicLong now = new AtomicLong();
+    AtomicLong step = new AtomicLong();
+    LeaseClock ticking = () -> now.getAndAdd(step.get());
+    FencedLock failing =
+        FencedLock.create(
+            new ForwardingLockBackend(backend) {
+              @Override
+              public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+                step.set(Duration.ofMillis(10).toNanos()); // from here on every reading moves it
+                throw new BackendUnavailableException("request lost on the way", null);
+              }
+            },
+            LockConfig.custom(LockPurpose.CORRECTNESS).clock(ticking).autoRenew(false).build());
+    opened.add(failing);
+    HeldLock held = failing.tryAcquire("report", Duration.ofSeconds(10)).get(); // ends at 10 s
+    now.set(Duration.ofSeconds(1).toNanos());
+
+    assertThatThrownBy(() -> held.extend(Duration.ofMillis(9_005))) // would end at 10.005 s
+        .isInstanceOf(BackendUnavailableException.class);
+    step.set(0);
+    now.set(Duration.ofSeconds(10).toNanos());
+
+    assertThat(held.deadline().hasExpired())
+        .as("the request never reached the server, whose lease ended at 10 s")
+        .isTrue();
   }
 
   private FencedLock lostAnswers() {

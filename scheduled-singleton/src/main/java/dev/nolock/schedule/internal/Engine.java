@@ -28,7 +28,7 @@ import org.jooq.impl.DSL;
  *       committed is {@code Finished}; one that did not (its writes rolled back) is resumed the
  *       same way and run again with the same attempt, so a lost {@code COMMIT} spends no attempt; a
  *       plain finish is sent again (never the job); a finish of an attempt taken over meanwhile is
- *       {@code StaleAttempt}.
+ *       {@code StaleAttempt}; one whose run retention deleted meanwhile is {@code NoLongerKnown}.
  *   <li><b>Takeovers.</b> Running runs of the job whose lease expired on the database's clock are
  *       claimed again with the next attempt ({@link RunTable#takeOver}) and run, whatever their
  *       age; those out of attempts are recorded as failed.

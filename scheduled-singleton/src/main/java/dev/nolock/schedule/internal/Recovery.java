@@ -97,7 +97,10 @@ final class Recovery {
    * job's writes were in its transaction): its attempt is resumed if it is still current, which
    * means the transaction did not commit (a transaction still open on the server holds the run's
    * row lock, so the {@code UPDATE} waits for it to commit or roll back), and the job runs again
-   * with the same attempt; otherwise the run is read. A plain finish is sent again.
+   * with the same attempt; otherwise the run is read. A plain finish is sent again. The run read
+   * answers {@link RunOutcome.Finished} when this attempt finished it, {@link
+   * RunOutcome.StaleAttempt} when another attempt holds or finished it, and {@link
+   * RunOutcome.NoLongerKnown} when retention deleted its row meanwhile.
    */
   private void settleFinish(ScheduledRun run, List<RunOutcome> outcomes) {
     Instant time = run.scheduledAt();
@@ -134,7 +137,18 @@ final class Recovery {
         ctx.backend(
             "read the run of " + time, () -> ctx.table().current(ctx.dsl(), ctx.job(), time));
     state.unknown.remove(time);
-    if (current.isPresent() && current.get().finishedBy(attempt)) {
+    if (current.isEmpty()) {
+      // Retention deleted the row (it deletes finished runs only): this attempt's finish may be
+      // the one that ended the run, or a later attempt's may. "Stale" would be a false answer.
+      LOG.warn(
+          "Job {}: the finish of {} attempt {} lost its answer, and the run's row is gone"
+              + " (retention deleted the finished run): whether this attempt finished it is no"
+              + " longer known",
+          ctx.job(),
+          time,
+          attempt);
+      outcomes.add(new RunOutcome.NoLongerKnown(run));
+    } else if (current.get().finishedBy(attempt)) {
       ctx.metrics().finished();
       outcomes.add(new RunOutcome.Finished(run));
     } else {
