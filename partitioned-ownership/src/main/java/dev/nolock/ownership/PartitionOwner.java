@@ -7,6 +7,7 @@ import dev.nolock.ownership.internal.OwnershipMetrics;
 import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.sql.SqlErrors;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.vavr.control.Option;
@@ -22,7 +23,6 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
-import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -159,18 +159,31 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
 
   /**
    * Creates the ownership table if it does not exist (see the README's Schema); the schema of a
-   * qualified name must exist. An existing table is left as it is.
+   * qualified name must exist. An existing table is left as it is, and checked. Each statement is
+   * bounded by the config's query timeout.
    *
-   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists without a column the
-   *     runner reads or writes; its message holds the DDL that fits
+   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists in a shape the runner
+   *     cannot use: a column it reads or writes missing or of another type, {@code owner} or {@code
+   *     claimed_at} {@code NOT NULL}, or no primary key on {@code (consumer_group, topic,
+   *     partition)}; its message holds the DDL that fits
+   * @throws BackendUnavailableException when PostgreSQL failed in a way a retry can fix
+   *     (unreachable, a timeout, a read-only server during a failover; the shared {@code SqlErrors}
+   *     policy): whether the table was created is unknown; call it again
+   * @throws IllegalStateException when PostgreSQL refused the DDL in a way a retry repeats (no
+   *     CREATE privilege on the schema, a missing schema), with its message and SQLState
    */
   public void createTableIfMissing() {
-    try {
-      new OwnerTable(config.tableName()).createTableIfMissing(dsl, config.table());
-    } catch (DataAccessException e) {
-      throw new BackendUnavailableException(
-          "Could not create the ownership table " + config.table(), e);
-    }
+    SqlErrors.run(
+        () ->
+            "creating the ownership table "
+                + config.table()
+                + " (CREATE TABLE IF NOT EXISTS, then a check of its shape; the user needs CREATE"
+                + " on the schema unless the table exists). Calling it again is harmless",
+        () -> {
+          new OwnerTable(config.tableName())
+              .createTableIfMissing(dsl, config.table(), config.queryTimeout());
+          return null;
+        });
   }
 
   /**

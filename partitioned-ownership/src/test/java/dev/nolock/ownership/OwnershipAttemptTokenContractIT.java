@@ -180,7 +180,7 @@ class OwnershipAttemptTokenContractIT {
     void tables(PostgresSchema pg) {
       dsl = pg.dsl();
       faults = JdbcFaults.pool(pg.jdbcUrl());
-      TABLE.createTableIfMissing(dsl);
+      TABLE.createTableIfMissing(dsl, Duration.ofSeconds(5));
       dsl.execute(
           "CREATE TABLE IF NOT EXISTS attempt_ledger (id bigserial PRIMARY KEY,"
               + " topic text NOT NULL, kafka_partition int NOT NULL, kafka_offset bigint NOT NULL,"

@@ -133,8 +133,11 @@ public final class IdempotencyKeys<R> {
    * in-progress keys if they are missing (the DDL is in the README); on a table made by an earlier
    * version it adds the partial index. A schema-qualified table needs its schema to exist.
    *
-   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists without a column the
-   *     library reads or writes; its message holds the DDL that fits, and nothing is altered
+   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists in a shape the
+   *     library cannot use: a column it reads or writes missing or of another type (a {@code
+   *     timestamp} without time zone: sessions in different time zones would read leases hours
+   *     apart), a nullable column {@code NOT NULL}, or no primary key on {@code (scope,
+   *     idempotency_key)}; its message holds the DDL that fits, and nothing is altered
    * @throws IllegalStateException when PostgreSQL refuses the DDL, e.g. for lack of the CREATE
    *     privilege
    * @throws BackendUnavailableException when PostgreSQL cannot be reached or times out

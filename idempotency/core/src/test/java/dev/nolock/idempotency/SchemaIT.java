@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.nolock.patterns.SchemaMismatchException;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import org.jooq.DSLContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -45,5 +46,97 @@ class SchemaIT {
                   .contains("state");
             })
         .hasMessageContaining("short_keys");
+  }
+
+  /** Every column of the README's table; {@code %s} is the type of its four timestamps. */
+  private static final String COLUMNS =
+      "scope varchar(100) NOT NULL, idempotency_key varchar(255) NOT NULL,"
+          + " fingerprint varchar(255) NOT NULL, state varchar(16) NOT NULL,"
+          + " attempt_token bigint NOT NULL, attempt_count int NOT NULL,"
+          + " recovery_point varchar(63) NOT NULL, locked_until %1$s NOT NULL,"
+          + " response_status int, response_body bytea, created_at %1$s NOT NULL,"
+          + " completed_at %1$s, expires_at %1$s NOT NULL";
+
+  /**
+   * A keys table whose lease and expiry are {@code timestamp} (without time zone) is refused: each
+   * session converts {@code clock_timestamp()} through its own TimeZone (pgjdbc sets it from the
+   * JVM), so an instance in UTC would read a lease written from America/New_York as 5 h expired and
+   * run the action a second time ({@code TimeZoneIT}'s negative control). Before, the call only
+   * checked the column names and accepted the table.
+   */
+  @Test
+  void aTableWhoseTimestampsCarryNoTimeZoneIsRefused(PostgresSchema pg) {
+    pg.dsl()
+        .execute(
+            "CREATE TABLE local_time_keys ("
+                + COLUMNS.formatted("timestamp")
+                + ", PRIMARY KEY (scope, idempotency_key))");
+
+    assertThatThrownBy(() -> keys(pg, "local_time_keys").createTableIfMissing())
+        .isInstanceOfSatisfying(
+            SchemaMismatchException.class,
+            e -> {
+              assertThat(e.table()).isEqualTo("local_time_keys");
+              assertThat(e.problem())
+                  .contains(
+                      "column locked_until is timestamp without time zone, not timestamp with"
+                          + " time zone")
+                  .contains("column expires_at is timestamp without time zone");
+              assertThat(String.join("\n", e.ddl())).contains("timestamp with time zone");
+            });
+    assertThat(indexes(pg.dsl(), "local_time_keys"))
+        .as("nothing was created on the refused table")
+        .containsExactly("local_time_keys_pkey");
+  }
+
+  /**
+   * A keys table without its primary key on {@code (scope, idempotency_key)}, or with one on other
+   * columns, is refused: the claim's {@code ON CONFLICT (scope, idempotency_key)} needs it, and it
+   * is what lets one request per key through. Before, the call accepted both tables.
+   */
+  @Test
+  void aTableWithoutItsPrimaryKeyOrWithAnotherOneIsRefused(PostgresSchema pg) {
+    pg.dsl().execute("CREATE TABLE keyless_keys (" + COLUMNS.formatted("timestamptz") + ")");
+    pg.dsl()
+        .execute(
+            "CREATE TABLE key_only_keys ("
+                + COLUMNS.formatted("timestamptz")
+                + ", PRIMARY KEY (idempotency_key))");
+
+    for (String table : new String[] {"keyless_keys", "key_only_keys"}) {
+      assertThatThrownBy(() -> keys(pg, table).createTableIfMissing())
+          .as(table)
+          .isInstanceOfSatisfying(
+              SchemaMismatchException.class,
+              e -> assertThat(e.problem()).isEqualTo("no unique key on (scope, idempotency_key)"));
+    }
+  }
+
+  /** The table the call creates is accepted, also when it is called again. */
+  @Test
+  void theTableItCreatesIsAcceptedWhenCalledAgain(PostgresSchema pg) {
+    IdempotencyKeys<String> keys = keys(pg, pg.schemaName() + ".fresh_keys");
+
+    keys.createTableIfMissing();
+    keys.createTableIfMissing();
+
+    assertThat(keys.execute("s", "k", Fingerprint.of("f"), attempt -> "done"))
+        .isInstanceOf(Outcome.Completed.class);
+    assertThat(indexes(pg.dsl(), "fresh_keys"))
+        .containsExactlyInAnyOrder(
+            "fresh_keys_pkey", "fresh_keys_expires_idx", "fresh_keys_pending_idx");
+  }
+
+  private static IdempotencyKeys<String> keys(PostgresSchema pg, String table) {
+    return IdempotencyKeys.create(
+        pg.dataSource(), IdempotencyConfig.custom().table(table).build(), ResultCodec.utf8());
+  }
+
+  private static java.util.List<String> indexes(DSLContext db, String table) {
+    return db.resultQuery(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+                + " AND tablename = ?",
+            table)
+        .fetch(0, String.class);
   }
 }

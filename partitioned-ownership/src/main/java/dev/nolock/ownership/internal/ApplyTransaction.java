@@ -67,8 +67,9 @@ public final class ApplyTransaction<K, V> {
    * Applies {@code record} if its partition is still owned here with {@code epoch}.
    *
    * @throws BackendUnavailableException PostgreSQL failed in a way worth retrying (unreachable, a
-   *     lost answer, a timeout, a serialization failure, the session ended by the server): whether
-   *     the transaction committed is unknown; retry the same record with the same epoch
+   *     lost answer, a timeout, a serialization failure, the session ended by the server, a write
+   *     refused by a read-only server during a failover): whether the transaction committed is
+   *     unknown; retry the same record with the same epoch
    * @throws IllegalStateException the handler failed for good (the transaction rolled back), or the
    *     table lost its primary key
    * @throws DataAccessException any other database error (a missing table): retrying repeats it

@@ -228,12 +228,17 @@ public final class OwnerLoop<K, V> {
           unrecorded.add(new TopicPartition(topic, p));
         }
       }
-      try {
-        table.register(dsl, group, topic, partitionCount, config.queryTimeout(), logStarts);
-      } catch (DataAccessException e) {
-        throw new BackendUnavailableException(
-            "Could not record the partition count of '" + topic + "' in " + table, e);
-      }
+      SqlErrors.run(
+          () ->
+              "recording the partition count of '"
+                  + topic
+                  + "' in "
+                  + table
+                  + ". Start a new runner: the registration is idempotent",
+          () -> {
+            table.register(dsl, group, topic, partitionCount, config.queryTimeout(), logStarts);
+            return null;
+          });
       log.info(
           "Owner {} of group {} subscribing to {} ({} partitions)",
           owner,

@@ -13,6 +13,7 @@ import dev.nolock.ownership.LogStartMismatchException;
 import dev.nolock.ownership.PartitionCountChangedException;
 import dev.nolock.patterns.SchemaMismatchException;
 import dev.nolock.patterns.sql.PgClock;
+import dev.nolock.patterns.sql.TableShape;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Collection;
@@ -32,6 +33,7 @@ import org.jooq.Record2;
 import org.jooq.Record3;
 import org.jooq.Select;
 import org.jooq.Table;
+import org.jooq.conf.ParamType;
 import org.jooq.impl.SQLDataType;
 
 /**
@@ -87,61 +89,53 @@ public final class OwnerTable {
         setLocal("idle_in_transaction_session_timeout", idleTimeout));
   }
 
-  /** The columns the runner reads or writes, in the order of {@link #createTableIfMissing}. */
-  private static final List<String> COLUMNS =
+  /**
+   * What the runner needs of an existing table ({@link TableShape}): the columns of {@link
+   * #createQuery} with types that hold their values ({@code epoch} a {@code bigint}: the fencing
+   * token must not wrap; {@code claimed_at} a {@code timestamptz}), {@code owner} and {@code
+   * claimed_at} nullable ({@link #register} leaves them {@code NULL}), and the primary key on
+   * exactly {@code (consumer_group, topic, partition)}: without it {@link #register} would add the
+   * rows again at every start and a claim would match several.
+   */
+  private static final List<Field<?>> SHAPE =
       List.of(
-          "consumer_group",
-          "topic",
-          "partition",
-          "partition_count",
-          "epoch",
-          "owner",
-          "last_applied_offset",
-          "claimed_at");
+          field(name("consumer_group"), SQLDataType.VARCHAR(255).nullable(false)),
+          field(name("topic"), SQLDataType.VARCHAR(249).nullable(false)),
+          field(name("partition"), SQLDataType.INTEGER.nullable(false)),
+          field(name("partition_count"), SQLDataType.INTEGER.nullable(false)),
+          field(name("epoch"), SQLDataType.BIGINT.nullable(false)),
+          field(name("owner"), SQLDataType.VARCHAR(255).nullable(true)),
+          field(name("last_applied_offset"), SQLDataType.BIGINT.nullable(false)),
+          field(name("claimed_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(true)));
 
   /**
-   * {@code CREATE TABLE IF NOT EXISTS}, as the README's Schema section shows it; then the existing
-   * table's columns are checked against it.
-   *
-   * @param configured the table as configured, for the exception
-   * @throws SchemaMismatchException when the table exists without a column the runner needs
+   * {@link #createTableIfMissing(DSLContext, String, Duration)}, naming the table in the exception
+   * as it is rendered.
    */
-  public void createTableIfMissing(DSLContext dsl) {
-    createTableIfMissing(dsl, tableName.unquotedName().toString());
+  public void createTableIfMissing(DSLContext dsl, Duration timeout) {
+    createTableIfMissing(dsl, tableName.unquotedName().toString(), timeout);
   }
 
   /**
-   * {@link #createTableIfMissing(DSLContext)}, naming the table in the exception as configured.
+   * Creates the table unless it exists ({@code CREATE TABLE IF NOT EXISTS}, as the README's Schema
+   * section shows it), then checks that the table the name resolves to has the shape the runner
+   * needs (see {@link #SHAPE}); each statement bounded by {@code timeout}. A table of another shape
+   * is left as it is.
    *
    * @param configured the table as configured, for the exception
-   * @throws SchemaMismatchException when the table exists without a column the runner needs
+   * @throws SchemaMismatchException when the existing table cannot be used; its message holds the
+   *     DDL that fits
    */
-  public void createTableIfMissing(DSLContext dsl, String configured) {
-    org.jooq.Query create = createQuery(dsl);
+  public void createTableIfMissing(DSLContext dsl, String configured, Duration timeout) {
+    Query create = createQuery(dsl).queryTimeout(seconds(timeout));
     create.execute();
-    java.util.Set<String> existing =
-        new java.util.HashSet<>(
-            dsl.resultQuery(
-                    "SELECT a.attname::text FROM pg_attribute a"
-                        + " WHERE a.attrelid = to_regclass({0})"
-                        + " AND a.attnum > 0 AND NOT a.attisdropped",
-                    org.jooq.impl.DSL.val(dsl.render(table)))
-                .fetch(0, String.class));
-    List<String> problems = new java.util.ArrayList<>();
-    for (String column : COLUMNS) {
-      if (!existing.contains(column)) {
-        problems.add("column " + column + " is missing");
-      }
-    }
-    if (!problems.isEmpty()) {
-      throw new SchemaMismatchException(
-          configured,
-          String.join("; ", problems),
-          List.of(create.getSQL(org.jooq.conf.ParamType.INLINED)));
-    }
+    TableShape.of(tableName)
+        .columns(SHAPE)
+        .uniqueKey(SHAPE.get(0), SHAPE.get(1), SHAPE.get(2))
+        .require(dsl, timeout, configured, List.of(create.getSQL(ParamType.INLINED)));
   }
 
-  private org.jooq.Query createQuery(DSLContext dsl) {
+  private Query createQuery(DSLContext dsl) {
     return dsl.query(
         "CREATE TABLE IF NOT EXISTS {0} ("
             + " consumer_group      varchar(255) NOT NULL,"
@@ -154,6 +148,11 @@ public final class OwnerTable {
             + " claimed_at          timestamptz,"
             + " PRIMARY KEY (consumer_group, topic, partition))",
         table);
+  }
+
+  /** A JDBC query timeout: {@code timeout} rounded up to whole seconds, at least one. */
+  private static int seconds(Duration timeout) {
+    return (int) Math.max(1, (timeout.toMillis() + 999) / 1000);
   }
 
   /**
@@ -211,7 +210,9 @@ public final class OwnerTable {
                 insert.values(
                     group, topic, start.getKey(), partitions, 0L, start.getValue() - 1, null);
           }
-          insert.onConflictDoNothing().execute();
+          // The target names the key: on a table without it (made by hand, createTableIfMissing
+          // skipped) the insert fails (42P10) instead of adding the rows again at every start.
+          insert.onConflict(GROUP, TOPIC, PARTITION).doNothing().execute();
         });
   }
 
@@ -324,7 +325,7 @@ public final class OwnerTable {
         dsl.select(PARTITION, LAST_APPLIED)
             .from(table)
             .where(GROUP.eq(group), TOPIC.eq(topic), PARTITION.in(partitions))
-            .queryTimeout((int) Math.max(1, (timeout.toMillis() + 999) / 1000))
+            .queryTimeout(seconds(timeout))
             .fetch()) {
       rows.put(r.value1(), r.value2());
     }
@@ -433,7 +434,7 @@ public final class OwnerTable {
             EPOCH.eq(epoch),
             OWNER.eq(owner),
             LAST_APPLIED.between(from, to))
-        .queryTimeout((int) Math.max(1, (timeout.toMillis() + 999) / 1000))
+        .queryTimeout(seconds(timeout))
         .execute();
   }
 

@@ -13,18 +13,15 @@ import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.PgClock;
 import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
+import dev.nolock.patterns.sql.TableShape;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
-import org.jooq.DataType;
 import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.Query;
@@ -70,6 +67,7 @@ public final class RunTable {
   private final String tableName;
   private final Name indexName;
   private final int timeoutSeconds;
+  private final TableShape shape;
 
   final Field<String> job = field(name("job"), SQLDataType.VARCHAR(255).nullable(false));
   final Field<OffsetDateTime> scheduledAt =
@@ -120,6 +118,24 @@ public final class RunTable {
     this.indexName = name((last.length() > 50 ? last.substring(0, 50) : last) + "_expiry_idx");
     long seconds = queryTimeout.toSeconds() + (queryTimeout.toNanosPart() > 0 ? 1 : 0);
     this.timeoutSeconds = (int) Math.max(1, seconds);
+    this.shape =
+        TableShape.of(qualified)
+            .columns(
+                List.of(
+                    job,
+                    scheduledAt,
+                    state,
+                    attempt,
+                    owner,
+                    lockedUntil,
+                    coversFrom,
+                    missed,
+                    claimedAt,
+                    finishedAt,
+                    // text in the DDL; a varchar holds it if it is as wide as the longest stored
+                    field(
+                        name("last_error"), SQLDataType.VARCHAR(MAX_ERROR_LENGTH).nullable(true))))
+            .uniqueKey(job, scheduledAt);
   }
 
   /** The DDL {@link #createIfMissing} runs: the table, then a partial index for takeovers. */
@@ -175,13 +191,13 @@ public final class RunTable {
 
   /**
    * What keeps the statements of this class from working on the existing table, empty when nothing:
-   * read from the catalog of the relation the configured name resolves to ({@code
-   * to_regclass(:name)}, so the search path decides as it does for every statement).
+   * the shared catalog check ({@link TableShape}) of the relation the configured name resolves to.
    *
    * <ul>
-   *   <li>each column of {@link #ddl} must exist, with the same type: a timestamp must carry its
-   *       time zone (without one PostgreSQL converts through the session's zone), a text column may
-   *       be {@code text} or a {@code varchar} at least as wide;
+   *   <li>each column of {@link #ddl} must exist, with a type that holds its values: a timestamp
+   *       must carry its time zone (without one PostgreSQL converts through the session's zone), a
+   *       text column may be {@code text} or a {@code varchar} at least as wide ({@code last_error}
+   *       {@value #MAX_ERROR_LENGTH}, the longest error stored);
    *   <li>a column set to {@code NULL} here ({@code locked_until}, {@code finished_at}, {@code
    *       last_error}) must be nullable;
    *   <li>any other column must be nullable or have a default, or the claim's insert fails;
@@ -191,104 +207,7 @@ public final class RunTable {
    * </ul>
    */
   List<String> shapeProblems(DSLContext dsl) {
-    Map<String, org.jooq.Record> existing = new LinkedHashMap<>();
-    for (org.jooq.Record r :
-        dsl.resultQuery(
-                "SELECT a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS type,"
-                    + " a.attnotnull AS not_null, (a.atthasdef OR a.attidentity <> '') AS defaulted"
-                    + " FROM pg_attribute a WHERE a.attrelid = to_regclass({0})"
-                    + " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-                val(tableName))
-            .queryTimeout(timeoutSeconds)
-            .fetch()) {
-      existing.put(r.get("name", String.class), r);
-    }
-    List<String> problems = new ArrayList<>();
-    for (Field<?> column : columns()) {
-      org.jooq.Record found = existing.remove(column.getName());
-      if (found == null) {
-        problems.add("column " + column.getName() + " is missing");
-        continue;
-      }
-      String type = found.get("type", String.class);
-      if (!typeFits(column.getDataType(), type)) {
-        problems.add(
-            "column " + column.getName() + " is " + type + ", not " + expectedType(column));
-      }
-      if (column.getDataType().nullable() && Boolean.TRUE.equals(found.get("not_null"))) {
-        problems.add(
-            "column " + column.getName() + " is NOT NULL, but the scheduler sets it to NULL");
-      }
-    }
-    existing.forEach(
-        (name, r) -> {
-          if (Boolean.TRUE.equals(r.get("not_null")) && !Boolean.TRUE.equals(r.get("defaulted"))) {
-            problems.add(
-                "column "
-                    + name
-                    + " is NOT NULL without a default, and the scheduler does not write it");
-          }
-        });
-    Boolean keyed =
-        dsl.resultQuery(
-                "SELECT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = to_regclass({0})"
-                    + " AND i.indisunique AND i.indimmediate AND i.indisvalid"
-                    + " AND i.indpred IS NULL AND i.indexprs IS NULL AND i.indnkeyatts = 2"
-                    + " AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text)"
-                    + " FROM pg_attribute a WHERE a.attrelid = i.indrelid"
-                    + " AND a.attnum IN (i.indkey[0], i.indkey[1])) = ARRAY[{1}, {2}]::text[])",
-                val(tableName), val(job.getName()), val(scheduledAt.getName()))
-            .queryTimeout(timeoutSeconds)
-            .fetchOne(0, Boolean.class);
-    if (!Boolean.TRUE.equals(keyed)) {
-      problems.add("no unique key on (job, scheduled_at)");
-    }
-    return problems;
-  }
-
-  private List<Field<?>> columns() {
-    return List.of(
-        job,
-        scheduledAt,
-        state,
-        attempt,
-        owner,
-        lockedUntil,
-        coversFrom,
-        missed,
-        claimedAt,
-        finishedAt,
-        lastError);
-  }
-
-  /** True when a column of PostgreSQL type {@code actual} holds every value of {@code wanted}. */
-  private static boolean typeFits(DataType<?> wanted, String actual) {
-    if (wanted.getType() == String.class) {
-      if (actual.equals("text") || actual.equals("character varying")) {
-        return true;
-      }
-      int needed = wanted.hasLength() && wanted.length() > 0 ? wanted.length() : MAX_ERROR_LENGTH;
-      if (actual.startsWith("character varying(") && actual.endsWith(")")) {
-        int width = Integer.parseInt(actual.substring(18, actual.length() - 1));
-        return width >= needed;
-      }
-      return false;
-    }
-    if (wanted.getType() == OffsetDateTime.class) {
-      return actual.equals("timestamp with time zone")
-          || actual.equals("timestamp(6) with time zone");
-    }
-    return actual.equals("bigint");
-  }
-
-  private static String expectedType(Field<?> column) {
-    DataType<?> type = column.getDataType();
-    if (type.getType() == String.class) {
-      return type.hasLength() && type.length() > 0
-          ? "text or character varying(" + type.length() + ") or wider"
-          : "text";
-    }
-    return type.getType() == OffsetDateTime.class ? "timestamp with time zone" : "bigint";
+    return shape.problems(dsl, Duration.ofSeconds(timeoutSeconds));
   }
 
   /** The latest scheduled time of {@code jobName} claimed before {@code before}, in any state. */

@@ -16,7 +16,6 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
-import dev.nolock.patterns.SchemaMismatchException;
 import dev.nolock.patterns.sql.SqlErrors;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
@@ -28,7 +27,6 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import java.util.stream.Collectors;
 import org.jooq.DSLContext;
 import org.jooq.Query;
 import org.jooq.conf.ParamType;
@@ -102,15 +100,14 @@ public final class KeyExecutor<R> {
                 // may lack, and their error would not say which DDL fits.
                 ddl.get(0).execute();
                 ddl.get(1).execute();
-                List<String> missing = table.missingColumns(tx.dsl(), timeout);
-                if (!missing.isEmpty()) {
-                  throw new SchemaMismatchException(
-                      config.table(),
-                      missing.stream()
-                          .map(c -> "column " + c + " is missing")
-                          .collect(Collectors.joining("; ")),
-                      ddl.stream().map(q -> q.getSQL(ParamType.INLINED)).toList());
-                }
+                // A table left in place by IF NOT EXISTS must fit the statements: SchemaMismatch.
+                table
+                    .shape()
+                    .require(
+                        tx.dsl(),
+                        config.queryTimeout(),
+                        config.table(),
+                        ddl.stream().map(q -> q.getSQL(ParamType.INLINED)).toList());
                 ddl.subList(2, ddl.size()).forEach(Query::execute);
               });
           return null;

@@ -19,6 +19,7 @@ import dev.nolock.idempotency.Phases;
 import dev.nolock.idempotency.StoredResult;
 import dev.nolock.patterns.sql.LeasedRow;
 import dev.nolock.patterns.sql.PgClock;
+import dev.nolock.patterns.sql.TableShape;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -91,6 +92,7 @@ public final class KeyTable {
   private final Sequence<Long> attemptSequence;
   private final Name expiresIndex;
   private final Name inProgressIndex;
+  private final TableShape shape;
 
   private final Field<String> scope =
       field(name("scope"), SQLDataType.VARCHAR(IdempotencyKeys.MAX_SCOPE_LENGTH).nullable(false));
@@ -146,44 +148,37 @@ public final class KeyTable {
     this.aliasedExpiresAt = field(name(ALIAS, "expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
     this.aliasedScope = field(name(ALIAS, "scope"), SQLDataType.VARCHAR);
     this.aliasedKey = field(name(ALIAS, "idempotency_key"), SQLDataType.VARCHAR);
+    this.shape =
+        TableShape.of(tableName)
+            .columns(
+                List.of(
+                    scope,
+                    key,
+                    fingerprint,
+                    state,
+                    attemptToken,
+                    attemptCount,
+                    recoveryPoint,
+                    lockedUntil,
+                    responseStatus,
+                    responseBody,
+                    createdAt,
+                    completedAt,
+                    expiresAt))
+            .uniqueKey(scope, key);
   }
 
   /**
-   * The columns of the table {@link #createIfMissing} creates that the existing relation under this
-   * name lacks, in order; read from the catalog of the relation the name resolves to ({@code
-   * to_regclass}, so the search path decides as it does for every statement).
+   * What {@code createTableIfMissing} requires of an existing table, checked in the catalog of the
+   * relation the name resolves to ({@link TableShape}): every column {@link #createIfMissing}
+   * creates, with a type that holds its values (the four timestamps {@code timestamptz}: a {@code
+   * timestamp} without time zone is converted through each session's TimeZone, so instances in two
+   * zones would read one lease or expiry hours apart), the nullable ones nullable, and the primary
+   * key (or a unique key) on exactly {@code (scope, idempotency_key)}, which the claim's {@code ON
+   * CONFLICT} needs and which lets one request per key through.
    */
-  public List<String> missingColumns(DSLContext dsl, int timeoutSeconds) {
-    java.util.Set<String> existing =
-        new java.util.HashSet<>(
-            dsl.resultQuery(
-                    "SELECT a.attname::text FROM pg_attribute a"
-                        + " WHERE a.attrelid = to_regclass({0})"
-                        + " AND a.attnum > 0 AND NOT a.attisdropped",
-                    org.jooq.impl.DSL.val(dsl.render(tableName)))
-                .queryTimeout(timeoutSeconds)
-                .fetch(0, String.class));
-    List<String> missing = new java.util.ArrayList<>();
-    for (Field<?> column :
-        List.of(
-            scope,
-            key,
-            fingerprint,
-            state,
-            attemptToken,
-            attemptCount,
-            recoveryPoint,
-            lockedUntil,
-            responseStatus,
-            responseBody,
-            createdAt,
-            completedAt,
-            expiresAt)) {
-      if (!existing.contains(column.getName())) {
-        missing.add(column.getName());
-      }
-    }
-    return missing;
+  public TableShape shape() {
+    return shape;
   }
 
   /**

@@ -21,14 +21,12 @@ import java.sql.Savepoint;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayDeque;
-import java.util.Arrays;
 import java.util.Deque;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
-import java.util.stream.Collectors;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Name;
@@ -318,16 +316,8 @@ public final class Fence {
   }
 
   private static boolean exists(DSLContext dsl, Name table) {
-    return dsl.fetchSingle("select to_regclass(?) is not null", regclass(table))
+    return dsl.fetchSingle("select to_regclass(?) is not null", SqlNames.regclass(table))
         .get(0, Boolean.class);
-  }
-
-  /** A table's name as to_regclass reads it, resolved on the same search_path as the DDL. */
-  private static String regclass(Name table) {
-    // Each part is a validated [a-z_][a-z0-9_]* identifier; quoting keeps keywords literal.
-    return Arrays.stream(table.getName())
-        .map(part -> '"' + part + '"')
-        .collect(Collectors.joining("."));
   }
 
   /**

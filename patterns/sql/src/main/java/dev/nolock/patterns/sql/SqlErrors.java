@@ -27,17 +27,29 @@ import org.jooq.exception.DataAccessException;
  *   <li>Else the first SQLState found decides: class 08 (connection), 40 (serialization failure,
  *       deadlock), 53 (insufficient resources), 57 (cancelled by a statement timeout, server
  *       shutdown), {@code 55P03} (lock timeout), {@code 25P03} and {@code 25P04} (the server ended
- *       an idle or overlong transaction): {@link Kind#TRANSIENT}; class 42 and {@code 3F000} (no
- *       such table, column or schema; no privilege): {@link Kind#SCHEMA}; classes 22 and 23 (a
- *       value or constraint the data broke): {@link Kind#DATA}.
+ *       an idle or overlong transaction), {@code 25006} (a write on a read-only server: a pooled
+ *       connection to a primary that a failover demoted to a standby): {@link Kind#TRANSIENT};
+ *       class 42 and {@code 3F000} (no such table, column or schema; no privilege): {@link
+ *       Kind#SCHEMA}; classes 22 and 23 (a value or constraint the data broke): {@link Kind#DATA}.
  *   <li>Anything else, or no SQLState: {@link Kind#OTHER}, which a retry would repeat.
  * </ol>
+ *
+ * <p>Only these states of class 25 (invalid transaction state) are transient; the others ({@code
+ * 25P02}, in a failed transaction; {@code 25001}, a transaction already active) say the caller's
+ * transaction is misused, which a retry repeats. {@code 25006} is refused before anything is
+ * written, and the transaction it aborts cannot commit, so its outcome is known: nothing applied.
+ * It is transient because the same call succeeds once the pool reconnects to the new primary. A
+ * database made read-only on purpose ({@code default_transaction_read_only}) looks the same, and a
+ * caller that retries forever (partitioned-ownership's runner) then waits until it is writable.
  */
 public final class SqlErrors {
 
   /** What kind of fault a failure is, which decides what the caller must do. */
   public enum Kind {
-    /** The connection, the server's resources or a concurrent transaction: retry later. */
+    /**
+     * The connection, the server's resources, a concurrent transaction or a server that cannot
+     * write yet (failover): retry later.
+     */
     TRANSIENT,
     /** The table, a column, the schema or a privilege does not match: fix the schema. */
     SCHEMA,
@@ -89,7 +101,8 @@ public final class SqlErrors {
         || sqlState.startsWith("57") // canceled (statement timeout), admin shutdown
         || sqlState.equals("55P03") // lock not available (lock_timeout)
         || sqlState.equals("25P03") // idle_in_transaction_session_timeout ended the session
-        || sqlState.equals("25P04")) { // transaction_timeout (PostgreSQL 17) ended the session
+        || sqlState.equals("25P04") // transaction_timeout (PostgreSQL 17) ended the session
+        || sqlState.equals("25006")) { // read_only_sql_transaction: a demoted primary refused it
       return Kind.TRANSIENT;
     }
     if (sqlState.startsWith("42") || sqlState.equals("3F000")) {

@@ -1,6 +1,8 @@
 package dev.nolock.patterns.sql;
 
+import java.util.Arrays;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import org.jooq.Name;
 import org.jooq.impl.DSL;
 
@@ -64,5 +66,16 @@ public final class SqlNames {
       }
     }
     return DSL.name(parts);
+  }
+
+  /**
+   * {@code name} as {@code to_regclass(text)} reads it, resolved on the search path as the
+   * statements are: each part (validated by {@link #requireSqlIdentifier}) double-quoted, so that a
+   * keyword stays a name.
+   */
+  static String regclass(Name name) {
+    return Arrays.stream(name.getName())
+        .map(part -> '"' + part + '"')
+        .collect(Collectors.joining("."));
   }
 }

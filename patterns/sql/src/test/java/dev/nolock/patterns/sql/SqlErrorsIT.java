@@ -8,6 +8,7 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.sql.SqlErrors.Kind;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
+import java.util.UUID;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.exception.DataAccessException;
@@ -63,6 +64,39 @@ class SqlErrorsIT {
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("PostgreSQL failed while waiting")
         .hasMessageContaining("57014");
+  }
+
+  /**
+   * A write on a read-only server (SQLState 25006, what a pooled connection to a primary demoted by
+   * a failover answers) is retryable, and nothing was written; the same write on a writable
+   * connection then succeeds. Before, it was an {@code IllegalStateException} ("a retry would
+   * likely repeat it").
+   */
+  @Test
+  void aWriteOnAReadOnlyServerIsRetryableAndWroteNothing() {
+    // The shared database's public schema: a name of its own, so concurrent runs do not meet.
+    String probe = "nolock_read_only_probe_" + UUID.randomUUID().toString().replace("-", "");
+    dsl.execute("create table " + probe + " (id int primary key)");
+    try {
+      assertThatThrownBy(
+              () ->
+                  SqlErrors.run(
+                      () -> "writing the probe",
+                      () ->
+                          dsl.transactionResult(
+                              cfg -> {
+                                cfg.dsl().execute("set transaction read only");
+                                return cfg.dsl().execute("insert into " + probe + " values (1)");
+                              })))
+          .isInstanceOf(BackendUnavailableException.class)
+          .hasMessageContaining("PostgreSQL failed while writing the probe")
+          .hasMessageContaining("25006");
+      assertThat(dsl.fetchCount(DSL.table(DSL.name(probe)))).isZero();
+
+      assertThat(dsl.execute("insert into " + probe + " values (1)")).isEqualTo(1);
+    } finally {
+      dsl.execute("drop table " + probe);
+    }
   }
 
   @Test

@@ -1,7 +1,9 @@
 package dev.nolock.patterns.sql;
 
+import static dev.nolock.patterns.sql.SqlErrors.Kind.OTHER;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.patterns.BackendUnavailableException;
 import java.net.SocketException;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
@@ -41,6 +43,22 @@ class SqlErrorsTest {
     assertThat(SqlErrors.isTransient(wrapped("42601"))).as("syntax error").isFalse();
     assertThat(SqlErrors.isTransient(wrapped("25P02"))).as("in failed transaction").isFalse();
     assertThat(SqlErrors.isTransient(new IllegalStateException("bug"))).isFalse();
+  }
+
+  /**
+   * 25006 (read_only_sql_transaction): a write reached a server that cannot write, e.g. a pooled
+   * connection to a primary demoted to a standby by a failover. The statement did not apply, and
+   * the same call after a reconnect (to the new primary) succeeds. Other states of class 25 stay
+   * what they were: a retry of the statement alone repeats them.
+   */
+  @Test
+  void aWriteRefusedByAReadOnlyServerIsTransient() {
+    assertThat(SqlErrors.classify(wrapped("25006"))).isEqualTo(SqlErrors.Kind.TRANSIENT);
+    assertThat(SqlErrors.translate(wrapped("25006"), "renewing"))
+        .isInstanceOf(BackendUnavailableException.class)
+        .hasMessageContaining("25006");
+    assertThat(SqlErrors.classify(wrapped("25001"))).as("active transaction").isEqualTo(OTHER);
+    assertThat(SqlErrors.classify(wrapped("25P02"))).as("in failed transaction").isEqualTo(OTHER);
   }
 
   private static DataAccessException wrapped(String sqlState) {
