@@ -3,9 +3,9 @@ package dev.nolock.patterns.sql;
 import org.jooq.DSLContext;
 
 /**
- * The caller's statements, run by an entry point on the transaction it opened or joined (the
- * fenced writes of {@link Fence#write(DSLContext, dev.nolock.patterns.Lease, SqlWork)}). They may
- * throw a checked exception: the entry point rolls back what it wrote in that transaction (its own
+ * The caller's statements, run by an entry point on the transaction it opened or joined (the fenced
+ * writes of {@link Fence#write(DSLContext, dev.nolock.patterns.Lease, SqlWork)}). They may throw a
+ * checked exception: the entry point rolls back what it wrote in that transaction (its own
  * transaction, or its savepoint in the caller's) and then rethrows it unchanged, the same instance.
  *
  * @param <T> what the statements return
