@@ -706,7 +706,7 @@ public final class Fence {
     private static final long serialVersionUID = 1L;
 
     WritesThrew(Exception original) {
-      super(original);
+      super(null, original, true, false); // suppression on: jOOQ adds a failed rollback to it
     }
 
     /**
