@@ -133,7 +133,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     return new VersionColumnStore<>(
         config,
         VersionTable.of(config),
-        StoreMetrics.of(config.registry(), config.instanceName()),
+        StoreMetrics.of(config.registry(), config.instanceName().getOrNull()),
         DSL.using(dataSource, SQLDialect.POSTGRES),
         true);
   }

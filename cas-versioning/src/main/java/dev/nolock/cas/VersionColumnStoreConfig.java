@@ -7,6 +7,7 @@ import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Set;
 import java.util.UUID;
@@ -126,9 +127,9 @@ public final class VersionColumnStoreConfig<K, T> {
     return queryTimeout;
   }
 
-  /** The metrics instance name ({@code name} tag), or null when metrics are off. */
-  public String instanceName() {
-    return instanceName;
+  /** The metrics instance name ({@code name} tag); none when metrics are off. */
+  public Option<String> instanceName() {
+    return Option.of(instanceName);
   }
 
   MeterRegistry registry() {

@@ -14,6 +14,7 @@ import dev.nolock.patterns.VersionedStore;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.util.ArrayList;
@@ -131,7 +132,8 @@ public final class DynamoDbVersionedStore<T> implements VersionedStore<String, T
     this.config = Objects.requireNonNull(config, "config");
     this.codec = config.codec();
     this.table = config.tableName();
-    MeterRegistry registry = config.registry();
+    // Without metrics(..), a registry that keeps nothing (no children).
+    MeterRegistry registry = config.registry().getOrElse(CompositeMeterRegistry::new);
     this.metrics = CoordinationMetrics.of(registry, "store", config.instanceName());
     Tags tags =
         Tags.of(

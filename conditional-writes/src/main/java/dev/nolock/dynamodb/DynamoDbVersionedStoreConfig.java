@@ -5,7 +5,7 @@ import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.vavr.control.Option;
 
 /**
  * Immutable settings of a {@link DynamoDbVersionedStore}, built with {@link #custom(String,
@@ -103,9 +103,9 @@ public final class DynamoDbVersionedStoreConfig<T> {
     return clock;
   }
 
-  /** Where metrics go; an empty composite registry (records nothing) by default. */
-  public MeterRegistry registry() {
-    return registry;
+  /** Where the metrics go, from {@link Builder#metrics}; none without it (nothing recorded). */
+  public Option<MeterRegistry> registry() {
+    return Option.of(registry);
   }
 
   /** The {@code name} tag of every meter; unless set, the table name (its first 100 characters). */
@@ -139,7 +139,7 @@ public final class DynamoDbVersionedStoreConfig<T> {
     private String versionAttribute = DEFAULT_VERSION_ATTRIBUTE;
     private RetryPolicy retryPolicy = RetryPolicy.ofDefaults();
     private LeaseClock clock = LeaseClock.system();
-    private MeterRegistry registry = new CompositeMeterRegistry();
+    private MeterRegistry registry;
     private String instanceName;
 
     private Builder(String tableName, AttributeCodec<T> codec) {

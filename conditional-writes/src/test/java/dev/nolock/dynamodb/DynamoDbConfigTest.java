@@ -89,6 +89,23 @@ class DynamoDbConfigTest {
   }
 
   @Test
+  void theRegistryIsAbsentUnlessMetricsAreConfigured() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+
+    assertThat(
+            DynamoDbVersionedStoreConfig.custom("orders", AttributeCodec.longs())
+                .build()
+                .registry())
+        .isEmpty();
+    assertThat(
+            DynamoDbVersionedStoreConfig.custom("orders", AttributeCodec.longs())
+                .metrics(registry, "orders")
+                .build()
+                .registry())
+        .containsExactly(registry);
+  }
+
+  @Test
   void codecsRoundTripAndRefuseTheWrongType() {
     assertThat(AttributeCodec.longs().decode(AttributeCodec.longs().encode(Long.MIN_VALUE)))
         .isEqualTo(Long.MIN_VALUE);

@@ -1,6 +1,7 @@
 package dev.nolock.schedule;
 
 import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.Listener;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.sql.SqlNames;
 import dev.nolock.schedule.internal.CatchUp;
@@ -9,7 +10,6 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.vavr.control.Option;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.function.Consumer;
 
 /**
  * The configuration of one scheduled job on one instance: immutable, built with {@link #custom}
@@ -88,7 +88,7 @@ public final class ScheduleConfig {
   private final Duration shutdownTimeout;
   private final MeterRegistry registry;
   private final String metricsInstanceName;
-  private final Consumer<RunOutcome> onOutcome;
+  private final Listener<RunOutcome> onOutcome;
   private final boolean attemptCheck;
   private final boolean renewalAttemptCheck;
   private final boolean claimLock;
@@ -230,8 +230,11 @@ public final class ScheduleConfig {
     return Option.of(metricsInstanceName);
   }
 
-  /** Called with every outcome of the background loop, on the scheduler's thread. */
-  public Consumer<RunOutcome> onOutcome() {
+  /**
+   * Called with every outcome of the background loop, on the scheduler's thread; see {@link
+   * Builder#onOutcome}.
+   */
+  public Listener<RunOutcome> onOutcome() {
     return onOutcome;
   }
 
@@ -302,7 +305,7 @@ public final class ScheduleConfig {
     private Duration shutdownTimeout = DEFAULT_SHUTDOWN_TIMEOUT;
     private MeterRegistry registry;
     private String metricsInstanceName;
-    private Consumer<RunOutcome> onOutcome = outcome -> {};
+    private Listener<RunOutcome> onOutcome = outcome -> {};
     private boolean attemptCheck = true;
     private boolean renewalAttemptCheck = true;
     private boolean claimLock = true;
@@ -484,9 +487,11 @@ public final class ScheduleConfig {
 
     /**
      * Called with every outcome of the background loop (finished, lost, missed, stale, failed), on
-     * the scheduler's thread; keep it quick. Exceptions it throws are logged and ignored.
+     * the scheduler's thread; keep it quick. It may throw, a checked exception too: that call's
+     * failure is logged at WARN and counted ({@code nolock.schedule.listener.failures}), and the
+     * loop goes on, telling it the next outcomes.
      */
-    public Builder onOutcome(Consumer<RunOutcome> listener) {
+    public Builder onOutcome(Listener<RunOutcome> listener) {
       this.onOutcome =
           required(
               listener,

@@ -82,6 +82,49 @@ class LoopIT {
     assertThat(registry.get("nolock.schedule.run").timer().count()).isEqualTo(snapshot.size());
   }
 
+  /**
+   * The outcome listener runs on the scheduler's loop, a background component: a checked exception
+   * it throws is that listener call's failure, counted and logged, and the loop goes on running the
+   * job and telling the listener of the next outcomes.
+   */
+  @Test
+  void anOutcomeListenerThatThrowsACheckedExceptionIsCountedAndTheLoopGoesOn() {
+    List<Instant> ran = new CopyOnWriteArrayList<>();
+    List<RunOutcome> heard = new CopyOnWriteArrayList<>();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (ScheduledSingleton loop =
+        ScheduledSingleton.plain(
+            pool,
+            ScheduleConfig.custom("failing-listener", EVERY_SECOND)
+                .missedSchedules(MissedSchedules.runEach())
+                .metrics(registry, "failing-listener")
+                .onOutcome(
+                    outcome -> {
+                      heard.add(outcome);
+                      throw new IOException("the dashboard is down");
+                    })
+                .build(),
+            run -> ran.add(run.scheduledAt()))) {
+      loop.start();
+      await("three outcomes heard")
+          .atMost(Duration.ofSeconds(15))
+          .until(() -> heard.stream().filter(o -> o instanceof RunOutcome.Finished).count() >= 3);
+    }
+
+    assertThat(ran)
+        .as("the job kept running after the listener threw")
+        .hasSizeGreaterThanOrEqualTo(3);
+    assertThat(
+            registry
+                .get("nolock.schedule.listener.failures")
+                .tags(
+                    "component", "schedule", "name", "failing-listener", "job", "failing-listener")
+                .counter()
+                .count())
+        .as("every listener call failed, and each was counted")
+        .isEqualTo(heard.size());
+  }
+
   @Test
   void closeWaitsForTheRunningJobAndItsFinishCommits() throws Exception {
     CountDownLatch entered = new CountDownLatch(1);

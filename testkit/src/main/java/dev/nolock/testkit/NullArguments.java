@@ -169,6 +169,9 @@ public final class NullArguments {
       if (type == java.util.function.Consumer.class) {
         return (java.util.function.Consumer<Object>) ignored -> {};
       }
+      if (type == dev.nolock.patterns.Listener.class) {
+        return (dev.nolock.patterns.Listener<Object>) ignored -> {};
+      }
       if (type == Runnable.class) {
         return (Runnable) () -> {};
       }

@@ -101,8 +101,7 @@ class NullArgumentsTest {
 
   @Test
   void oneCallPerReferenceParameterOfEveryBuilderMethodButBuild() {
-    List<NullArguments.Call> calls =
-        calls(NullArguments.of(() -> Builder.custom("b", 1), VALUES));
+    List<NullArguments.Call> calls = calls(NullArguments.of(() -> Builder.custom("b", 1), VALUES));
 
     assertThat(calls)
         .extracting(NullArguments.Call::label)
@@ -125,7 +124,9 @@ class NullArgumentsTest {
     assertThat(calls)
         .extracting(NullArguments.Call::label)
         .containsExactlyInAnyOrder(
-            "Builder.custom(null, int)", "Builder.custom(null, Class)", "Builder.custom(String, null)");
+            "Builder.custom(null, int)",
+            "Builder.custom(null, Class)",
+            "Builder.custom(String, null)");
   }
 
   @Test

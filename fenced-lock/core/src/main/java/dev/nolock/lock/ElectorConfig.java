@@ -6,7 +6,7 @@ import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.UUID;
 import java.util.concurrent.locks.Condition;
@@ -136,8 +136,9 @@ public final class ElectorConfig {
     return clock;
   }
 
-  public MeterRegistry registry() {
-    return registry;
+  /** Where the metrics go, from {@link Builder#metrics}; none without it (nothing recorded). */
+  public Option<MeterRegistry> registry() {
+    return Option.of(registry);
   }
 
   /** The {@code name} tag of this elector's metrics: the election name unless configured. */
@@ -160,7 +161,7 @@ public final class ElectorConfig {
     private boolean haltOnLoss = true;
     private Runnable halt = () -> Runtime.getRuntime().halt(1);
     private LeaseClock clock = LeaseClock.system();
-    private MeterRegistry registry = new CompositeMeterRegistry();
+    private MeterRegistry registry;
     private String instanceName;
     private Pause pause = (wake, duration) -> wake.awaitNanos(duration.toNanos());
 

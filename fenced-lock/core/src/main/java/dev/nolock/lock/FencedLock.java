@@ -457,7 +457,8 @@ public final class FencedLock implements AutoCloseable {
       config
           .onLeaseLost()
           .accept(new LostLease(lock.name(), lock.owner(), lock.token(), cause, reason));
-    } catch (RuntimeException e) {
+    } catch (Exception e) {
+      // The hook's failure only: the watchdog, and the caller of extend, go on.
       LOG.error("The lease-lost callback for {} threw", lock, e);
     }
   }

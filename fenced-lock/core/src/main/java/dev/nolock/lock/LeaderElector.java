@@ -6,8 +6,10 @@ import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Objects;
@@ -210,16 +212,18 @@ public final class LeaderElector implements AutoCloseable {
                 .onLeaseLost(lost -> signal())
                 .build());
     Tags tags = Tags.of("component", "election", "name", config.instanceName());
+    // Without metrics(..), a registry that keeps nothing (no children).
+    MeterRegistry registry = config.registry().getOrElse(CompositeMeterRegistry::new);
     this.changes =
         Counter.builder("nolock.leadership.changes")
             .description("Times this candidate became leader")
             .tags(tags)
-            .register(config.registry());
+            .register(registry);
     this.losses =
         Counter.builder("nolock.leadership.losses")
             .description("Leaderships lost (not released)")
             .tags(tags)
-            .register(config.registry());
+            .register(registry);
     this.errors =
         Counter.builder("nolock.leadership.errors")
             .description(
@@ -227,7 +231,7 @@ public final class LeaderElector implements AutoCloseable {
                     + " missing table, a malformed lease): logged at error level, a leader steps"
                     + " down, and the campaign goes on")
             .tags(tags)
-            .register(config.registry());
+            .register(registry);
     this.overruns =
         Counter.builder("nolock.leadership.work.overruns")
             .description(
@@ -235,12 +239,12 @@ public final class LeaderElector implements AutoCloseable {
                     + " lease was released anyway and only the fence stops that work's writes;"
                     + " after a lost lease the candidate does not campaign until the thread ends")
             .tags(tags)
-            .register(config.registry());
+            .register(registry);
     this.leading =
         Timer.builder("nolock.leadership.held")
             .description("Time spent as leader")
             .tags(tags)
-            .register(config.registry());
+            .register(registry);
     this.loop = new Thread(this::run, "nolock-elector-" + config.name());
     loop.setDaemon(true);
     this.releases =

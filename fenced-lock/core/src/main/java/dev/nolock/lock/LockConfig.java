@@ -4,11 +4,11 @@ import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseClock;
+import dev.nolock.patterns.Listener;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.UUID;
-import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,7 +53,7 @@ public final class LockConfig {
   private final boolean autoRenew;
   private final Duration safetyMargin;
   private final long clockDriftPpm;
-  private final Consumer<LostLease> onLeaseLost;
+  private final Listener<LostLease> onLeaseLost;
   private final LeaseClock clock;
   private final CoordinationMetrics metrics;
   private final Duration backoffBase;
@@ -135,7 +135,8 @@ public final class LockConfig {
     return drift > safetyMargin.toNanos() ? Duration.ofNanos(drift) : safetyMargin;
   }
 
-  public Consumer<LostLease> onLeaseLost() {
+  /** The hook told of each lost lease; see {@link Builder#onLeaseLost}. */
+  public Listener<LostLease> onLeaseLost() {
     return onLeaseLost;
   }
 
@@ -220,7 +221,7 @@ public final class LockConfig {
     private boolean autoRenew = true;
     private Duration safetyMargin = DEFAULT_SAFETY_MARGIN;
     private long clockDriftPpm = DEFAULT_CLOCK_DRIFT_PPM;
-    private Consumer<LostLease> onLeaseLost = Builder::logLoss;
+    private Listener<LostLease> onLeaseLost = Builder::logLoss;
     private LeaseClock clock = LeaseClock.system();
     private CoordinationMetrics metrics = CoordinationMetrics.noop();
     private Duration backoffBase = DEFAULT_BACKOFF_BASE;
@@ -301,12 +302,14 @@ public final class LockConfig {
     }
 
     /**
-     * Called once, on a watchdog thread, when a held lease is lost (renewal refused, or the lease
-     * ran out). Stop the work it protects. Default: a warning in the log, except for {@link
-     * LostLease.Cause#TTL_REACHED} (auto-renewal off, and the lease simply lived its TTL), which is
-     * logged at INFO.
+     * Called once per lost lease (renewal refused, or the lease ran out), on a watchdog thread, or
+     * on the caller's when its {@link HeldLock#extend} was refused. Stop the work it protects. It
+     * may throw, a checked exception too: that is logged at ERROR with the lease it was told of,
+     * and the lock goes on (it keeps renewing the other leases and tells the next loss). Default: a
+     * warning in the log, except for {@link LostLease.Cause#TTL_REACHED} (auto-renewal off, and the
+     * lease simply lived its TTL), which is logged at INFO.
      */
-    public Builder onLeaseLost(Consumer<LostLease> onLeaseLost) {
+    public Builder onLeaseLost(Listener<LostLease> onLeaseLost) {
       this.onLeaseLost = present(onLeaseLost, "onLeaseLost");
       return this;
     }

@@ -149,7 +149,7 @@ class ConcurrentRenewalsTest {
     longer.join();
     clock.advance(Duration.ofMillis(2_001));
 
-    assertThat(server.peek("report").get().expired())
+    assertThat(server.inspect("report").get().isExpired())
         .as("the server's lease ended with the 2 s extension, which landed last")
         .isTrue();
     assertThatThrownBy(() -> held.checkPointOfNoReturn(Duration.ZERO))

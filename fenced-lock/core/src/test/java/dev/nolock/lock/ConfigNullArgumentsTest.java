@@ -53,6 +53,19 @@ class ConfigNullArgumentsTest {
   }
 
   @Test
+  void anElectorsRegistryIsAbsentUnlessMetricsAreConfigured() {
+    io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
+        new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+
+    org.assertj.core.api.Assertions.assertThat(
+            ElectorConfig.custom("billing-leader").build().registry())
+        .isEmpty();
+    org.assertj.core.api.Assertions.assertThat(
+            ElectorConfig.custom("billing-leader").metrics(registry, "billing").build().registry())
+        .containsExactly(registry);
+  }
+
+  @Test
   void anElectorsMetricsAreTaggedWithTheConfiguredInstanceName() {
     io.micrometer.core.instrument.simple.SimpleMeterRegistry registry =
         new io.micrometer.core.instrument.simple.SimpleMeterRegistry();

@@ -13,8 +13,13 @@ import dev.nolock.patterns.ManualLeaseClock;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
+import java.io.IOException;
 import java.time.Duration;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -170,6 +175,62 @@ class FencedLockTest {
       assertThat(registry.get("nolock.lease.losses").counter().count()).isEqualTo(1);
       assertThat(registry.get("nolock.renewal.failures").counter().count())
           .isGreaterThanOrEqualTo(1);
+    }
+  }
+
+  /**
+   * The lease-lost hook runs on the watchdog, a background component: a checked exception it throws
+   * is the hook's failure, logged with the lease it was told of, and the lock goes on: it keeps
+   * renewing the other lease, tells the hook of the next loss too, and still hands out leases.
+   */
+  @Test
+  void aLeaseLostHookThatThrowsACheckedExceptionIsLoggedAndTheLockGoesOn() throws Exception {
+    Set<String> refused = ConcurrentHashMap.newKeySet();
+    LockBackend refusing =
+        new ForwardingLockBackend(backend) {
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            return !refused.contains(name) && backend.renew(name, owner, token, ttl);
+          }
+        };
+    List<LostLease> told = new CopyOnWriteArrayList<>();
+    try (CapturedStderr err = new CapturedStderr();
+        FencedLock a =
+            FencedLock.create(
+                refusing,
+                LockConfig.custom(LockPurpose.CORRECTNESS)
+                    .metrics(registry, "test")
+                    .onLeaseLost(
+                        lostLease -> {
+                          told.add(lostLease);
+                          throw new IOException("the pager is down");
+                        })
+                    .build())) {
+      HeldLock first = a.tryAcquire("invoice-1", Duration.ofMillis(600)).get();
+      HeldLock second = a.tryAcquire("invoice-2", Duration.ofMillis(600)).get();
+
+      refused.add("invoice-1");
+      await().atMost(Duration.ofSeconds(10)).until(() -> told.size() == 1);
+      double renewalsAtTheFailure = registry.get("nolock.renewals").counter().count();
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> registry.get("nolock.renewals").counter().count() > renewalsAtTheFailure);
+      assertThat(second.isHeld()).as("the other lease, still renewed").isTrue();
+
+      refused.add("invoice-2");
+      await().atMost(Duration.ofSeconds(10)).until(() -> told.size() == 2);
+
+      assertThat(told).extracting(LostLease::name).containsExactly("invoice-1", "invoice-2");
+      assertThat(first.isLost()).isTrue();
+      assertThat(second.isLost()).isTrue();
+      assertThat(a.tryAcquire("invoice-3", TTL).isDefined()).as("still hands out leases").isTrue();
+      assertThat(err.lines())
+          .filteredOn(line -> line.contains("lease-lost callback"))
+          .hasSize(2)
+          .allMatch(line -> line.contains("ERROR"), "logged as an error");
+      assertThat(err.lines())
+          .filteredOn(line -> line.contains("IOException: the pager is down"))
+          .hasSize(2);
     }
   }
 

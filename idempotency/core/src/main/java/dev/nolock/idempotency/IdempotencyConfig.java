@@ -7,7 +7,7 @@ import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.sql.SqlNames;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.vavr.control.Option;
 import java.time.Duration;
 
 /**
@@ -101,11 +101,9 @@ public final class IdempotencyConfig {
     return queryTimeout;
   }
 
-  /**
-   * Where the metrics go, from {@link Builder#metrics}; without it a registry that keeps nothing.
-   */
-  public MeterRegistry meterRegistry() {
-    return meterRegistry;
+  /** Where the metrics go, from {@link Builder#metrics}; none without it (nothing recorded). */
+  public Option<MeterRegistry> meterRegistry() {
+    return Option.of(meterRegistry);
   }
 
   /**
@@ -147,7 +145,7 @@ public final class IdempotencyConfig {
     private RetryPolicy waitWhileInProgress = RetryPolicy.noRetry();
     private int purgeBatchSize = DEFAULT_PURGE_BATCH_SIZE;
     private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
-    private MeterRegistry meterRegistry = new CompositeMeterRegistry();
+    private MeterRegistry meterRegistry;
     private String metricsInstanceName;
     private LeaseClock clock = LeaseClock.system();
 

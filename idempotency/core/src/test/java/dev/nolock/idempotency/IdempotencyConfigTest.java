@@ -25,6 +25,7 @@ class IdempotencyConfigTest {
     assertThat(config.purgeBatchSize()).isEqualTo(1000);
     assertThat(config.queryTimeout()).isEqualTo(Duration.ofSeconds(5));
     assertThat(config.metricsInstanceName()).isEqualTo("nolock_idempotency_keys");
+    assertThat(config.meterRegistry()).as("no registry unless metrics(..) is set").isEmpty();
   }
 
   @Test
@@ -35,7 +36,7 @@ class IdempotencyConfigTest {
     IdempotencyConfig named =
         IdempotencyConfig.custom().metrics(registry, "payments-eu").table("k").build();
     assertThat(named.metricsInstanceName()).isEqualTo("payments-eu");
-    assertThat(named.meterRegistry()).isSameAs(registry);
+    assertThat(named.meterRegistry()).containsExactly(registry);
     assertThatThrownBy(() -> IdempotencyConfig.custom().metrics(registry, " "))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("metrics instance name");

@@ -2,9 +2,9 @@ package dev.nolock.patterns;
 
 /**
  * What a fenced write that carried a {@link WriteId} did when the fence did not refuse it (see
- * {@link Fence#write(org.jooq.DSLContext, Lease, WriteId, java.util.function.Function)}): either
- * this call ran the writes and committed them ({@link Applied}), or an earlier call with the same
- * lock name and write id had already committed them and this one ran nothing ({@link
+ * {@link Fence#write(org.jooq.DSLContext, Lease, WriteId, dev.nolock.patterns.sql.SqlWork)}):
+ * either this call ran the writes and committed them ({@link Applied}), or an earlier call with the
+ * same lock name and write id had already committed them and this one ran nothing ({@link
  * AlreadyWritten}). A stale lease whose write id is not recorded is neither: that is a {@link
  * FenceRejection}.
  *

@@ -3,7 +3,7 @@ package dev.nolock.patterns;
 /**
  * The caller's name for one intended fenced write, repeated on every retry of that write, so that a
  * {@link Fence} can tell a retry whose earlier attempt committed from a new write: see {@link
- * Fence#write(org.jooq.DSLContext, Lease, WriteId, java.util.function.Function)}.
+ * Fence#write(org.jooq.DSLContext, Lease, WriteId, dev.nolock.patterns.sql.SqlWork)}.
  *
  * <p>Choose it once, before the first attempt (a UUID, or a business key such as {@code
  * "credit-order-42"}), and pass the same id to every retry of that write, under the same lease or a

@@ -138,7 +138,9 @@ final class Loop {
     for (RunOutcome outcome : outcomes) {
       try {
         ctx.config().onOutcome().accept(outcome);
-      } catch (RuntimeException e) {
+      } catch (Exception e) {
+        // The listener's failure only: the loop delivers the next outcome and goes on.
+        ctx.metrics().listenerFailed();
         LOG.warn("Job {}: the outcome listener threw on {}", ctx.job(), outcome, e);
       }
     }

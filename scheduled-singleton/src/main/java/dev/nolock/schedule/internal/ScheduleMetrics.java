@@ -33,6 +33,7 @@ public final class ScheduleMetrics {
   private final Counter gaveUp;
   private final Counter outsideWindow;
   private final Counter superseded;
+  private final Counter listenerFailures;
   private final Timer startDelay;
   private final Timer run;
 
@@ -93,6 +94,12 @@ public final class ScheduleMetrics {
             tags,
             "nolock.schedule.superseded",
             "Claims the database refused because the job already had a run of a later time");
+    this.listenerFailures =
+        counter(
+            r,
+            tags,
+            "nolock.schedule.listener.failures",
+            "Outcomes whose onOutcome listener threw (logged; the loop went on)");
     this.startDelay =
         Timer.builder("nolock.schedule.start.delay")
             .description("From the scheduled time (wall clock) to its claim")
@@ -146,6 +153,10 @@ public final class ScheduleMetrics {
 
   public void superseded() {
     superseded.increment();
+  }
+
+  public void listenerFailed() {
+    listenerFailures.increment();
   }
 
   public void ran(Duration time) {

@@ -4,9 +4,9 @@ import dev.nolock.lock.postgres.internal.PgFunctions;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.SqlWork;
 import io.vavr.control.Option;
 import java.util.Objects;
-import java.util.function.Function;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
 
@@ -29,7 +29,8 @@ import org.jooq.exception.DataAccessException;
  *   <li>False: another transaction holds it; return {@link Option#none()} without running the work
  *       (the empty transaction ends with nothing written).
  *   <li>True: run the work on the same transaction and commit; the commit (or the rollback when the
- *       work throws) releases the lock.
+ *       work throws) releases the lock. What the work throws, a checked exception too, is rethrown
+ *       unchanged after that rollback.
  * </ol>
  *
  * <p>Hash collisions: keys are hashed to 64 bits, so two different keys can map to the same lock.
@@ -69,10 +70,10 @@ public final class PostgresAdvisoryLock {
    * @throws BackendUnavailableException when the transaction could not start, the lock could not be
    *     asked for, or the commit failed (then nothing is known about whether the work took effect):
    *     retry later
-   * @throws RuntimeException whatever {@code work} throws, unchanged, after the rollback
+   * @throws X whatever {@code work} throws, checked or not, unchanged, after the rollback
    */
-  public static <T> Option<T> tryInTransaction(
-      DSLContext dsl, String key, Function<DSLContext, T> work) {
+  public static <T, X extends Exception> Option<T> tryInTransaction(
+      DSLContext dsl, String key, SqlWork<? extends T, X> work) throws X {
     Objects.requireNonNull(dsl, "dsl");
     Names.requireName("advisory lock key", key, MAX_KEY_LENGTH);
     Objects.requireNonNull(work, "work");
@@ -85,13 +86,13 @@ public final class PostgresAdvisoryLock {
               return Option.none();
             }
             try {
-              return Option.some(work.apply(tx));
-            } catch (RuntimeException e) {
+              return Option.<T>some(work.run(tx));
+            } catch (Exception e) {
               throw new WorkFailed(e);
             }
           });
     } catch (WorkFailed e) {
-      throw e.getCause();
+      throw e.<X>original();
     } catch (DataAccessException e) {
       throw new BackendUnavailableException(
           "PostgreSQL failed around the advisory lock on \""
@@ -104,17 +105,30 @@ public final class PostgresAdvisoryLock {
     }
   }
 
-  /** Carries an exception of the caller's work past the translation of database failures. */
+  /**
+   * Carries an exception of the caller's work out of the transaction, which rolls back on it (jOOQ
+   * would wrap a checked one in a {@link DataAccessException}), past the translation of database
+   * failures.
+   */
   private static final class WorkFailed extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    WorkFailed(RuntimeException cause) {
-      super(null, cause, false, false);
+    WorkFailed(Exception cause) {
+      super(null, cause, true, false);
     }
 
-    @Override
-    public synchronized RuntimeException getCause() {
-      return (RuntimeException) super.getCause();
+    /**
+     * The work's exception, with whatever went wrong rolling back (jOOQ adds it to this carrier)
+     * added to it as suppressed. Declared {@code X} because the work, an {@code SqlWork<?, X>}, can
+     * throw no other checked exception.
+     */
+    @SuppressWarnings("unchecked")
+    <X extends Exception> X original() {
+      Exception original = (Exception) getCause();
+      for (Throwable rollbackFailure : getSuppressed()) {
+        original.addSuppressed(rollbackFailure);
+      }
+      return (X) original;
     }
   }
 }

@@ -9,6 +9,7 @@ import static org.jooq.impl.DSL.table;
 import static org.jooq.impl.DSL.unquotedName;
 
 import io.vavr.control.Option;
+import java.io.IOException;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -112,6 +113,39 @@ abstract class AdvisoryLockScenarios {
                     }))
         .isSameAs(boom);
     assertThat(PostgresAdvisoryLock.tryInTransaction(dsl(), key, tx -> "again"))
+        .isEqualTo(Option.some("again"));
+  }
+
+  /**
+   * The work may throw a checked exception: it comes out unchanged (the same instance, caught by
+   * its own type) after the rollback, which undoes the work's writes and releases the key.
+   */
+  @Test
+  void aCheckedExceptionFromTheWorkComesOutUnchangedAfterTheRollback() {
+    String key = prefix + "throws-checked";
+    dsl().execute("create table if not exists advisory_effects (key text primary key)");
+    Field<String> effectKey = field(name("key"), SQLDataType.VARCHAR);
+    IOException unreachable = new IOException("the ledger did not answer");
+
+    IOException caught = null;
+    try {
+      PostgresAdvisoryLock.tryInTransaction(
+          dsl(),
+          key,
+          tx -> {
+            tx.insertInto(table(name("advisory_effects")), effectKey).values(key).execute();
+            throw unreachable;
+          });
+    } catch (IOException thrown) {
+      caught = thrown;
+    }
+
+    assertThat(caught).as("the work's own exception, the same instance").isSameAs(unreachable);
+    assertThat(dsl().fetchCount(table(name("advisory_effects")), effectKey.eq(key)))
+        .as("the work's write, rolled back")
+        .isZero();
+    assertThat(PostgresAdvisoryLock.tryInTransaction(dsl(), key, tx -> "again"))
+        .as("the key, released by the rollback")
         .isEqualTo(Option.some("again"));
   }
 

@@ -205,7 +205,7 @@ class NetworkFaultIT {
       dsl.transaction(c -> upsert.apply(c.dsl()));
       return true;
     }
-    return fence.write(dsl, lease, upsert).isRight();
+    return fence.write(dsl, lease, upsert::apply).isRight();
   }
 
   private static void record(FenceAuditor auditor, Lease lease, boolean accepted) {

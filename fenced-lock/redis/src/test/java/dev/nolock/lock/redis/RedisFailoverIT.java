@@ -312,7 +312,7 @@ class RedisFailoverIT {
       dsl.transaction(c -> upsert.apply(c.dsl()));
       accepted = true;
     } else {
-      accepted = FENCE.write(dsl, lease, upsert).isRight();
+      accepted = FENCE.write(dsl, lease, upsert::apply).isRight();
     }
     if (accepted) {
       auditor.accepted(lease.name(), lease.token(), lease.owner());

@@ -17,6 +17,8 @@ import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.sql.SqlErrors;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -55,6 +57,9 @@ public final class KeyExecutor<R> {
   private final int timeout;
   private final Map<String, IdempotencyMetrics> metrics = new ConcurrentHashMap<>();
 
+  /** The configured registry, or one that keeps nothing (no children) when metrics are off. */
+  private final MeterRegistry registry;
+
   public KeyExecutor(
       DSLContext dsl,
       IdempotencyConfig config,
@@ -70,6 +75,7 @@ public final class KeyExecutor<R> {
     this.table = Objects.requireNonNull(table, "table");
     this.clock = config.clock();
     this.timeout = Math.toIntExact(config.queryTimeout().toSeconds());
+    this.registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
   }
 
   /**
@@ -78,7 +84,7 @@ public final class KeyExecutor<R> {
    */
   public void registerGauge() {
     if (IdempotencyMetrics.registerAbandonedKeys(
-        config.meterRegistry(), config.metricsInstanceName(), this, KeyExecutor::sampleAbandoned)) {
+        registry, config.metricsInstanceName(), this, KeyExecutor::sampleAbandoned)) {
       LOG.info(
           "The abandoned-keys gauge name=\"{}\" now reads the IdempotencyKeys on {} created last;"
               + " an earlier one with the same metrics name is no longer read. If they use"
@@ -175,8 +181,7 @@ public final class KeyExecutor<R> {
   public Outcome<R> execute(String scope, String key, Fingerprint fingerprint, Phases<R> phases) {
     IdempotencyMetrics counters =
         metrics.computeIfAbsent(
-            scope,
-            s -> new IdempotencyMetrics(config.meterRegistry(), config.metricsInstanceName(), s));
+            scope, s -> new IdempotencyMetrics(registry, config.metricsInstanceName(), s));
     Either<Outcome<R>, Outcome<R>> result =
         config
             .waitWhileInProgress()

@@ -26,7 +26,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Name;
@@ -76,7 +75,8 @@ import org.jooq.impl.SQLDataType;
  *   <li>One row advanced: with a write id, {@code INSERT INTO writes (name, write_id, token, owner,
  *       written_at) VALUES (:lock, :id, :t, :o, clock_timestamp())}; then run the caller's writes
  *       on the same transaction and commit them together with the fence row and the id. If the
- *       writes throw, everything rolls back, the id with it.
+ *       writes throw (a checked exception or not), everything this call wrote rolls back, the fence
+ *       row's advance and the id with it, and the exception is rethrown unchanged.
  * </ol>
  *
  * Two attempts with one id at once are ordered by the fence row: the second runs step 2 after the
@@ -329,7 +329,11 @@ public final class Fence {
    * org.jooq.exception.DataAccessException} (SQLState {@code 08006}) although the writes committed,
    * and the same call retried passes the fence again and runs them a second time. For writes that
    * are not idempotent (adding to a balance), use {@link #write(DSLContext, Lease, WriteId,
-   * Function)}.
+   * SqlWork)}.
+   *
+   * <p>Writes that throw, a checked exception or not: what this call wrote rolls back with them
+   * (its own transaction, or its savepoint in the caller's), the fence row is not advanced, and the
+   * exception reaches the caller unchanged, the same instance.
    *
    * @param dsl where to run: over a {@code DataSource}, a transaction of its own, committed; over
    *     one connection in the caller's open transaction (auto-commit off, or inside a jOOQ
@@ -339,12 +343,13 @@ public final class Fence {
    * @param writes the protected data writes, run on the fenced transaction's context
    * @return the writes' result, or the rejection when the lease's token is stale; on a rejection
    *     nothing was written
+   * @throws X what the writes threw, after the rollback of this call's part
    * @throws org.jooq.exception.DataAccessException when PostgreSQL or the connection failed:
    *     unknown whether written
    */
-  public <T> Either<FenceRejection, T> write(
-      DSLContext dsl, Lease lease, Function<DSLContext, ? extends T> writes) {
-    return this.<T>run(dsl, lease, null, writes)
+  public <T, X extends Exception> Either<FenceRejection, T> write(
+      DSLContext dsl, Lease lease, SqlWork<? extends T, X> writes) throws X {
+    return this.<T, X>run(dsl, lease, null, writes)
         .map(written -> ((FencedWrite.Applied<T>) written).result());
   }
 
@@ -373,6 +378,9 @@ public final class Fence {
    * again in the retried transaction; committing them next to {@code AlreadyWritten} applies them
    * twice.
    *
+   * <p>Writes that throw, a checked exception or not: this call's part rolls back, the id with it
+   * (a retry with the same id runs), and the exception reaches the caller unchanged.
+   *
    * @param dsl where to run: over a {@code DataSource}, a transaction of its own, committed; over
    *     one connection in the caller's open transaction, that transaction behind a savepoint, never
    *     committed by this call
@@ -382,11 +390,12 @@ public final class Fence {
    * @param writes the protected data writes, run on the fenced transaction's context
    * @return what happened, or the rejection when the lease's token is stale; on a rejection and on
    *     {@link FencedWrite.AlreadyWritten} this call wrote nothing
+   * @throws X what the writes threw, after the rollback of this call's part
    * @throws org.jooq.exception.DataAccessException when PostgreSQL or the connection failed:
    *     unknown whether written; retry with the same {@code writeId}
    */
-  public <T> Either<FenceRejection, FencedWrite<T>> write(
-      DSLContext dsl, Lease lease, WriteId writeId, Function<DSLContext, ? extends T> writes) {
+  public <T, X extends Exception> Either<FenceRejection, FencedWrite<T>> write(
+      DSLContext dsl, Lease lease, WriteId writeId, SqlWork<? extends T, X> writes) throws X {
     Objects.requireNonNull(
         writeId,
         "writeId: pass WriteId.of(...) chosen once per intended write, or call write(dsl, lease,"
@@ -395,15 +404,16 @@ public final class Fence {
   }
 
   /**
-   * {@link #write(DSLContext, Lease, Function)} on a plain JDBC connection, in the caller's open
+   * {@link #write(DSLContext, Lease, SqlWork)} on a plain JDBC connection, in the caller's open
    * transaction when there is one.
    *
    * <ul>
    *   <li>Auto-commit off (the caller's transaction is open): the fence row, the writes and nothing
    *       else run inside that transaction behind a savepoint; this call <b>never commits</b>. A
-   *       rejection or writes that throw leave the caller's earlier statements in place and the
-   *       transaction usable; the caller's own commit or rollback then decides for the fenced
-   *       writes too (a rollback undoes them and the fence row's advance).
+   *       rejection or writes that throw roll back to the savepoint: the caller's earlier
+   *       statements stay in place, the transaction stays usable, and what the writes threw reaches
+   *       the caller unchanged. Otherwise the caller's own commit or rollback decides for the
+   *       fenced writes too (a rollback undoes them and the fence row's advance).
    *   <li>Auto-commit on: the call is a transaction of its own on the connection, committed before
    *       it returns; auto-commit is on again afterwards.
    * </ul>
@@ -411,31 +421,31 @@ public final class Fence {
    * The writes may use {@code connection} directly as well: it is the same transaction.
    *
    * @param connection a PostgreSQL connection; not closed by this call
+   * @throws X what the writes threw, after the rollback of this call's part
    * @throws IllegalArgumentException when {@code connection} is null
    * @throws org.jooq.exception.DataAccessException when PostgreSQL or the connection failed:
    *     unknown whether written if the call committed on its own (auto-commit on); in the caller's
    *     transaction nothing is committed until the caller commits
    */
-  public <T> Either<FenceRejection, T> write(
-      Connection connection, Lease lease, Function<DSLContext, ? extends T> writes) {
+  public <T, X extends Exception> Either<FenceRejection, T> write(
+      Connection connection, Lease lease, SqlWork<? extends T, X> writes) throws X {
     return write(onConnection(connection), lease, writes);
   }
 
   /**
-   * {@link #write(DSLContext, Lease, WriteId, Function)} on a plain JDBC connection, in the
-   * caller's open transaction when there is one, never committing it: see {@link #write(Connection,
-   * Lease, Function)}. In the caller's transaction the write id is recorded in that transaction, so
-   * it counts only once the caller commits; roll back on {@link FencedWrite.AlreadyWritten} as on a
+   * {@link #write(DSLContext, Lease, WriteId, SqlWork)} on a plain JDBC connection, in the caller's
+   * open transaction when there is one, never committing it: see {@link #write(Connection, Lease,
+   * SqlWork)}. In the caller's transaction the write id is recorded in that transaction, so it
+   * counts only once the caller commits; roll back on {@link FencedWrite.AlreadyWritten} as on a
    * rejection.
    *
    * @param connection a PostgreSQL connection; not closed by this call
+   * @throws X what the writes threw, after the rollback of this call's part
    * @throws IllegalArgumentException when {@code connection} is null
    */
-  public <T> Either<FenceRejection, FencedWrite<T>> write(
-      Connection connection,
-      Lease lease,
-      WriteId writeId,
-      Function<DSLContext, ? extends T> writes) {
+  public <T, X extends Exception> Either<FenceRejection, FencedWrite<T>> write(
+      Connection connection, Lease lease, WriteId writeId, SqlWork<? extends T, X> writes)
+      throws X {
     return write(onConnection(connection), lease, writeId, writes);
   }
 
@@ -475,29 +485,35 @@ public final class Fence {
         .execute();
   }
 
-  private <T> Either<FenceRejection, FencedWrite<T>> run(
-      DSLContext dsl, Lease lease, WriteId writeId, Function<DSLContext, ? extends T> writes) {
+  private <T, X extends Exception> Either<FenceRejection, FencedWrite<T>> run(
+      DSLContext dsl, Lease lease, WriteId writeId, SqlWork<? extends T, X> writes) throws X {
     Objects.requireNonNull(dsl, "dsl");
     Objects.requireNonNull(lease, "lease");
     Objects.requireNonNull(writes, "writes");
-    if (!(dsl.configuration().connectionProvider() instanceof DefaultConnectionProvider)) {
-      // A pool, a thread-bound or a framework's provider: only jOOQ's transaction API (and the
-      // framework behind it) knows whether a transaction is open, so it decides: a transaction of
-      // the call's own, or a nested one inside the transaction it has open.
-      return inOwnTransaction(dsl, lease, writeId, writes);
+    try {
+      if (!(dsl.configuration().connectionProvider() instanceof DefaultConnectionProvider)) {
+        // A pool, a thread-bound or a framework's provider: only jOOQ's transaction API (and the
+        // framework behind it) knows whether a transaction is open, so it decides: a transaction
+        // of the call's own, or a nested one inside the transaction it has open.
+        return inOwnTransaction(dsl, lease, writeId, writes);
+      }
+      // One plain connection (DSL.using(connection), or the Connection overloads): with
+      // auto-commit off the caller's transaction is open on it, and this call must join it, never
+      // commit it.
+      return dsl.connectionResult(
+          connection ->
+              connection.getAutoCommit()
+                  ? inOwnTransaction(dsl, lease, writeId, writes)
+                  : inCallersTransaction(connection, dsl, lease, writeId, writes));
+    } catch (WritesThrew threw) {
+      // Out of the transaction (or the savepoint) now, rolled back: the writes' own exception.
+      throw threw.<X>original();
     }
-    // One plain connection (DSL.using(connection), or the Connection overloads): with auto-commit
-    // off the caller's transaction is open on it, and this call must join it, never commit it.
-    return dsl.connectionResult(
-        connection ->
-            connection.getAutoCommit()
-                ? inOwnTransaction(dsl, lease, writeId, writes)
-                : inCallersTransaction(connection, dsl, lease, writeId, writes));
   }
 
   /** Steps 1 to 4 in a transaction that jOOQ begins and commits or rolls back. */
   private <T> Either<FenceRejection, FencedWrite<T>> inOwnTransaction(
-      DSLContext dsl, Lease lease, WriteId writeId, Function<DSLContext, ? extends T> writes) {
+      DSLContext dsl, Lease lease, WriteId writeId, SqlWork<? extends T, ?> writes) {
     try {
       return dsl.transactionResult(
           configuration -> fenced(configuration.dsl(), lease, writeId, writes));
@@ -519,7 +535,7 @@ public final class Fence {
       DSLContext dsl,
       Lease lease,
       WriteId writeId,
-      Function<DSLContext, ? extends T> writes) {
+      SqlWork<? extends T, ?> writes) {
     DSLContext joined = dsl.configuration().derive(new SavepointsOnly(connection)).dsl();
     try {
       return joined.transactionResult(
@@ -584,9 +600,13 @@ public final class Fence {
     }
   }
 
-  /** Steps 1 to 4 on {@code tx}; throws {@link AlreadyWrittenRollback} for step 2's answer. */
+  /**
+   * Steps 1 to 4 on {@code tx}; throws {@link AlreadyWrittenRollback} for step 2's answer, and
+   * {@link WritesThrew} around a checked exception of the writes (jOOQ would wrap it in a {@link
+   * DataAccessException} on its way out of the transaction).
+   */
   private <T> Either<FenceRejection, FencedWrite<T>> fenced(
-      DSLContext tx, Lease lease, WriteId writeId, Function<DSLContext, ? extends T> writes) {
+      DSLContext tx, Lease lease, WriteId writeId, SqlWork<? extends T, ?> writes) {
     int advanced = advance(tx, lease);
     if (advanced > 1) {
       throw new IllegalStateException(
@@ -609,7 +629,15 @@ public final class Fence {
     if (writeId != null) {
       record(tx, lease, writeId);
     }
-    return Either.right(new FencedWrite.Applied<>(writeId, writes.apply(tx)));
+    T result;
+    try {
+      result = writes.run(tx);
+    } catch (RuntimeException e) {
+      throw e; // jOOQ rolls back and rethrows it as it is
+    } catch (Exception e) {
+      throw new WritesThrew(e);
+    }
+    return Either.right(new FencedWrite.Applied<>(writeId, result));
   }
 
   private int advance(DSLContext tx, Lease lease) {
@@ -658,6 +686,32 @@ public final class Fence {
         lease.owner(),
         FencingToken.of(current.value1()),
         current.value2());
+  }
+
+  /**
+   * Carries a checked exception of the writes out of the transaction, which rolls back on it, to
+   * {@link #run}, which rethrows the original.
+   */
+  private static final class WritesThrew extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    WritesThrew(Exception original) {
+      super(null, original, true, false); // suppression on: jOOQ adds a failed rollback to it
+    }
+
+    /**
+     * The writes' exception, with whatever went wrong rolling back (jOOQ adds it to this carrier)
+     * added to it as suppressed, as try-with-resources would. Declared {@code X} because the
+     * writes, an {@code SqlWork<?, X>}, can throw no other checked exception.
+     */
+    @SuppressWarnings("unchecked")
+    <X extends Exception> X original() {
+      Exception original = (Exception) getCause();
+      for (Throwable rollbackFailure : getSuppressed()) {
+        original.addSuppressed(rollbackFailure);
+      }
+      return (X) original;
+    }
   }
 
   /** Thrown out of the savepoint to undo a rejected call's part, the fence row's lock included. */

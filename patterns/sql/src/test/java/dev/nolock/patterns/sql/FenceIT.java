@@ -62,7 +62,7 @@ class FenceIT {
     Either<FenceRejection, Integer> write(Lease lease, Function<DSLContext, Integer> writes);
   }
 
-  private final Writer fenced = (lease, writes) -> fence.write(dsl, lease, writes);
+  private final Writer fenced = (lease, writes) -> fence.write(dsl, lease, writes::apply);
   private final Writer unfenced =
       (lease, writes) -> dsl.transactionResult(c -> Either.right(writes.apply(c.dsl())));
 
@@ -163,6 +163,73 @@ class FenceIT {
     assertThat(write(fenced, lease("A", 5), 3).isRight())
         .as("B's failed write did not advance the fence")
         .isTrue();
+  }
+
+  @Test
+  void aCheckedExceptionFromTheWritesComesOutUnchangedAndTheFenceRowIsAsBefore() {
+    write(fenced, lease("A", 5), 1);
+    Overdrawn overdrawn = new Overdrawn("account 2 would go below zero");
+
+    assertThat(overdrawAccountTwo(lease("B", 6), overdrawn))
+        .as("the writes' own exception, neither wrapped nor swallowed")
+        .isSameAs(overdrawn);
+
+    assertThat(balances()).as("the writes rolled back").containsEntry(2, INITIAL_BALANCE);
+    assertThat(fenceRow()).as("the fence row, not advanced to B's token").isEqualTo("5 A");
+  }
+
+  @Test
+  void negativeControlTheSameWritesReturningNormallyWriteAndAdvanceTheFenceRow() {
+    write(fenced, lease("A", 5), 1);
+
+    assertThat(overdrawAccountTwo(lease("B", 6), null)).as("nothing thrown").isNull();
+
+    assertThatThrownBy(() -> assertThat(balances()).containsEntry(2, INITIAL_BALANCE))
+        .isInstanceOf(AssertionError.class);
+    assertThatThrownBy(() -> assertThat(fenceRow()).isEqualTo("5 A"))
+        .isInstanceOf(AssertionError.class);
+  }
+
+  /**
+   * Under {@code lease}, empties account 2 through the fence and then throws {@code refusal} (when
+   * not null), as a business rule discovered too late would; returns what the call threw, caught by
+   * its own checked type.
+   */
+  private Overdrawn overdrawAccountTwo(Lease lease, Overdrawn refusal) {
+    try {
+      fence.write(
+          dsl,
+          lease,
+          tx -> {
+            tx.update(ACCOUNTS).set(BALANCE, 0L).where(ID.eq(2)).execute();
+            if (refusal != null) {
+              throw refusal;
+            }
+            return 1;
+          });
+      return null;
+    } catch (Overdrawn thrown) {
+      return thrown;
+    }
+  }
+
+  /** A checked exception of the caller's business rules, thrown by its fenced writes. */
+  private static final class Overdrawn extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    Overdrawn(String message) {
+      super(message);
+    }
+  }
+
+  /** The lock's fence row as {@code "<token> <owner>"}. */
+  private String fenceRow() {
+    var row =
+        dsl.select(field(name("token"), Long.class), field(name("owner"), String.class))
+            .from(table(name("nolock_fences")))
+            .where(field(name("name"), String.class).eq(lock))
+            .fetchSingle();
+    return row.value1() + " " + row.value2();
   }
 
   @Test

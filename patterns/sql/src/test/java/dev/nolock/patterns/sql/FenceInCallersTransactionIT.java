@@ -281,6 +281,62 @@ class FenceInCallersTransactionIT {
   }
 
   @Test
+  void aCheckedExceptionFromTheWritesComesOutUnchangedAfterRollingBackToTheSavepoint()
+      throws Exception {
+    fence.write(schema.dsl(), lease("A#1", 7), tx -> 0);
+    Overdrawn overdrawn = new Overdrawn("account 1 would go below zero");
+    try (Connection connection = schema.dataSource().getConnection()) {
+      connection.setAutoCommit(false);
+      callersInsert(connection);
+
+      Overdrawn caught = null;
+      try {
+        fence.write(
+            connection,
+            lease("B#1", 8),
+            tx -> {
+              credit(tx);
+              throw overdrawn;
+            });
+      } catch (Overdrawn thrown) {
+        caught = thrown;
+      }
+
+      assertThat(caught).as("the writes' own exception, the same instance").isSameAs(overdrawn);
+      assertThat(connection.getAutoCommit()).as("still the caller's transaction").isFalse();
+      DSLContext callers = DSL.using(connection, SQLDialect.POSTGRES);
+      assertThat(callers.select(BALANCE).from(ACCOUNTS).where(ID.eq(1)).fetchSingle(BALANCE))
+          .as("the fenced writes rolled back to before the call")
+          .isEqualTo(100L);
+      assertThat(fenceRow(callers)).as("the fence row, not advanced to B's token").isEqualTo("7");
+      assertThat(callers.fetchCount(ACCOUNTS, ID.eq(2))).as("the caller's insert").isEqualTo(1);
+      connection.commit();
+    }
+
+    assertThat(balanceSeenByAnotherConnection(1)).isEqualTo(100L);
+    assertThat(balanceSeenByAnotherConnection(2)).isEqualTo(50L);
+    assertThat(fenceRow(schema.dsl())).isEqualTo("7");
+  }
+
+  /** A checked exception of the caller's business rules, thrown by its fenced writes. */
+  private static final class Overdrawn extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    Overdrawn(String message) {
+      super(message);
+    }
+  }
+
+  private String fenceRow(DSLContext on) {
+    return String.valueOf(
+        on.select(field(name("token"), Long.class))
+            .from(FENCES)
+            .where(FENCE_NAME.eq(lock))
+            .fetchSingle()
+            .value1());
+  }
+
+  @Test
   void onAConnectionInAutoCommitTheWriteIsItsOwnTransactionAndAutoCommitIsRestored()
       throws Exception {
     try (Connection connection = schema.dataSource().getConnection()) {

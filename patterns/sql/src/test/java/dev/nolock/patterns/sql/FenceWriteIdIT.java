@@ -19,6 +19,7 @@ import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.vavr.control.Either;
+import java.io.IOException;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -284,6 +285,34 @@ class FenceWriteIdIT {
     assertThat(fence.write(schema.dsl(), lease("C#1", 9), thrown, this::credit).get())
         .isEqualTo(new FencedWrite.Applied<>(thrown, 1));
     assertThat(balance()).isEqualTo(INITIAL_BALANCE + 2 * CREDIT);
+  }
+
+  @Test
+  void writesThatThrowACheckedExceptionLeaveTheirIdUnrecordedAndTheExceptionUnchanged() {
+    WriteId writeId = WriteId.of("credit-order-55");
+    IOException unreachable = new IOException("the ledger did not answer");
+
+    IOException caught = null;
+    try {
+      fence.write(
+          schema.dsl(),
+          lease("A#1", 7),
+          writeId,
+          tx -> {
+            credit(tx);
+            throw unreachable;
+          });
+    } catch (IOException thrown) {
+      caught = thrown;
+    }
+
+    assertThat(caught).as("the same instance, neither wrapped nor swallowed").isSameAs(unreachable);
+    assertThat(writesRecorded()).as("write ids recorded for the lock").isZero();
+    assertThat(balance()).isEqualTo(INITIAL_BALANCE);
+    assertThat(fence.write(schema.dsl(), lease("A#1", 7), writeId, this::credit).get())
+        .as("the retry runs: the id was not recorded")
+        .isEqualTo(new FencedWrite.Applied<>(writeId, 1));
+    assertThat(balance()).isEqualTo(INITIAL_BALANCE + CREDIT);
   }
 
   @Test

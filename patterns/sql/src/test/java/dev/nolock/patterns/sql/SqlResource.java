@@ -72,7 +72,7 @@ public final class SqlResource {
       dsl.transaction(c -> upsert.apply(c.dsl()));
       return true;
     }
-    return fence.write(dsl, lease, upsert).isRight();
+    return fence.write(dsl, lease, upsert::apply).isRight();
   }
 
   /** The lock's row, read directly. */
