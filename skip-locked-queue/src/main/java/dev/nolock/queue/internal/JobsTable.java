@@ -1,8 +1,5 @@
 package dev.nolock.queue.internal;
 
-import static dev.nolock.queue.internal.PgFunctions.clockTimestamp;
-import static dev.nolock.queue.internal.PgFunctions.clockTimestampMinus;
-import static dev.nolock.queue.internal.PgFunctions.clockTimestampPlus;
 import static org.jooq.impl.DSL.concat;
 import static org.jooq.impl.DSL.count;
 import static org.jooq.impl.DSL.field;
@@ -15,6 +12,7 @@ import static org.jooq.impl.DSL.selectOne;
 import static org.jooq.impl.DSL.val;
 import static org.jooq.impl.DSL.when;
 
+import dev.nolock.patterns.sql.PgClock;
 import dev.nolock.queue.JobState;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -149,12 +147,12 @@ public final class JobsTable {
             .column(attempt, attempt.getDataType().default_(inline(0L)))
             .column(failures, failures.getDataType().default_(inline(0)))
             .column(maxAttempts)
-            .column(runAt, runAt.getDataType().default_(clockTimestamp()))
+            .column(runAt, runAt.getDataType().default_(PgClock.now()))
             .column(lockedUntil)
             .column(payload)
             .column(uniqueKey)
             .column(lastError)
-            .column(enqueuedAt, enqueuedAt.getDataType().default_(clockTimestamp()))
+            .column(enqueuedAt, enqueuedAt.getDataType().default_(PgClock.now()))
             .column(finishedAt)
             .primaryKey(id)
             .check(
@@ -236,7 +234,7 @@ public final class JobsTable {
                 enqueuedAt);
     for (NewRow r : rows) {
       Field<OffsetDateTime> when =
-          r.runAt() != null ? val(r.runAt(), runAt) : clockTimestampPlus(r.delay());
+          r.runAt() != null ? val(r.runAt(), runAt) : PgClock.plus(r.delay());
       insert =
           insert.values(
               val(queueName, queue),
@@ -247,7 +245,7 @@ public final class JobsTable {
               when,
               val(r.payload(), payload),
               val(r.uniqueKey(), uniqueKey),
-              clockTimestamp());
+              PgClock.now());
     }
     return insert
         .onConflict(queue, uniqueKey)
@@ -285,7 +283,7 @@ public final class JobsTable {
                     .from(table)
                     .where(queue.eq(queueName))
                     .and(isState(state, JobState.READY))
-                    .and(runAt.le(clockTimestamp()))
+                    .and(runAt.le(PgClock.now()))
                     .orderBy(runAt, id)
                     .limit(val(max))
                     .forUpdate()
@@ -294,7 +292,7 @@ public final class JobsTable {
         .update(j)
         .set(state, literal(JobState.RUNNING))
         .set(attempt, jAttempt.plus(inline(1L)))
-        .set(lockedUntil, clockTimestampPlus(lease))
+        .set(lockedUntil, PgClock.plus(lease))
         .from(c)
         .where(jId.eq(cId))
         .returningResult(claimed);
@@ -320,7 +318,7 @@ public final class JobsTable {
     return dsl.update(table)
         .set(state, literal(JobState.DONE))
         .setNull(lockedUntil)
-        .set(finishedAt, clockTimestamp())
+        .set(finishedAt, PgClock.now())
         .where(heldBy(queueName, jobId, jobAttempt))
         .returningResult(runAt);
   }
@@ -362,7 +360,7 @@ public final class JobsTable {
         .update(j)
         .set(state, literal(JobState.DONE))
         .setNull(lockedUntil)
-        .set(finishedAt, clockTimestamp())
+        .set(finishedAt, PgClock.now())
         .from(c)
         .where(jId.eq(cId))
         .returningResult(jId, jAttempt, jRunAt);
@@ -387,8 +385,8 @@ public final class JobsTable {
         .set(lastError, val(truncate(error), lastError))
         .setNull(lockedUntil)
         .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
-        .set(runAt, when(exhausted, runAt).otherwise(clockTimestampPlus(backoff)))
-        .set(finishedAt, when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
+        .set(runAt, when(exhausted, runAt).otherwise(PgClock.plus(backoff)))
+        .set(finishedAt, when(exhausted, PgClock.now()).otherwise(inline((OffsetDateTime) null)))
         .where(heldBy(queueName, jobId, jobAttempt))
         .returningResult(state, runAt);
   }
@@ -415,9 +413,9 @@ public final class JobsTable {
   public ResultQuery<Record1<OffsetDateTime>> heartbeat(
       DSLContext dsl, String queueName, long jobId, long jobAttempt, Duration lease) {
     return dsl.update(table)
-        .set(lockedUntil, clockTimestampPlus(lease))
+        .set(lockedUntil, PgClock.plus(lease))
         .where(heldBy(queueName, jobId, jobAttempt))
-        .and(lockedUntil.gt(clockTimestamp()))
+        .and(lockedUntil.gt(PgClock.now()))
         .returningResult(lockedUntil);
   }
 
@@ -452,12 +450,12 @@ public final class JobsTable {
                     .where(queue.eq(queueName))
                     .and(row(id, attempt).in(rows))
                     .and(isState(state, JobState.RUNNING))
-                    .and(lockedUntil.gt(clockTimestamp()))
+                    .and(lockedUntil.gt(PgClock.now()))
                     .forUpdate()
                     .skipLocked());
     return dsl.with(c)
         .update(j)
-        .set(lockedUntil, clockTimestampPlus(lease))
+        .set(lockedUntil, PgClock.plus(lease))
         .from(c)
         .where(jId.eq(cId))
         .returningResult(jId, jAttempt, jLockedUntil);
@@ -547,7 +545,7 @@ public final class JobsTable {
                     .from(table)
                     .where(queue.eq(queueName))
                     .and(isState(state, JobState.RUNNING))
-                    .and(lockedUntil.lt(clockTimestamp()))
+                    .and(lockedUntil.lt(PgClock.now()))
                     .orderBy(lockedUntil)
                     .limit(val(max))
                     .forUpdate()
@@ -566,7 +564,7 @@ public final class JobsTable {
                 jLockedUntil.cast(SQLDataType.VARCHAR),
                 inline(" without a finish or heartbeat (worker crashed, paused or too slow)")))
         .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
-        .set(finishedAt, when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
+        .set(finishedAt, when(exhausted, PgClock.now()).otherwise(inline((OffsetDateTime) null)))
         .from(c)
         .where(jId.eq(cId))
         .returningResult(jState);
@@ -586,7 +584,7 @@ public final class JobsTable {
                     .from(table)
                     .where(queue.eq(queueName))
                     .and(isState(state, JobState.DONE))
-                    .and(finishedAt.lt(clockTimestampMinus(olderThan)))
+                    .and(finishedAt.lt(PgClock.minus(olderThan)))
                     .orderBy(finishedAt)
                     .limit(val(max))
                     .forUpdate()
@@ -606,7 +604,7 @@ public final class JobsTable {
             .from(table)
             .where(queue.eq(queueName))
             .and(isState(state, JobState.READY))
-            .and(runAt.le(clockTimestamp()))
+            .and(runAt.le(PgClock.now()))
             .limit(val(cap))
             .asTable("s");
     Field<Integer> depth = field(select(count()).from(due));
@@ -616,7 +614,7 @@ public final class JobsTable {
                 .from(table)
                 .where(queue.eq(queueName))
                 .and(isState(state, JobState.READY)));
-    return dsl.select(depth, oldest, clockTimestamp());
+    return dsl.select(depth, oldest, PgClock.now());
   }
 
   private static String truncate(String error) {
