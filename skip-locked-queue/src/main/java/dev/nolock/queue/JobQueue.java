@@ -64,9 +64,10 @@ import org.jooq.DSLContext;
  * is done by parts in {@code dev.nolock.queue.internal} (enqueueing, claiming and finishing,
  * upkeep, administration); this class validates and documents.
  *
- * <p>Losing a race is a value ({@link StaleAttempt}, {@link EnqueueResult.Duplicate}); a failure of
- * PostgreSQL or the pool is a {@link BackendUnavailableException} (retry later); misuse is an
- * {@link IllegalArgumentException}. Thread-safe.
+ * <p>Losing a race is a value ({@link StaleAttempt}, {@link EnqueueResult.Duplicate}); a failure a
+ * retry can get past (connection, timeout, pool) is a {@link BackendUnavailableException}, one it
+ * would repeat (the table does not fit, a privilege is missing) an {@link IllegalStateException};
+ * misuse is an {@link IllegalArgumentException}. Thread-safe.
  *
  * @param <T> the payload type
  */
@@ -363,7 +364,7 @@ public final class JobQueue<T> {
    * this, or let the pool ({@link WorkerConfig.Builder#vacuumInterval}), where autovacuum is off or
    * lags. Needs the table's owner (from PostgreSQL 16, the MAINTAIN privilege is enough).
    *
-   * @throws BackendUnavailableException when PostgreSQL refuses or fails it
+   * @throws BackendUnavailableException when PostgreSQL fails it (connection, timeout)
    */
   public void vacuum() {
     upkeep.vacuum();

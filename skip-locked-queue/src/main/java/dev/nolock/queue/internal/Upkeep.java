@@ -50,7 +50,7 @@ public final class Upkeep {
 
   /** The DDL in one transaction, under an advisory lock on the table's name. */
   public void createTableIfMissing() {
-    sql.translate(
+    sql.run(
         () -> "creating the jobs table (the user needs CREATE on its schema)",
         () ->
             sql.dsl()
@@ -80,7 +80,7 @@ public final class Upkeep {
     int dead = 0;
     while (true) {
       List<String> states =
-          sql.translate(
+          sql.run(
               () -> "re-queueing jobs with expired leases",
               () ->
                   OwnTransaction.run(
@@ -120,7 +120,7 @@ public final class Upkeep {
     int batch = sql.config().purgeBatchSize();
     while (true) {
       int n =
-          sql.translate(
+          sql.run(
               () -> "purging finished jobs older than " + olderThan,
               () ->
                   OwnTransaction.run(
@@ -147,7 +147,7 @@ public final class Upkeep {
   /** {@code VACUUM (SKIP_LOCKED)} on a pool connection switched to autocommit for it. */
   public void vacuum() {
     DSLContext dsl = sql.dsl();
-    sql.translate(
+    sql.run(
         () ->
             "vacuuming the jobs table (the user must own it, or hold MAINTAIN on it from"
                 + " PostgreSQL 16)",
@@ -172,7 +172,7 @@ public final class Upkeep {
   public ReadyStats readyStats() {
     int cap = sql.config().readyCountCap();
     Record3<Integer, OffsetDateTime, OffsetDateTime> row =
-        sql.translate(
+        sql.run(
             () -> "reading the ready backlog",
             () ->
                 OwnTransaction.run(sql.dsl(), on -> jobs.readyStats(on, queue, cap).fetchSingle()));
