@@ -12,6 +12,7 @@ import static org.jooq.impl.DSL.selectOne;
 import static org.jooq.impl.DSL.val;
 import static org.jooq.impl.DSL.when;
 
+import dev.nolock.patterns.sql.LeasedRow;
 import dev.nolock.patterns.sql.PgClock;
 import dev.nolock.queue.JobState;
 import java.time.Duration;
@@ -19,6 +20,7 @@ import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
@@ -62,6 +64,7 @@ public final class JobsTable {
   private final String indexPrefix;
   private final Table<Record> table;
   private final Table<Record> j;
+  private final LeasedRow leased;
 
   public final Field<Long> id =
       field(name("id"), SQLDataType.BIGINT.nullable(false).identity(true));
@@ -115,6 +118,7 @@ public final class JobsTable {
     this.indexPrefix = tableName.last();
     this.table = DSL.table(tableName);
     this.j = table.as(J);
+    this.leased = LeasedRow.of(tableName, "locked_until", "attempt");
   }
 
   public Table<Record> table() {
@@ -274,6 +278,11 @@ public final class JobsTable {
    * <p>MATERIALIZED makes PostgreSQL run the locking select exactly once: written as {@code WHERE
    * id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)} the planner may re-run the subquery (for
    * example as the inner side of a nested loop) and lock, and claim, more than {@code n} rows.
+   *
+   * <p>Not the shared {@link LeasedRow#claim}: that one inserts or takes over one row by its key,
+   * taking it when its lease ran out. A claim here picks up to {@code n} ready rows that other
+   * workers do not hold, and never takes an expired lease over: the reaper gives such a job back,
+   * counting the lost attempt as a failure.
    */
   public ResultQuery<Record> claim(DSLContext dsl, String queueName, int max, Duration lease) {
     CommonTableExpression<Record1<Long>> c =
@@ -299,7 +308,12 @@ public final class JobsTable {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Finish: every statement is conditional on (queue, id, attempt, state = 'running')
+  // Finish: every statement is conditional on (queue, id, attempt, state = 'running').
+  //
+  // Complete, fail and release are not the shared LeasedRow.finish: that ends the lease at
+  // clock_timestamp() and keeps it, where a job that is not running has no lease at all
+  // (locked_until NULL, which find() and the dead letters report as "not leased"), and each also
+  // moves the job's state.
 
   private Condition heldBy(String queueName, long jobId, long jobAttempt) {
     return queue
@@ -406,16 +420,14 @@ public final class JobsTable {
 
   /**
    * {@code UPDATE t SET locked_until = clock_timestamp() + :lease WHERE <held by this attempt> AND
-   * locked_until > clock_timestamp() RETURNING locked_until}: a compare-and-swap on the attempt
-   * token that extends only a lease that has not expired yet, never a blind bump. One row, so it
-   * can wait only on a lock on that job.
+   * locked_until > clock_timestamp() RETURNING locked_until}: the shared {@link LeasedRow#extend},
+   * a compare-and-swap on the attempt token that extends only a lease that has not expired yet,
+   * never a blind bump. One row, so it can wait only on a lock on that job.
    */
   public ResultQuery<Record1<OffsetDateTime>> heartbeat(
       DSLContext dsl, String queueName, long jobId, long jobAttempt, Duration lease) {
-    return dsl.update(table)
-        .set(lockedUntil, PgClock.plus(lease))
-        .where(heldBy(queueName, jobId, jobAttempt))
-        .and(lockedUntil.gt(PgClock.now()))
+    return leased
+        .extend(dsl, heldBy(queueName, jobId, jobAttempt), lease, Map.of())
         .returningResult(lockedUntil);
   }
 
@@ -434,7 +446,9 @@ public final class JobsTable {
    * this worker's own completion of one of the jobs) while keeping the rows it already extended
    * locked. If the worker is paused right then, its completion never commits, the heartbeat never
    * finishes, and the reaper and claims skip the jobs it locked for as long as the pause lasts:
-   * their leases would not expire. Skipping locked rows leaves them to the next heartbeat.
+   * their leases would not expire. Skipping locked rows leaves them to the next heartbeat. That is
+   * why this is not {@link LeasedRow#extend}, a plain {@code UPDATE}; it shares its condition
+   * ({@link LeasedRow#unexpired}) and its lease end ({@link PgClock#plus}).
    */
   public ResultQuery<Record3<Long, Long, OffsetDateTime>> heartbeatWithoutWaiting(
       DSLContext dsl, String queueName, Collection<long[]> idAndAttempt, Duration lease) {
@@ -450,7 +464,7 @@ public final class JobsTable {
                     .where(queue.eq(queueName))
                     .and(row(id, attempt).in(rows))
                     .and(isState(state, JobState.RUNNING))
-                    .and(lockedUntil.gt(PgClock.now()))
+                    .and(leased.unexpired())
                     .forUpdate()
                     .skipLocked());
     return dsl.with(c)
