@@ -115,10 +115,14 @@ public final class JobQueue<T> {
 
   /**
    * Creates the jobs table and its indexes if they do not exist (the DDL is in the README,
-   * "Schema"). Runs in one transaction under an advisory lock on the table's name, so processes
-   * starting together do not trip over each other. A schema-qualified table needs its schema.
+   * "Schema"), in one transaction under an advisory lock on the table's name, so processes starting
+   * together do not trip over each other. A schema-qualified table needs its schema.
    *
-   * @throws BackendUnavailableException when the DDL fails, e.g. without the CREATE privilege
+   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists in a shape the queue
+   *     cannot use (a column missing, a state CHECK without 'cancelled', ...); nothing is changed,
+   *     and the message holds the DDL that fits
+   * @throws IllegalStateException when PostgreSQL refuses the DDL, e.g. without the CREATE
+   *     privilege
    */
   public void createTableIfMissing() {
     upkeep.createTableIfMissing();
@@ -313,10 +317,7 @@ public final class JobQueue<T> {
         .map(lease -> job.withLease(lease.lockedUntil(), lease.deadline()));
   }
 
-  /**
-   * Extends many leases in one statement that never waits for a row lock; per job of {@code held},
-   * in order, the extended job, or empty when stale, expired or locked at that instant.
-   */
+  /** Extends many leases in one statement that never waits on a row lock; per job, in order. */
   List<Option<Job<T>>> heartbeatAll(List<Job<T>> held) {
     return io.vavr.collection.List.ofAll(held)
         .zipWith(

@@ -110,9 +110,7 @@ class DamagedKeyIT {
     JobQueue<String> q = queue();
     assertDamaged(() -> q.admin().cancel(readyTwice(q)));
     assertDamaged(
-        () ->
-            q.admin()
-                .reschedule(readyTwice(q), Instant.now().plus(1, ChronoUnit.HOURS)));
+        () -> q.admin().reschedule(readyTwice(q), Instant.now().plus(1, ChronoUnit.HOURS)));
 
     q.enqueue(NewJob.of("dead").maxAttempts(1));
     Job<String> job = q.claim(1).get(0);

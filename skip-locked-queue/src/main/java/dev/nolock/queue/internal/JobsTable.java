@@ -140,7 +140,38 @@ public final class JobsTable {
   // ---------------------------------------------------------------------------------------------
   // DDL
 
-  /** The table and its five partial indexes; every statement is {@code IF NOT EXISTS}. */
+  /** Every column, in the table's order; nullable exactly where a statement writes NULL. */
+  public List<Field<?>> columns() {
+    return List.of(
+        id,
+        queue,
+        state,
+        attempt,
+        failures,
+        maxAttempts,
+        runAt,
+        lockedUntil,
+        payload,
+        uniqueKey,
+        lastError,
+        enqueuedAt,
+        finishedAt);
+  }
+
+  /** {@code state IN ('ready', 'running', 'done', 'dead', 'cancelled')}: every state written. */
+  public Condition stateCheck() {
+    return state.in(
+        literal(JobState.READY),
+        literal(JobState.RUNNING),
+        literal(JobState.DONE),
+        literal(JobState.DEAD),
+        literal(JobState.CANCELLED));
+  }
+
+  /**
+   * The table and its five partial indexes, the table first; every statement is {@code IF NOT
+   * EXISTS}.
+   */
   public List<Query> createSchema(DSLContext dsl) {
     List<Query> ddl = new ArrayList<>();
     ddl.add(
@@ -159,13 +190,7 @@ public final class JobsTable {
             .column(enqueuedAt, enqueuedAt.getDataType().default_(PgClock.now()))
             .column(finishedAt)
             .primaryKey(id)
-            .check(
-                state.in(
-                    literal(JobState.READY),
-                    literal(JobState.RUNNING),
-                    literal(JobState.DONE),
-                    literal(JobState.DEAD),
-                    literal(JobState.CANCELLED)))
+            .check(stateCheck())
             .check(attempt.ge(inline(0L)))
             .check(failures.ge(inline(0)))
             .check(maxAttempts.ge(inline(1))));

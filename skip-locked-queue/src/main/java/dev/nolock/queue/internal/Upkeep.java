@@ -13,9 +13,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jooq.DSLContext;
-import org.jooq.Query;
 import org.jooq.Record3;
-import org.jooq.impl.DSL;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,6 +29,7 @@ public final class Upkeep {
   private final JobsTable jobs;
   private final AdminSql admin;
   private final String queue;
+  private final JobsSchema schema;
   private final ReadySampler sampler = new ReadySampler();
 
   public Upkeep(QueueSql sql) {
@@ -38,6 +37,7 @@ public final class Upkeep {
     this.jobs = sql.jobs();
     this.admin = new AdminSql(jobs);
     this.queue = sql.queue();
+    this.schema = new JobsSchema(jobs, sql.config().table());
     sql.metrics()
         .registerGauges(
             sampler,
@@ -48,7 +48,10 @@ public final class Upkeep {
                     .orElse(Double.NaN));
   }
 
-  /** The DDL in one transaction, under an advisory lock on the table's name. */
+  /**
+   * The DDL in one transaction ({@link JobsSchema#createIfMissing}): an existing table that does
+   * not fit is refused, unchanged.
+   */
   public void createTableIfMissing() {
     sql.run(
         () -> "creating the jobs table (the user needs CREATE on its schema)",
@@ -56,20 +59,7 @@ public final class Upkeep {
             sql.dsl()
                 .transactionResult(
                     cfg -> {
-                      DSLContext tx = cfg.dsl();
-                      tx.select(
-                              DSL.function(
-                                  DSL.unquotedName("pg_advisory_xact_lock"),
-                                  Object.class,
-                                  DSL.function(
-                                      DSL.unquotedName("hashtextextended"),
-                                      Long.class,
-                                      DSL.val(sql.config().table()),
-                                      DSL.inline(0L))))
-                          .execute();
-                      for (Query ddl : jobs.createSchema(tx)) {
-                        ddl.execute();
-                      }
+                      schema.createIfMissing(cfg.dsl());
                       return null;
                     }));
   }
