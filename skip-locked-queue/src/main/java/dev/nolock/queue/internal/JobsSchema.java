@@ -26,8 +26,8 @@ import org.jooq.conf.ParamType;
  *
  * <p>Guarantee: {@link #createIfMissing} either leaves a table every statement of {@link JobsTable}
  * and {@link AdminSql} works on, with its indexes, or throws {@link SchemaMismatchException} with
- * the DDL that fits and changes nothing. It never alters a table it did not create: migrating one is
- * the owner's decision.
+ * the DDL that fits and changes nothing. It never alters a table it did not create: migrating one
+ * is the owner's decision.
  *
  * <p>Algorithm, in the caller's transaction:
  *
@@ -96,36 +96,26 @@ public final class JobsSchema {
    * </ul>
    */
   private List<String> problems(DSLContext tx) {
-    Map<String, Record> existing = new LinkedHashMap<>();
-    for (Record column :
-        tx.resultQuery(
-                "SELECT a.attname::text AS name, format_type(a.atttypid, a.atttypmod) AS type,"
-                    + " a.attnotnull AS not_null, (a.atthasdef OR a.attidentity <> '') AS defaulted"
-                    + " FROM pg_attribute a WHERE a.attrelid = to_regclass({0})"
-                    + " AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-                val(configured))
-            .fetch()) {
-      existing.put(column.get("name", String.class), column);
-    }
+    Map<String, Column> existing = new LinkedHashMap<>();
+    tx.resultQuery(
+            "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), a.attnotnull,"
+                + " a.atthasdef OR a.attidentity <> '' FROM pg_attribute a"
+                + " WHERE a.attrelid = to_regclass({0}) AND a.attnum > 0 AND NOT a.attisdropped"
+                + " ORDER BY a.attnum",
+            val(configured))
+        .fetch()
+        .forEach(
+            r ->
+                existing.put(
+                    r.get(0, String.class),
+                    new Column(
+                        r.get(1, String.class), r.get(2, Boolean.class), r.get(3, Boolean.class))));
     List<String> problems = new ArrayList<>();
-    for (Field<?> column : jobs.columns()) {
-      Record found = existing.remove(column.getName());
-      if (found == null) {
-        problems.add("column " + column.getName() + " is missing");
-        continue;
-      }
-      String type = found.get("type", String.class);
-      if (!holds(column.getDataType(), type)) {
-        problems.add(
-            "column " + column.getName() + " is " + type + ", not " + wanted(column.getDataType()));
-      }
-      if (column.getDataType().nullable() && found.get("not_null", Boolean.class)) {
-        problems.add("column " + column.getName() + " is NOT NULL, but the queue sets it to NULL");
-      }
-    }
+    jobs.columns()
+        .forEach(wanted -> problems.addAll(misfits(wanted, existing.remove(wanted.getName()))));
     existing.forEach(
-        (name, column) -> {
-          if (column.get("not_null", Boolean.class) && !column.get("defaulted", Boolean.class)) {
+        (name, other) -> {
+          if (other.notNull() && !other.defaulted()) {
             problems.add(
                 "column "
                     + name
@@ -134,6 +124,26 @@ public final class JobsSchema {
         });
     problems.addAll(keyAndStateProblems(tx));
     return problems;
+  }
+
+  /** A column of the existing table as the catalog describes it. */
+  private record Column(String type, boolean notNull, boolean defaulted) {}
+
+  /** How {@code found} (null when missing) fails to be the column {@code wanted}. */
+  private static List<String> misfits(Field<?> wanted, Column found) {
+    String column = "column " + wanted.getName();
+    if (found == null) {
+      return List.of(column + " is missing");
+    }
+    DataType<?> type = wanted.getDataType();
+    List<String> misfits = new ArrayList<>();
+    if (!holds(type, found.type())) {
+      misfits.add(column + " is " + found.type() + ", not " + wanted(type));
+    }
+    if (type.nullable() && found.notNull()) {
+      misfits.add(column + " is NOT NULL, but the queue sets it to NULL");
+    }
+    return misfits;
   }
 
   private List<String> keyAndStateProblems(DSLContext tx) {
