@@ -34,6 +34,7 @@ import org.jooq.Record2;
 import org.jooq.Record3;
 import org.jooq.ResultQuery;
 import org.jooq.Row2;
+import org.jooq.SelectConditionStep;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -262,8 +263,7 @@ public final class JobsTable {
                 uniqueKey,
                 enqueuedAt);
     for (NewRow r : rows) {
-      Field<OffsetDateTime> when =
-          r.runAt() != null ? val(r.runAt(), runAt) : PgClock.plus(r.delay());
+      Field<OffsetDateTime> when = r.runAt() != null ? val(r.runAt(), runAt) : after(r.delay());
       insert =
           insert.values(
               val(queueName, queue),
@@ -349,6 +349,23 @@ public final class JobsTable {
   }
 
   /**
+   * {@code SELECT id FROM t WHERE queue = :q AND (id, attempt) IN ((:id, :attempt), ...) AND state
+   * = 'running'}: the jobs of a batch still held by the given attempts.
+   */
+  private SelectConditionStep<Record1<Long>> running(
+      String queueName, Collection<long[]> idAndAttempt) {
+    List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
+    for (long[] pair : idAndAttempt) {
+      rows.add(row(val(pair[0], id), val(pair[1], attempt)));
+    }
+    return select(id)
+        .from(table)
+        .where(queue.eq(queueName))
+        .and(row(id, attempt).in(rows))
+        .and(isState(state, JobState.RUNNING));
+  }
+
+  /**
    * {@code UPDATE t SET state = 'done', locked_until = NULL, finished_at = clock_timestamp() WHERE
    * queue = :q AND id = :id AND attempt = :attempt AND state = 'running' RETURNING run_at}.
    */
@@ -381,20 +398,8 @@ public final class JobsTable {
    */
   public ResultQuery<Record3<Long, Long, OffsetDateTime>> completeAll(
       DSLContext dsl, String queueName, Collection<long[]> idAndAttempt) {
-    List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
-    for (long[] pair : idAndAttempt) {
-      rows.add(row(val(pair[0], id), val(pair[1], attempt)));
-    }
     CommonTableExpression<Record1<Long>> c =
-        name(C)
-            .asMaterialized(
-                select(id)
-                    .from(table)
-                    .where(queue.eq(queueName))
-                    .and(row(id, attempt).in(rows))
-                    .and(isState(state, JobState.RUNNING))
-                    .orderBy(id)
-                    .forUpdate());
+        name(C).asMaterialized(running(queueName, idAndAttempt).orderBy(id).forUpdate());
     return dsl.with(c)
         .update(j)
         .set(state, literal(JobState.DONE))
@@ -424,7 +429,7 @@ public final class JobsTable {
         .set(lastError, val(truncate(error), lastError))
         .setNull(lockedUntil)
         .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
-        .set(runAt, when(exhausted, runAt).otherwise(PgClock.plus(backoff)))
+        .set(runAt, when(exhausted, runAt).otherwise(after(backoff)))
         .set(finishedAt, when(exhausted, PgClock.now()).otherwise(inline((OffsetDateTime) null)))
         .where(heldBy(queueName, jobId, jobAttempt))
         .returningResult(state, runAt);
@@ -477,21 +482,10 @@ public final class JobsTable {
    */
   public ResultQuery<Record3<Long, Long, OffsetDateTime>> heartbeatWithoutWaiting(
       DSLContext dsl, String queueName, Collection<long[]> idAndAttempt, Duration lease) {
-    List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
-    for (long[] pair : idAndAttempt) {
-      rows.add(row(val(pair[0], id), val(pair[1], attempt)));
-    }
     CommonTableExpression<Record1<Long>> c =
         name(C)
             .asMaterialized(
-                select(id)
-                    .from(table)
-                    .where(queue.eq(queueName))
-                    .and(row(id, attempt).in(rows))
-                    .and(isState(state, JobState.RUNNING))
-                    .and(leased.unexpired())
-                    .forUpdate()
-                    .skipLocked());
+                running(queueName, idAndAttempt).and(leased.unexpired()).forUpdate().skipLocked());
     return dsl.with(c)
         .update(j)
         .set(lockedUntil, PgClock.plus(lease))
@@ -654,6 +648,14 @@ public final class JobsTable {
                 .where(queue.eq(queueName))
                 .and(isState(state, JobState.READY)));
     return dsl.select(depth, oldest, PgClock.now());
+  }
+
+  /**
+   * {@link PgClock#plus} of {@code delay}, or {@code clock_timestamp()} alone for zero, the usual
+   * enqueue: one bind value fewer per row and one statement text for every due-now batch.
+   */
+  private static Field<OffsetDateTime> after(Duration delay) {
+    return delay.isZero() ? PgClock.now() : PgClock.plus(delay);
   }
 
   private static String truncate(String error) {
