@@ -121,8 +121,7 @@ public final class JobQueue<T> {
    * @throws dev.nolock.patterns.SchemaMismatchException when the table exists in a shape the queue
    *     cannot use (a column missing, a state CHECK without 'cancelled', ...); nothing is changed,
    *     and the message holds the DDL that fits
-   * @throws IllegalStateException when PostgreSQL refuses the DDL, e.g. without the CREATE
-   *     privilege
+   * @throws IllegalStateException when PostgreSQL refuses the DDL (e.g. no CREATE privilege)
    */
   public void createTableIfMissing() {
     upkeep.createTableIfMissing();
