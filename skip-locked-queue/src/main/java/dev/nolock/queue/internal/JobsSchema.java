@@ -138,7 +138,7 @@ public final class JobsSchema {
     DataType<?> type = wanted.getDataType();
     List<String> misfits = new ArrayList<>();
     if (!holds(type, found.type())) {
-      misfits.add(column + " is " + found.type() + ", not " + wanted(type));
+      misfits.add(column + " is " + found.type() + ", not " + expected(type));
     }
     if (type.nullable() && found.notNull()) {
       misfits.add(column + " is NOT NULL, but the queue sets it to NULL");
@@ -190,7 +190,7 @@ public final class JobsSchema {
         + String.join(", ", missing)
         + ", which the queue writes ("
         + def
-        + ": the table predates them). Replace it: "
+        + "). Replace it: "
         + tx.alterTable(jobs.table()).dropConstraint(name(name)).getSQL(ParamType.INLINED)
         + "; "
         + tx.alterTable(jobs.table())
@@ -212,10 +212,11 @@ public final class JobsSchema {
       return actual.equals("timestamp with time zone")
           || actual.equals("timestamp(6) with time zone");
     }
-    return actual.equals(wanted(wanted));
+    return actual.equals(expected(wanted));
   }
 
-  private static String wanted(DataType<?> wanted) {
+  /** The PostgreSQL type a column of {@code wanted} is created with, for messages. */
+  private static String expected(DataType<?> wanted) {
     Class<?> type = wanted.getType();
     if (type == String.class) {
       return "text or character varying(" + length(wanted) + ") or wider";
