@@ -64,9 +64,10 @@ import org.jooq.DSLContext;
  * is done by parts in {@code dev.nolock.queue.internal} (enqueueing, claiming and finishing,
  * upkeep, administration); this class validates and documents.
  *
- * <p>Losing a race is a value ({@link StaleAttempt}, {@link EnqueueResult.Duplicate}); a failure of
- * PostgreSQL or the pool is a {@link BackendUnavailableException} (retry later); misuse is an
- * {@link IllegalArgumentException}. Thread-safe.
+ * <p>Losing a race is a value ({@link StaleAttempt}, {@link EnqueueResult.Duplicate}); a failure a
+ * retry can get past (connection, timeout, pool) is a {@link BackendUnavailableException}, one it
+ * would repeat (the table does not fit, a privilege is missing) an {@link IllegalStateException};
+ * misuse is an {@link IllegalArgumentException}. Thread-safe.
  *
  * @param <T> the payload type
  */
@@ -114,10 +115,13 @@ public final class JobQueue<T> {
 
   /**
    * Creates the jobs table and its indexes if they do not exist (the DDL is in the README,
-   * "Schema"). Runs in one transaction under an advisory lock on the table's name, so processes
-   * starting together do not trip over each other. A schema-qualified table needs its schema.
+   * "Schema"), in one transaction under an advisory lock on the table's name, so processes starting
+   * together do not trip over each other. A schema-qualified table needs its schema.
    *
-   * @throws BackendUnavailableException when the DDL fails, e.g. without the CREATE privilege
+   * @throws dev.nolock.patterns.SchemaMismatchException when the table exists in a shape the queue
+   *     cannot use (a column missing, a state CHECK without 'cancelled', ...); nothing is changed,
+   *     and the message holds the DDL that fits
+   * @throws IllegalStateException when PostgreSQL refuses the DDL (e.g. no CREATE privilege)
    */
   public void createTableIfMissing() {
     upkeep.createTableIfMissing();
@@ -312,10 +316,7 @@ public final class JobQueue<T> {
         .map(lease -> job.withLease(lease.lockedUntil(), lease.deadline()));
   }
 
-  /**
-   * Extends many leases in one statement that never waits for a row lock; per job of {@code held},
-   * in order, the extended job, or empty when stale, expired or locked at that instant.
-   */
+  /** Extends many leases in one statement that never waits on a row lock; per job, in order. */
   List<Option<Job<T>>> heartbeatAll(List<Job<T>> held) {
     return io.vavr.collection.List.ofAll(held)
         .zipWith(
@@ -363,7 +364,7 @@ public final class JobQueue<T> {
    * this, or let the pool ({@link WorkerConfig.Builder#vacuumInterval}), where autovacuum is off or
    * lags. Needs the table's owner (from PostgreSQL 16, the MAINTAIN privilege is enough).
    *
-   * @throws BackendUnavailableException when PostgreSQL refuses or fails it
+   * @throws BackendUnavailableException when PostgreSQL fails it (connection, timeout)
    */
   public void vacuum() {
     upkeep.vacuum();

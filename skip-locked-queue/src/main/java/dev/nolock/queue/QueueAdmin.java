@@ -36,8 +36,8 @@ import java.util.Objects;
  *       caller's lost one or someone else's, and the row cannot tell which. Once retention has
  *       purged a cancelled job, a resent cancel gets {@link AdminRefusal.UnknownJob}.
  *   <li><b>Every refusal is a value</b> ({@link AdminRefusal}, the {@code Left}); only a failure of
- *       PostgreSQL is an exception ({@link BackendUnavailableException}), and misuse an {@link
- *       IllegalArgumentException}.
+ *       PostgreSQL is an exception ({@link BackendUnavailableException} when a retry can get past
+ *       it, else {@link IllegalStateException}), and misuse an {@link IllegalArgumentException}.
  *   <li><b>Stable dead-letter pages.</b> Pages are keyset pages in job id order: a job that dies,
  *       or a letter that is retried, while you page never shifts a page, so no letter that was dead
  *       throughout is skipped or listed twice.

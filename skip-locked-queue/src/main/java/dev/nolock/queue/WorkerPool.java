@@ -1,6 +1,7 @@
 package dev.nolock.queue;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.RenewalScheduler;
 import dev.nolock.queue.internal.NotificationListener;
 import dev.nolock.queue.internal.QueueMetrics;
 import io.vavr.control.Option;
@@ -13,10 +14,8 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -58,9 +57,11 @@ import org.slf4j.LoggerFactory;
  *       JobQueue#completeAll}: conditional on each attempt, like a single completion), so jobs that
  *       finish while a completion is in flight share the next one. A stale attempt in the batch is
  *       refused alone, also when the running attempt of the same job is in the batch too.
- *   <li>Scheduled tasks: the heartbeat (every third of the lease by default), the reaper ({@link
- *       JobQueue#reapExpired()}, every {@link WorkerConfig#reapInterval()}), which wakes the
- *       dispatcher when it re-queued anything, and, when configured, {@link JobQueue#vacuum()}.
+ *   <li>Scheduled tasks, each on a {@link RenewalScheduler} of its own (one daemon thread, a fixed
+ *       delay between runs), so a slow VACUUM or reaper never holds a heartbeat up: the heartbeat
+ *       (every third of the lease by default), the reaper ({@link JobQueue#reapExpired()}, at start
+ *       and every {@link WorkerConfig#reapInterval()}), which wakes the dispatcher when it
+ *       re-queued anything, and, when configured, {@link JobQueue#vacuum()}.
  *   <li>{@link #close()}: stop claiming, stop listening, hand back the claimed jobs that have not
  *       started ({@link JobQueue#release}), wait up to the shutdown timeout for running handlers,
  *       then interrupt the rest and hand their jobs back too; then send the completions still
@@ -95,7 +96,9 @@ public final class WorkerPool<T> implements AutoCloseable {
 
   private final Set<Held<T>> held = ConcurrentHashMap.newKeySet();
   private final ThreadPoolExecutor handlers;
-  private final ScheduledExecutorService scheduler;
+  private final RenewalScheduler heartbeats;
+  private final RenewalScheduler reaper;
+  private final Option<RenewalScheduler> vacuums;
   private final Thread dispatcher;
   private final Thread completer;
   private final BlockingQueue<Held<T>> toComplete = new LinkedBlockingQueue<>();
@@ -127,10 +130,12 @@ public final class WorkerPool<T> implements AutoCloseable {
             TimeUnit.MILLISECONDS,
             new LinkedBlockingQueue<>(),
             daemons("worker"));
-    // A VACUUM can take seconds: give it a thread of its own so heartbeats are not held up.
-    this.scheduler =
-        Executors.newScheduledThreadPool(
-            config.vacuumInterval().isDefined() ? 3 : 2, daemons("maintenance"));
+    // A thread per task: a VACUUM can take seconds, a reaper pass many statements, and neither
+    // may hold a heartbeat up.
+    this.heartbeats = RenewalScheduler.named(threadName("heartbeat"));
+    this.reaper = RenewalScheduler.named(threadName("reaper"));
+    this.vacuums =
+        config.vacuumInterval().map(every -> RenewalScheduler.named(threadName("vacuum")));
     this.dispatcher = daemons("dispatcher").newThread(this::dispatch);
     this.completer = daemons("completer").newThread(this::completeInBatches);
     if (config.listen()) {
@@ -163,16 +168,10 @@ public final class WorkerPool<T> implements AutoCloseable {
       listener.start();
     }
     Duration heartbeat = config.heartbeatInterval().getOrElse(queue.config().lease().dividedBy(3));
-    scheduler.scheduleWithFixedDelay(
-        this::heartbeat, heartbeat.toNanos(), heartbeat.toNanos(), TimeUnit.NANOSECONDS);
-    scheduler.scheduleWithFixedDelay(
-        this::reap, 0, config.reapInterval().toNanos(), TimeUnit.NANOSECONDS);
-    config
-        .vacuumInterval()
-        .forEach(
-            every ->
-                scheduler.scheduleWithFixedDelay(
-                    this::vacuum, every.toNanos(), every.toNanos(), TimeUnit.NANOSECONDS));
+    heartbeats.repeat(this::heartbeat, heartbeat);
+    reaper.once(this::reap, Duration.ZERO);
+    reaper.repeat(this::reap, config.reapInterval());
+    vacuums.forEach(v -> v.repeat(this::vacuum, config.vacuumInterval().get()));
     completer.start();
     dispatcher.start();
     LOG.info("Queue \"{}\": worker pool started with {}", name, config);
@@ -591,7 +590,9 @@ public final class WorkerPool<T> implements AutoCloseable {
       Thread.currentThread().interrupt();
       completer.interrupt();
     } finally {
-      scheduler.shutdownNow();
+      heartbeats.close();
+      reaper.close();
+      vacuums.forEach(RenewalScheduler::close);
       LOG.info("Queue \"{}\": worker pool stopped", name);
     }
   }
@@ -622,11 +623,14 @@ public final class WorkerPool<T> implements AutoCloseable {
     }
   }
 
+  private String threadName(String role) {
+    return "nolock-queue-" + name + "-" + role;
+  }
+
   private ThreadFactory daemons(String role) {
     AtomicInteger count = new AtomicInteger();
     return runnable -> {
-      Thread t =
-          new Thread(runnable, "nolock-queue-" + name + "-" + role + "-" + count.incrementAndGet());
+      Thread t = new Thread(runnable, threadName(role) + "-" + count.incrementAndGet());
       t.setDaemon(true);
       return t;
     };

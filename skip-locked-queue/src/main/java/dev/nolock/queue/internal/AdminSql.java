@@ -1,12 +1,11 @@
 package dev.nolock.queue.internal;
 
-import static dev.nolock.queue.internal.PgFunctions.clockTimestamp;
-import static dev.nolock.queue.internal.PgFunctions.clockTimestampMinus;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.select;
 import static org.jooq.impl.DSL.val;
 
+import dev.nolock.patterns.sql.PgClock;
 import dev.nolock.queue.JobState;
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -72,7 +71,7 @@ public final class AdminSql {
    */
   public ResultQuery<Record5<String, Long, OffsetDateTime, OffsetDateTime, OffsetDateTime>> current(
       DSLContext dsl, String queueName, long jobId) {
-    return dsl.select(t.state, t.attempt, t.runAt, t.finishedAt, clockTimestamp())
+    return dsl.select(t.state, t.attempt, t.runAt, t.finishedAt, PgClock.now())
         .from(table)
         .where(t.queue.eq(queueName))
         .and(t.id.eq(jobId));
@@ -87,7 +86,7 @@ public final class AdminSql {
   public ResultQuery<Record1<OffsetDateTime>> cancel(DSLContext dsl, String queueName, long jobId) {
     return dsl.update(table)
         .set(t.state, literal(JobState.CANCELLED))
-        .set(t.finishedAt, clockTimestamp())
+        .set(t.finishedAt, PgClock.now())
         .where(t.queue.eq(queueName))
         .and(t.id.eq(jobId))
         .and(t.state.eq(literal(JobState.READY)))
@@ -109,7 +108,7 @@ public final class AdminSql {
         .and(t.id.eq(jobId))
         .and(t.state.eq(literal(JobState.READY)))
         .and(t.runAt.ne(when))
-        .and(when.gt(clockTimestamp()))
+        .and(when.gt(PgClock.now()))
         .returningResult(t.runAt);
   }
 
@@ -141,7 +140,7 @@ public final class AdminSql {
     return dsl.update(table)
         .set(t.state, literal(JobState.READY))
         .set(t.failures, inline(0))
-        .set(t.runAt, clockTimestamp())
+        .set(t.runAt, PgClock.now())
         .setNull(t.lockedUntil)
         .setNull(t.finishedAt)
         .where(t.queue.eq(queueName))
@@ -179,7 +178,7 @@ public final class AdminSql {
                     .from(table)
                     .where(t.queue.eq(queueName))
                     .and(t.state.eq(literal(JobState.CANCELLED)))
-                    .and(t.finishedAt.lt(clockTimestampMinus(olderThan)))
+                    .and(t.finishedAt.lt(PgClock.minus(olderThan)))
                     .orderBy(t.finishedAt)
                     .limit(val(max))
                     .forUpdate()

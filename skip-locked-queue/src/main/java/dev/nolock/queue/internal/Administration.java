@@ -1,6 +1,7 @@
 package dev.nolock.queue.internal;
 
 import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.queue.AdminRefusal;
 import dev.nolock.queue.AdminRefusal.CancelRefusal;
 import dev.nolock.queue.AdminRefusal.RescheduleRefusal;
@@ -23,6 +24,7 @@ import java.util.List;
 import java.util.Optional;
 import org.jooq.DSLContext;
 import org.jooq.Record;
+import org.jooq.Record1;
 import org.jooq.exception.DataAccessException;
 
 /**
@@ -52,7 +54,7 @@ public final class Administration<T> {
   }
 
   public Option<JobInfo<T>> find(long jobId) {
-    return sql.translate(
+    return sql.run(
         () -> "reading job " + jobId,
         () ->
             Option.ofOptional(
@@ -62,7 +64,7 @@ public final class Administration<T> {
   }
 
   public Either<CancelRefusal, Cancelled> cancel(long jobId) {
-    return sql.translate(
+    return sql.run(
         () ->
             "cancelling job "
                 + jobId
@@ -73,7 +75,9 @@ public final class Administration<T> {
 
   private Either<CancelRefusal, Cancelled> cancelOn(DSLContext on, long jobId) {
     while (true) {
-      Optional<OffsetDateTime> at = admin.cancel(on, queue, jobId).fetchOptional(jobs.finishedAt);
+      Optional<OffsetDateTime> at =
+          sql.atMostOne(admin.cancel(on, queue, jobId), "cancel of job " + jobId)
+              .map(Record1::value1);
       if (at.isPresent()) {
         return Either.right(new Cancelled(jobId, at.get().toInstant(), true));
       }
@@ -113,7 +117,7 @@ public final class Administration<T> {
   /** {@code at} is already truncated to what the column stores (microseconds). */
   public Either<RescheduleRefusal, Rescheduled> reschedule(long jobId, Instant at) {
     OffsetDateTime when = at.atOffset(ZoneOffset.UTC);
-    return sql.translate(
+    return sql.run(
         () ->
             "rescheduling job "
                 + jobId
@@ -127,7 +131,10 @@ public final class Administration<T> {
                 on -> {
                   while (true) {
                     Optional<OffsetDateTime> runAt =
-                        admin.reschedule(on, queue, jobId, when).fetchOptional(jobs.runAt);
+                        sql.atMostOne(
+                                admin.reschedule(on, queue, jobId, when),
+                                "reschedule of job " + jobId)
+                            .map(Record1::value1);
                     if (runAt.isPresent()) {
                       return Either.right(new Rescheduled(jobId, runAt.get().toInstant(), true));
                     }
@@ -158,7 +165,7 @@ public final class Administration<T> {
 
   public DeadLetterPage<T> deadLetters(long afterId, int limit) {
     List<JobInfo<T>> letters =
-        sql.translate(
+        sql.run(
             () -> "reading dead letters after job " + afterId,
             () ->
                 OwnTransaction.run(
@@ -175,7 +182,7 @@ public final class Administration<T> {
   public Either<RetryRefusal, Revived> retry(JobInfo<?> letter) {
     long jobId = letter.id();
     long attempt = letter.attempt();
-    return sql.translate(
+    return sql.run(
         () ->
             "retrying dead job "
                 + jobId
@@ -190,9 +197,13 @@ public final class Administration<T> {
               runAt =
                   OwnTransaction.run(
                       sql.dsl(),
-                      on -> admin.retry(on, queue, jobId, attempt).fetchOptional(jobs.runAt));
+                      on ->
+                          sql.atMostOne(
+                                  admin.retry(on, queue, jobId, attempt),
+                                  "retry of dead job " + jobId + " attempt " + attempt)
+                              .map(Record1::value1));
             } catch (DataAccessException e) {
-              if (!QueueSql.PG_UNIQUE_VIOLATION.equals(e.sqlState())) {
+              if (!SqlErrors.isUniqueViolation(e)) {
                 throw e;
               }
               String key = letter.uniqueKey().getOrElse("");

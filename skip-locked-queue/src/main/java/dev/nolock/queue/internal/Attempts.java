@@ -25,6 +25,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import org.jooq.DSLContext;
 import org.jooq.Record;
+import org.jooq.Record1;
 import org.jooq.Record2;
 import org.jooq.Record3;
 import org.jooq.exception.DataAccessException;
@@ -71,7 +72,7 @@ public final class Attempts<T> {
     long started = System.nanoTime();
     Duration lease = sql.config().lease();
     List<Record> rows =
-        sql.translate(
+        sql.run(
             () ->
                 "claiming up to "
                     + max
@@ -112,7 +113,9 @@ public final class Attempts<T> {
         try {
           failAttempt(
               id, attempt, r.get(7, Integer.class), "the payload could not be decoded: " + e);
-        } catch (DataAccessException failed) {
+        } catch (DataAccessException | IllegalStateException failed) {
+          // IllegalStateException: the fail matched two rows (a damaged table). Either way the
+          // claim's other jobs are returned; this one stays with its lease.
           LOG.warn(
               "Job {} of queue \"{}\": failing the undecodable attempt failed too; the"
                   + " reaper takes it back when its lease expires",
@@ -147,7 +150,7 @@ public final class Attempts<T> {
   /** In a transaction of its own; an earlier completion by this attempt is answered again. */
   public Either<StaleAttempt, Finished> complete(Job<?> job) {
     requireOwn(job);
-    return sql.translate(
+    return sql.run(
         () ->
             "completing job "
                 + job.id()
@@ -169,7 +172,7 @@ public final class Attempts<T> {
   public Either<StaleAttempt, Finished> complete(DSLContext tx, Job<?> job) {
     QueueSql.requireCallerContext(tx);
     requireOwn(job);
-    return sql.translate(
+    return sql.run(
         () ->
             "completing job "
                 + job.id()
@@ -189,7 +192,7 @@ public final class Attempts<T> {
     Either<StaleAttempt, R> result;
     try {
       result =
-          sql.translate(
+          sql.run(
               () ->
                   "completing job "
                       + job.id()
@@ -202,8 +205,9 @@ public final class Attempts<T> {
                       .transactionResult(
                           cfg -> {
                             DSLContext tx = cfg.dsl();
-                            if (jobs.complete(tx, queue, job.id(), job.attempt())
-                                .fetchOptional()
+                            if (sql.atMostOne(
+                                    jobs.complete(tx, queue, job.id(), job.attempt()),
+                                    of("completion", job.id(), job.attempt()))
                                 .isEmpty()) {
                               return Either.<StaleAttempt, R>left(
                                   sql.staleAttempt(tx, job.id(), job.attempt()));
@@ -238,7 +242,7 @@ public final class Attempts<T> {
       return List.of();
     }
     List<Either<StaleAttempt, Finished>> answers =
-        sql.translate(
+        sql.run(
             () ->
                 "completing "
                     + held.size()
@@ -248,11 +252,8 @@ public final class Attempts<T> {
                 OwnTransaction.run(
                     sql.dsl(),
                     on -> {
-                      Map<Attempt, OffsetDateTime> done = new HashMap<>();
-                      jobs.completeAll(on, queue, pairs)
-                          .forEach(
-                              row ->
-                                  done.put(new Attempt(row.value1(), row.value2()), row.value3()));
+                      Map<Attempt, OffsetDateTime> done =
+                          byAttempt(jobs.completeAll(on, queue, pairs).fetch(), "completion");
                       List<Either<StaleAttempt, Finished>> each = new ArrayList<>(held.size());
                       for (Job<?> job : held) {
                         // remove: the same attempt listed twice completes once; the second
@@ -314,6 +315,24 @@ public final class Attempts<T> {
     }
   }
 
+  /**
+   * The rows a statement on many attempts changed, by attempt: each attempt matches one row by the
+   * job's key, so one that changed more is a damaged table ({@link QueueSql#atMostOneRow}), never
+   * an answer.
+   */
+  private Map<Attempt, OffsetDateTime> byAttempt(
+      List<Record3<Long, Long, OffsetDateTime>> rows, String statement) {
+    Map<Attempt, OffsetDateTime> by = new HashMap<>();
+    Map<Attempt, Integer> changed = new HashMap<>();
+    for (Record3<Long, Long, OffsetDateTime> row : rows) {
+      Attempt attempt = new Attempt(row.value1(), row.value2());
+      by.put(attempt, row.value3());
+      changed.merge(attempt, 1, Integer::sum);
+    }
+    changed.forEach((a, n) -> sql.atMostOneRow(n, of(statement, a.id(), a.attempt())));
+    return by;
+  }
+
   /** How a completion answers when the same attempt completed the job before. */
   private enum EarlierCompletion {
     /** The same {@link Finished} again: the caller's retry of its own committed completion. */
@@ -328,7 +347,10 @@ public final class Attempts<T> {
   private Either<StaleAttempt, Finished> completeOn(
       DSLContext on, Job<?> job, EarlierCompletion earlier) {
     Optional<OffsetDateTime> runAt =
-        jobs.complete(on, queue, job.id(), job.attempt()).fetchOptional(jobs.runAt);
+        sql.atMostOne(
+                jobs.complete(on, queue, job.id(), job.attempt()),
+                of("completion", job.id(), job.attempt()))
+            .map(Record1::value1);
     if (runAt.isPresent()) {
       metrics.completed();
       return Either.right(finishedNow(job, runAt.get()));
@@ -365,7 +387,7 @@ public final class Attempts<T> {
   /** Counts a failure: re-queued with a backoff, or dead-lettered after the last attempt. */
   public Either<StaleAttempt, Finished> fail(Job<?> job, String error) {
     requireOwn(job);
-    return sql.translate(
+    return sql.run(
         () ->
             "failing job "
                 + job.id()
@@ -384,7 +406,8 @@ public final class Attempts<T> {
         sql.dsl(),
         on -> {
           Optional<Record2<String, OffsetDateTime>> row =
-              jobs.fail(on, queue, id, attempt, error, backoff).fetchOptional();
+              sql.atMostOne(
+                  jobs.fail(on, queue, id, attempt, error, backoff), of("fail", id, attempt));
           if (row.isPresent()) {
             JobState state = JobState.fromSql(row.get().value1());
             metrics.failed(state == JobState.DEAD);
@@ -413,7 +436,7 @@ public final class Attempts<T> {
     long[] sentAt = new long[1];
     Duration lease = sql.config().lease();
     Optional<OffsetDateTime> until =
-        sql.translate(
+        sql.run(
             () ->
                 "extending the lease of job "
                     + job.id()
@@ -426,8 +449,10 @@ public final class Attempts<T> {
                     sql.dsl(),
                     on -> {
                       sentAt[0] = sql.config().clock().nanoTime();
-                      return jobs.heartbeat(on, queue, job.id(), job.attempt(), lease)
-                          .fetchOptional(jobs.lockedUntil);
+                      return sql.atMostOne(
+                              jobs.heartbeat(on, queue, job.id(), job.attempt(), lease),
+                              of("heartbeat", job.id(), job.attempt()))
+                          .map(Record1::value1);
                     }));
     if (until.isPresent()) {
       metrics.coordination().renewed();
@@ -438,7 +463,7 @@ public final class Attempts<T> {
     metrics.coordination().renewalFailed();
     metrics.stale(Operation.HEARTBEAT);
     return Either.left(
-        sql.translate(
+        sql.run(
             () -> "reading job " + job.id() + " after a refused heartbeat",
             () ->
                 OwnTransaction.run(
@@ -459,7 +484,7 @@ public final class Attempts<T> {
     long[] sentAt = new long[1];
     Duration lease = sql.config().lease();
     List<Record3<Long, Long, OffsetDateTime>> rows =
-        sql.translate(
+        sql.run(
             () ->
                 "extending the lease of "
                     + held.size()
@@ -473,8 +498,7 @@ public final class Attempts<T> {
                       return jobs.heartbeatWithoutWaiting(on, queue, pairs, lease).fetch();
                     }));
     Deadline deadline = Deadline.forHolder(sql.config().clock(), sentAt[0], lease);
-    Map<Attempt, OffsetDateTime> until = new HashMap<>();
-    rows.forEach(row -> until.put(new Attempt(row.value1(), row.value2()), row.value3()));
+    Map<Attempt, OffsetDateTime> until = byAttempt(rows, "heartbeat");
     List<Option<Lease>> answers = new ArrayList<>(held.size());
     for (Job<?> job : held) {
       answers.add(
@@ -487,7 +511,7 @@ public final class Attempts<T> {
   /** Hands the job back unrun, at its old place, without counting a failure. */
   public Either<StaleAttempt, Finished> release(Job<?> job) {
     requireOwn(job);
-    return sql.translate(
+    return sql.run(
         () ->
             "releasing job "
                 + job.id()
@@ -500,7 +524,10 @@ public final class Attempts<T> {
                 sql.dsl(),
                 on -> {
                   Optional<OffsetDateTime> runAt =
-                      jobs.release(on, queue, job.id(), job.attempt()).fetchOptional(jobs.runAt);
+                      sql.atMostOne(
+                              jobs.release(on, queue, job.id(), job.attempt()),
+                              of("release", job.id(), job.attempt()))
+                          .map(Record1::value1);
                   if (runAt.isPresent()) {
                     metrics.released();
                   } else {
@@ -542,6 +569,11 @@ public final class Attempts<T> {
     jobs.release(dsl, queue, 1, 1).getSQL();
     jobs.heartbeatWithoutWaiting(dsl, queue, pair, lease).getSQL();
     jobs.reap(dsl, queue, 1).getSQL();
+  }
+
+  /** Names a statement on one attempt in a message: {@code "fail of job 5 attempt 2"}. */
+  private static String of(String statement, long id, long attempt) {
+    return statement + " of job " + id + " attempt " + attempt;
   }
 
   private void requireOwn(Job<?> job) {

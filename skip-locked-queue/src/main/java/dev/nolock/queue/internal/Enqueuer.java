@@ -47,7 +47,7 @@ public final class Enqueuer<T> {
     // Set once the inserts ran and jOOQ is about to COMMIT: from then on a failure leaves the
     // outcome unknown, before it nothing can have committed.
     boolean[] committing = new boolean[1];
-    return sql.translate(
+    return sql.run(
         () ->
             committing[0]
                 ? "committing "
@@ -70,7 +70,7 @@ public final class Enqueuer<T> {
   /** On the caller's open transaction {@code tx}. */
   public List<EnqueueResult> enqueueAll(DSLContext tx, List<NewJob<T>> jobs) {
     QueueSql.requireCallerContext(tx);
-    return sql.translate(
+    return sql.run(
         () -> "enqueueing " + jobs.size() + " job(s) in the caller's transaction",
         () -> OwnTransaction.onCallerConnection(tx, sql.dsl(), on -> insertAndNotify(on, jobs)));
   }

@@ -1,8 +1,5 @@
 package dev.nolock.queue.internal;
 
-import static dev.nolock.queue.internal.PgFunctions.clockTimestamp;
-import static dev.nolock.queue.internal.PgFunctions.clockTimestampMinus;
-import static dev.nolock.queue.internal.PgFunctions.clockTimestampPlus;
 import static org.jooq.impl.DSL.concat;
 import static org.jooq.impl.DSL.count;
 import static org.jooq.impl.DSL.field;
@@ -15,12 +12,15 @@ import static org.jooq.impl.DSL.selectOne;
 import static org.jooq.impl.DSL.val;
 import static org.jooq.impl.DSL.when;
 
+import dev.nolock.patterns.sql.LeasedRow;
+import dev.nolock.patterns.sql.PgClock;
 import dev.nolock.queue.JobState;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Map;
 import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
@@ -34,6 +34,7 @@ import org.jooq.Record2;
 import org.jooq.Record3;
 import org.jooq.ResultQuery;
 import org.jooq.Row2;
+import org.jooq.SelectConditionStep;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -64,6 +65,7 @@ public final class JobsTable {
   private final String indexPrefix;
   private final Table<Record> table;
   private final Table<Record> j;
+  private final LeasedRow leased;
 
   public final Field<Long> id =
       field(name("id"), SQLDataType.BIGINT.nullable(false).identity(true));
@@ -117,6 +119,7 @@ public final class JobsTable {
     this.indexPrefix = tableName.last();
     this.table = DSL.table(tableName);
     this.j = table.as(J);
+    this.leased = LeasedRow.of(tableName, "locked_until", "attempt");
   }
 
   public Table<Record> table() {
@@ -138,7 +141,38 @@ public final class JobsTable {
   // ---------------------------------------------------------------------------------------------
   // DDL
 
-  /** The table and its five partial indexes; every statement is {@code IF NOT EXISTS}. */
+  /** Every column, in the table's order; nullable exactly where a statement writes NULL. */
+  public List<Field<?>> columns() {
+    return List.of(
+        id,
+        queue,
+        state,
+        attempt,
+        failures,
+        maxAttempts,
+        runAt,
+        lockedUntil,
+        payload,
+        uniqueKey,
+        lastError,
+        enqueuedAt,
+        finishedAt);
+  }
+
+  /** {@code state IN ('ready', 'running', 'done', 'dead', 'cancelled')}: every state written. */
+  public Condition stateCheck() {
+    return state.in(
+        literal(JobState.READY),
+        literal(JobState.RUNNING),
+        literal(JobState.DONE),
+        literal(JobState.DEAD),
+        literal(JobState.CANCELLED));
+  }
+
+  /**
+   * The table and its five partial indexes, the table first; every statement is {@code IF NOT
+   * EXISTS}.
+   */
   public List<Query> createSchema(DSLContext dsl) {
     List<Query> ddl = new ArrayList<>();
     ddl.add(
@@ -149,21 +183,15 @@ public final class JobsTable {
             .column(attempt, attempt.getDataType().default_(inline(0L)))
             .column(failures, failures.getDataType().default_(inline(0)))
             .column(maxAttempts)
-            .column(runAt, runAt.getDataType().default_(clockTimestamp()))
+            .column(runAt, runAt.getDataType().default_(PgClock.now()))
             .column(lockedUntil)
             .column(payload)
             .column(uniqueKey)
             .column(lastError)
-            .column(enqueuedAt, enqueuedAt.getDataType().default_(clockTimestamp()))
+            .column(enqueuedAt, enqueuedAt.getDataType().default_(PgClock.now()))
             .column(finishedAt)
             .primaryKey(id)
-            .check(
-                state.in(
-                    literal(JobState.READY),
-                    literal(JobState.RUNNING),
-                    literal(JobState.DONE),
-                    literal(JobState.DEAD),
-                    literal(JobState.CANCELLED)))
+            .check(stateCheck())
             .check(attempt.ge(inline(0L)))
             .check(failures.ge(inline(0)))
             .check(maxAttempts.ge(inline(1))));
@@ -235,8 +263,7 @@ public final class JobsTable {
                 uniqueKey,
                 enqueuedAt);
     for (NewRow r : rows) {
-      Field<OffsetDateTime> when =
-          r.runAt() != null ? val(r.runAt(), runAt) : clockTimestampPlus(r.delay());
+      Field<OffsetDateTime> when = r.runAt() != null ? val(r.runAt(), runAt) : after(r.delay());
       insert =
           insert.values(
               val(queueName, queue),
@@ -247,7 +274,7 @@ public final class JobsTable {
               when,
               val(r.payload(), payload),
               val(r.uniqueKey(), uniqueKey),
-              clockTimestamp());
+              PgClock.now());
     }
     return insert
         .onConflict(queue, uniqueKey)
@@ -276,6 +303,11 @@ public final class JobsTable {
    * <p>MATERIALIZED makes PostgreSQL run the locking select exactly once: written as {@code WHERE
    * id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)} the planner may re-run the subquery (for
    * example as the inner side of a nested loop) and lock, and claim, more than {@code n} rows.
+   *
+   * <p>Not the shared {@link LeasedRow#claim}: that one inserts or takes over one row by its key,
+   * taking it when its lease ran out. A claim here picks up to {@code n} ready rows that other
+   * workers do not hold, and never takes an expired lease over: the reaper gives such a job back,
+   * counting the lost attempt as a failure.
    */
   public ResultQuery<Record> claim(DSLContext dsl, String queueName, int max, Duration lease) {
     CommonTableExpression<Record1<Long>> c =
@@ -285,7 +317,7 @@ public final class JobsTable {
                     .from(table)
                     .where(queue.eq(queueName))
                     .and(isState(state, JobState.READY))
-                    .and(runAt.le(clockTimestamp()))
+                    .and(runAt.le(PgClock.now()))
                     .orderBy(runAt, id)
                     .limit(val(max))
                     .forUpdate()
@@ -294,20 +326,42 @@ public final class JobsTable {
         .update(j)
         .set(state, literal(JobState.RUNNING))
         .set(attempt, jAttempt.plus(inline(1L)))
-        .set(lockedUntil, clockTimestampPlus(lease))
+        .set(lockedUntil, PgClock.plus(lease))
         .from(c)
         .where(jId.eq(cId))
         .returningResult(claimed);
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Finish: every statement is conditional on (queue, id, attempt, state = 'running')
+  // Finish: every statement is conditional on (queue, id, attempt, state = 'running').
+  //
+  // Complete, fail and release are not the shared LeasedRow.finish: that ends the lease at
+  // clock_timestamp() and keeps it, where a job that is not running has no lease at all
+  // (locked_until NULL, which find() and the dead letters report as "not leased"), and each also
+  // moves the job's state.
 
   private Condition heldBy(String queueName, long jobId, long jobAttempt) {
     return queue
         .eq(queueName)
         .and(id.eq(jobId))
         .and(attempt.eq(jobAttempt))
+        .and(isState(state, JobState.RUNNING));
+  }
+
+  /**
+   * {@code SELECT id FROM t WHERE queue = :q AND (id, attempt) IN ((:id, :attempt), ...) AND state
+   * = 'running'}: the jobs of a batch still held by the given attempts.
+   */
+  private SelectConditionStep<Record1<Long>> running(
+      String queueName, Collection<long[]> idAndAttempt) {
+    List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
+    for (long[] pair : idAndAttempt) {
+      rows.add(row(val(pair[0], id), val(pair[1], attempt)));
+    }
+    return select(id)
+        .from(table)
+        .where(queue.eq(queueName))
+        .and(row(id, attempt).in(rows))
         .and(isState(state, JobState.RUNNING));
   }
 
@@ -320,7 +374,7 @@ public final class JobsTable {
     return dsl.update(table)
         .set(state, literal(JobState.DONE))
         .setNull(lockedUntil)
-        .set(finishedAt, clockTimestamp())
+        .set(finishedAt, PgClock.now())
         .where(heldBy(queueName, jobId, jobAttempt))
         .returningResult(runAt);
   }
@@ -344,25 +398,13 @@ public final class JobsTable {
    */
   public ResultQuery<Record3<Long, Long, OffsetDateTime>> completeAll(
       DSLContext dsl, String queueName, Collection<long[]> idAndAttempt) {
-    List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
-    for (long[] pair : idAndAttempt) {
-      rows.add(row(val(pair[0], id), val(pair[1], attempt)));
-    }
     CommonTableExpression<Record1<Long>> c =
-        name(C)
-            .asMaterialized(
-                select(id)
-                    .from(table)
-                    .where(queue.eq(queueName))
-                    .and(row(id, attempt).in(rows))
-                    .and(isState(state, JobState.RUNNING))
-                    .orderBy(id)
-                    .forUpdate());
+        name(C).asMaterialized(running(queueName, idAndAttempt).orderBy(id).forUpdate());
     return dsl.with(c)
         .update(j)
         .set(state, literal(JobState.DONE))
         .setNull(lockedUntil)
-        .set(finishedAt, clockTimestamp())
+        .set(finishedAt, PgClock.now())
         .from(c)
         .where(jId.eq(cId))
         .returningResult(jId, jAttempt, jRunAt);
@@ -387,8 +429,8 @@ public final class JobsTable {
         .set(lastError, val(truncate(error), lastError))
         .setNull(lockedUntil)
         .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
-        .set(runAt, when(exhausted, runAt).otherwise(clockTimestampPlus(backoff)))
-        .set(finishedAt, when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
+        .set(runAt, when(exhausted, runAt).otherwise(after(backoff)))
+        .set(finishedAt, when(exhausted, PgClock.now()).otherwise(inline((OffsetDateTime) null)))
         .where(heldBy(queueName, jobId, jobAttempt))
         .returningResult(state, runAt);
   }
@@ -408,16 +450,14 @@ public final class JobsTable {
 
   /**
    * {@code UPDATE t SET locked_until = clock_timestamp() + :lease WHERE <held by this attempt> AND
-   * locked_until > clock_timestamp() RETURNING locked_until}: a compare-and-swap on the attempt
-   * token that extends only a lease that has not expired yet, never a blind bump. One row, so it
-   * can wait only on a lock on that job.
+   * locked_until > clock_timestamp() RETURNING locked_until}: the shared {@link LeasedRow#extend},
+   * a compare-and-swap on the attempt token that extends only a lease that has not expired yet,
+   * never a blind bump. One row, so it can wait only on a lock on that job.
    */
   public ResultQuery<Record1<OffsetDateTime>> heartbeat(
       DSLContext dsl, String queueName, long jobId, long jobAttempt, Duration lease) {
-    return dsl.update(table)
-        .set(lockedUntil, clockTimestampPlus(lease))
-        .where(heldBy(queueName, jobId, jobAttempt))
-        .and(lockedUntil.gt(clockTimestamp()))
+    return leased
+        .extend(dsl, heldBy(queueName, jobId, jobAttempt), lease, Map.of())
         .returningResult(lockedUntil);
   }
 
@@ -436,28 +476,19 @@ public final class JobsTable {
    * this worker's own completion of one of the jobs) while keeping the rows it already extended
    * locked. If the worker is paused right then, its completion never commits, the heartbeat never
    * finishes, and the reaper and claims skip the jobs it locked for as long as the pause lasts:
-   * their leases would not expire. Skipping locked rows leaves them to the next heartbeat.
+   * their leases would not expire. Skipping locked rows leaves them to the next heartbeat. That is
+   * why this is not {@link LeasedRow#extend}, a plain {@code UPDATE}; it shares its condition
+   * ({@link LeasedRow#unexpired}) and its lease end ({@link PgClock#plus}).
    */
   public ResultQuery<Record3<Long, Long, OffsetDateTime>> heartbeatWithoutWaiting(
       DSLContext dsl, String queueName, Collection<long[]> idAndAttempt, Duration lease) {
-    List<Row2<Long, Long>> rows = new ArrayList<>(idAndAttempt.size());
-    for (long[] pair : idAndAttempt) {
-      rows.add(row(val(pair[0], id), val(pair[1], attempt)));
-    }
     CommonTableExpression<Record1<Long>> c =
         name(C)
             .asMaterialized(
-                select(id)
-                    .from(table)
-                    .where(queue.eq(queueName))
-                    .and(row(id, attempt).in(rows))
-                    .and(isState(state, JobState.RUNNING))
-                    .and(lockedUntil.gt(clockTimestamp()))
-                    .forUpdate()
-                    .skipLocked());
+                running(queueName, idAndAttempt).and(leased.unexpired()).forUpdate().skipLocked());
     return dsl.with(c)
         .update(j)
-        .set(lockedUntil, clockTimestampPlus(lease))
+        .set(lockedUntil, PgClock.plus(lease))
         .from(c)
         .where(jId.eq(cId))
         .returningResult(jId, jAttempt, jLockedUntil);
@@ -547,7 +578,7 @@ public final class JobsTable {
                     .from(table)
                     .where(queue.eq(queueName))
                     .and(isState(state, JobState.RUNNING))
-                    .and(lockedUntil.lt(clockTimestamp()))
+                    .and(lockedUntil.lt(PgClock.now()))
                     .orderBy(lockedUntil)
                     .limit(val(max))
                     .forUpdate()
@@ -566,7 +597,7 @@ public final class JobsTable {
                 jLockedUntil.cast(SQLDataType.VARCHAR),
                 inline(" without a finish or heartbeat (worker crashed, paused or too slow)")))
         .set(state, when(exhausted, literal(JobState.DEAD)).otherwise(literal(JobState.READY)))
-        .set(finishedAt, when(exhausted, clockTimestamp()).otherwise(inline((OffsetDateTime) null)))
+        .set(finishedAt, when(exhausted, PgClock.now()).otherwise(inline((OffsetDateTime) null)))
         .from(c)
         .where(jId.eq(cId))
         .returningResult(jState);
@@ -586,7 +617,7 @@ public final class JobsTable {
                     .from(table)
                     .where(queue.eq(queueName))
                     .and(isState(state, JobState.DONE))
-                    .and(finishedAt.lt(clockTimestampMinus(olderThan)))
+                    .and(finishedAt.lt(PgClock.minus(olderThan)))
                     .orderBy(finishedAt)
                     .limit(val(max))
                     .forUpdate()
@@ -606,7 +637,7 @@ public final class JobsTable {
             .from(table)
             .where(queue.eq(queueName))
             .and(isState(state, JobState.READY))
-            .and(runAt.le(clockTimestamp()))
+            .and(runAt.le(PgClock.now()))
             .limit(val(cap))
             .asTable("s");
     Field<Integer> depth = field(select(count()).from(due));
@@ -616,7 +647,15 @@ public final class JobsTable {
                 .from(table)
                 .where(queue.eq(queueName))
                 .and(isState(state, JobState.READY)));
-    return dsl.select(depth, oldest, clockTimestamp());
+    return dsl.select(depth, oldest, PgClock.now());
+  }
+
+  /**
+   * {@link PgClock#plus} of {@code delay}, or {@code clock_timestamp()} alone for zero, the usual
+   * enqueue: one bind value fewer per row and one statement text for every due-now batch.
+   */
+  private static Field<OffsetDateTime> after(Duration delay) {
+    return delay.isZero() ? PgClock.now() : PgClock.plus(delay);
   }
 
   private static String truncate(String error) {

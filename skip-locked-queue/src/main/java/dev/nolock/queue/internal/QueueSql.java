@@ -1,6 +1,7 @@
 package dev.nolock.queue.internal;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
 import dev.nolock.queue.JobState;
 import dev.nolock.queue.QueueConfig;
@@ -12,21 +13,24 @@ import java.util.Optional;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
+import org.jooq.Record;
 import org.jooq.Record3;
+import org.jooq.Result;
+import org.jooq.ResultQuery;
 import org.jooq.SQLDialect;
 import org.jooq.conf.Settings;
-import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
 
 /**
  * What every part of one queue shares: the pool, the jOOQ context with the queue's statement
- * timeout, the table's statements, the queue's name and meters, and the one translation of a jOOQ
- * failure into a {@link BackendUnavailableException} that names the queue and the step.
+ * timeout, the table's statements, the queue's name and meters, the shared failure policy ({@link
+ * SqlErrors}) with the queue and the step named, and the check that a single-job statement changed
+ * at most one row.
  */
 public final class QueueSql {
 
-  /** PostgreSQL's SQLSTATE for a unique violation. */
-  public static final String PG_UNIQUE_VIOLATION = "23505";
+  /** The key every single-job statement matches by, for {@link SqlErrors#atMostOneRow}. */
+  private static final String KEY = "(id)";
 
   private final DataSource dataSource;
   private final QueueConfig config;
@@ -104,24 +108,40 @@ public final class QueueSql {
   }
 
   /**
-   * Runs {@code body}, turning a jOOQ failure into a {@link BackendUnavailableException} whose
-   * message says what was being done ({@code doing}, which also says what is known of the outcome).
+   * Runs {@code body} under the shared failure policy ({@link SqlErrors#run}): a failure a retry
+   * can get past (the connection, a timeout, a concurrent transaction) is a {@link
+   * BackendUnavailableException}; one a retry would repeat (a missing table or privilege, a refused
+   * value) is an {@link IllegalStateException} or {@link IllegalArgumentException}. The message
+   * says what was being done ({@code doing}, which also says what is known of the outcome) on which
+   * queue and table.
    */
-  public <R> R translate(Supplier<String> doing, Supplier<R> body) {
-    try {
-      return body.get();
-    } catch (DataAccessException e) {
-      throw new BackendUnavailableException(
-          "PostgreSQL failed while "
-              + doing.get()
-              + " (queue \""
-              + queue
-              + "\", table "
-              + jobs
-              + "). Retry later. Cause: "
-              + e.getMessage(),
-          e);
-    }
+  public <R> R run(Supplier<String> doing, Supplier<R> body) {
+    return SqlErrors.run(
+        () -> doing.get() + " (queue \"" + queue + "\", table " + jobs + ")", body);
+  }
+
+  /**
+   * The row {@code statement} changed, which matches one job by its key ({@code queue, id}): none,
+   * or that one ({@link SqlErrors#atMostOneRow}). More than one is a table that lost its primary
+   * key, never a success.
+   *
+   * @param what the statement, e.g. {@code "completion of job 5 attempt 2"}
+   * @throws IllegalStateException when it changed more than one row
+   */
+  public <R extends Record> Optional<R> atMostOne(ResultQuery<R> statement, String what) {
+    Result<R> rows = statement.fetch();
+    atMostOneRow(rows.size(), what);
+    return rows.isEmpty() ? Optional.empty() : Optional.of(rows.get(0));
+  }
+
+  /**
+   * {@link SqlErrors#atMostOneRow} for a statement that changed {@code rows} rows of one job, on
+   * this queue's table and key.
+   *
+   * @throws IllegalStateException when {@code rows > 1}
+   */
+  public boolean atMostOneRow(int rows, String what) {
+    return SqlErrors.atMostOneRow(rows, what, jobs, KEY);
   }
 
   /** The refusal of attempt {@code attempt} of job {@code id}, with the job as it is now. */

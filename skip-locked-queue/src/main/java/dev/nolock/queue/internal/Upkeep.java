@@ -13,9 +13,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.locks.ReentrantLock;
 import org.jooq.DSLContext;
-import org.jooq.Query;
 import org.jooq.Record3;
-import org.jooq.impl.DSL;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,6 +29,7 @@ public final class Upkeep {
   private final JobsTable jobs;
   private final AdminSql admin;
   private final String queue;
+  private final JobsSchema schema;
   private final ReadySampler sampler = new ReadySampler();
 
   public Upkeep(QueueSql sql) {
@@ -38,6 +37,7 @@ public final class Upkeep {
     this.jobs = sql.jobs();
     this.admin = new AdminSql(jobs);
     this.queue = sql.queue();
+    this.schema = new JobsSchema(jobs, sql.config().table());
     sql.metrics()
         .registerGauges(
             sampler,
@@ -48,28 +48,18 @@ public final class Upkeep {
                     .orElse(Double.NaN));
   }
 
-  /** The DDL in one transaction, under an advisory lock on the table's name. */
+  /**
+   * The DDL in one transaction ({@link JobsSchema#createIfMissing}): an existing table that does
+   * not fit is refused, unchanged.
+   */
   public void createTableIfMissing() {
-    sql.translate(
+    sql.run(
         () -> "creating the jobs table (the user needs CREATE on its schema)",
         () ->
             sql.dsl()
                 .transactionResult(
                     cfg -> {
-                      DSLContext tx = cfg.dsl();
-                      tx.select(
-                              DSL.function(
-                                  DSL.unquotedName("pg_advisory_xact_lock"),
-                                  Object.class,
-                                  DSL.function(
-                                      DSL.unquotedName("hashtextextended"),
-                                      Long.class,
-                                      DSL.val(sql.config().table()),
-                                      DSL.inline(0L))))
-                          .execute();
-                      for (Query ddl : jobs.createSchema(tx)) {
-                        ddl.execute();
-                      }
+                      schema.createIfMissing(cfg.dsl());
                       return null;
                     }));
   }
@@ -80,7 +70,7 @@ public final class Upkeep {
     int dead = 0;
     while (true) {
       List<String> states =
-          sql.translate(
+          sql.run(
               () -> "re-queueing jobs with expired leases",
               () ->
                   OwnTransaction.run(
@@ -120,7 +110,7 @@ public final class Upkeep {
     int batch = sql.config().purgeBatchSize();
     while (true) {
       int n =
-          sql.translate(
+          sql.run(
               () -> "purging finished jobs older than " + olderThan,
               () ->
                   OwnTransaction.run(
@@ -147,7 +137,7 @@ public final class Upkeep {
   /** {@code VACUUM (SKIP_LOCKED)} on a pool connection switched to autocommit for it. */
   public void vacuum() {
     DSLContext dsl = sql.dsl();
-    sql.translate(
+    sql.run(
         () ->
             "vacuuming the jobs table (the user must own it, or hold MAINTAIN on it from"
                 + " PostgreSQL 16)",
@@ -172,7 +162,7 @@ public final class Upkeep {
   public ReadyStats readyStats() {
     int cap = sql.config().readyCountCap();
     Record3<Integer, OffsetDateTime, OffsetDateTime> row =
-        sql.translate(
+        sql.run(
             () -> "reading the ready backlog",
             () ->
                 OwnTransaction.run(sql.dsl(), on -> jobs.readyStats(on, queue, cap).fetchSingle()));

@@ -114,6 +114,27 @@ public final class SqlErrors {
     return Kind.OTHER;
   }
 
+  /** PostgreSQL's SQLState for a unique violation: a row with the same unique key exists. */
+  public static final String UNIQUE_VIOLATION = "23505";
+
+  /**
+   * True when {@code failure} is a unique violation ({@value #UNIQUE_VIOLATION}), which a caller
+   * may answer as a refusal (the key is taken) rather than as a failure. The outermost SQLState in
+   * the cause chain decides, as for {@link #classify}: a violation inside another failure (a
+   * trigger that raised its own error) is that other failure.
+   */
+  public static boolean isUniqueViolation(Throwable failure) {
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        return UNIQUE_VIOLATION.equals(sql.getSQLState());
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return false;
+  }
+
   /**
    * True when a retry of the same call can succeed: {@link #classify} says {@link Kind#TRANSIENT}.
    */

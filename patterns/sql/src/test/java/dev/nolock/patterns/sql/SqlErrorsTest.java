@@ -76,4 +76,23 @@ class SqlErrorsTest {
     assertThat(SqlErrors.classify(new SQLException("handler failed", "HY000")))
         .isEqualTo(SqlErrors.Kind.OTHER);
   }
+
+  /**
+   * A unique violation is a refusal some callers answer as a value (the key is taken): the
+   * outermost SQLState decides, as for {@link SqlErrors#classify}.
+   */
+  @Test
+  void aUniqueViolationIsToldApartFromOtherConstraintFailures() {
+    assertThat(SqlErrors.isUniqueViolation(wrapped("23505"))).isTrue();
+    assertThat(SqlErrors.isUniqueViolation(new RuntimeException(wrapped("23505")))).isTrue();
+    assertThat(SqlErrors.isUniqueViolation(wrapped("23514"))).as("check violation").isFalse();
+    assertThat(SqlErrors.isUniqueViolation(wrapped("08006"))).as("connection failure").isFalse();
+    assertThat(
+            SqlErrors.isUniqueViolation(
+                new SQLException("trigger failed", "P0001", new SQLException("dup", "23505"))))
+        .as("a unique violation inside another failure")
+        .isFalse();
+    assertThat(SqlErrors.isUniqueViolation(new IllegalStateException("bug"))).isFalse();
+    assertThat(SqlErrors.isUniqueViolation(null)).isFalse();
+  }
 }
