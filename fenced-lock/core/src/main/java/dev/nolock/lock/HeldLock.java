@@ -451,18 +451,23 @@ public final class HeldLock implements AutoCloseable {
   /**
    * Stops renewals for good ({@link #send} answers {@code null} from now on) and waits until every
    * renewal out has been answered, so that none lands after the one {@link #releaseNoEarlierThan}
-   * sends. Called under {@link #renewing()}, which the wait gives up. An interrupt ends the wait
-   * early, with the flag set again.
+   * sends. Called under {@link #renewing()}, which the wait gives up. An interrupt does not end the
+   * wait (the flag is set again after it): a renewal answered after the keep would find the lease
+   * no longer held and release it, undoing the keep; every renewal out ends within its backend
+   * call's timeout.
    */
   void keepFromNowOn() {
     keeping = true;
+    boolean interrupted = false;
     while (!flights.isEmpty()) {
       try {
         renewing.wait();
       } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
+        interrupted = true;
       }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 

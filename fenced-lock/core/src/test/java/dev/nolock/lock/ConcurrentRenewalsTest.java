@@ -103,6 +103,69 @@ class ConcurrentRenewalsTest {
     assertThat(extension).isNotDone();
   }
 
+  /**
+   * A job thread whose interrupt flag is set (its executor was shut down during the job) keeps its
+   * lease from its {@code finally} while a watchdog renewal is out: the renewal has landed, its
+   * answer is still on the way. The keep must wait for that answer whatever the flag says. Before
+   * the fix the interrupt ended the wait at once, the keep answered {@code KeptUntil}, and the late
+   * answer then found the lease no longer held and released it: another node took it at once.
+   */
+  @Test
+  void anInterruptedKeepStillWaitsForTheRenewalOutAndTheKeptLeaseStaysHeld() throws Exception {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    Duration ttl = Duration.ofSeconds(3);
+    AtomicInteger watchdogRenewals = new AtomicInteger();
+    CountDownLatch renewalLanded = new CountDownLatch(1);
+    CountDownLatch answerRenewal = new CountDownLatch(1);
+    lock =
+        FencedLock.create(
+            new ForwardingLockBackend(server) {
+              @Override
+              public boolean renew(String name, String owner, FencingToken token, Duration length) {
+                boolean renewed = server.renew(name, owner, token, length);
+                if (length.equals(ttl) && watchdogRenewals.incrementAndGet() == 1) {
+                  renewalLanded.countDown();
+                  hold(answerRenewal); // landed on the server, its answer held back
+                }
+                return renewed;
+              }
+            },
+            LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
+    HeldLock held = lock.tryAcquire("job", ttl).get();
+    hold(renewalLanded);
+
+    CompletableFuture<Boolean> stillInterrupted = new CompletableFuture<>();
+    CompletableFuture<ReleaseOutcome> kept = new CompletableFuture<>();
+    Thread job =
+        new Thread(
+            () -> {
+              Thread.currentThread().interrupt();
+              try {
+                kept.complete(held.releaseNoEarlierThan(Duration.ofMinutes(10)));
+              } catch (RuntimeException e) {
+                kept.completeExceptionally(e);
+              }
+              stillInterrupted.complete(Thread.currentThread().isInterrupted());
+            },
+            "interrupted-job");
+    job.start();
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> kept.isDone() || job.getState() == Thread.State.WAITING);
+    answerRenewal.countDown();
+    job.join(TimeUnit.SECONDS.toMillis(30));
+
+    assertThat(kept.get()).isInstanceOf(ReleaseOutcome.KeptUntil.class);
+    assertThat(stillInterrupted.get()).as("the job's interrupt flag is set again").isTrue();
+    await()
+        .during(Duration.ofMillis(500))
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> server.inspect("job").exists(lease -> !lease.isExpired()));
+    assertThat(server.tryAcquire("job", "another node", ttl))
+        .as("the kept lease is still held: another node cannot take it")
+        .isEmpty();
+  }
+
   private static int count(Map<String, AtomicInteger> renewals, String name) {
     AtomicInteger n = renewals.get(name);
     return n == null ? 0 : n.get();
