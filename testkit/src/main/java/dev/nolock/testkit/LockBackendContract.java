@@ -151,6 +151,28 @@ public abstract class LockBackendContract {
   }
 
   @Test
+  void releaseAfterExpiryAnswersFalseEvenWithNoNextHolder() {
+    String name = name("release-expired");
+    FencingToken a = backend().tryAcquire(name, "A", shortTtl()).get();
+    awaitExpiry(name);
+
+    // Nobody took the lease over, so a backend whose store still names A must not take the
+    // expired lease for A's: "true" would tell A its lease lasted until the release.
+    assertThat(backend().release(name, "A", a)).as("A's release after its lease expired").isFalse();
+  }
+
+  @Test
+  void releaseAfterARefusedRenewalAnswersFalse() {
+    String name = name("release-after-lost");
+    FencingToken a = backend().tryAcquire(name, "A", shortTtl()).get();
+    awaitExpiry(name);
+    assertThat(backend().renew(name, "A", a, ttl())).as("A's renewal after expiry").isFalse();
+
+    // The renewal said the lease is lost; a release cannot then say it was still A's to free.
+    assertThat(backend().release(name, "A", a)).as("A's release after a refused renewal").isFalse();
+  }
+
+  @Test
   void renewalAfterAnotherHolderTookOverFailsAndLeavesTheirLeaseAlone() {
     String name = name("renew-taken");
     FencingToken a = backend().tryAcquire(name, "A", shortTtl()).get();

@@ -85,7 +85,9 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  *       the grant, and a release must also work after a heartbeat whose response was lost, or from
  *       another instance of the same owner. The item is not deleted, because the token counter
  *       lives in it; tokens keep rising across releases. A second release, or a stale one after a
- *       takeover, matches nothing and returns false.
+ *       takeover, matches nothing and returns false. A release of a grant this instance made whose
+ *       holder deadline has passed returns false without a request, as renew does: the lease
+ *       expired, whether or not a contender has taken it yet.
  * </ol>
  *
  * <h2>Lost answers</h2>
@@ -130,8 +132,9 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  * <p>State is per instance: observations of held leases and the rvn of each grant made here. Use
  * one instance per process, shared by all threads; a second instance in the same process only waits
  * longer before a takeover. Memory: one small entry per lock name seen held and per grant held;
- * grants are forgotten on release or a refused renewal, and expired observations and grants are
- * pruned once there are more than 10,000.
+ * grants are forgotten on a release that writes or a renewal the store refused; expired grants are
+ * kept (so that their renew and release keep answering false) until there are more than 10,000,
+ * when expired observations and grants are pruned.
  *
  * <p>Thread-safe. Failures of DynamoDB or the network, and outcomes left unknown by a lost answer,
  * are {@link BackendUnavailableException}s; a missing table an {@link IllegalStateException} saying
@@ -322,8 +325,9 @@ public final class DynamoDbLockBackend implements LockBackend {
       return false; // not a grant of this instance, or already released or lost
     }
     if (held.deadline().hasExpired()) {
-      holdings.remove(grant, held);
-      return false; // a contender may already be entitled to it
+      // A contender may already be entitled to it. The holding stays, so that a later release
+      // of this grant answers false too (see release).
+      return false;
     }
     Writes mine = new Writes();
     Outcome<?> outcome =
@@ -367,6 +371,14 @@ public final class DynamoDbLockBackend implements LockBackend {
     requireOwner(owner);
     Objects.requireNonNull(token, "token");
     Grant grant = new Grant(name, token.value());
+    Holding held = holdings.get(grant);
+    if (held != null && held.owner().equals(owner) && held.deadline().hasExpired()) {
+      // Expired, as renew judges it, even if no contender has taken it yet: "true" would tell
+      // the holder its lease lasted until now. Nothing is written; a contender takes the item
+      // over once it has watched it, as after a crash. The holding stays, so that asking again
+      // answers the same.
+      return false;
+    }
     String what = "release lock \"" + name + "\"";
     try {
       Writes mine = new Writes();
@@ -415,7 +427,7 @@ public final class DynamoDbLockBackend implements LockBackend {
       return released;
     } finally {
       // Released, no longer this owner's grant, or unknown: this grant is not renewed any more.
-      holdings.computeIfPresent(grant, (g, held) -> held.owner().equals(owner) ? null : held);
+      holdings.computeIfPresent(grant, (g, h) -> h.owner().equals(owner) ? null : h);
     }
   }
 

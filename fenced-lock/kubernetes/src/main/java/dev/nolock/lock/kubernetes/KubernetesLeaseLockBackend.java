@@ -96,8 +96,10 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Release</b> ({@link #release}): read; if still {@code (owner, token)}, remove {@code
  *       holderIdentity} with an update on the read {@code resourceVersion}. Any instance may
  *       release (owner and token name the grant). A second release, or a stale one after a
- *       takeover, finds someone else's (or no) holder and returns false without writing. A Lease
- *       marked for deletion may still be released: giving a lock up is always safe.
+ *       takeover, finds someone else's (or no) holder and returns false without writing; so does a
+ *       release of a grant this instance made whose deadline has passed, as renew does (the lease
+ *       expired, whether or not a contender has taken it yet). A Lease marked for deletion may
+ *       still be released: giving a lock up is always safe.
  * </ol>
  *
  * A write whose answer was lost is resent by fabric8 (after an {@code IOException}, 429 or 5xx),
@@ -127,12 +129,13 @@ import org.slf4j.LoggerFactory;
  * <p>State is per instance: observations of Leases held by others, the deadline of each grant made
  * here, and the highest token seen per lock name (with the Lease's uid). Use one instance per
  * process, shared by all threads. Memory: one small entry per lock name seen held and per grant
- * held; grants are forgotten on release or a refused renewal, and expired entries are pruned once
- * there are more than 10,000. The highest token (and the Lease's uid) is kept for the {@link
- * KubernetesLeaseLockConfig#rememberedNames} most recently used names (default 10,000; a grant,
- * renewal, read or {@link #inspect} uses a name), the least recently used forgotten first: for a
- * forgotten name this instance is like a freshly started process, which cannot tell a deleted and
- * re-created Lease from a new one and grants from its counter (the fence still refuses a token
+ * held; grants are forgotten on a release that writes or a renewal the Lease refuses; expired
+ * grants are kept (so that their renew and release keep answering false) until there are more than
+ * 10,000, when expired entries are pruned. The highest token (and the Lease's uid) is kept for the
+ * {@link KubernetesLeaseLockConfig#rememberedNames} most recently used names (default 10,000; a
+ * grant, renewal, read or {@link #inspect} uses a name), the least recently used forgotten first:
+ * for a forgotten name this instance is like a freshly started process, which cannot tell a deleted
+ * and re-created Lease from a new one and grants from its counter (the fence still refuses a token
  * lower than one it has seen). The uids of Leases being deleted that were reported at ERROR are
  * kept under the same bound.
  *
@@ -275,8 +278,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     }
     for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       if (held.deadline().hasExpired()) {
-        holdings.remove(grant, held);
-        return false; // a contender may already be entitled to it
+        // A contender may already be entitled to it. The holding stays, so that a later release
+        // of this grant answers false too (see release).
+        return false;
       }
       Lease lease = read(name, leaseName);
       if (lease == null || !stored(name, lease).isHeldBy(owner, token)) {
@@ -313,6 +317,14 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     requireOwner(owner);
     Objects.requireNonNull(token, "token");
     Grant grant = new Grant(name, token.value());
+    Holding held = holdings.get(grant);
+    if (held != null && held.owner().equals(owner) && held.deadline().hasExpired()) {
+      // Expired, as renew judges it, even if no contender has taken it yet: "true" would tell
+      // the holder its lease lasted until now. Nothing is written; a contender takes the Lease
+      // over once it has watched it, as after a crash. The holding stays, so that asking again
+      // answers the same.
+      return false;
+    }
     List<String> sent = new ArrayList<>();
     for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       Lease lease = read(name, leaseName);
