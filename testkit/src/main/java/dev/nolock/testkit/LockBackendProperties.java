@@ -162,7 +162,16 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     final String name;
     final boolean faulty;
     Status status = Status.OUT;
+
+    /** The grant's latest token as the model knows it, from an answer or from the store. */
     FencingToken token;
+
+    /**
+     * The token a backend answered this grant with: the only one its caller can renew or release
+     * with. A token only seen in the store (after an acquire whose answer was unknown) is not one.
+     */
+    FencingToken answered;
+
     Duration ttl;
     long certainUntil;
 
@@ -263,9 +272,9 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     }
 
     /** A grant of {@code holder} may have happened: others' leases may have ended, not surely. */
-    void mayHaveTakenOver(String name, Grant holder, long sent) {
+    void mayHaveTakenOver(String name, Grant holder, long returned) {
       for (Grant g : on(name)) {
-        if (g != holder && g.status == Status.HELD && !g.certainlyUnexpiredAt(sent)) {
+        if (g != holder && g.status == Status.HELD && !g.certainlyUnexpiredAt(returned)) {
           g.status = Status.MAYBE;
         }
       }
@@ -274,6 +283,7 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     void confirm(Grant grant, FencingToken token, Duration ttl, long sent) {
       grant.status = Status.HELD;
       grant.token = token;
+      grant.answered = token;
       grant.ttl = ttl;
       grant.certainUntil = sent + ttl.toNanos();
     }
@@ -283,25 +293,26 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
       long sent = System.nanoTime();
       Option<FencingToken> answer =
           unknownAsNull(() -> via(grant).tryAcquire(grant.name, grant.owner, ttl));
+      long returned = System.nanoTime();
       String how = (retry ? "a retry of the acquire by " : "the acquire by ") + grant + fault.get();
       if (answer == null) {
         grant.ttl = max(grant.ttl, ttl);
         if (grant.status == Status.OUT) {
           grant.status = Status.MAYBE;
         }
-        mayHaveTakenOver(grant.name, grant, sent);
+        mayHaveTakenOver(grant.name, grant, returned);
         return null;
       }
       if (answer.isDefined()) {
         for (Grant other : on(grant.name)) {
-          if (other != grant && other.certainlyUnexpiredAt(sent)) {
+          if (other != grant && other.certainlyUnexpiredAt(returned)) {
             fail(how + " was granted while " + other + " certainly held an unexpired lease");
           }
         }
         if (grant.token != null
             && !grant.token.equals(answer.get())
             && grant.status != Status.OUT
-            && grant.certainlyUnexpiredAt(sent)) {
+            && grant.certainlyUnexpiredAt(returned)) {
           fail(how + " granted a new token " + answer.get().value() + " while its own lease ran");
         }
         newToken(grant, answer.get(), how);
@@ -328,7 +339,8 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
       long sent = System.nanoTime();
       Duration ttl = grant.ttl;
       Boolean answer =
-          unknownAsNull(() -> via(grant).renew(grant.name, grant.owner, grant.token, ttl));
+          unknownAsNull(() -> via(grant).renew(grant.name, grant.owner, grant.answered, ttl));
+      long returned = System.nanoTime();
       String how = "the renew by " + grant + fault.get();
       if (answer == null) {
         return null;
@@ -337,10 +349,10 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
         if (grant.status == Status.OUT) {
           fail(how + " answered true for a grant that had ended");
         }
-        confirm(grant, grant.token, ttl, sent);
+        confirm(grant, grant.answered, ttl, sent);
         onlyHolder(grant.name, grant);
       } else {
-        if (grant.certainlyUnexpiredAt(sent)) {
+        if (grant.certainlyUnexpiredAt(returned)) {
           fail(how + " answered false while the grant certainly held an unexpired lease");
         }
         stillStoredAsOwn(grant, how);
@@ -350,9 +362,9 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     }
 
     Boolean release(Grant grant, Supplier<String> fault) {
-      long sent = System.nanoTime();
       Boolean answer =
-          unknownAsNull(() -> via(grant).release(grant.name, grant.owner, grant.token));
+          unknownAsNull(() -> via(grant).release(grant.name, grant.owner, grant.answered));
+      long returned = System.nanoTime();
       String how = "the release by " + grant + fault.get();
       if (answer == null) {
         if (grant.status == Status.HELD) {
@@ -365,7 +377,7 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
           fail(how + " answered true for a grant that had ended");
         }
       } else {
-        if (grant.certainlyUnexpiredAt(sent)) {
+        if (grant.certainlyUnexpiredAt(returned)) {
           fail(how + " answered false while this grant certainly held an unexpired lease");
         }
         stillStoredAsOwn(grant, how);
@@ -379,7 +391,7 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
       Option<ObservedLease> stored = peek(grant.name);
       if (stored
           .flatMap(ObservedLease::liveHolder)
-          .exists(h -> h.owner().equals(grant.owner) && h.token().equals(grant.token))) {
+          .exists(h -> h.owner().equals(grant.owner) && h.token().equals(grant.answered))) {
         fail(
             how
                 + " answered false while the store still shows this grant's unexpired lease: "
@@ -427,9 +439,12 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
 
     /** The invariant after each action: the stored lease agrees with the model. */
     void checkPeek() {
-      long now = System.nanoTime();
       for (String name : names) {
         Option<ObservedLease> stored = peek(name);
+        // Certainty is judged once the peek has returned: the store (or an observer on its own
+        // clock) judged expiry no later than that, and a lease certain then was certain during the
+        // read too. A time read before the peek would count a lease that ran out during the read.
+        long now = System.nanoTime();
         List<Grant> certain = on(name).stream().filter(g -> g.certainlyUnexpiredAt(now)).toList();
         if (certain.size() > 1) {
           fail("two grants certainly hold " + name + " at once: " + certain);
@@ -652,7 +667,7 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
 
   private List<String> ownersWithTokens(Model model, boolean faultyOnly, boolean heldOnly) {
     return model.grants().stream()
-        .filter(g -> g.token != null && (!faultyOnly || g.faulty))
+        .filter(g -> g.answered != null && (!faultyOnly || g.faulty))
         .filter(g -> !heldOnly || g.status == Status.HELD)
         .map(g -> g.owner)
         .sorted()
@@ -666,9 +681,9 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
   }
 
   /**
-   * An action of one grant with a known token, picked by owner among {@link #ownersWithTokens}:
-   * without a fault by any such grant, or, when {@code faultOn} is set, by a grant of the faulty
-   * backend under an armed fault of each {@link FaultKind}.
+   * An action of one grant its backend answered with a token, picked by owner among {@link
+   * #ownersWithTokens}: without a fault by any such grant, or, when {@code faultOn} is set, by a
+   * grant of the faulty backend under an armed fault of each {@link FaultKind}.
    */
   abstract class OnGrant implements Action.Dependent<Model> {
     private final String verb;
@@ -733,7 +748,7 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
     /** Runs {@code body} on {@code owner}'s grant, unless a shrunk chain has none with a token. */
     private void withToken(Model m, String owner, java.util.function.Consumer<Grant> body) {
       Grant grant = m.grant(owner);
-      if (grant != null && grant.token != null) {
+      if (grant != null && grant.answered != null) {
         body.accept(grant);
       }
     }
@@ -787,11 +802,9 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                       "release " + owner + " under ANSWER_LOST while a new grant takes over",
                       m -> {
                         Grant grant = m.grant(owner);
-                        if (grant == null || grant.token == null) {
+                        if (grant == null || grant.answered == null) {
                           return;
                         }
-                        long sent = System.nanoTime();
-                        boolean heldAtSend = grant.certainlyUnexpiredAt(sent);
                         Grant next = new Grant(m.newOwner(), grant.name, false, shortTtl());
                         m.grants.put(next.owner, next);
                         AtomicReference<Option<FencingToken>> taken = new AtomicReference<>();
@@ -811,7 +824,14 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                             () -> {
                               Boolean released =
                                   unknownAsNull(
-                                      () -> m.faulty.release(grant.name, grant.owner, grant.token));
+                                      () ->
+                                          m.faulty.release(
+                                              grant.name, grant.owner, grant.answered));
+                              // Judged once the release had surely landed: as the takeover
+                              // began, or (the fault never fired) once the release returned.
+                              boolean heldWhenApplied =
+                                  grant.certainlyUnexpiredAt(
+                                      asked.get() ? takenSent.get() : System.nanoTime());
                               String how =
                                   "the release by "
                                       + grant
@@ -827,13 +847,13 @@ public abstract class LockBackendProperties implements CensusHook.Censused {
                                 m.newToken(next, got.get(), "the next grant " + next.owner);
                                 m.confirm(next, got.get(), shortTtl(), takenSent.get());
                                 m.onlyHolder(next.name, next);
-                              } else if (heldAtSend) {
+                              } else if (heldWhenApplied) {
                                 m.fail(
                                     how.replace("took", "was refused")
                                         + ": the release landed (its answer was lost), so the lease"
                                         + " was free");
                               }
-                              if (Boolean.FALSE.equals(released) && heldAtSend) {
+                              if (Boolean.FALSE.equals(released) && heldWhenApplied) {
                                 m.fail(
                                     how
                                         + " answered false: the release landed before the"
