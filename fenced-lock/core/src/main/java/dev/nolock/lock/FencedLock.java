@@ -278,7 +278,7 @@ public final class FencedLock implements AutoCloseable {
   private void renew(HeldLock lock) {
     HeldLock.Flight flight;
     synchronized (lock.renewing()) {
-      flight = lock.send(lock.ttl(), clock);
+      flight = lock.send(lock.ttl(), false, clock);
     }
     if (flight == null) {
       return; // lost, released or kept meanwhile
@@ -336,7 +336,7 @@ public final class FencedLock implements AutoCloseable {
     requireHeld(lock);
     HeldLock.Flight flight;
     synchronized (lock.renewing()) {
-      flight = lock.send(ttl, clock);
+      flight = lock.send(ttl, true, clock);
       if (flight == null) {
         // Lost or released since the check above, or being kept by releaseNoEarlierThan: say
         // which, as the check would have.

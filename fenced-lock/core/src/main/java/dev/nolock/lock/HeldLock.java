@@ -327,11 +327,13 @@ public final class HeldLock implements AutoCloseable {
     private final Duration length;
     private Duration shortestOverlap; // guarded by renewing
     private boolean shortened; // guarded by renewing
+    private final boolean extension;
 
-    private Flight(long number, long sentNanos, Duration length) {
+    private Flight(long number, long sentNanos, Duration length, boolean extension) {
       this.number = number;
       this.sentNanos = sentNanos;
       this.length = length;
+      this.extension = extension;
     }
 
     Duration length() {
@@ -373,11 +375,11 @@ public final class HeldLock implements AutoCloseable {
    *       on the two ends themselves, not on two readings of the clock.
    * </ol>
    */
-  Flight send(Duration length, LeaseClock clock) {
+  Flight send(Duration length, boolean extension, LeaseClock clock) {
     if (!isHeld() || keeping) {
       return null;
     }
-    Flight flight = new Flight(++lastSent, clock.nanoTime(), length);
+    Flight flight = new Flight(++lastSent, clock.nanoTime(), length, extension);
     for (Flight other : flights) {
       other.overlaps(length);
       flight.overlaps(other.length);
@@ -400,7 +402,11 @@ public final class HeldLock implements AutoCloseable {
     if (!isHeld()) {
       return Confirmed.NOT_HELD;
     }
-    setTtl(flight);
+    if (flight.extension) {
+      // Only an extension chooses the length. A watchdog renewal carries the length it read when
+      // it was sent, which may predate an extension confirmed since: it must not set that back.
+      setTtl(flight);
+    }
     if (flight.number < deadlineSetBy) {
       return Confirmed.SUPERSEDED;
     }

@@ -166,6 +166,55 @@ class ConcurrentRenewalsTest {
         .isEmpty();
   }
 
+  /**
+   * An extension to an hour sent while the watchdog's next renewal, with the old length, goes out
+   * behind it and is answered after it. The watchdog's renewal carried the length it read before
+   * the extension was confirmed; it must not set the lease's TTL back. Before the fix it did:
+   * {@code ttl()} went back to 3 s and the watchdog renewed with 3 s from then on, undoing the
+   * extension without a word.
+   */
+  @Test
+  void aWatchdogRenewalAnsweredAfterAnExtensionDoesNotUndoIt() {
+    InMemoryLockBackend server = new InMemoryLockBackend();
+    Duration ttl = Duration.ofSeconds(3);
+    Duration hour = Duration.ofHours(1);
+    CountDownLatch watchdogSent = new CountDownLatch(1);
+    CountDownLatch extended = new CountDownLatch(1);
+    AtomicInteger watchdogWithTheHour = new AtomicInteger();
+    AtomicInteger shortRenewals = new AtomicInteger();
+    lock =
+        FencedLock.create(
+            new ForwardingLockBackend(server) {
+              @Override
+              public boolean renew(String name, String owner, FencingToken token, Duration length) {
+                if (length.equals(hour) && extended.getCount() > 0) {
+                  hold(watchdogSent); // the extension lands once the watchdog's renewal is out
+                } else if (length.equals(ttl) && shortRenewals.incrementAndGet() == 1) {
+                  watchdogSent.countDown();
+                  hold(extended); // answered after the extension was confirmed
+                } else if (length.equals(hour)) {
+                  watchdogWithTheHour.incrementAndGet();
+                }
+                return server.renew(name, owner, token, length);
+              }
+            },
+            LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
+    HeldLock held = lock.tryAcquire("report", ttl).get();
+
+    held.extend(hour);
+    extended.countDown();
+
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .untilAsserted(
+            () ->
+                assertThat(watchdogWithTheHour.get())
+                    .as("the watchdog renews with the extended length")
+                    .isPositive());
+    assertThat(held.ttl()).isEqualTo(hour);
+    assertThat(held.isHeld()).isTrue();
+  }
+
   private static int count(Map<String, AtomicInteger> renewals, String name) {
     AtomicInteger n = renewals.get(name);
     return n == null ? 0 : n.get();
