@@ -72,7 +72,12 @@ import org.slf4j.LoggerFactory;
  *       higher than an earlier grant's. Otherwise:
  *       <ul>
  *         <li>Absent: create it with {@code leaseTransitions = 1}.
- *         <li>Free (no {@code holderIdentity}): update it with {@code leaseTransitions + 1}.
+ *         <li>Free (no or an empty {@code holderIdentity}): update it with {@code leaseTransitions
+ *             + 1} (an absent or negative {@code leaseTransitions} counts as 0).
+ *         <li>Held, but without a positive {@code leaseDurationSeconds} of at most {@link
+ *             Deadline#MAX_LEASE_DURATION} (not written by this class, and no end this instance can
+ *             watch out): refuse with an {@link IllegalStateException} that names the remedy, a
+ *             Lease of the lock's own.
  *         <li>Held by anyone (the same owner included: the lock is not reentrant): this instance
  *             remembers "I saw {@code resourceVersion r}, with stored {@code leaseDurationSeconds
  *             D}, when my read <em>returned</em> at {@code t}" on its own monotonic {@link
@@ -164,6 +169,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
   private static final Logger LOG = LoggerFactory.getLogger(KubernetesLeaseLockBackend.class);
 
   private static final int PRUNE_ABOVE = 10_000;
+
+  /** The wait {@link #inspect} reports for a held Lease whose end nobody can tell. */
+  private static final Duration NO_KNOWN_END = Duration.ofNanos(Long.MAX_VALUE);
 
   private record Grant(String name, long token) {}
 
@@ -365,7 +373,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
    * held until this instance has seen it unchanged for its {@code leaseDurationSeconds}
    * (client-go's rule; {@code renewTime} is never compared with the local clock).
    *
-   * @throws IllegalStateException as {@link #inspect}
+   * @throws IllegalArgumentException as {@link #inspect}
    */
   @Override
   public Option<LeaseHolder> holder(String name) {
@@ -383,15 +391,31 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
    * compared with any clock.
    *
    * <p>The snapshot's holder is the stored {@code holderIdentity} with the stored {@code
-   * leaseTransitions} as its token; a Lease without a holder is free, whatever its {@code
-   * leaseTransitions}. Its version is the {@code resourceVersion}, its duration the stored {@code
-   * leaseDurationSeconds} (empty when absent).
+   * leaseTransitions} as its token; a Lease without a holder (absent or empty {@code
+   * holderIdentity}) is free, whatever its {@code leaseTransitions}. Its version is the {@code
+   * resourceVersion}, its duration the stored {@code leaseDurationSeconds} (empty when absent).
+   *
+   * <p>A Lease this backend did not write (client-go's, or one made by hand) is reported as stored
+   * too, never refused, since observers (a dashboard, an elector's {@code onNewLeader}) call this:
+   *
+   * <ul>
+   *   <li>Held with {@code leaseTransitions} 0, absent or negative (client-go's first holder has
+   *       0): {@link #tryAcquire} reads the counter as 0 and its takeover writes 1, so the holder
+   *       is reported with token 1, the lowest token, never above a grant of this backend (it
+   *       equals the first one; this holder has no fencing token of its own).
+   *   <li>Held without a positive {@code leaseDurationSeconds} (nobody can tell when it ends), or
+   *       with one longer than {@link Deadline#MAX_LEASE_DURATION} (longer than this backend can
+   *       watch out): {@link #tryAcquire} refuses it with an {@link IllegalStateException}. It is
+   *       reported held and never expired, with {@code waitLeft} {@code
+   *       Duration.ofNanos(Long.MAX_VALUE)} (about 292 years, still convertible to nanoseconds),
+   *       and no watch of it is recorded.
+   * </ul>
    *
    * @return empty when no Lease exists for {@code name}
-   * @throws IllegalStateException when the Lease is held but has no positive {@code
-   *     leaseDurationSeconds}, or {@code leaseTransitions} 0: it was not granted by this backend
-   *     (client-go's first holder has {@code leaseTransitions} 0), so nobody can tell when it ends,
-   *     or its holder has no fencing token
+   * @throws IllegalArgumentException when the Lease is held by a {@code holderIdentity} that is not
+   *     a lease owner name ({@link LeaseHolder}: blank, longer than {@value
+   *     dev.nolock.patterns.Lease#MAX_OWNER_LENGTH} characters, or with a control character), which
+   *     no grant of this backend writes
    */
   public Option<ObservedLease> inspect(String name) {
     String leaseName = leaseName(name);
@@ -409,27 +433,25 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     if (stored.isFree()) {
       return Option.some(new ObservedLease(Option.none(), version, duration, Duration.ZERO));
     }
-    Duration waitLeft = observe(name, stored, returned).remaining();
-    if (stored.transitions() < 1) {
-      throw new IllegalStateException(
-          "The Lease \""
-              + leaseName
-              + "\" in namespace \""
-              + namespace
-              + "\" is held by \""
-              + stored.holder()
-              + "\" with leaseTransitions "
-              + stored.transitions()
-              + ": every grant of KubernetesLeaseLockBackend writes 1 or more, so this holder"
-              + " took it by other means (client-go's leader election starts at 0) and has no"
-              + " fencing token. Use a Lease of the lock's own (another leaseNamePrefix).");
-    }
+    // An observer reports what is stored and refuses nothing it can read; only tryAcquire refuses
+    // a Lease whose end nobody can tell.
+    Duration waitLeft =
+        hasKnownEnd(stored) ? observe(name, stored, returned).remaining() : NO_KNOWN_END;
+    // Counter 0 (client-go's first holder): below every grant of ours, but tokens start at 1.
+    FencingToken token = FencingToken.of(Math.max(1, stored.transitions()));
     return Option.some(
         new ObservedLease(
-            Option.some(new LeaseHolder(stored.holder(), FencingToken.of(stored.transitions()))),
-            version,
-            duration,
-            waitLeft));
+            Option.some(new LeaseHolder(stored.holder(), token)), version, duration, waitLeft));
+  }
+
+  /**
+   * Whether {@code stored}'s {@code leaseDurationSeconds} is a duration this instance can watch out
+   * ({@link ObservedLeases} takes at most {@link Deadline#MAX_LEASE_DURATION}): positive and no
+   * longer than that, as every grant of this backend writes.
+   */
+  private static boolean hasKnownEnd(Stored stored) {
+    Integer seconds = stored.durationSeconds();
+    return seconds != null && seconds > 0 && seconds <= Deadline.MAX_LEASE_DURATION.toSeconds();
   }
 
   /**
@@ -438,7 +460,7 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
    */
   private Deadline observe(String name, Stored stored, long returnedAtNanos) {
     Integer seconds = stored.durationSeconds();
-    if (seconds == null || seconds <= 0) {
+    if (!hasKnownEnd(stored)) {
       throw new IllegalStateException(
           "The Lease \""
               + config.leaseName(name)
@@ -446,9 +468,17 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
               + namespace
               + "\" is held by \""
               + stored.holder()
-              + "\" but has no positive leaseDurationSeconds: it was not written by"
-              + " KubernetesLeaseLockBackend, and nobody can tell when it ends. Use a Lease of the"
-              + " lock's own (another leaseNamePrefix).");
+              + "\" but has "
+              + (seconds == null || seconds <= 0
+                  ? "no positive leaseDurationSeconds: it was not written by"
+                      + " KubernetesLeaseLockBackend, and nobody can tell when it ends"
+                  : "leaseDurationSeconds "
+                      + seconds
+                      + ", more than the "
+                      + Deadline.MAX_LEASE_DURATION.toSeconds()
+                      + " that KubernetesLeaseLockBackend writes or can watch out: it was not"
+                      + " written by it")
+              + ". Use a Lease of the lock's own (another leaseNamePrefix).");
     }
     return observations.observe(
         name, stored.resourceVersion(), Duration.ofSeconds(seconds), returnedAtNanos);

@@ -370,42 +370,6 @@ class KubernetesLeaseLockBackendTest extends LockBackendContract {
         .hasMessageContaining("no positive leaseDurationSeconds");
   }
 
-  /**
-   * client-go creates a Lease with {@code leaseTransitions} 0 for its first holder; every grant of
-   * this backend writes 1 or more. Such a holder has no fencing token, so no snapshot can name it
-   * with one: reading it is a misconfiguration (two lock implementations on one Lease), said so,
-   * not a token made up or a holder left out.
-   */
-  @Test
-  void aHeldLeaseWithoutAGrantOfThisBackendIsReportedAsMisconfigurationWhenRead() {
-    String name = name("foreign-holder");
-    server
-        .client()
-        .leases()
-        .inNamespace(CrudMockApiServer.NAMESPACE)
-        .resource(
-            new LeaseBuilder()
-                .withNewMetadata()
-                .withName(config.leaseName(name))
-                .withNamespace(CrudMockApiServer.NAMESPACE)
-                .endMetadata()
-                .withNewSpec()
-                .withHolderIdentity("client-go-pod")
-                .withLeaseDurationSeconds(15)
-                .withLeaseTransitions(0)
-                .endSpec()
-                .build())
-        .create();
-
-    assertThatThrownBy(() -> backend.inspect(name))
-        .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("client-go-pod")
-        .hasMessageContaining("leaseTransitions 0");
-    assertThatThrownBy(() -> backend.holder(name))
-        .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("leaseTransitions 0");
-  }
-
   @Test
   void badNamesAndTtlsAreRefusedBeforeAnythingIsSent() {
     assertThatThrownBy(() -> backend.tryAcquire("Invoice_42", "A", D))
