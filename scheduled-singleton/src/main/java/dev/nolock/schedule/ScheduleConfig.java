@@ -489,7 +489,10 @@ public final class ScheduleConfig {
      * Called with every outcome of the background loop (finished, lost, missed, stale, failed), on
      * the scheduler's thread; keep it quick. It may throw, a checked exception too: that call's
      * failure is logged at WARN and counted ({@code nolock.schedule.listener.failures}), and the
-     * loop goes on, telling it the next outcomes.
+     * loop goes on, telling it the next outcomes. An {@code InterruptedException} it throws (a
+     * {@code close()} past its shutdown timeout interrupts the loop's thread) is logged and counted
+     * too, and the interrupt stays the thread's: the outcomes left of that pass are told with the
+     * interrupt flag set.
      */
     public Builder onOutcome(Listener<RunOutcome> listener) {
       this.onOutcome =

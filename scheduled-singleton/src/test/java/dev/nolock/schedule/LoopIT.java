@@ -125,6 +125,80 @@ class LoopIT {
         .isEqualTo(heard.size());
   }
 
+  /**
+   * The loop's close() interrupts a pass still running after the shutdown timeout; here the pass is
+   * in the outcome listener, which waits (for a slow dashboard, say) and ends on the interrupt. The
+   * interrupt is the loop thread's, not the listener's: the rest of that pass runs with the flag
+   * set, so the listener told of the next outcome sees the shutdown too instead of waiting again.
+   * The negative control is the plain catch-all: it cleared the flag, and the next call ran as if
+   * no shutdown had come.
+   */
+  @Test
+  void anInterruptThatEndsTheOutcomeListenerIsNotLost() throws Exception {
+    Instant t0 = Instant.parse("2026-03-10T10:00:00Z");
+    MutableClock clock = new MutableClock(t0.plusMillis(100)); // the instance starts at 10:00
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    List<RunOutcome> heard = new CopyOnWriteArrayList<>();
+    List<Boolean> interruptedWhenTold = new CopyOnWriteArrayList<>();
+    CountDownLatch waiting = new CountDownLatch(1);
+    CountDownLatch dashboardAnswered = new CountDownLatch(1); // never: the shutdown comes first
+    ScheduledSingleton loop =
+        ScheduledSingleton.plain(
+            pool,
+            ScheduleConfig.custom("interrupted-listener", CronSchedule.unix("* * * * *"))
+                .missedSchedules(MissedSchedules.skip())
+                .clock(clock)
+                .claimWindow(MutableClock.ANY_DATE)
+                .shutdownTimeout(Duration.ZERO)
+                .metrics(registry, "interrupted-listener")
+                .onOutcome(
+                    outcome -> {
+                      interruptedWhenTold.add(Thread.currentThread().isInterrupted());
+                      heard.add(outcome);
+                      if (heard.size() == 1) {
+                        waiting.countDown();
+                        dashboardAnswered.await();
+                      }
+                    })
+                .build(),
+            run -> {});
+    // 10:01 runs; then the fleet is down until just after 10:06: the loop's first pass reports
+    // 10:02 to 10:05 missed, then runs 10:06, two outcomes for one delivery.
+    clock.set(t0.plusSeconds(60).plusMillis(100));
+    assertThat(loop.runDueNow()).singleElement().isInstanceOf(RunOutcome.Finished.class);
+    clock.set(t0.plusSeconds(6 * 60).plusMillis(100));
+    loop.start();
+    assertThat(waiting.await(15, TimeUnit.SECONDS)).as("the listener waits").isTrue();
+
+    loop.close();
+
+    assertThat(heard)
+        .as("the missed times, then the run of 10:06, told after the interrupt")
+        .hasSize(2)
+        .satisfies(
+            h -> {
+              assertThat(h.get(0)).isInstanceOf(RunOutcome.Missed.class);
+              assertThat(h.get(1)).isInstanceOf(RunOutcome.Finished.class);
+            });
+    assertThat(interruptedWhenTold)
+        .as("the listener was told of the next outcome with the loop's interrupt flag still set")
+        .containsExactly(false, true);
+    assertThat(
+            registry
+                .get("nolock.schedule.listener.failures")
+                .tags(
+                    "component",
+                    "schedule",
+                    "name",
+                    "interrupted-listener",
+                    "job",
+                    "interrupted-listener")
+                .counter()
+                .count())
+        .as("the interrupted call counted as the listener's failure, as before")
+        .isEqualTo(1);
+  }
+
   @Test
   void closeWaitsForTheRunningJobAndItsFinishCommits() throws Exception {
     CountDownLatch entered = new CountDownLatch(1);

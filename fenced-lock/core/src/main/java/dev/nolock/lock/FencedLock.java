@@ -8,6 +8,7 @@ import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseLostException;
+import dev.nolock.patterns.Listener;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RenewalScheduler;
@@ -453,14 +454,12 @@ public final class FencedLock implements AutoCloseable {
     }
     metrics.leaseLost();
     metrics.held(since(lock.acquiredAtNanos()));
-    try {
-      config
-          .onLeaseLost()
-          .accept(new LostLease(lock.name(), lock.owner(), lock.token(), cause, reason));
-    } catch (Exception e) {
-      // The hook's failure only: the watchdog, and the caller of extend, go on.
-      LOG.error("The lease-lost callback for {} threw", lock, e);
-    }
+    // The hook's failure only: the watchdog, and the caller of extend, go on. An interrupt it
+    // threw stays the thread's (Listener.tell sets the flag again).
+    Listener.tell(
+            config.onLeaseLost(),
+            new LostLease(lock.name(), lock.owner(), lock.token(), cause, reason))
+        .ifPresent(e -> LOG.error("The lease-lost callback for {} threw", lock, e));
   }
 
   /** Called once by {@link HeldLock#release}, after it marked the lock released. */

@@ -4,6 +4,7 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseHolder;
+import dev.nolock.patterns.Listener;
 import dev.nolock.patterns.LockBackend;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -125,9 +126,11 @@ import org.slf4j.LoggerFactory;
  *       thread ends; the campaign thread waits for the work and releases before it ends), is logged
  *       at error level, and is rethrown: the campaign thread ends; the elector is not campaigning
  *       any more. An {@code Error} thrown by a renewal is handled as in step 5.
- *   <li>An interrupt of the campaign thread (by anyone but the elector) is logged at error level,
- *       and a leader steps down as {@link #close()} does, steps 2 to 5 (the lease is not lost: no
- *       halt; the flag is cleared first and set again after); the campaign thread then ends.
+ *   <li>An interrupt of the campaign thread (by anyone but the elector; also one that ended a
+ *       callback on it, {@link Leadership#onNewLeader} or {@link Leadership#onStoppedLeading}, with
+ *       an {@code InterruptedException}) is logged at error level, and a leader steps down as
+ *       {@link #close()} does, steps 2 to 5 (the lease is not lost: no halt; the flag is cleared
+ *       first and set again after); the campaign thread then ends.
  * </ol>
  *
  * A paused leader (GC, SIGSTOP) cannot step down while paused: its writes must go through a fence.
@@ -466,7 +469,9 @@ public final class LeaderElector implements AutoCloseable {
   }
 
   private void campaign() {
-    while (running) {
+    // The flag too: a callback on this thread that was interrupted (onNewLeader, onStoppedLeading)
+    // leaves it set, and the loop ends on it as on an interrupted wait.
+    while (running && !Thread.currentThread().isInterrupted()) {
       try {
         HeldLock current = held;
         LostWork lost = lostWork;
@@ -617,11 +622,9 @@ public final class LeaderElector implements AutoCloseable {
       return;
     }
     observedLeader = leader;
-    try {
-      leadership.onNewLeader(leader);
-    } catch (Exception e) {
-      LOG.error("Election {}: onNewLeader threw", config.name(), e);
-    }
+    // An interrupt it threw stays this thread's: the campaign loop sees it and ends.
+    Listener.tell(leadership::onNewLeader, leader)
+        .ifPresent(e -> LOG.error("Election {}: onNewLeader threw", config.name(), e));
   }
 
   private void lead(HeldLock got) {
@@ -972,11 +975,14 @@ public final class LeaderElector implements AutoCloseable {
    */
   private void stopped() {
     try {
-      leadership.onStoppedLeading();
+      // An interrupt it threw stays this thread's: close() sets it again on return, and the
+      // campaign loop ends on it.
+      Listener.tell(ignored -> leadership.onStoppedLeading(), null)
+          .ifPresent(e -> LOG.error("Election {}: onStoppedLeading threw", config.name(), e));
     } catch (Error e) {
       LOG.error("Election {}: onStoppedLeading threw", config.name(), e);
       throw e;
-    } catch (Throwable e) {
+    } catch (Throwable e) { // neither Exception nor Error: only a sneaky throw gets here
       LOG.error("Election {}: onStoppedLeading threw", config.name(), e);
     }
   }

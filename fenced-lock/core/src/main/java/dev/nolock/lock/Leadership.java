@@ -4,7 +4,10 @@ package dev.nolock.lock;
  * What a {@link LeaderElector} tells its owner. Callbacks run on the elector's own threads and may
  * throw checked exceptions: the elector is a background component, so what a callback throws is
  * that callback's failure, logged at error level, and the election goes on (an {@link Error} from
- * {@link #onStoppedLeading} is rethrown after the lease was released).
+ * {@link #onStoppedLeading} is rethrown after the lease was released). An {@link
+ * InterruptedException} is logged too, but the interrupt stays the thread's: its flag is set again,
+ * so that the campaign thread ends on it as on any interrupt, and {@link LeaderElector#close()}
+ * returns with it set.
  */
 public interface Leadership {
 

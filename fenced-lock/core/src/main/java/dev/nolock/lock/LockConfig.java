@@ -305,7 +305,9 @@ public final class LockConfig {
      * Called once per lost lease (renewal refused, or the lease ran out), on a watchdog thread, or
      * on the caller's when its {@link HeldLock#extend} was refused. Stop the work it protects. It
      * may throw, a checked exception too: that is logged at ERROR with the lease it was told of,
-     * and the lock goes on (it keeps renewing the other leases and tells the next loss). Default: a
+     * and the lock goes on (it keeps renewing the other leases and tells the next loss). An {@code
+     * InterruptedException} it throws is logged too, and leaves the thread that called it with its
+     * interrupt flag set, so that the caller of {@code extend} sees the interrupt. Default: a
      * warning in the log, except for {@link LostLease.Cause#TTL_REACHED} (auto-renewal off, and the
      * lease simply lived its TTL), which is logged at INFO.
      */

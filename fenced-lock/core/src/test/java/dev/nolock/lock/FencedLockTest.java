@@ -234,6 +234,52 @@ class FencedLockTest {
     }
   }
 
+  /**
+   * A lease-lost hook that waits (for the work it stops, say) and is interrupted there by a
+   * shutdown: the interrupt is the thread's, not the hook's. The lock logs the hook's {@code
+   * InterruptedException} like any failure, but the thread that called extend leaves with its
+   * interrupt flag set, so its own loop sees the shutdown. The negative control is the plain
+   * catch-all: it cleared the flag.
+   */
+  @Test
+  void anInterruptThatEndsTheLeaseLostHookIsNotLost() throws Exception {
+    LockBackend refusing =
+        new ForwardingLockBackend(backend) {
+          @Override
+          public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+            return false;
+          }
+        };
+    CountDownLatch workStopped = new CountDownLatch(1); // never: the shutdown comes first
+    List<LostLease> told = new CopyOnWriteArrayList<>();
+    try (FencedLock a =
+        FencedLock.create(
+            refusing,
+            LockConfig.custom(LockPurpose.CORRECTNESS)
+                .autoRenew(false)
+                .onLeaseLost(
+                    lostLease -> {
+                      told.add(lostLease);
+                      workStopped.await();
+                    })
+                .build())) {
+      HeldLock held = a.tryAcquire("invoice-1", TTL).get();
+
+      Thread.currentThread().interrupt(); // the shutdown, arriving while the hook waits
+      boolean interruptedAfter;
+      try {
+        assertThatThrownBy(() -> held.extend(TTL)).isInstanceOf(LeaseLostException.class);
+      } finally {
+        interruptedAfter = Thread.interrupted(); // and clears it for the next test
+      }
+
+      assertThat(told).as("the hook was told, and its wait interrupted").hasSize(1);
+      assertThat(interruptedAfter)
+          .as("the caller's thread still has its interrupt flag after the hook threw it")
+          .isTrue();
+    }
+  }
+
   @Test
   void whenRenewalsFailTheLeaseIsLostAtItsDeadline() throws Exception {
     AtomicBoolean down = new AtomicBoolean();

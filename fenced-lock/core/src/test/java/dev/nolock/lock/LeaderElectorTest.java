@@ -135,6 +135,98 @@ class LeaderElectorTest {
     assertThat(halts).hasValue(0);
   }
 
+  /**
+   * close() on a leader whose onStoppedLeading waits for the work and is interrupted there (the
+   * process is shutting down): the callback's {@code InterruptedException} is logged like any
+   * failure, close() still waits for the work and releases, and returns with the caller's interrupt
+   * flag set, as it does for an interrupt that comes during its own waits. The negative control is
+   * the plain catch-all: close() returned with the flag clear.
+   */
+  @Test
+  void anInterruptThatEndsOnStoppedLeadingReachesTheCallerOfClose() throws Exception {
+    InMemoryLockBackend backend = new InMemoryLockBackend();
+    CountDownLatch started = new CountDownLatch(1);
+    CountDownLatch stopping = new CountDownLatch(1);
+    CountDownLatch workStopped = new CountDownLatch(1); // never: the shutdown comes first
+    Leadership waitsForItsWork =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) throws InterruptedException {
+            started.countDown();
+            new CountDownLatch(1).await(); // runs until interrupted
+          }
+
+          @Override
+          public void onStoppedLeading() throws InterruptedException {
+            stopping.countDown();
+            Thread.currentThread().interrupt(); // the shutdown, arriving while it waits
+            workStopped.await();
+          }
+        };
+    LeaderElector a = start(backend, fast("stopping-interrupted", "a").build(), waitsForItsWork);
+    assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
+
+    boolean interruptedAfter;
+    try {
+      a.close();
+    } finally {
+      interruptedAfter = Thread.interrupted(); // and clears it for the next test
+    }
+
+    assertThat(stopping.getCount()).as("onStoppedLeading ran").isZero();
+    assertThat(backend.holder("stopping-interrupted").isEmpty()).as("released").isTrue();
+    assertThat(interruptedAfter)
+        .as("close() returned with the interrupt onStoppedLeading threw")
+        .isTrue();
+  }
+
+  /**
+   * A follower's onNewLeader interrupted on the campaign thread (the process is shutting down): the
+   * campaign sees the interrupt as it sees any other, says so, and ends, instead of campaigning on
+   * with the interrupt swallowed. The negative control is the plain catch-all: the campaign went
+   * on.
+   */
+  @Test
+  void anInterruptThatEndsOnNewLeaderEndsTheCampaignAsAnyInterruptDoes() throws Exception {
+    InMemoryLockBackend backend = new InMemoryLockBackend();
+    Recorder a = new Recorder();
+    start(backend, fast("observer-interrupted", "a").build(), a);
+    assertThat(a.started.await(10, TimeUnit.SECONDS)).isTrue();
+    AtomicReference<Thread> campaign = new AtomicReference<>();
+    List<String> told = new CopyOnWriteArrayList<>();
+    CountDownLatch dashboardUpdated = new CountDownLatch(1); // never: the shutdown comes first
+    Leadership observer =
+        new Leadership() {
+          @Override
+          public void onStartedLeading(HeldLock leadership) {}
+
+          @Override
+          public void onStoppedLeading() {}
+
+          @Override
+          public void onNewLeader(String identity) throws InterruptedException {
+            campaign.set(Thread.currentThread());
+            told.add(identity);
+            Thread.currentThread().interrupt(); // the shutdown, arriving while it waits
+            dashboardUpdated.await();
+          }
+        };
+    try (CapturedStderr err = new CapturedStderr()) {
+      start(backend, fast("observer-interrupted", "b").build(), observer);
+      await().until(() -> campaign.get() != null);
+
+      await("the campaign ends on the interrupt").until(() -> !campaign.get().isAlive());
+
+      assertThat(told).containsExactly("a");
+      assertThat(err.lines())
+          .anyMatch(
+              line ->
+                  line.contains("ERROR")
+                      && line.contains("campaign thread was interrupted")
+                      && line.contains("observer-interrupted"));
+    }
+  }
+
   @Test
   void exactlyOneOfThreeCandidatesLeadsAndASuccessorTakesOverWithAHigherToken() throws Exception {
     InMemoryLockBackend backend = new InMemoryLockBackend();

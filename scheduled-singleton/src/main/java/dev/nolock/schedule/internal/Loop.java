@@ -1,5 +1,6 @@
 package dev.nolock.schedule.internal;
 
+import dev.nolock.patterns.Listener;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.schedule.RunOutcome;
 import java.time.Duration;
@@ -136,13 +137,15 @@ final class Loop {
 
   private void deliver(List<RunOutcome> outcomes) {
     for (RunOutcome outcome : outcomes) {
-      try {
-        ctx.config().onOutcome().accept(outcome);
-      } catch (Exception e) {
-        // The listener's failure only: the loop delivers the next outcome and goes on.
-        ctx.metrics().listenerFailed();
-        LOG.warn("Job {}: the outcome listener threw on {}", ctx.job(), outcome, e);
-      }
+      // The listener's failure only: the loop delivers the next outcome and goes on. An interrupt
+      // it threw (close() interrupting the pass) stays this thread's: the next outcomes are told
+      // with the flag set, and the executor, shut down, runs nothing after this pass.
+      Listener.tell(ctx.config().onOutcome(), outcome)
+          .ifPresent(
+              e -> {
+                ctx.metrics().listenerFailed();
+                LOG.warn("Job {}: the outcome listener threw on {}", ctx.job(), outcome, e);
+              });
     }
   }
 
