@@ -459,7 +459,7 @@ public final class FencedLock implements AutoCloseable {
     Listener.tell(
             config.onLeaseLost(),
             new LostLease(lock.name(), lock.owner(), lock.token(), cause, reason))
-        .ifPresent(e -> LOG.error("The lease-lost callback for {} threw", lock, e));
+        .forEach(e -> LOG.error("The lease-lost callback for {} threw", lock, e));
   }
 
   /** Called once by {@link HeldLock#release}, after it marked the lock released. */

@@ -624,7 +624,7 @@ public final class LeaderElector implements AutoCloseable {
     observedLeader = leader;
     // An interrupt it threw stays this thread's: the campaign loop sees it and ends.
     Listener.tell(leadership::onNewLeader, leader)
-        .ifPresent(e -> LOG.error("Election {}: onNewLeader threw", config.name(), e));
+        .forEach(e -> LOG.error("Election {}: onNewLeader threw", config.name(), e));
   }
 
   private void lead(HeldLock got) {
@@ -978,7 +978,7 @@ public final class LeaderElector implements AutoCloseable {
       // An interrupt it threw stays this thread's: close() sets it again on return, and the
       // campaign loop ends on it.
       Listener.tell(ignored -> leadership.onStoppedLeading(), null)
-          .ifPresent(e -> LOG.error("Election {}: onStoppedLeading threw", config.name(), e));
+          .forEach(e -> LOG.error("Election {}: onStoppedLeading threw", config.name(), e));
     } catch (Error e) {
       LOG.error("Election {}: onStoppedLeading threw", config.name(), e);
       throw e;

@@ -1,6 +1,6 @@
 package dev.nolock.patterns;
 
-import java.util.Optional;
+import io.vavr.control.Option;
 
 /**
  * A hook that a background component calls, on its own thread, to tell the owner something happened
@@ -33,18 +33,18 @@ public interface Listener<E> {
    *
    * @throws IllegalArgumentException when {@code listener} is null
    */
-  static <E> Optional<Exception> tell(Listener<? super E> listener, E event) {
+  static <E> Option<Exception> tell(Listener<? super E> listener, E event) {
     if (listener == null) {
       throw new IllegalArgumentException("The listener is null: pass the hook to call.");
     }
     try {
       listener.accept(event);
-      return Optional.empty();
+      return Option.none();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return Optional.of(e);
+      return Option.some(e);
     } catch (Exception e) {
-      return Optional.of(e);
+      return Option.some(e);
     }
   }
 }

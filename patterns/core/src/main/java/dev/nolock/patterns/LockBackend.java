@@ -59,7 +59,8 @@ public interface LockBackend {
    * Frees the lease if it is still this holder's.
    *
    * @return true when this call freed it; false when it was already free, expired or someone else's
-   *     (nothing changed)
+   *     (no other holder's lease changes; a backend whose store keeps no expiry may still mark an
+   *     expired lease of this holder free, so that the next holder need not wait for it)
    */
   boolean release(String name, String owner, FencingToken token);
 

@@ -14,9 +14,9 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /**
- * The core without Micrometer on the class path, as a user who never configures metrics has it
- * (its dependency is optional). Run only by the pom's {@code without-micrometer} execution, which
- * takes Micrometer off the test class path.
+ * The core without Micrometer on the class path, as a user who never configures metrics has it (its
+ * dependency is optional). Run only by the pom's {@code without-micrometer} execution, which takes
+ * Micrometer off the test class path.
  */
 class WithoutMicrometerTest {
 

@@ -141,7 +141,7 @@ final class Loop {
       // it threw (close() interrupting the pass) stays this thread's: the next outcomes are told
       // with the flag set, and the executor, shut down, runs nothing after this pass.
       Listener.tell(ctx.config().onOutcome(), outcome)
-          .ifPresent(
+          .forEach(
               e -> {
                 ctx.metrics().listenerFailed();
                 LOG.warn("Job {}: the outcome listener threw on {}", ctx.job(), outcome, e);
