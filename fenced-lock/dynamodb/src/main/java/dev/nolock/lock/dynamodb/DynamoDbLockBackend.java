@@ -18,6 +18,7 @@ import dev.nolock.patterns.Names;
 import dev.nolock.patterns.ObservedLease;
 import io.vavr.control.Option;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -86,8 +87,9 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  *       another instance of the same owner. The item is not deleted, because the token counter
  *       lives in it; tokens keep rising across releases. A second release, or a stale one after a
  *       takeover, matches nothing and returns false. A release of a grant this instance made whose
- *       holder deadline has passed returns false without a request, as renew does: the lease
- *       expired, whether or not a contender has taken it yet.
+ *       holder deadline has passed returns false, as renew does (the lease expired, whether or not
+ *       a contender has taken it yet), and still frees the item if it is this grant's, so that the
+ *       next holder need not watch it.
  * </ol>
  *
  * <h2>Lost answers</h2>
@@ -102,8 +104,9 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  *   <li>acquire: the item holds this owner's unreleased lease with an rvn this call wrote: that
  *       grant is returned (its deadline counted from before the call's first write); otherwise the
  *       decision starts again from the item as it is now, at most three times;
- *   <li>renew: the item holds this grant with an rvn this call wrote: renewed; otherwise the lease
- *       is no longer this grant's (false);
+ *   <li>renew: the item holds this grant with an rvn this call wrote: renewed; with an rvn another
+ *       renewal of this grant wrote from this instance: tried again on that rvn; otherwise the
+ *       lease is no longer this grant's (false);
  *   <li>release: the item is this grant's, released with an rvn this call wrote: true; released
  *       with another rvn: an earlier release call freed it (false); anything else (the next holder
  *       took the freed lease at once): unknown.
@@ -167,7 +170,34 @@ public final class DynamoDbLockBackend implements LockBackend {
 
   private record Grant(String name, long token) {}
 
-  private record Holding(String owner, String rvn, Deadline deadline) {}
+  /**
+   * A grant this instance holds: its owner, its last confirmed rvn and holder deadline, and the
+   * rvns its renewals wrote lately ({@code written}, shared by every holding of the grant), which
+   * tell another renewal of this same grant (the watchdog's beside an extension, or one whose
+   * outcome was unknown) from anyone else's write.
+   */
+  private record Holding(String owner, String rvn, Deadline deadline, RecentRvns written) {}
+
+  /**
+   * The last {@value #CAPACITY} rvns the renewals of one grant wrote. Renewals of one grant out at
+   * once, or left unknown, are a handful; older rvns can no longer be the stored one that a renewal
+   * meets.
+   */
+  private static final class RecentRvns {
+    private static final int CAPACITY = 16;
+    private final ArrayDeque<String> rvns = new ArrayDeque<>();
+
+    synchronized void add(String rvn) {
+      rvns.addLast(rvn);
+      if (rvns.size() > CAPACITY) {
+        rvns.removeFirst();
+      }
+    }
+
+    synchronized boolean contains(String rvn) {
+      return rvns.contains(rvn);
+    }
+  }
 
   private record Stored(
       String owner, String rvn, long token, Duration leaseDuration, boolean released) {}
@@ -179,6 +209,7 @@ public final class DynamoDbLockBackend implements LockBackend {
    */
   private static final class Writes {
     private final List<String> rvns = new ArrayList<>();
+    private final RecentRvns alsoTo;
     private long firstSentNanos;
     private boolean started;
     private boolean ambiguous;
@@ -190,9 +221,21 @@ public final class DynamoDbLockBackend implements LockBackend {
       }
     }
 
+    Writes() {
+      this(null);
+    }
+
+    /** The writes of a renewal of a grant, each rvn also recorded in its {@code written}. */
+    Writes(RecentRvns alsoTo) {
+      this.alsoTo = alsoTo;
+    }
+
     String newRvn() {
       String rvn = UUID.randomUUID().toString();
       rvns.add(rvn);
+      if (alsoTo != null) {
+        alsoTo.add(rvn); // before the write is sent: a renewal beside it may meet it stored
+      }
       return rvn;
     }
 
@@ -310,8 +353,13 @@ public final class DynamoDbLockBackend implements LockBackend {
    * {@inheritDoc}
    *
    * <p>A new rvn and duration on {@code #owner = :o AND #token = :t AND #rvn = :myLastRvn AND
-   * #released = false}. A refusal after an attempt whose answer was lost reads the item: if it
-   * holds an rvn this call wrote, the renewal landed.
+   * #released = false}. A refusal reads the item: an rvn this call wrote means an attempt whose
+   * answer was lost landed (renewed); owner and token still this grant's, unreleased, with an rvn
+   * another renewal of this grant wrote here means that renewal changed it first (the watchdog's
+   * beside an extension, or an earlier call whose outcome was unknown), so the write is tried again
+   * on the stored rvn, at most three times and only while the holder's deadline has not passed;
+   * anything else (released, taken over, an rvn anyone else wrote) means the lease is no longer
+   * this grant's (false).
    */
   @Override
   public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
@@ -329,29 +377,42 @@ public final class DynamoDbLockBackend implements LockBackend {
       // of this grant answers false too (see release).
       return false;
     }
-    Writes mine = new Writes();
-    Outcome<?> outcome =
-        rewriteRvn(
-            "renew lock \"" + name + "\"", name, owner, token.value(), held.rvn(), ttlMillis, mine);
+    Writes mine = new Writes(held.written());
+    String what = "renew lock \"" + name + "\"";
+    String expected = held.rvn();
     String renewed = null;
-    if (outcome instanceof Applied<?>) {
-      renewed = mine.lastRvn();
-    } else if (mine.ambiguous()) {
-      // Landed, or refused because the lease is no longer this grant's (or its rvn was changed
-      // by someone else): the item says which, since only this call writes these rvns.
-      Option<Stored> now = read(name);
-      if (now.isDefined()
-          && isGrant(now.get(), owner, token)
-          && isOwnUnreleased(now.get(), owner, mine)) {
-        renewed = now.get().rvn();
+    for (int pass = 1; renewed == null; pass++) {
+      Outcome<?> outcome = rewriteRvn(what, name, owner, token.value(), expected, ttlMillis, mine);
+      if (outcome instanceof Applied<?>) {
+        renewed = mine.lastRvn();
+        continue;
       }
-    }
-    if (renewed == null) {
-      holdings.remove(grant, held);
-      return false;
+      // Refused: the item says why. A stored rvn of this call is a landed attempt; one another
+      // renewal of this grant wrote means it changed the rvn first (try again on it); anything
+      // else (released, taken over, or an rvn written by anyone else) means the lease is lost.
+      Option<Stored> now = read(name);
+      if (now.isEmpty()
+          || !isGrant(now.get(), owner, token)
+          || now.get().released()
+          || !held.written().contains(now.get().rvn())) {
+        holdings.remove(grant, held);
+        return false;
+      }
+      if (mine.wrote(now.get().rvn())) {
+        renewed = now.get().rvn();
+        continue;
+      }
+      Holding current = holdings.get(grant);
+      if (current == null || current.deadline().hasExpired()) {
+        return false; // released here meanwhile, or expired: a contender may be entitled to it
+      }
+      if (pass >= MAX_PASSES) {
+        throw unknown(what, "other renewals of this grant changed its rvn under every try");
+      }
+      expected = now.get().rvn();
     }
     Deadline deadline = Deadline.forHolder(clock, mine.firstSentNanos(), ttl);
-    holdings.replace(grant, held, new Holding(owner, renewed, deadline));
+    holdings.replace(grant, held, new Holding(owner, renewed, deadline, held.written()));
     observations.wrote(name, renewed, deadline);
     return true;
   }
@@ -374,61 +435,71 @@ public final class DynamoDbLockBackend implements LockBackend {
     Holding held = holdings.get(grant);
     if (held != null && held.owner().equals(owner) && held.deadline().hasExpired()) {
       // Expired, as renew judges it, even if no contender has taken it yet: "true" would tell
-      // the holder its lease lasted until now. Nothing is written; a contender takes the item
-      // over once it has watched it, as after a crash. The holding stays, so that asking again
-      // answers the same.
+      // the holder its lease lasted until now. The item is freed all the same (the write is on
+      // owner and token, so it can free no one else's lease), so that the next holder need not
+      // watch it for a full duration. The holding stays, so that asking again answers the same.
+      free(name, owner, token);
       return false;
     }
-    String what = "release lock \"" + name + "\"";
     try {
-      Writes mine = new Writes();
-      Outcome<?> outcome =
-          conditionally(
-              what,
-              mine,
-              rvn ->
-                  client.updateItem(
-                      update ->
-                          update
-                              .tableName(table)
-                              .key(key(name))
-                              .updateExpression("SET #released = :true, #rvn = :rvn")
-                              .conditionExpression(
-                                  "#owner = :owner AND #token = :token AND #released = :false")
-                              .expressionAttributeNames(
-                                  Map.of(
-                                      "#released", RELEASED,
-                                      "#rvn", RVN,
-                                      "#owner", OWNER,
-                                      "#token", TOKEN))
-                              .expressionAttributeValues(
-                                  Map.of(
-                                      ":true", AttributeValue.fromBool(true),
-                                      ":false", AttributeValue.fromBool(false),
-                                      ":rvn", AttributeValue.fromS(rvn),
-                                      ":owner", AttributeValue.fromS(owner),
-                                      ":token", number(token.value())))
-                              .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
-      boolean released = outcome instanceof Applied<?>;
-      if (!released && mine.ambiguous()) {
-        Option<Stored> now = read(name);
-        if (now.isEmpty() || !isGrant(now.get(), owner, token) || !now.get().released()) {
-          throw unknown(
-              what,
-              "the resend was refused and the lease is now "
-                  + now.map(n -> n.owner() + "'s (token " + n.token() + ")").getOrElse("gone")
-                  + ": the first attempt may have freed it before that");
-        }
-        released = mine.wrote(now.get().rvn());
-      }
-      if (released) {
-        observations.forget(name);
-      }
-      return released;
+      return free(name, owner, token);
     } finally {
       // Released, no longer this owner's grant, or unknown: this grant is not renewed any more.
       holdings.computeIfPresent(grant, (g, h) -> h.owner().equals(owner) ? null : h);
     }
+  }
+
+  /**
+   * The release write and its resolution after a lost answer ({@link #release}).
+   *
+   * @return true when this call freed the lease, false when it was not this grant's to free
+   */
+  private boolean free(String name, String owner, FencingToken token) {
+    String what = "release lock \"" + name + "\"";
+    Writes mine = new Writes();
+    Outcome<?> outcome =
+        conditionally(
+            what,
+            mine,
+            rvn ->
+                client.updateItem(
+                    update ->
+                        update
+                            .tableName(table)
+                            .key(key(name))
+                            .updateExpression("SET #released = :true, #rvn = :rvn")
+                            .conditionExpression(
+                                "#owner = :owner AND #token = :token AND #released = :false")
+                            .expressionAttributeNames(
+                                Map.of(
+                                    "#released", RELEASED,
+                                    "#rvn", RVN,
+                                    "#owner", OWNER,
+                                    "#token", TOKEN))
+                            .expressionAttributeValues(
+                                Map.of(
+                                    ":true", AttributeValue.fromBool(true),
+                                    ":false", AttributeValue.fromBool(false),
+                                    ":rvn", AttributeValue.fromS(rvn),
+                                    ":owner", AttributeValue.fromS(owner),
+                                    ":token", number(token.value())))
+                            .overrideConfiguration(ConditionalWrites.ONE_ATTEMPT)));
+    boolean released = outcome instanceof Applied<?>;
+    if (!released && mine.ambiguous()) {
+      Option<Stored> now = read(name);
+      if (now.isEmpty() || !isGrant(now.get(), owner, token) || !now.get().released()) {
+        throw unknown(
+            what,
+            "the resend was refused and the lease is now "
+                + now.map(n -> n.owner() + "'s (token " + n.token() + ")").getOrElse("gone")
+                + ": the first attempt may have freed it before that");
+      }
+      released = mine.wrote(now.get().rvn());
+    }
+    if (released) {
+      observations.forget(name);
+    }
+    return released;
   }
 
   /**
@@ -622,7 +693,7 @@ public final class DynamoDbLockBackend implements LockBackend {
       // Grants lost without a release (the holder never called it): their deadlines are past.
       holdings.values().removeIf(held -> held.deadline().hasExpired());
     }
-    holdings.put(new Grant(name, token), new Holding(owner, rvn, deadline));
+    holdings.put(new Grant(name, token), new Holding(owner, rvn, deadline, new RecentRvns()));
     observations.wrote(name, rvn, deadline);
     return FencingToken.of(token);
   }

@@ -143,6 +143,50 @@ class DynamoDbLockBackendLostAnswerIT {
     assertThat(other.inspect(name).get().holder().get().owner()).isEqualTo("A");
   }
 
+  /**
+   * Two renewals of one grant out at once (the watchdog's beside an extension): both read the
+   * grant's last rvn, the second lands first and changes it. The first, resent after its request
+   * was lost, is refused on the old rvn, but the lease is still this grant's: a false "lost" would
+   * make the holder give up a lease it holds.
+   */
+  @Test
+  void aRenewalRefusedBecauseAnotherRenewalOfTheSameGrantChangedTheRvnStillRenews() {
+    FencingToken token = backend.tryAcquire(name, "A", TTL).get();
+    DynamoDbFaults.Fault lost =
+        faults.onNext(
+            "UpdateItem",
+            FaultKind.REQUEST_LOST,
+            () -> assertThat(backend.renew(name, "A", token, TTL)).as("the other one").isTrue());
+
+    Boolean renewed = unknownAsNull(() -> backend.renew(name, "A", token, TTL));
+
+    lost.assertRetried();
+    assertThat(renewed == null ? "unknown" : renewed ? "renewed" : "lost")
+        .as("the lease is still this grant's: renewed, or at worst unknown")
+        .isIn("renewed", "unknown");
+    assertThat(backend.renew(name, "A", token, TTL)).as("the holder still holds it").isTrue();
+  }
+
+  /**
+   * A lease whose holder's deadline passed (its renewals failed in an outage) is released by the
+   * facade anyway, so that the next holder need not watch it for a full lease: the answer is false
+   * (it had expired), and the item is freed all the same.
+   */
+  @Test
+  void aReleaseAfterTheDeadlineAnswersFalseAndStillFreesTheItem() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    DynamoDbLockBackend holder =
+        DynamoDbLockBackend.create(
+            plain,
+            DynamoDbLockBackendConfig.custom().tableName(config.tableName()).clock(clock).build());
+    FencingToken token = holder.tryAcquire(name, "A", TTL).get();
+    clock.advance(TTL);
+
+    assertThat(holder.release(name, "A", token)).as("expired: not released by this call").isFalse();
+    assertThat(other.inspect(name).get().isFree()).as("but the item is free for the next").isTrue();
+    assertThat(holder.release(name, "A", token)).as("asked again").isFalse();
+  }
+
   @Test
   void aReleaseWhoseAnswerWasLostReportsTheRelease() {
     FencingToken token = backend.tryAcquire(name, "A", TTL).get();

@@ -101,10 +101,11 @@ import org.slf4j.LoggerFactory;
  *   <li><b>Release</b> ({@link #release}): read; if still {@code (owner, token)}, remove {@code
  *       holderIdentity} with an update on the read {@code resourceVersion}. Any instance may
  *       release (owner and token name the grant). A second release, or a stale one after a
- *       takeover, finds someone else's (or no) holder and returns false without writing; so does a
- *       release of a grant this instance made whose deadline has passed, as renew does (the lease
- *       expired, whether or not a contender has taken it yet). A Lease marked for deletion may
- *       still be released: giving a lock up is always safe.
+ *       takeover, finds someone else's (or no) holder and returns false without writing. A release
+ *       of a grant this instance made whose deadline has passed returns false, as renew does (the
+ *       lease expired, whether or not a contender has taken it yet), and still frees the Lease if
+ *       it is this grant's, so that the next holder need not watch it. A Lease marked for deletion
+ *       may still be released: giving a lock up is always safe.
  * </ol>
  *
  * A write whose answer was lost is resent by fabric8 (after an {@code IOException}, 429 or 5xx),
@@ -285,7 +286,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
       return false; // not a grant of this instance, or already released or lost
     }
     for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
-      if (held.deadline().hasExpired()) {
+      // The holding as it is now: a renewal of this grant confirmed meanwhile moved its deadline.
+      Holding current = holdings.get(grant);
+      if (current == null || current.deadline().hasExpired()) {
         // A contender may already be entitled to it. The holding stays, so that a later release
         // of this grant answers false too (see release).
         return false;
@@ -328,11 +331,21 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     Holding held = holdings.get(grant);
     if (held != null && held.owner().equals(owner) && held.deadline().hasExpired()) {
       // Expired, as renew judges it, even if no contender has taken it yet: "true" would tell
-      // the holder its lease lasted until now. Nothing is written; a contender takes the Lease
-      // over once it has watched it, as after a crash. The holding stays, so that asking again
-      // answers the same.
+      // the holder its lease lasted until now. The Lease is freed all the same (only if it is
+      // still this grant's), so that the next holder need not watch it for a full duration.
+      free(name, leaseName, owner, token, grant);
       return false;
     }
+    return free(name, leaseName, owner, token, grant);
+  }
+
+  /**
+   * The release write and its resolution after a conflict or a lost answer ({@link #release}).
+   *
+   * @return true when this call freed the lease, false when it was not this grant's to free
+   */
+  private boolean free(
+      String name, String leaseName, String owner, FencingToken token, Grant grant) {
     List<String> sent = new ArrayList<>();
     for (int attempt = 0; attempt < MAX_CONFLICTS; attempt++) {
       Lease lease = read(name, leaseName);
