@@ -1,5 +1,7 @@
 package dev.nolock.testkit;
 
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;
@@ -49,6 +51,7 @@ public final class ConcurrentCreators {
       int rounds,
       Function<String, T> prepare,
       Consumer<T> create) {
+    warmUp(schema);
     List<String> failures = new ArrayList<>();
     List<String> tables = new ArrayList<>();
     ExecutorService callers = Executors.newFixedThreadPool(THREADS);
@@ -103,6 +106,30 @@ public final class ConcurrentCreators {
                   .get(0, Boolean.class))
           .as("the table %s exists after the race", table)
           .isTrue();
+    }
+  }
+
+  /**
+   * Fills {@code schema}'s pool with a connection per caller: a pool that opens them on demand
+   * hands them out one after another, which staggers the callers past the barrier and hides the
+   * race.
+   */
+  private static void warmUp(PostgresSchema schema) {
+    List<Connection> held = new ArrayList<>();
+    try {
+      for (int caller = 0; caller < THREADS; caller++) {
+        held.add(schema.dataSource().getConnection());
+      }
+    } catch (SQLException e) {
+      throw new AssertionError("Could not open " + THREADS + " connections: " + e, e);
+    } finally {
+      for (Connection connection : held) {
+        try {
+          connection.close();
+        } catch (SQLException e) {
+          // Returned to the pool or not, the race runs; the pool replaces a broken connection.
+        }
+      }
     }
   }
 }

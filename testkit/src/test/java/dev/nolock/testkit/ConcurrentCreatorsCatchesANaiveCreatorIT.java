@@ -20,7 +20,7 @@ class ConcurrentCreatorsCatchesANaiveCreatorIT {
                 ConcurrentCreators.assertAllSucceed(
                     schema,
                     "naive",
-                    4,
+                    10,
                     table -> table,
                     table ->
                         schema
