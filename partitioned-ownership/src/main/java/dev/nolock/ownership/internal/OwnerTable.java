@@ -12,6 +12,7 @@ import static org.jooq.impl.DSL.val;
 import dev.nolock.ownership.LogStartMismatchException;
 import dev.nolock.ownership.PartitionCountChangedException;
 import dev.nolock.patterns.SchemaMismatchException;
+import dev.nolock.patterns.sql.CreateIfMissing;
 import dev.nolock.patterns.sql.PgClock;
 import dev.nolock.patterns.sql.TableShape;
 import java.time.Duration;
@@ -120,7 +121,8 @@ public final class OwnerTable {
    * Creates the table unless it exists ({@code CREATE TABLE IF NOT EXISTS}, as the README's Schema
    * section shows it), then checks that the table the name resolves to has the shape the runner
    * needs (see {@link #SHAPE}); each statement bounded by {@code timeout}. A table of another shape
-   * is left as it is.
+   * is left as it is. Runners that start at once may all call it: one that loses the race to create
+   * the table ({@link CreateIfMissing}) finds the winner's and checks it the same way.
    *
    * @param configured the table as configured, for the exception
    * @throws SchemaMismatchException when the existing table cannot be used; its message holds the
@@ -128,7 +130,8 @@ public final class OwnerTable {
    */
   public void createTableIfMissing(DSLContext dsl, String configured, Duration timeout) {
     Query create = createQuery(dsl).queryTimeout(seconds(timeout));
-    create.execute();
+    CreateIfMissing.relation(
+        dsl, tableName, timeout, on -> createQuery(on).queryTimeout(seconds(timeout)).execute());
     TableShape.of(tableName)
         .columns(SHAPE)
         .uniqueKey(SHAPE.get(0), SHAPE.get(1), SHAPE.get(2))

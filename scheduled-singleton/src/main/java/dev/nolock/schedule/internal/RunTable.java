@@ -9,6 +9,7 @@ import static org.jooq.impl.DSL.val;
 
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.SchemaMismatchException;
+import dev.nolock.patterns.sql.CreateIfMissing;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.PgClock;
 import dev.nolock.patterns.sql.SqlErrors;
@@ -63,6 +64,7 @@ public final class RunTable {
 
   private static final Field<OffsetDateTime> RELEASED = val(at(RELEASED_AT));
 
+  private final Name qualified;
   private final Table<?> table;
   private final String tableName;
   private final Name indexName;
@@ -110,7 +112,7 @@ public final class RunTable {
    * @param queryTimeout the JDBC timeout of every statement, rounded up to whole seconds
    */
   public RunTable(String tableName, Duration queryTimeout) {
-    Name qualified = SqlNames.requireSqlIdentifier("runs table", tableName);
+    this.qualified = SqlNames.requireSqlIdentifier("runs table", tableName);
     this.table = table(qualified);
     this.tableName = tableName;
     // An index lives in its table's schema and takes an unqualified name.
@@ -170,21 +172,23 @@ public final class RunTable {
   /**
    * Creates the table unless it exists, checks that the table the name resolves to has a shape the
    * statements of this class can use ({@link #shapeProblems}), then creates the index unless it
-   * exists. A table of another shape is refused before anything else is created.
+   * exists. A table of another shape is refused before anything else is created. Instances that
+   * start at once may all call it: one that loses the race to create the table or the index finds
+   * the winner's ({@link CreateIfMissing}), and checks the table the same way.
    *
    * @throws SchemaMismatchException when the existing table cannot be used
    */
   public void createIfMissing(DSLContext dsl) {
+    Duration timeout = Duration.ofSeconds(timeoutSeconds);
     OwnTransaction.run(
         dsl,
         d -> {
-          List<Query> ddl = ddl(d);
-          ddl.get(0).execute();
+          CreateIfMissing.relation(d, qualified, timeout, on -> ddl(on).get(0).execute());
           List<String> problems = shapeProblems(d);
           if (!problems.isEmpty()) {
             throw new SchemaMismatchException(tableName, String.join("; ", problems), ddlSql(d));
           }
-          ddl.get(1).execute();
+          CreateIfMissing.index(d, qualified, indexName, timeout, on -> ddl(on).get(1).execute());
           return null;
         });
   }

@@ -5,6 +5,7 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.sql.CreateIfMissing;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
@@ -14,6 +15,7 @@ import java.util.Objects;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
+import org.jooq.Name;
 import org.jooq.SQLDialect;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
@@ -76,6 +78,7 @@ public final class PostgresLockBackend implements LockBackend {
 
   private final DSLContext dsl;
   private final PostgresLockConfig config;
+  private final Name tableName;
   private final LockTable table;
   private final int queryTimeoutSeconds;
 
@@ -83,7 +86,8 @@ public final class PostgresLockBackend implements LockBackend {
     Objects.requireNonNull(dataSource, "dataSource");
     this.config = Objects.requireNonNull(config, "config");
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
-    this.table = new LockTable(SqlNames.requireSqlIdentifier("lock table", config.table()));
+    this.tableName = SqlNames.requireSqlIdentifier("lock table", config.table());
+    this.table = new LockTable(tableName);
     this.queryTimeoutSeconds = Math.toIntExact(config.queryTimeout().toSeconds());
   }
 
@@ -107,7 +111,9 @@ public final class PostgresLockBackend implements LockBackend {
   /**
    * Creates the lease table if it does not exist: {@code (name varchar(255) primary key, owner
    * varchar(255) not null, token bigint not null check (token > 0), expires_at timestamptz not
-   * null)}. A schema-qualified table needs its schema to exist.
+   * null)}. A schema-qualified table needs its schema to exist. Backends that start at once may all
+   * call it: one that loses the race to create the table finds the winner's ({@link
+   * CreateIfMissing}).
    *
    * @throws IllegalStateException when PostgreSQL refuses the DDL, e.g. for lack of the CREATE
    *     privilege
@@ -116,7 +122,15 @@ public final class PostgresLockBackend implements LockBackend {
   public void createTableIfMissing() {
     translate(
         () -> "creating the lock table " + table + " (the user needs CREATE on its schema)",
-        () -> OwnTransaction.run(dsl, tx -> table.createTableIfMissing(tx).execute()));
+        () -> {
+          // Its own transaction (jOOQ's, committed) on a pool connection.
+          CreateIfMissing.relation(
+              dsl,
+              tableName,
+              config.queryTimeout(),
+              on -> table.createTableIfMissing(on).execute());
+          return null;
+        });
   }
 
   @Override

@@ -103,9 +103,10 @@ public final class KeyExecutor<R> {
               tx -> {
                 List<Query> ddl = table.createIfMissing(tx.dsl());
                 // Sequence and table first: the indexes name columns an older or foreign table
-                // may lack, and their error would not say which DDL fits.
-                ddl.get(0).execute();
-                ddl.get(1).execute();
+                // may lack, and their error would not say which DDL fits. Each behind a savepoint
+                // of this transaction: an instance starting at the same moment may create it
+                // first, and this one then finds it (CreateIfMissing).
+                table.createSequenceAndTable(tx.dsl(), config.queryTimeout());
                 // A table left in place by IF NOT EXISTS must fit the statements: SchemaMismatch.
                 table
                     .shape()
@@ -114,7 +115,7 @@ public final class KeyExecutor<R> {
                         config.queryTimeout(),
                         config.table(),
                         ddl.stream().map(q -> q.getSQL(ParamType.INLINED)).toList());
-                ddl.subList(2, ddl.size()).forEach(Query::execute);
+                table.createIndexes(tx.dsl(), config.queryTimeout());
               });
           return null;
         });

@@ -17,6 +17,7 @@ import dev.nolock.idempotency.Fingerprint;
 import dev.nolock.idempotency.IdempotencyKeys;
 import dev.nolock.idempotency.Phases;
 import dev.nolock.idempotency.StoredResult;
+import dev.nolock.patterns.sql.CreateIfMissing;
 import dev.nolock.patterns.sql.LeasedRow;
 import dev.nolock.patterns.sql.PgClock;
 import dev.nolock.patterns.sql.TableShape;
@@ -210,6 +211,28 @@ public final class KeyTable {
         dsl.createIndexIfNotExists(inProgressIndex)
             .on(table, scope, key)
             .where(state.eq(inline(IN_PROGRESS))));
+  }
+
+  /**
+   * The sequence, then the table, of {@link #createIfMissing}, each unless it exists; an instance
+   * that loses the race to create one to another instance finds the winner's ({@link
+   * CreateIfMissing}). Each catalog read bounded by {@code timeout}.
+   */
+  public void createSequenceAndTable(DSLContext dsl, Duration timeout) {
+    CreateIfMissing.relation(
+        dsl,
+        attemptSequence.getQualifiedName(),
+        timeout,
+        on -> createIfMissing(on).get(0).execute());
+    CreateIfMissing.relation(dsl, tableName, timeout, on -> createIfMissing(on).get(1).execute());
+  }
+
+  /** The two indexes of {@link #createIfMissing}, as {@link #createSequenceAndTable} does. */
+  public void createIndexes(DSLContext dsl, Duration timeout) {
+    CreateIfMissing.index(
+        dsl, tableName, expiresIndex, timeout, on -> createIfMissing(on).get(2).execute());
+    CreateIfMissing.index(
+        dsl, tableName, inProgressIndex, timeout, on -> createIfMissing(on).get(3).execute());
   }
 
   /**

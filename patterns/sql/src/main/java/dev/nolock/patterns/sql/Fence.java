@@ -16,23 +16,15 @@ import dev.nolock.patterns.WriteId;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.vavr.control.Either;
 import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.Savepoint;
 import java.time.Duration;
 import java.time.OffsetDateTime;
-import java.util.ArrayDeque;
-import java.util.Deque;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
-import java.util.function.Consumer;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.SQLDialect;
 import org.jooq.Table;
-import org.jooq.TransactionContext;
-import org.jooq.TransactionProvider;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
 import org.jooq.impl.DefaultConnectionProvider;
@@ -126,13 +118,6 @@ public final class Fence {
 
   /** Appended to the fence table's name to name its write-id table, unless one is configured. */
   public static final String WRITES_SUFFIX = "_writes";
-
-  /**
-   * What PostgreSQL answers a {@code CREATE TABLE IF NOT EXISTS} that raced another creator of the
-   * same table: {@code 23505} (its row type's entry in {@code pg_type}), {@code 42P07} (duplicate
-   * table), {@code 42710} (duplicate object).
-   */
-  private static final Set<String> CREATED_CONCURRENTLY = Set.of("23505", "42P07", "42710");
 
   private final Name tableName;
   private final Name writesName;
@@ -251,7 +236,8 @@ public final class Fence {
    * <p>It looks each table up in the catalog first and issues DDL only for what is missing, so a
    * role that may write the tables but does not own them can call this once the schema is complete.
    * Processes that start at once may all call it: a creator that loses the race to another
-   * (SQLState {@code 23505}, {@code 42P07} or {@code 42710}) finds the table there and carries on.
+   * (SQLState {@code 23505}, {@code 42P07} or {@code 42710}) finds the table there and carries on
+   * ({@link CreateIfMissing}).
    *
    * @param dsl where to run: over a {@code DataSource}, a transaction of its own per table,
    *     committed; over one connection with auto-commit off (the caller's open transaction), inside
@@ -260,7 +246,7 @@ public final class Fence {
    */
   public void createTableIfMissing(DSLContext dsl) {
     Objects.requireNonNull(dsl, "dsl");
-    createIfMissing(
+    CreateIfMissing.relation(
         dsl,
         tableName,
         tx ->
@@ -271,7 +257,7 @@ public final class Fence {
                 .primaryKey(name)
                 .check(token.gt(0L))
                 .execute());
-    createIfMissing(
+    CreateIfMissing.relation(
         dsl,
         writesName,
         tx ->
@@ -284,40 +270,6 @@ public final class Fence {
                 .primaryKey(name, writeIdColumn)
                 .check(token.gt(0L))
                 .execute());
-  }
-
-  private static void createIfMissing(DSLContext dsl, Name table, Consumer<DSLContext> create) {
-    if (exists(dsl, table)) {
-      return;
-    }
-    try {
-      if (!(dsl.configuration().connectionProvider() instanceof DefaultConnectionProvider)) {
-        // A pool, a thread-bound or a framework's provider: jOOQ's transaction API decides.
-        dsl.transaction(configuration -> create.accept(configuration.dsl()));
-      } else {
-        dsl.connection(
-            connection -> {
-              // With auto-commit off the caller's transaction is open on this connection: behind
-              // a savepoint instead of a transaction jOOQ would commit, so that losing the
-              // creation race leaves the caller's transaction usable for the re-check, and the
-              // caller's commit decides.
-              DSLContext on =
-                  connection.getAutoCommit()
-                      ? dsl
-                      : dsl.configuration().derive(new SavepointsOnly(connection)).dsl();
-              on.transaction(configuration -> create.accept(configuration.dsl()));
-            });
-      }
-    } catch (DataAccessException e) {
-      if (!CREATED_CONCURRENTLY.contains(e.sqlState()) || !exists(dsl, table)) {
-        throw e;
-      }
-    }
-  }
-
-  private static boolean exists(DSLContext dsl, Name table) {
-    return dsl.fetchSingle("select to_regclass(?) is not null", SqlNames.regclass(table))
-        .get(0, Boolean.class);
   }
 
   /**
@@ -551,52 +503,6 @@ public final class Fence {
       return Either.right(rolledBack.answer());
     } catch (RejectedRollback rejected) {
       return Either.left(rejected.rejection);
-    }
-  }
-
-  /**
-   * A jOOQ transaction provider for a transaction the caller owns: every transaction jOOQ begins is
-   * a savepoint, committed by releasing it and rolled back to it; the caller's transaction itself
-   * is never committed nor rolled back. Hand-written because jOOQ's own provider makes the
-   * outermost transaction a real one, committed on the connection.
-   */
-  private static final class SavepointsOnly implements TransactionProvider {
-    private final Connection connection;
-    private final Deque<Savepoint> savepoints = new ArrayDeque<>();
-
-    SavepointsOnly(Connection connection) {
-      this.connection = connection;
-    }
-
-    @Override
-    public void begin(TransactionContext context) {
-      try {
-        savepoints.push(connection.setSavepoint());
-      } catch (SQLException e) {
-        throw new DataAccessException(
-            "Could not set a savepoint in the caller's transaction: " + e.getMessage(), e);
-      }
-    }
-
-    @Override
-    public void commit(TransactionContext context) {
-      try {
-        connection.releaseSavepoint(savepoints.pop());
-      } catch (SQLException e) {
-        throw new DataAccessException(
-            "Could not release the savepoint in the caller's transaction: " + e.getMessage(), e);
-      }
-    }
-
-    @Override
-    public void rollback(TransactionContext context) {
-      try {
-        connection.rollback(savepoints.pop());
-      } catch (SQLException e) {
-        throw new DataAccessException(
-            "Could not roll back to the savepoint in the caller's transaction: " + e.getMessage(),
-            e);
-      }
     }
   }
 
