@@ -7,9 +7,11 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.function.Consumer;
 import org.jooq.DSLContext;
+import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.ResultQuery;
 import org.jooq.exception.DataAccessException;
+import org.jooq.impl.DSL;
 import org.jooq.impl.DefaultConnectionProvider;
 
 /**
@@ -32,8 +34,9 @@ import org.jooq.impl.DefaultConnectionProvider;
  * <p>Algorithm:
  *
  * <ol>
- *   <li>Look the object up in the catalog; if it is there, issue no DDL (a role that may use the
- *       objects but does not own them can call this once the schema is complete).
+ *   <li>Look the object up in the catalog (an unqualified name in {@code current_schema()}); if it
+ *       is there, issue no DDL (a role that may use the objects but does not own them can call this
+ *       once the schema is complete).
  *   <li>Run the DDL in a transaction of its own, or, on a connection in the caller's open
  *       transaction, behind a savepoint: losing the race then undoes only the DDL, and the caller's
  *       transaction stays usable for the next step and its own statements.
@@ -60,10 +63,12 @@ public final class CreateIfMissing {
 
   /**
    * Creates the table or sequence {@code relation} with {@code create} unless {@code to_regclass}
-   * finds it; see the class Javadoc. The catalog reads are not bounded by a query timeout.
+   * finds it where the {@code CREATE} would put it; see the class Javadoc. The catalog reads are
+   * not bounded by a query timeout.
    *
-   * @param relation the name the module's statements use, resolved as they resolve it (the search
-   *     path decides for an unqualified one)
+   * @param relation the name the module's statements use: schema-qualified, or unqualified and
+   *     looked up in {@code current_schema()} only (the first schema of the search path that
+   *     exists, where an unqualified {@code CREATE} creates it)
    * @param create runs the {@code CREATE ... IF NOT EXISTS} on the context it is given
    */
   public static void relation(DSLContext dsl, Name relation, Consumer<DSLContext> create) {
@@ -146,8 +151,22 @@ public final class CreateIfMissing {
 
   private static boolean relationExists(DSLContext dsl, Name relation, int timeout) {
     return fetchTrue(
-        dsl.resultQuery("select to_regclass({0}) is not null", val(SqlNames.regclass(relation))),
-        timeout);
+        dsl.resultQuery("select to_regclass({0}) is not null", whereCreated(relation)), timeout);
+  }
+
+  /**
+   * The relation as {@code to_regclass} must look it up: a qualified name as it is; an unqualified
+   * one in {@code current_schema()}, where {@code CREATE} puts it, not anywhere on the search path.
+   * A table of the same name in a later schema on the path (another tenant's, an older deploy's)
+   * must not stand for the one this call would create; statements then resolve to the created one,
+   * which comes first on the path. No schema selected: null, so the {@code CREATE} runs and says
+   * so.
+   */
+  private static Field<String> whereCreated(Name relation) {
+    String quoted = SqlNames.regclass(relation);
+    return relation.getName().length > 1
+        ? val(quoted)
+        : DSL.field("quote_ident(current_schema()) || '.' || {0}", String.class, val(quoted));
   }
 
   private static boolean indexExists(DSLContext dsl, Name table, Name index, int timeout) {
@@ -155,7 +174,7 @@ public final class CreateIfMissing {
         dsl.resultQuery(
             "select exists (select 1 from pg_index i join pg_class c on c.oid = i.indexrelid"
                 + " where i.indrelid = to_regclass({0}) and c.relname = {1})",
-            val(SqlNames.regclass(table)), val(index.last())),
+            whereCreated(table), val(index.last())),
         timeout);
   }
 
