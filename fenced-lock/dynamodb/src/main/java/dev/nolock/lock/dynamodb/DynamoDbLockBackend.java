@@ -30,6 +30,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.model.AttributeValue;
@@ -144,6 +146,8 @@ import software.amazon.awssdk.services.dynamodb.model.UpdateItemResponse;
  * how to create it.
  */
 public final class DynamoDbLockBackend implements LockBackend {
+
+  private static final Logger LOG = LoggerFactory.getLogger(DynamoDbLockBackend.class);
 
   /** The holder's owner identity (string). */
   public static final String OWNER = "owner";
@@ -412,7 +416,17 @@ public final class DynamoDbLockBackend implements LockBackend {
       expected = now.get().rvn();
     }
     Deadline deadline = Deadline.forHolder(clock, mine.firstSentNanos(), ttl);
-    holdings.replace(grant, held, new Holding(owner, renewed, deadline, held.written()));
+    // The stored lease is now this call's, if its write replaced the rvn the holding names (the
+    // one this call started from, or one a renewal beside it confirmed meanwhile); a holding that
+    // names a later rvn belongs to a renewal that landed after this one and stays.
+    String replaced = expected;
+    String stored = renewed;
+    holdings.computeIfPresent(
+        grant,
+        (g, h) ->
+            h == held || h.rvn().equals(replaced)
+                ? new Holding(owner, stored, deadline, h.written())
+                : h);
     observations.wrote(name, renewed, deadline);
     return true;
   }
@@ -438,7 +452,12 @@ public final class DynamoDbLockBackend implements LockBackend {
       // the holder its lease lasted until now. The item is freed all the same (the write is on
       // owner and token, so it can free no one else's lease), so that the next holder need not
       // watch it for a full duration. The holding stays, so that asking again answers the same.
-      free(name, owner, token);
+      try {
+        free(name, owner, token);
+      } catch (BackendUnavailableException e) {
+        // The answer is false whatever became of the write: the lease had expired.
+        LOG.debug("Freeing the expired lease of {} (token {}) failed", name, token.value(), e);
+      }
       return false;
     }
     try {

@@ -168,6 +168,36 @@ class DynamoDbLockBackendLostAnswerIT {
   }
 
   /**
+   * The same two renewals with different lengths: the longer one (an extension to a minute) lands
+   * first, the shorter one (the watchdog's 3 s) is tried again on its rvn and lands last, so the
+   * server keeps 3 s. The backend must count 3 s too: after them the grant has ended, and a release
+   * answers false. Before the fix it kept the minute and answered true.
+   */
+  @Test
+  void theRenewalThatLandsLastDecidesWhenTheGrantEnds() {
+    ManualLeaseClock clock = new ManualLeaseClock();
+    DynamoDbLockBackend holder =
+        DynamoDbLockBackend.create(
+            faults.client(),
+            DynamoDbLockBackendConfig.custom().tableName(config.tableName()).clock(clock).build());
+    FencingToken token = holder.tryAcquire(name, "A", TTL).get();
+    Duration minute = Duration.ofMinutes(1);
+    Duration watchdog = Duration.ofSeconds(3);
+    faults.onNext(
+        "UpdateItem",
+        FaultKind.REQUEST_LOST,
+        () -> assertThat(holder.renew(name, "A", token, minute)).as("the extension").isTrue());
+
+    Boolean renewed = unknownAsNull(() -> holder.renew(name, "A", token, watchdog));
+    assertThat(renewed).as("the watchdog's renewal, landed last").isNotEqualTo(Boolean.FALSE);
+    clock.advance(watchdog.plusMillis(1));
+
+    assertThat(holder.release(name, "A", token))
+        .as("the server kept 3 s after the last renewal: the grant has ended")
+        .isFalse();
+  }
+
+  /**
    * A lease whose holder's deadline passed (its renewals failed in an outage) is released by the
    * facade anyway, so that the next holder need not watch it for a full lease: the answer is false
    * (it had expired), and the item is freed all the same.

@@ -333,7 +333,12 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
       // Expired, as renew judges it, even if no contender has taken it yet: "true" would tell
       // the holder its lease lasted until now. The Lease is freed all the same (only if it is
       // still this grant's), so that the next holder need not watch it for a full duration.
-      free(name, leaseName, owner, token, grant);
+      try {
+        free(name, leaseName, owner, token, grant);
+      } catch (BackendUnavailableException e) {
+        // The answer is false whatever became of the write: the lease had expired.
+        LOG.debug("Freeing the expired Lease of {} (token {}) failed", name, token.value(), e);
+      }
       return false;
     }
     return free(name, leaseName, owner, token, grant);
