@@ -1,6 +1,7 @@
 package dev.nolock.ownership;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
@@ -60,10 +61,19 @@ class TransactionMarkersIT {
       }
       producer.flush();
       producer.abortTransaction();
+      // abortTransaction returns once the coordinator has decided; it writes the markers into the
+      // partitions after that, so the last marker may not be there yet.
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .untilAsserted(
+              () -> {
+                assertThat(endOffset(kafka, p0))
+                    .as("3 committed, their marker, 2 aborted, their marker")
+                    .isEqualTo(7);
+                assertThat(endOffset(kafka, p2)).as("2 aborted, their marker").isEqualTo(3);
+              });
       long end0 = endOffset(kafka, p0);
       long end2 = endOffset(kafka, p2);
-      assertThat(end0).as("3 committed, their marker, 2 aborted, their marker").isEqualTo(7);
-      assertThat(end2).as("2 aborted, their marker").isEqualTo(3);
 
       SimpleMeterRegistry metrics = new SimpleMeterRegistry();
       try (PartitionOwner<String, String> first =
