@@ -7,6 +7,11 @@ import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.Dependency;
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.JavaCodeUnit;
+import com.tngtech.archunit.core.domain.JavaField;
+import com.tngtech.archunit.core.domain.JavaMember;
+import com.tngtech.archunit.core.domain.JavaModifier;
+import com.tngtech.archunit.core.domain.JavaType;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.junit.AnalyzeClasses;
 import com.tngtech.archunit.junit.ArchTest;
@@ -14,6 +19,7 @@ import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
@@ -200,6 +206,86 @@ class ArchitectureTest {
                       DescribedPredicate.describe(
                           "in com.sun.net.httpserver",
                           c -> c.getPackageName().startsWith("com.sun.net.httpserver"))));
+
+  /**
+   * Whether {@code c} is part of a module's public API: outside its {@code internal} package and
+   * outside the benchmarks, and reachable from other packages (public or protected, as is every
+   * class it is nested in).
+   */
+  static boolean isPublicApi(JavaClass c) {
+    if (moduleOf(c).filter(BENCHMARKS::equals).isPresent() || isInternal(c)) {
+      return false;
+    }
+    for (Optional<JavaClass> k = Optional.of(c); k.isPresent(); k = k.get().getEnclosingClass()) {
+      Set<JavaModifier> modifiers = k.get().getModifiers();
+      if (!modifiers.contains(JavaModifier.PUBLIC) && !modifiers.contains(JavaModifier.PROTECTED)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static final String JAVA_OPTIONAL = "java.util.Optional";
+
+  /**
+   * Whether {@code type} is, or involves (as a type argument, bound or array component), Optional.
+   */
+  static boolean mentionsJavaOptional(JavaType type) {
+    return type.getAllInvolvedRawTypes().stream().anyMatch(t -> t.getName().equals(JAVA_OPTIONAL));
+  }
+
+  /** The types a member shows its callers: its field type, or its return, parameter and bounds. */
+  static List<JavaType> signatureTypes(JavaMember member) {
+    List<JavaType> types = new ArrayList<>();
+    if (member instanceof JavaField field) {
+      types.add(field.getType());
+    } else if (member instanceof JavaCodeUnit codeUnit) {
+      types.add(codeUnit.getReturnType());
+      types.addAll(codeUnit.getParameterTypes());
+      codeUnit.getTypeParameters().forEach(p -> types.addAll(p.getBounds()));
+    }
+    return types;
+  }
+
+  /**
+   * No public signature takes or answers {@code java.util.Optional}: absence is a vavr {@code
+   * Option} across nolock's API (a caller gets one vocabulary, and the contracts' implementers do
+   * not convert back and forth). Internal code and the benchmarks may use either.
+   */
+  @ArchTest
+  static final ArchRule no_public_signature_uses_java_util_optional =
+      classes()
+          .that()
+          .resideInAPackage("dev.nolock..")
+          .and(DescribedPredicate.describe("are public API", ArchitectureTest::isPublicApi))
+          .should(
+              new ArchCondition<>(
+                  "not mention java.util.Optional in a public or protected member") {
+                @Override
+                public void check(JavaClass c, ConditionEvents events) {
+                  for (JavaMember member : c.getMembers()) {
+                    Set<JavaModifier> modifiers = member.getModifiers();
+                    if ((!modifiers.contains(JavaModifier.PUBLIC)
+                            && !modifiers.contains(JavaModifier.PROTECTED))
+                        || modifiers.contains(JavaModifier.SYNTHETIC)
+                        || modifiers.contains(JavaModifier.BRIDGE)) {
+                      continue;
+                    }
+                    for (JavaType type : signatureTypes(member)) {
+                      if (mentionsJavaOptional(type)) {
+                        events.add(
+                            SimpleConditionEvent.violated(
+                                member,
+                                member.getFullName()
+                                    + " mentions java.util.Optional in "
+                                    + type.getName()
+                                    + ": public signatures use io.vavr.control.Option"));
+                        break;
+                      }
+                    }
+                  }
+                }
+              });
 
   /** The import found the modules: a rule over an empty import would pass vacuously. */
   @ArchTest

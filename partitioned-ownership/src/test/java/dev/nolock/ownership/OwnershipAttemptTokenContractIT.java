@@ -13,9 +13,9 @@ import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Collectors;
@@ -200,10 +200,10 @@ class OwnershipAttemptTokenContractIT {
     }
 
     @Override
-    protected Optional<Epoch> claim(String topic) {
+    protected Option<Epoch> claim(String topic) {
       String owner = claimer(claims.merge(topic, 1, Integer::sum) - 1);
       OwnerTable.Claim claim = TABLE.claim(dsl, GROUP, topic, 0, 1, owner, TIMEOUT, 0L);
-      return Optional.of(new Epoch(topic, owner, claim.epoch()));
+      return Option.some(new Epoch(topic, owner, claim.epoch()));
     }
 
     @Override

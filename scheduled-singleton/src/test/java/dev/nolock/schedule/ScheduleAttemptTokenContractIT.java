@@ -9,6 +9,7 @@ import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -227,7 +228,7 @@ class ScheduleAttemptTokenContractIT
   }
 
   @Override
-  protected Optional<Attempt> claim(String item) {
+  protected Option<Attempt> claim(String item) {
     Instance instance = new Instance(item);
     instances.add(instance);
     CompletableFuture<List<RunOutcome>> pass =
@@ -235,12 +236,12 @@ class ScheduleAttemptTokenContractIT
     await(CompletableFuture.anyOf(instance.entered, pass));
     if (instance.entered.isDone()) {
       int claimNumber = claims.merge(item, 1, Integer::sum);
-      return Optional.of(new Attempt(item, instance, instance.entered.join(), pass, claimNumber));
+      return Option.some(new Attempt(item, instance, instance.entered.join(), pass, claimNumber));
     }
     assertThat(pass.join())
         .as("a pass of %s that ran no job", item)
         .containsExactly(new RunOutcome.LostClaim(THREE_AM));
-    return Optional.empty();
+    return Option.none();
   }
 
   @Override

@@ -10,10 +10,10 @@ import dev.nolock.testkit.AttemptTokenContract;
 import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
@@ -92,13 +92,13 @@ abstract class QueueAttemptContract extends AttemptTokenContract<Job<String>> {
   }
 
   @Override
-  protected Optional<Job<String>> claim(String item) {
+  protected Option<Job<String>> claim(String item) {
     List<Job<String>> claimed = queue(schema.dataSource(), item).claim(1);
     assertThat(claimed)
         .as("a claim of %s's queue takes its one job or nothing", item)
         .extracting(Job::id)
         .isSubsetOf(jobIds.get(item));
-    return claimed.stream().findFirst();
+    return Option.ofOptional(claimed.stream().findFirst());
   }
 
   @Override

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import io.vavr.control.Either;
-import java.util.Optional;
+import io.vavr.control.Option;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 
@@ -48,7 +48,7 @@ public abstract class AttemptTokenContract<A> {
   protected abstract String newItem();
 
   /** Claims {@code item} in this process: a new attempt, or empty while another attempt is live. */
-  protected abstract Optional<A> claim(String item);
+  protected abstract Option<A> claim(String item);
 
   /**
    * Lets every live attempt of {@code item} lapse (its lease runs out, its key is taken over, its
@@ -165,7 +165,8 @@ public abstract class AttemptTokenContract<A> {
   }
 
   private A claimed(String item) {
-    return claim(item).orElseThrow(() -> new AssertionError("claiming " + item + " was refused"));
+    return claim(item)
+        .getOrElseThrow(() -> new AssertionError("claiming " + item + " was refused"));
   }
 
   private static <T> Either<BackendUnavailableException, T> outcome(Supplier<T> call) {

@@ -1,6 +1,7 @@
 package dev.nolock.testkit;
 
 import dev.nolock.testkit.internal.ProcessSignals;
+import io.vavr.control.Option;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -13,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
@@ -142,9 +142,10 @@ public final class ChildJvm implements AutoCloseable {
    * The words of the first line so far that starts with {@code prefix}, without consuming anything:
    * for waiting on whichever of several children prints it first.
    */
-  public Optional<String[]> printed(String prefix) {
+  public Option<String[]> printed(String prefix) {
     synchronized (lines) {
-      return lines.stream().filter(l -> l.startsWith(prefix)).findFirst().map(l -> l.split(" "));
+      return Option.ofOptional(lines.stream().filter(l -> l.startsWith(prefix)).findFirst())
+          .map(l -> l.split(" "));
     }
   }
 

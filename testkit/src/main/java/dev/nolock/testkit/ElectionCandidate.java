@@ -1,8 +1,8 @@
 package dev.nolock.testkit;
 
 import dev.nolock.patterns.Lease;
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Optional;
 
 /**
  * One candidate of a leader election as the {@link ElectionScenario} drives it: it campaigns, and
@@ -49,7 +49,7 @@ public interface ElectionCandidate extends AutoCloseable {
   boolean write(Lease term, String value, Protection protection);
 
   /** The resource's current value for {@code election}, read directly. */
-  Optional<String> read(String election);
+  Option<String> read(String election);
 
   /** Stops campaigning, stepping down (and releasing) if leading. */
   @Override

@@ -3,6 +3,7 @@ package dev.nolock.testkit;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.testkit.internal.CandidateMain;
+import io.vavr.control.Option;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -10,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import org.awaitility.Awaitility;
 
@@ -65,8 +65,8 @@ public final class ElectionScenario {
       boolean staleWriteAccepted,
       boolean secondAccepted,
       boolean thirdAccepted,
-      Optional<String> valueAfterStaleWrite,
-      Optional<String> finalValue,
+      Option<String> valueAfterStaleWrite,
+      Option<String> finalValue,
       Duration freezeToNewLeader,
       Duration killToNewLeader,
       Duration electionBound,
@@ -171,7 +171,7 @@ public final class ElectionScenario {
               + (staleAccepted
                   ? "ACCEPTED (the double leader's write: a lost update)"
                   : "refused by the fence"));
-      Optional<String> afterStale = reader.read(election);
+      Option<String> afterStale = reader.read(election);
       first.child.stop();
       first.child.awaitExit(stuck);
 
@@ -187,8 +187,9 @@ public final class ElectionScenario {
               "%s elected %.1f s after the kill (bound %.1f s)",
               replacement.describe(), seconds(replaced), seconds(bound)));
       boolean thirdAccepted = write(replacement, THIRD_VALUE, election, auditor, timeline, stuck);
-      Optional<String> finalValue = reader.read(election);
-      timeline.add("the resource holds " + finalValue.map(v -> "\"" + v + "\"").orElse("nothing"));
+      Option<String> finalValue = reader.read(election);
+      timeline.add(
+          "the resource holds " + finalValue.map(v -> "\"" + v + "\"").getOrElse("nothing"));
       third.stop();
       third.awaitExit(stuck);
 
@@ -242,7 +243,7 @@ public final class ElectionScenario {
               for (ChildJvm child : among) {
                 child
                     .printed("ABOUT_TO_WRITE")
-                    .ifPresent(
+                    .forEach(
                         w ->
                             now.add(
                                 new Elected(child, FencingToken.of(Long.parseLong(w[1])), w[2])));

@@ -1,8 +1,8 @@
 package dev.nolock.testkit;
 
 import dev.nolock.patterns.Lease;
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Optional;
 
 /**
  * A lock holder as the {@link PauseScenario} drives it: acquire and pass the point-of-no-return
@@ -32,7 +32,7 @@ public interface PausableHolder extends AutoCloseable {
   boolean write(Lease lease, String value, Protection protection);
 
   /** The resource's current value for {@code lockName}, read directly. */
-  Optional<String> read(String lockName);
+  Option<String> read(String lockName);
 
   @Override
   void close();

@@ -65,7 +65,7 @@ public abstract class PauseContract {
           refused += stale.accepted() ? 0 : 1;
         }
         result.auditor().assertNoStaleWriteAccepted();
-        assertThat(result.finalValue()).contains("new-holder");
+        assertThat(result.finalValue().toJavaOptional()).contains("new-holder");
       }
     }
     System.out.printf(
@@ -85,7 +85,7 @@ public abstract class PauseContract {
       assertThatThrownBy(() -> result.auditor().assertNoStaleWriteAccepted())
           .isInstanceOf(AssertionError.class)
           .hasMessageContaining("Lost update");
-      assertThat(result.finalValue()).isNotEqualTo(Optional.of("new-holder"));
+      assertThat(result.finalValue().toJavaOptional()).isNotEqualTo(Optional.of("new-holder"));
       System.out.printf(
           "%s, unfenced: %d stale writes accepted (caught by the auditor)%n",
           label(), result.auditor().staleAcceptances().size());

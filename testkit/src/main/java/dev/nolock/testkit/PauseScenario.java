@@ -3,6 +3,7 @@ package dev.nolock.testkit;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.testkit.internal.PausedHolderMain;
+import io.vavr.control.Option;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -10,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 
 /**
  * The first of the three tests that prove a lock broken: holders paused with SIGSTOP between their
@@ -43,7 +43,7 @@ public final class PauseScenario {
       List<PausedWrite> pausedWrites,
       Lease newHolderLease,
       boolean newHolderAccepted,
-      Optional<String> finalValue,
+      Option<String> finalValue,
       FenceAuditor auditor,
       String timeline) {}
 
@@ -149,8 +149,8 @@ public final class PauseScenario {
         child.jvm.awaitExit(Duration.ofSeconds(30));
         writes.add(new PausedWrite(child.owner, child.token, true, accepted));
       }
-      Optional<String> value = newHolder.read(lockName);
-      timeline.add("the resource holds " + value.map(v -> "\"" + v + "\"").orElse("nothing"));
+      Option<String> value = newHolder.read(lockName);
+      timeline.add("the resource holds " + value.map(v -> "\"" + v + "\"").getOrElse("nothing"));
       return new Result(writes, lease, newAccepted, value, auditor, timeline.toString());
     } finally {
       children.forEach(child -> child.jvm.close());

@@ -3,8 +3,8 @@ package dev.nolock.testkit;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import io.vavr.control.Option;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -42,13 +42,13 @@ class AttemptTokenContractCatchesABrokenDesignTest {
     }
 
     @Override
-    protected synchronized Optional<Attempt> claim(String key) {
+    protected synchronized Option<Attempt> claim(String key) {
       Item item = items.get(key);
       if (item.live) {
-        return Optional.empty();
+        return Option.none();
       }
       item.live = true;
-      return Optional.of(new Attempt(key, ++item.current));
+      return Option.some(new Attempt(key, ++item.current));
     }
 
     @Override

@@ -6,8 +6,8 @@ import dev.nolock.patterns.sql.SqlResource;
 import dev.nolock.testkit.ElectionCandidate;
 import dev.nolock.testkit.PostgresSchema;
 import dev.nolock.testkit.Protection;
+import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
@@ -91,7 +91,7 @@ public abstract class ElectorCandidate implements ElectionCandidate {
   }
 
   @Override
-  public Optional<String> read(String election) {
+  public Option<String> read(String election) {
     return resource.read(election);
   }
 

@@ -12,9 +12,9 @@ import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.List;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -148,7 +148,7 @@ abstract class KeyAttemptsContract extends AttemptTokenContract<KeyAttemptsContr
   }
 
   @Override
-  protected Optional<Request> claim(String key) {
+  protected Option<Request> claim(String key) {
     Request request = new Request(key);
     request.call =
         CompletableFuture.supplyAsync(
@@ -163,12 +163,12 @@ abstract class KeyAttemptsContract extends AttemptTokenContract<KeyAttemptsContr
       throw new AssertionError("the " + request + " neither took the key nor was answered", e);
     }
     if (request.token.isDone()) {
-      return Optional.of(request);
+      return Option.some(request);
     }
     request.answered = true;
     Outcome<String> refused = answer(request);
     if (refused instanceof Outcome.RequestInProgress<String>) {
-      return Optional.empty();
+      return Option.none();
     }
     throw new AssertionError("the " + request + " took no attempt but was answered " + refused);
   }

@@ -15,6 +15,7 @@ import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.PausableHolder;
 import dev.nolock.testkit.PauseScenario;
 import dev.nolock.testkit.Protection;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -109,12 +110,12 @@ class DynamoDbPauseIT {
     }
 
     @Override
-    public Optional<String> read(String lockName) {
+    public Option<String> read(String lockName) {
       Map<String, AttributeValue> item =
           client
               .getItem(get -> get.tableName(dataTable).key(key(lockName)).consistentRead(true))
               .item();
-      return Optional.ofNullable(item.get("value")).map(AttributeValue::s);
+      return Option.of(item.get("value")).flatMap(v -> Option.of(v.s()));
     }
 
     private static Map<String, AttributeValue> key(String lockName) {
@@ -151,7 +152,7 @@ class DynamoDbPauseIT {
         assertThat(result.newHolderLease().token().isNewerThan(stale.token())).isTrue();
       }
       result.auditor().assertNoStaleWriteAccepted();
-      assertThat(result.finalValue()).contains("new-holder");
+      assertThat(result.finalValue().toJavaOptional()).contains("new-holder");
     }
   }
 
@@ -166,7 +167,7 @@ class DynamoDbPauseIT {
       assertThatThrownBy(() -> result.auditor().assertNoStaleWriteAccepted())
           .isInstanceOf(AssertionError.class)
           .hasMessageContaining("Lost update");
-      assertThat(result.finalValue()).isNotEqualTo(Optional.of("new-holder"));
+      assertThat(result.finalValue().toJavaOptional()).isNotEqualTo(Optional.of("new-holder"));
     }
   }
 }

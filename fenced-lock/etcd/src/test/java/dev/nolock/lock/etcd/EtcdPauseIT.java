@@ -15,10 +15,10 @@ import dev.nolock.testkit.PostgresSchema;
 import dev.nolock.testkit.Protection;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.vavr.control.Option;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
@@ -87,7 +87,7 @@ class EtcdPauseIT extends PauseContract {
     }
 
     @Override
-    public Optional<String> read(String lockName) {
+    public Option<String> read(String lockName) {
       return resource.read(lockName);
     }
 

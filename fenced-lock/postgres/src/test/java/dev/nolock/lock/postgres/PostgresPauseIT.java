@@ -11,9 +11,9 @@ import dev.nolock.testkit.PauseContract;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import dev.nolock.testkit.Protection;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Optional;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.BeforeAll;
@@ -70,7 +70,7 @@ class PostgresPauseIT extends PauseContract {
     }
 
     @Override
-    public Optional<String> read(String lockName) {
+    public Option<String> read(String lockName) {
       return resource.read(lockName);
     }
 

@@ -13,9 +13,9 @@ import dev.nolock.testkit.RedisKeys;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Optional;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -93,8 +93,8 @@ class RedisPauseIT extends PauseContract {
     }
 
     @Override
-    public Optional<String> read(String lockName) {
-      return Optional.ofNullable(connection.sync().get(dataKey(lockName)));
+    public Option<String> read(String lockName) {
+      return Option.of(connection.sync().get(dataKey(lockName)));
     }
 
     private String dataKey(String lockName) {

@@ -16,7 +16,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.Collectors;
@@ -106,7 +105,7 @@ class RedlockPauseIT extends PauseContract {
     }
 
     @Override
-    public Optional<String> read(String lockName) {
+    public Option<String> read(String lockName) {
       return resource.read(lockName);
     }
 

@@ -5,8 +5,8 @@ import static org.jooq.impl.DSL.table;
 
 import dev.nolock.patterns.Lease;
 import dev.nolock.testkit.Protection;
+import io.vavr.control.Option;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.function.Function;
 import org.jooq.DSLContext;
 import org.jooq.Field;
@@ -76,7 +76,8 @@ public final class SqlResource {
   }
 
   /** The lock's row, read directly. */
-  public Optional<String> read(String lockName) {
-    return dsl.select(value).from(table).where(lock.eq(lockName)).fetchOptional(value);
+  public Option<String> read(String lockName) {
+    return Option.ofOptional(
+        dsl.select(value).from(table).where(lock.eq(lockName)).fetchOptional(value));
   }
 }
