@@ -16,8 +16,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link CreateIfMissing} against the real PostgreSQL, where an unqualified name is looked up: a
- * table of the same name in a later schema of the search path (another tenant's) must not stand
- * for the one the call creates in the first.
+ * table of the same name in a later schema of the search path (another tenant's) must not stand for
+ * the one the call creates in the first.
  */
 class CreateIfMissingIT {
 
@@ -59,7 +59,8 @@ class CreateIfMissingIT {
       CreateIfMissing.relation(
           dsl,
           DSL.name("ledger"),
-          on -> on.execute("CREATE TABLE IF NOT EXISTS ledger (id bigint PRIMARY KEY, tenant text)"));
+          on ->
+              on.execute("CREATE TABLE IF NOT EXISTS ledger (id bigint PRIMARY KEY, tenant text)"));
       CreateIfMissing.index(
           dsl,
           DSL.name("ledger"),
