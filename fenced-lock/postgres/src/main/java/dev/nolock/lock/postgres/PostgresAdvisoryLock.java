@@ -5,6 +5,7 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.sql.SqlWork;
+import dev.nolock.patterns.sql.WorkThrew;
 import io.vavr.control.Option;
 import java.util.Objects;
 import org.jooq.DSLContext;
@@ -85,13 +86,9 @@ public final class PostgresAdvisoryLock {
             if (!locked) {
               return Option.none();
             }
-            try {
-              return Option.<T>some(work.run(tx));
-            } catch (Exception e) {
-              throw new WorkFailed(e);
-            }
+            return Option.<T>some(WorkThrew.call(work, tx));
           });
-    } catch (WorkFailed e) {
+    } catch (WorkThrew e) {
       throw e.<X>original();
     } catch (DataAccessException e) {
       throw new BackendUnavailableException(
@@ -102,33 +99,6 @@ public final class PostgresAdvisoryLock {
               + e.getMessage()
               + ". Nothing is known about whether the work took effect; retry later with backoff.",
           e);
-    }
-  }
-
-  /**
-   * Carries an exception of the caller's work out of the transaction, which rolls back on it (jOOQ
-   * would wrap a checked one in a {@link DataAccessException}), past the translation of database
-   * failures.
-   */
-  private static final class WorkFailed extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    WorkFailed(Exception cause) {
-      super(null, cause, true, false);
-    }
-
-    /**
-     * The work's exception, with whatever went wrong rolling back (jOOQ adds it to this carrier)
-     * added to it as suppressed. Declared {@code X} because the work, an {@code SqlWork<?, X>}, can
-     * throw no other checked exception.
-     */
-    @SuppressWarnings("unchecked")
-    <X extends Exception> X original() {
-      Exception original = (Exception) getCause();
-      for (Throwable rollbackFailure : getSuppressed()) {
-        original.addSuppressed(rollbackFailure);
-      }
-      return (X) original;
     }
   }
 }

@@ -457,7 +457,7 @@ public final class Fence {
               connection.getAutoCommit()
                   ? inOwnTransaction(dsl, lease, writeId, writes)
                   : inCallersTransaction(connection, dsl, lease, writeId, writes));
-    } catch (WritesThrew threw) {
+    } catch (WorkThrew threw) {
       // Out of the transaction (or the savepoint) now, rolled back: the writes' own exception.
       throw threw.<X>original();
     }
@@ -508,7 +508,7 @@ public final class Fence {
 
   /**
    * Steps 1 to 4 on {@code tx}; throws {@link AlreadyWrittenRollback} for step 2's answer, and
-   * {@link WritesThrew} around a checked exception of the writes (jOOQ would wrap it in a {@link
+   * {@link WorkThrew} around an exception of the writes (jOOQ would wrap a checked one in a {@link
    * DataAccessException} on its way out of the transaction).
    */
   private <T> Either<FenceRejection, FencedWrite<T>> fenced(
@@ -535,14 +535,7 @@ public final class Fence {
     if (writeId != null) {
       record(tx, lease, writeId);
     }
-    T result;
-    try {
-      result = writes.run(tx);
-    } catch (RuntimeException e) {
-      throw e; // jOOQ rolls back and rethrows it as it is
-    } catch (Exception e) {
-      throw new WritesThrew(e);
-    }
+    T result = WorkThrew.call(writes, tx);
     return Either.right(new FencedWrite.Applied<>(writeId, result));
   }
 
@@ -592,32 +585,6 @@ public final class Fence {
         lease.owner(),
         FencingToken.of(current.value1()),
         current.value2());
-  }
-
-  /**
-   * Carries a checked exception of the writes out of the transaction, which rolls back on it, to
-   * {@link #run}, which rethrows the original.
-   */
-  private static final class WritesThrew extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    WritesThrew(Exception original) {
-      super(null, original, true, false); // suppression on: jOOQ adds a failed rollback to it
-    }
-
-    /**
-     * The writes' exception, with whatever went wrong rolling back (jOOQ adds it to this carrier)
-     * added to it as suppressed, as try-with-resources would. Declared {@code X} because the
-     * writes, an {@code SqlWork<?, X>}, can throw no other checked exception.
-     */
-    @SuppressWarnings("unchecked")
-    <X extends Exception> X original() {
-      Exception original = (Exception) getCause();
-      for (Throwable rollbackFailure : getSuppressed()) {
-        original.addSuppressed(rollbackFailure);
-      }
-      return (X) original;
-    }
   }
 
   /** Thrown out of the savepoint to undo a rejected call's part, the fence row's lock included. */
