@@ -1,7 +1,6 @@
 package dev.nolock.queue;
 
 import java.util.Objects;
-import java.util.function.Consumer;
 import org.jooq.DSLContext;
 
 /**
@@ -9,9 +8,10 @@ import org.jooq.DSLContext;
  *
  * <ul>
  *   <li>{@link #complete()}: the pool calls {@link JobQueue#complete(Job)}.
- *   <li>{@link #completeWith(Consumer)}: the pool calls {@link JobQueue#completeWith}: the
+ *   <li>{@link #completeWith(Writes)}: the pool calls {@link JobQueue#completeWith}: the
  *       conditional completion first, then your writes, in one transaction; a stale attempt writes
- *       nothing. Use it for effects in the same database.
+ *       nothing. Use it for effects in the same database. Writes that throw fail the attempt as a
+ *       handler that throws does.
  *   <li>{@link #finishedByHandler()}: the handler already completed, failed or released the job
  *       through the {@link JobQueue} itself; the pool does nothing more.
  * </ul>
@@ -27,10 +27,23 @@ public final class Completion {
     FINISHED_BY_HANDLER
   }
 
-  private final Kind kind;
-  private final Consumer<DSLContext> writes;
+  /**
+   * The writes {@link #completeWith(Writes)} commits with the completion. Like {@link JobHandler},
+   * they may throw any exception, checked ones included: the pool rolls the completion and the
+   * writes back and fails the attempt with the stack trace ({@link JobQueue#fail}), so the job
+   * retries with backoff or is dead-lettered.
+   */
+  @FunctionalInterface
+  public interface Writes {
 
-  private Completion(Kind kind, Consumer<DSLContext> writes) {
+    /** Runs the writes on {@code tx}, the completion's transaction; every statement must use it. */
+    void write(DSLContext tx) throws Exception;
+  }
+
+  private final Kind kind;
+  private final Writes writes;
+
+  private Completion(Kind kind, Writes writes) {
     this.kind = kind;
     this.writes = writes;
   }
@@ -42,9 +55,10 @@ public final class Completion {
 
   /**
    * Complete the job and run {@code writes} on the same transaction, after the conditional
-   * completion matched; nothing is written for a stale attempt.
+   * completion matched; nothing is written for a stale attempt. Writes that throw roll back with
+   * the completion and fail the attempt, as a handler that throws does.
    */
-  public static Completion completeWith(Consumer<DSLContext> writes) {
+  public static Completion completeWith(Writes writes) {
     return new Completion(Kind.COMPLETE_WITH, Objects.requireNonNull(writes, "writes"));
   }
 
@@ -57,7 +71,7 @@ public final class Completion {
     return kind;
   }
 
-  Consumer<DSLContext> writes() {
+  Writes writes() {
     return writes;
   }
 

@@ -2,6 +2,7 @@ package dev.nolock.queue;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.SqlWork;
 import dev.nolock.queue.internal.Administration;
 import dev.nolock.queue.internal.Attempts;
 import dev.nolock.queue.internal.Enqueuer;
@@ -13,7 +14,6 @@ import io.vavr.control.Option;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
-import java.util.function.Function;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 
@@ -261,14 +261,22 @@ public final class JobQueue<T> {
    * completion, ordered by its row lock against anything else touching the job (exactly-once effect
    * in the same database). An attempt that completed already is refused ({@link
    * StaleAttempt#completedByThisAttempt()}), so a retry after a lost COMMIT answer writes nothing
-   * again; a purged job too ({@link StaleAttempt#jobGone()}). An exception from {@code writes}
-   * rolls everything back and propagates unchanged; the job stays running under this attempt.
+   * again; a purged job too ({@link StaleAttempt#jobGone()}). An exception from {@code writes}, a
+   * checked one included, rolls everything back and reaches the caller unchanged, the same
+   * instance; the job stays running under this attempt. A database failure of the writes' own (a
+   * constraint of your table) is theirs too: it comes out as they threw it, never as a {@link
+   * BackendUnavailableException}.
    *
+   * @param writes your statements, run on the completion's transaction ({@code tx}); every
+   *     statement must go through {@code tx}
+   * @return what the writes returned, or the {@link StaleAttempt} (the writes did not run)
+   * @throws X what the writes threw, after the rollback: nothing committed, the job still running
+   *     under this attempt (fail or release it, or let the reaper take it back)
    * @throws BackendUnavailableException when the outcome is unknown; calling again with the same
    *     {@code job} either commits or answers the earlier commit as above
    */
-  public <R> Either<StaleAttempt, R> completeWith(
-      Job<?> job, Function<DSLContext, ? extends R> writes) {
+  public <R, X extends Exception> Either<StaleAttempt, R> completeWith(
+      Job<?> job, SqlWork<? extends R, X> writes) throws X {
     return attempts.completeWith(job, writes);
   }
 

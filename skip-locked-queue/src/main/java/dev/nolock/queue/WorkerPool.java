@@ -51,8 +51,10 @@ import org.slf4j.LoggerFactory;
  *       poll interval passes. No busy loop: every wait blocks on a condition.
  *   <li>Each handler thread checks the job's deadline, runs the handler, and finishes the attempt
  *       as the returned {@link Completion} says, or fails it with the stack trace when the handler
- *       threw. A plain {@link Completion#complete()} is handed to the completer thread, and the
- *       handler thread takes the next job at once; the job stays held until its completion commits.
+ *       threw, or the writes of {@link Completion#completeWith} did (rolled back with the
+ *       completion). A plain {@link Completion#complete()} is handed to the completer thread, and
+ *       the handler thread takes the next job at once; the job stays held until its completion
+ *       commits.
  *   <li>The completer sends the completions that are waiting in one statement ({@link
  *       JobQueue#completeAll}: conditional on each attempt, like a single completion), so jobs that
  *       finish while a completion is in flight share the next one. A stale attempt in the batch is
@@ -369,17 +371,8 @@ public final class WorkerPool<T> implements AutoCloseable {
       if (!h.finishing.compareAndSet(false, true)) {
         return false; // close() handed the job back already; this attempt's finish would be refused
       }
-      if (failure != null
-          && closing.get()
-          && (abandoning || failure instanceof InterruptedException)) {
-        queue.release(job); // interrupted by close() past its timeout: hand the job back
-        return false;
-      }
       if (failure != null) {
-        LOG.debug("Queue \"{}\": job {} attempt {} failed", name, job.id(), job.attempt(), failure);
-        queue
-            .fail(job, render(failure))
-            .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        failed(job, failure);
         return false;
       }
       Completion done = completion;
@@ -389,19 +382,61 @@ public final class WorkerPool<T> implements AutoCloseable {
           toComplete.add(h);
           return true;
         }
-        case COMPLETE_WITH ->
-            queue
-                .completeWith(
-                    job,
-                    tx -> {
-                      done.writes().accept(tx);
-                      return Boolean.TRUE;
-                    })
-                .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        case COMPLETE_WITH -> {
+          Throwable writesFailure = completeWith(job, done.writes());
+          if (writesFailure != null) {
+            failed(job, writesFailure); // the writes are the job's code, as the handler is
+          }
+        }
         case FINISHED_BY_HANDLER -> {}
         default -> throw new IllegalStateException("Unknown completion " + done);
       }
       return false;
+    }
+
+    /**
+     * Completes the job with {@code writes}; returns what the writes threw (the completion rolled
+     * back with them), or null. A failure of the queue's own, such as an unknown outcome, is
+     * thrown.
+     */
+    private Throwable completeWith(Job<T> job, Completion.Writes writes) {
+      // Told apart by identity: the queue rethrows the writes' exception, the same instance.
+      Throwable[] writesThrew = new Throwable[1];
+      try {
+        queue
+            .completeWith(
+                job,
+                tx -> {
+                  try {
+                    writes.write(tx);
+                  } catch (Throwable t) {
+                    writesThrew[0] = t;
+                    throw t;
+                  }
+                  return Boolean.TRUE;
+                })
+            .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
+        return null;
+      } catch (RuntimeException | Error e) {
+        if (e != writesThrew[0]) {
+          throw e;
+        }
+        return e;
+      } catch (Exception e) {
+        return e; // checked: only the writes throw one
+      }
+    }
+
+    /** Fails the attempt whose code threw, or hands it back when close() interrupted that code. */
+    private void failed(Job<T> job, Throwable failure) {
+      if (closing.get() && (abandoning || failure instanceof InterruptedException)) {
+        queue.release(job); // interrupted by close() past its timeout: hand the job back
+        return;
+      }
+      LOG.debug("Queue \"{}\": job {} attempt {} failed", name, job.id(), job.attempt(), failure);
+      queue
+          .fail(job, render(failure))
+          .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
     }
   }
 

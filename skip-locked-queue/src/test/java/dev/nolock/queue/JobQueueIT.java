@@ -3,15 +3,19 @@ package dev.nolock.queue;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
+import java.io.IOException;
 import java.sql.Connection;
 import java.time.Duration;
 import java.time.Instant;
@@ -25,8 +29,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
+import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -579,6 +585,113 @@ class JobQueueIT {
 
   private static int insertEffect(DSLContext tx, Job<?> job) {
     return tx.execute("INSERT INTO effects VALUES (?, ?)", job.id(), job.attempt());
+  }
+
+  @Test
+  void completeWithWhoseWritesThrowACheckedExceptionRethrowsThatInstanceAndCommitsNothing() {
+    schema.dsl().execute("CREATE TABLE IF NOT EXISTS effects (job_id bigint, attempt bigint)");
+    JobQueue<String> q = queue();
+    long id = id(q.enqueue(NewJob.of("pay")));
+    Job<String> job = q.claim(1).get(0);
+    IOException offline = new IOException("the ledger is offline");
+
+    assertThatThrownBy(
+            () ->
+                q.completeWith(
+                    job,
+                    tx -> {
+                      insertEffect(tx, job);
+                      throw offline;
+                    }))
+        .isSameAs(offline);
+
+    assertThat(effects(id)).as("the writes, rolled back").isEmpty();
+    JobRows.Row row = rows.get(id);
+    assertThat(row.state()).as("the completion, rolled back").isEqualTo(JobState.RUNNING);
+    assertThat(row.attempt()).isEqualTo(job.attempt());
+    assertThat(row.failures()).isZero();
+    // The control: the same attempt completes with the same writes, and they are seen committed.
+    assertThat(q.completeWith(job, tx -> insertEffect(tx, job))).isEqualTo(Either.right(1));
+    assertThat(effects(id)).containsExactly(job.attempt());
+    assertThat(rows.get(id).state()).isEqualTo(JobState.DONE);
+  }
+
+  /**
+   * A database failure of the writes' own is theirs, not the queue's: it reaches the caller as the
+   * writes threw it, never translated as if the queue's statements had failed.
+   */
+  @Test
+  void completeWithWhoseWritesBreakAUniqueKeyOfTheirOwnRethrowsThatExceptionUnchanged() {
+    schema.dsl().execute("CREATE TABLE IF NOT EXISTS receipts (order_id bigint PRIMARY KEY)");
+    schema.dsl().execute("INSERT INTO receipts VALUES (7) ON CONFLICT DO NOTHING");
+    JobQueue<String> q = queue();
+    long id = id(q.enqueue(NewJob.of("receipt for order 7")));
+    Job<String> job = q.claim(1).get(0);
+    AtomicReference<DataAccessException> violation = new AtomicReference<>();
+
+    Throwable thrown =
+        catchThrowable(
+            () ->
+                q.completeWith(
+                    job,
+                    tx -> {
+                      try {
+                        return tx.execute("INSERT INTO receipts VALUES (7)");
+                      } catch (DataAccessException e) {
+                        violation.set(e);
+                        throw e;
+                      }
+                    }));
+
+    assertThat(violation.get()).as("the writes' own failure").isNotNull();
+    assertThat(thrown).isSameAs(violation.get());
+    assertThat(SqlErrors.isUniqueViolation(thrown)).isTrue();
+    assertThat(rows.get(id).state()).isEqualTo(JobState.RUNNING);
+    assertThat(q.complete(job).get().state()).isEqualTo(JobState.DONE);
+  }
+
+  /**
+   * The same with a failure the queue would report as an outage had its own statement failed so (a
+   * serialization failure, SQLSTATE 40001): the writes' one is not an unknown outcome, the
+   * transaction rolled back.
+   */
+  @Test
+  void completeWithWhoseWritesFailWithATransientStateOfTheirOwnIsNoOutage() {
+    JobQueue<String> q = queue();
+    long id = id(q.enqueue(NewJob.of("transfer")));
+    Job<String> job = q.claim(1).get(0);
+    AtomicReference<DataAccessException> raised = new AtomicReference<>();
+
+    Throwable thrown =
+        catchThrowable(
+            () ->
+                q.completeWith(
+                    job,
+                    tx -> {
+                      try {
+                        return tx.execute(
+                            "DO $$ BEGIN RAISE EXCEPTION 'the ledger refused the transfer'"
+                                + " USING ERRCODE = '40001'; END $$");
+                      } catch (DataAccessException e) {
+                        raised.set(e);
+                        throw e;
+                      }
+                    }));
+
+    assertThat(raised.get()).as("the writes' own failure").isNotNull();
+    assertThat(SqlErrors.isTransient(raised.get()))
+        .as("a state the queue reports as outage")
+        .isTrue();
+    assertThat(thrown).isSameAs(raised.get()).isNotInstanceOf(BackendUnavailableException.class);
+    assertThat(rows.get(id).state()).isEqualTo(JobState.RUNNING);
+    assertThat(q.complete(job).get().state()).isEqualTo(JobState.DONE);
+  }
+
+  private static List<Long> effects(long id) {
+    return schema
+        .dsl()
+        .fetch("SELECT attempt FROM effects WHERE job_id = ?", id)
+        .getValues(0, Long.class);
   }
 
   @Test

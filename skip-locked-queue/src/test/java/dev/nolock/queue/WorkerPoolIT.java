@@ -232,6 +232,64 @@ class WorkerPoolIT {
         .containsExactly(1L);
   }
 
+  /**
+   * Writes that throw fail the attempt as a handler that threw does: counted with the stack trace,
+   * retried after the backoff. The lease outlasts the test, so neither the reaper nor an expired
+   * lease can be what finishes attempt 1.
+   */
+  @Test
+  void aCheckedExceptionFromTheCompletionsWritesFailsThatAttemptAsAHandlerFailureDoes() {
+    assertWritesThatThrowOnAttemptOneFailIt(
+        new java.io.IOException("mail server down on attempt 1"),
+        "java.io.IOException: mail server down on attempt 1");
+  }
+
+  @Test
+  void anUncheckedExceptionFromTheCompletionsWritesFailsThatAttemptAsAHandlerFailureDoes() {
+    assertWritesThatThrowOnAttemptOneFailIt(
+        new IllegalStateException("mailbox full on attempt 1"),
+        "java.lang.IllegalStateException: mailbox full on attempt 1");
+  }
+
+  private static void assertWritesThatThrowOnAttemptOneFailIt(Exception failure, String error) {
+    schema.dsl().execute("CREATE TABLE IF NOT EXISTS sent (job_id bigint, attempt bigint)");
+    MeterRegistry registry = new SimpleMeterRegistry();
+    JobQueue<String> q =
+        queue(
+            newQueue()
+                .lease(Duration.ofMinutes(5))
+                .maxAttempts(3)
+                .backoff(Duration.ZERO, Duration.ofMillis(1))
+                .metrics(registry, "it"));
+    long id = id(q.enqueue(NewJob.of("mail")));
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().listen(false).pollInterval(Duration.ofMillis(50)).build(),
+            job ->
+                Completion.completeWith(
+                    tx -> {
+                      tx.execute("INSERT INTO sent VALUES (?, ?)", job.id(), job.attempt());
+                      if (job.attempt() == 1) {
+                        throw failure;
+                      }
+                    }))) {
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(id).state() == JobState.DONE);
+    }
+    JobRows.Row row = rows.get(id);
+    assertThat(row.attempt()).isEqualTo(2);
+    assertThat(row.failures()).as("the attempt whose writes threw, counted as failed").isOne();
+    assertThat(row.lastError()).startsWith(error).contains("at dev.nolock.queue.WorkerPoolIT");
+    assertThat(registry.get("nolock.queue.failures").counter().count()).isEqualTo(1);
+    assertThat(
+            schema
+                .dsl()
+                .fetch("SELECT attempt FROM sent WHERE job_id = ?", id)
+                .getValues(0, Long.class))
+        .as("attempt 1's write rolled back with its completion")
+        .containsExactly(2L);
+  }
+
   @Test
   void theReaperTakesBackTheJobOfAVanishedWorkerAndThePoolRunsItWithAHigherToken() {
     JobQueue<String> q = queue(newQueue());

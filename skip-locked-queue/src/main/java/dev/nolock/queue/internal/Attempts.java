@@ -3,6 +3,8 @@ package dev.nolock.queue.internal;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.SqlWork;
+import dev.nolock.patterns.sql.WorkThrew;
 import dev.nolock.queue.Finished;
 import dev.nolock.queue.Job;
 import dev.nolock.queue.JobState;
@@ -22,7 +24,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.function.Function;
 import org.jooq.DSLContext;
 import org.jooq.Record;
 import org.jooq.Record1;
@@ -184,9 +185,14 @@ public final class Attempts<T> {
                 tx, sql.dsl(), on -> completeOn(on, job, EarlierCompletion.REFUSAL)));
   }
 
-  /** The completion first, then {@code writes}, in one transaction. */
-  public <R> Either<StaleAttempt, R> completeWith(
-      Job<?> job, Function<DSLContext, ? extends R> writes) {
+  /**
+   * The completion first, then {@code writes}, in one transaction; what the writes throw leaves
+   * through {@link WorkThrew}, past the translation of the queue's own database failures, so that a
+   * failure of theirs (a checked exception, or a constraint of theirs the database enforced) is
+   * never reported as the queue's.
+   */
+  public <R, X extends Exception> Either<StaleAttempt, R> completeWith(
+      Job<?> job, SqlWork<? extends R, X> writes) throws X {
     Objects.requireNonNull(writes, "writes");
     requireOwn(job);
     Either<StaleAttempt, R> result;
@@ -212,14 +218,10 @@ public final class Attempts<T> {
                               return Either.<StaleAttempt, R>left(
                                   sql.staleAttempt(tx, job.id(), job.attempt()));
                             }
-                            try {
-                              return Either.<StaleAttempt, R>right(writes.apply(tx));
-                            } catch (RuntimeException e) {
-                              throw new CallerWritesFailed(e);
-                            }
+                            return Either.<StaleAttempt, R>right(WorkThrew.call(writes, tx));
                           }));
-    } catch (CallerWritesFailed e) {
-      throw e.getCause();
+    } catch (WorkThrew threw) {
+      throw threw.<X>original();
     }
     if (result.isLeft()) {
       metrics.stale(Operation.COMPLETE);
@@ -587,20 +589,6 @@ public final class Attempts<T> {
               + "\", not \""
               + queue
               + "\": finish it through the JobQueue that claimed it.");
-    }
-  }
-
-  /** Carries an exception of the caller's writes through jOOQ's transaction unchanged. */
-  private static final class CallerWritesFailed extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    CallerWritesFailed(RuntimeException cause) {
-      super(cause);
-    }
-
-    @Override
-    public synchronized RuntimeException getCause() {
-      return (RuntimeException) super.getCause();
     }
   }
 }
