@@ -7,12 +7,12 @@ import org.jooq.DSLContext;
  * point that ran the work rethrows the work's own exception, the same instance, and never mistakes
  * it for a database failure.
  *
- * <p>Why it exists: jOOQ's transaction API rolls back on any exception but wraps a checked one in
- * a {@code DataAccessException}, and the entry points translate {@code DataAccessException} into
- * "the database did not answer". A work that threw a checked exception, or a {@code
- * DataAccessException} of its own (a constraint it violated), would otherwise reach the caller as
- * an outage. No library passes a checked exception through jOOQ's lambdas, so this small carrier
- * is written here once, for every module that runs caller work in a transaction.
+ * <p>Why it exists: jOOQ's transaction API rolls back on any exception but wraps a checked one in a
+ * {@code DataAccessException}, and the entry points translate {@code DataAccessException} into "the
+ * database did not answer". A work that threw a checked exception, or a {@code DataAccessException}
+ * of its own (a constraint it violated), would otherwise reach the caller as an outage. No library
+ * passes a checked exception through jOOQ's lambdas, so this small carrier is written here once,
+ * for every module that runs caller work in a transaction.
  *
  * <ol>
  *   <li>Inside the transaction, run the work through {@link #call(SqlWork, DSLContext)}: any
