@@ -5,9 +5,10 @@ import java.util.Objects;
 import java.util.function.Function;
 
 /**
- * Decides, for an exception thrown by an action or a phase, whether it is <em>final</em> (its
- * result is stored and replayed to every retry, like Stripe's stored 4xx) or <em>retryable</em>
- * (the key is released for a retry and the exception propagates).
+ * Decides, for an exception thrown by an action or a phase, checked or not, whether it is
+ * <em>final</em> (its result is stored and replayed to every retry, like Stripe's stored 4xx) or
+ * <em>retryable</em> (the key is released for a retry and the exception reaches the caller of
+ * {@code execute} unchanged, the same instance).
  *
  * <p>Either way the phase's transaction is rolled back first, so the failed phase leaves no local
  * effects. A final failure is then stored in a transaction of its own, checked against the attempt
@@ -28,7 +29,7 @@ public interface FailurePolicy<R> {
    * The final result to store for {@code failure}, or {@link Option#none()} to release the key and
    * rethrow.
    */
-  Option<R> finalResult(RuntimeException failure);
+  Option<R> finalResult(Exception failure);
 
   /** Every exception is retryable: release the key and rethrow. The default. */
   static <R> FailurePolicy<R> releaseOnEveryFailure() {
@@ -36,10 +37,10 @@ public interface FailurePolicy<R> {
   }
 
   /**
-   * Exceptions of {@code type} (and its subclasses) are final, stored as {@code toResult} maps
-   * them; every other exception is retryable.
+   * Exceptions of {@code type} (and its subclasses), checked or not, are final, stored as {@code
+   * toResult} maps them; every other exception is retryable.
    */
-  static <R, E extends RuntimeException> FailurePolicy<R> finalFor(
+  static <R, E extends Exception> FailurePolicy<R> finalFor(
       Class<E> type, Function<? super E, ? extends R> toResult) {
     Objects.requireNonNull(type, "type");
     Objects.requireNonNull(toResult, "toResult");

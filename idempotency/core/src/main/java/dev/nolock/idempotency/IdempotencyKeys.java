@@ -45,8 +45,9 @@ import org.jooq.impl.DSL;
  *   <li>An update that matches no row means a retry took the key over (this attempt was paused or
  *       slow past its lease): the transaction rolls back, effects included → {@link
  *       Outcome.StaleAttempt}, counted.
- *   <li>A phase that throws rolls back; the {@link FailurePolicy} makes the failure final (stored
- *       like a result) or releases the key ({@code locked_until = clock_timestamp()}) and rethrows.
+ *   <li>A phase that throws, a checked exception or not, rolls back; the {@link FailurePolicy}
+ *       makes the failure final (stored like a result) or releases the key ({@code locked_until =
+ *       clock_timestamp()}) and rethrows it unchanged.
  * </ol>
  *
  * <p>Retention ({@link #purgeExpired()}): a completed key is kept for the retention after it
@@ -161,11 +162,13 @@ public final class IdempotencyKeys<R> {
    *     transaction; retry later with the same key
    * @throws IllegalStateException when PostgreSQL refuses a statement for a reason a retry would
    *     repeat (the table does not match, a privilege is missing)
-   * @throws RuntimeException the action's own exception, when the {@link FailurePolicy} made it
-   *     retryable; the key was released
+   * @throws X the action's own exception, checked or not, the same instance, when the {@link
+   *     FailurePolicy} made it retryable; its transaction was rolled back and the key released. A
+   *     {@code DataAccessException} the action's own statements raised is such an exception, not a
+   *     {@link BackendUnavailableException}
    */
-  public Outcome<R> execute(
-      String scope, String key, Fingerprint fingerprint, IdempotentAction<R> action) {
+  public <X extends Exception> Outcome<R> execute(
+      String scope, String key, Fingerprint fingerprint, IdempotentAction<R, X> action) throws X {
     Objects.requireNonNull(action, "action");
     return execute(scope, key, fingerprint, Phases.single(action));
   }
@@ -176,8 +179,11 @@ public final class IdempotencyKeys<R> {
    * earlier request did. Parameters and exceptions as for {@link #execute(String, String,
    * Fingerprint, IdempotentAction)}; additionally {@link IllegalStateException} when the key's
    * recovery point names no phase of {@code phases} (phases renamed while the key was in progress).
+   * A phase's exception that the {@link FailurePolicy} made retryable, {@code X} or unchecked,
+   * leaves the key at the recovery point of the last phase that committed.
    */
-  public Outcome<R> execute(String scope, String key, Fingerprint fingerprint, Phases<R> phases) {
+  public <X extends Exception> Outcome<R> execute(
+      String scope, String key, Fingerprint fingerprint, Phases<R, X> phases) throws X {
     Names.requireName("scope", scope, MAX_SCOPE_LENGTH);
     requireValidKey(key);
     Objects.requireNonNull(fingerprint, "fingerprint");

@@ -14,14 +14,20 @@ import java.util.regex.Pattern;
  * committed, instead of starting over.
  *
  * <pre>{@code
- * Phases<String> transfer =
- *     Phases.<String>builder()
+ * Phases<String, RuntimeException> transfer =
+ *     Phases.builder()
  *         .phase("debited", attempt -> debit(attempt.dsl(), ...))       // recovery point "debited"
  *         .phase("sent", attempt -> bank.send(attempt.idempotencyKeyForDownstream(), ...))
  *         .finish(attempt -> receipt(attempt.dsl()));                    // stored and replayed
  * }</pre>
  *
- * A phase that calls a foreign system should do only that call (and record its answer through
+ * Phases that throw a checked exception name it: {@code Phases.builder(IOException.class)} builds a
+ * {@code Phases<R, IOException>}, and {@code execute} with it {@code throws IOException}. A phase
+ * that throws, checked or not, rolls back its own transaction only: the phases before it stay
+ * committed, the key keeps their recovery point, and the {@link FailurePolicy} decides whether a
+ * retry resumes there or the failure is stored as the result.
+ *
+ * <p>A phase that calls a foreign system should do only that call (and record its answer through
  * {@link Attempt#dsl()}): a crash after the call but before the commit repeats the call on retry,
  * which is safe only because the foreign system sees the same idempotency key again. Phases pass
  * data to later phases through the database (rows keyed by the idempotency key), because a later
@@ -31,8 +37,9 @@ import java.util.regex.Pattern;
  * makes those keys fail with {@link IllegalStateException} on retry. Immutable.
  *
  * @param <R> the result of the final phase
+ * @param <X> the checked exception the phases may throw ({@link RuntimeException} when none)
  */
-public final class Phases<R> {
+public final class Phases<R, X extends Exception> {
 
   /** The recovery point of a key on which no phase has completed. */
   public static final String STARTED = "started";
@@ -45,28 +52,50 @@ public final class Phases<R> {
 
   private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9_]{0,62}");
 
-  /** One intermediate phase. */
+  /**
+   * One intermediate phase; it commits with its recovery point when it returns.
+   *
+   * @param <X> the checked exception it may throw ({@link RuntimeException} when none)
+   */
   @FunctionalInterface
-  public interface Step {
-    void run(Attempt attempt);
+  public interface Step<X extends Exception> {
+    void run(Attempt attempt) throws X;
   }
 
   private final List<String> names;
-  private final List<Step> steps;
-  private final IdempotentAction<R> last;
+  private final List<Step<X>> steps;
+  private final IdempotentAction<R, X> last;
 
-  private Phases(List<String> names, List<Step> steps, IdempotentAction<R> last) {
+  private Phases(List<String> names, List<Step<X>> steps, IdempotentAction<R, X> last) {
     this.names = List.copyOf(names);
     this.steps = List.copyOf(steps);
     this.last = Objects.requireNonNull(last, "the final phase");
   }
 
   /** One phase: the action and the storing of its result, in one transaction. */
-  public static <R> Phases<R> single(IdempotentAction<R> action) {
+  public static <R, X extends Exception> Phases<R, X> single(IdempotentAction<R, X> action) {
     return new Phases<>(List.of(), List.of(), action);
   }
 
-  public static <R> Builder<R> builder() {
+  /**
+   * A builder for phases that throw no checked exception; {@link Builder#finish} fixes the result
+   * type.
+   */
+  public static Builder<RuntimeException> builder() {
+    return new Builder<>();
+  }
+
+  /**
+   * A builder for phases that may throw the checked {@code exception} (e.g. {@code
+   * IOException.class}); {@code execute} with the phases built rethrows it.
+   */
+  public static <X extends Exception> Builder<X> builder(Class<X> exception) {
+    if (exception == null) {
+      throw new IllegalArgumentException(
+          "exception is null: pass the checked exception the phases throw, e.g."
+              + " Phases.builder(IOException.class), or call Phases.builder() when they throw"
+              + " none.");
+    }
     return new Builder<>();
   }
 
@@ -76,12 +105,12 @@ public final class Phases<R> {
   }
 
   /** The intermediate phases, in the order of {@link #names()}. */
-  public List<Step> steps() {
+  public List<Step<X>> steps() {
     return steps;
   }
 
   /** The final phase, whose result is stored. */
-  public IdempotentAction<R> last() {
+  public IdempotentAction<R, X> last() {
     return last;
   }
 
@@ -114,10 +143,14 @@ public final class Phases<R> {
     return "Phases" + names + " + final";
   }
 
-  /** Builds {@link Phases}; each call validates at once. */
-  public static final class Builder<R> {
+  /**
+   * Builds {@link Phases}; each call validates at once.
+   *
+   * @param <X> the checked exception the phases may throw
+   */
+  public static final class Builder<X extends Exception> {
     private final List<String> names = new ArrayList<>();
-    private final List<Step> steps = new ArrayList<>();
+    private final List<Step<X>> steps = new ArrayList<>();
     private final Set<String> seen = new HashSet<>();
 
     private Builder() {}
@@ -126,7 +159,7 @@ public final class Phases<R> {
      * Adds a phase. Its name is the recovery point stored when it commits: {@code
      * [a-z][a-z0-9_]{0,62}}, unique, not {@value Phases#STARTED} or {@value Phases#FINISHED}.
      */
-    public Builder<R> phase(String name, Step step) {
+    public Builder<X> phase(String name, Step<? extends X> step) {
       Objects.requireNonNull(step, "step");
       if (name == null || !NAME.matcher(name).matches()) {
         throw new IllegalArgumentException(
@@ -148,13 +181,17 @@ public final class Phases<R> {
             "More than " + MAX_PHASES + " phases: group steps that commit together.");
       }
       names.add(name);
-      steps.add(step);
+      steps.add(step::run);
       return this;
     }
 
-    /** Adds the final phase, whose result is stored with the key, and builds. */
-    public Phases<R> finish(IdempotentAction<R> last) {
-      return new Phases<>(names, steps, Objects.requireNonNull(last, "last"));
+    /**
+     * Adds the final phase, whose result is stored with the key, and builds; its result type is the
+     * phases' {@code R}.
+     */
+    public <R> Phases<R, X> finish(IdempotentAction<R, ? extends X> last) {
+      Objects.requireNonNull(last, "last");
+      return new Phases<>(names, steps, last::run);
     }
   }
 }

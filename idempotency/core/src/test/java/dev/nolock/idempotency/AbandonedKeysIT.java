@@ -79,11 +79,12 @@ class AbandonedKeysIT {
     keys.createTableIfMissing();
   }
 
-  private static Phases<String> payment(String failIn) {
+  private static Phases<String, RuntimeException> payment(String failIn) {
     return PaymentPhases.of(failIn);
   }
 
-  private static Phases<String> payment(String failIn, String holdIn, Runnable hold) {
+  private static Phases<String, RuntimeException> payment(
+      String failIn, String holdIn, Runnable hold) {
     return PaymentPhases.of(failIn, holdIn, hold);
   }
 

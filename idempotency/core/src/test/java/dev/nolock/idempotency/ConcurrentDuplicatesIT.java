@@ -44,7 +44,7 @@ class ConcurrentDuplicatesIT {
     // The one caller that runs the action holds it open until all others have answered, so that
     // every other caller provably arrived while the key was in progress.
     CountDownLatch othersAnswered = new CountDownLatch(CALLERS - 1);
-    IdempotentAction<String> pay =
+    IdempotentAction<String, RuntimeException> pay =
         attempt -> {
           runs.incrementAndGet();
           Ledger.write(attempt, "payment");

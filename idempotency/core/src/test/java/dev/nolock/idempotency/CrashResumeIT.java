@@ -58,7 +58,7 @@ class CrashResumeIT {
 
     AtomicInteger phase1Runs = new AtomicInteger();
     List<String> resumedFrom = new ArrayList<>();
-    Phases<String> phases =
+    Phases<String, RuntimeException> phases =
         LedgerPhases.of(
             attempt -> phase1Runs.incrementAndGet(),
             attempt -> resumedFrom.add(attempt.resumedFrom()));

@@ -54,7 +54,7 @@ public final class IdempotencyChildMain {
               safeguards);
       Outcome<String> outcome;
       if (mode.equals("PHASES")) {
-        Phases<String> phases =
+        Phases<String, RuntimeException> phases =
             LedgerPhases.of(
                 attempt -> {},
                 attempt -> {

@@ -2,6 +2,7 @@ package dev.nolock.idempotency;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.RetryPolicy;
@@ -9,6 +10,8 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.FileNotFoundException;
+import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -16,9 +19,12 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.awaitility.Awaitility;
 import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -72,7 +78,7 @@ class IdempotencyKeysIT {
     IdempotencyKeys<String> keys = keys();
     String key = newKey();
     AtomicInteger runs = new AtomicInteger();
-    IdempotentAction<String> charge =
+    IdempotentAction<String, RuntimeException> charge =
         attempt -> {
           runs.incrementAndGet();
           Ledger.write(attempt, "charge");
@@ -321,7 +327,7 @@ class IdempotencyKeysIT {
             FailurePolicy.finalFor(DeclinedException.class, e -> "declined: " + e.getMessage()));
     String key = newKey();
     AtomicInteger runs = new AtomicInteger();
-    IdempotentAction<String> charge =
+    IdempotentAction<String, RuntimeException> charge =
         attempt -> {
           runs.incrementAndGet();
           Ledger.write(attempt, "charge");
@@ -344,7 +350,7 @@ class IdempotencyKeysIT {
     IdempotencyKeys<String> keys = keys();
     String key = newKey();
     AtomicInteger runs = new AtomicInteger();
-    IdempotentAction<String> flaky =
+    IdempotentAction<String, RuntimeException> flaky =
         attempt -> {
           Ledger.write(attempt, "ship");
           if (runs.incrementAndGet() == 1) {
@@ -371,7 +377,7 @@ class IdempotencyKeysIT {
     String key = newKey();
     AtomicInteger phase2Runs = new AtomicInteger();
     List<String> resumedFrom = new ArrayList<>();
-    Phases<String> phases =
+    Phases<String, RuntimeException> phases =
         LedgerPhases.of(
             attempt -> {},
             attempt -> {
@@ -393,10 +399,154 @@ class IdempotencyKeysIT {
   }
 
   @Test
+  void aCheckedExceptionOfTheActionReachesTheCallerAsTheSameInstanceAndReleasesTheKey()
+      throws Exception {
+    IdempotencyKeys<String> keys = keys();
+    String key = newKey();
+    IOException timedOut = new IOException("carrier timed out");
+    AtomicInteger runs = new AtomicInteger();
+    IdempotentAction<String, IOException> ship =
+        attempt -> {
+          Ledger.write(attempt, "ship");
+          if (runs.incrementAndGet() == 1) {
+            throw timedOut;
+          }
+          return "shipped by attempt " + attempt.number();
+        };
+
+    assertThatThrownBy(() -> keys.execute("checked", key, Fingerprint.of("s"), ship))
+        .isSameAs(timedOut);
+    assertThat(Ledger.count(dsl, "checked", key)).as("the failed attempt's write").isZero();
+    Outcome<String> retry = keys.execute("checked", key, Fingerprint.of("s"), ship);
+
+    assertThat(retry).isInstanceOf(Outcome.Completed.class);
+    assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("shipped by attempt 2");
+    assertThat(Ledger.count(dsl, "checked", key)).isEqualTo(1);
+    assertThat(counter("releases", "checked")).isEqualTo(1);
+    assertThat(counter("takeovers", "checked")).isEqualTo(1);
+  }
+
+  @Test
+  void aCheckedExceptionTheFailurePolicyMakesFinalIsStoredAndReplayed() throws Exception {
+    IdempotencyKeys<String> keys =
+        IdempotencyKeys.create(
+            schema.dataSource(),
+            IdempotencyConfig.custom().metrics(registry, "keys-it").build(),
+            ResultCodec.utf8(),
+            FailurePolicy.finalFor(IOException.class, e -> "refused: " + e.getMessage()));
+    String key = newKey();
+    AtomicInteger runs = new AtomicInteger();
+    IdempotentAction<String, IOException> load =
+        attempt -> {
+          runs.incrementAndGet();
+          Ledger.write(attempt, "load");
+          throw new FileNotFoundException("no such manifest");
+        };
+
+    Outcome<String> first = keys.execute("manifests", key, Fingerprint.of("m"), load);
+    Outcome<String> repeat = keys.execute("manifests", key, Fingerprint.of("m"), load);
+
+    assertThat(first).isInstanceOf(Outcome.Completed.class);
+    assertThat(((Outcome.Completed<String>) first).result()).isEqualTo("refused: no such manifest");
+    assertThat(repeat).isEqualTo(new Outcome.Replayed<>("refused: no such manifest"));
+    assertThat(runs).hasValue(1);
+    assertThat(Ledger.count(dsl, "manifests", key)).isZero();
+
+    // Control: a checked exception of another type is not final under this policy.
+    String otherKey = newKey();
+    TimeoutException slow = new TimeoutException("manifest service slow");
+    IdempotentAction<String, TimeoutException> timesOut =
+        attempt -> {
+          Ledger.write(attempt, "load");
+          throw slow;
+        };
+    assertThatThrownBy(() -> keys.execute("manifests", otherKey, Fingerprint.of("m"), timesOut))
+        .isSameAs(slow);
+    assertThat(counter("releases", "manifests")).isEqualTo(1);
+    assertThat(Ledger.count(dsl, "manifests", otherKey)).isZero();
+  }
+
+  @Test
+  void aCheckedExceptionInAPhaseKeepsTheLastCommittedRecoveryPointAndTheRetryResumesThere()
+      throws Exception {
+    IdempotencyKeys<String> keys = keys();
+    String key = newKey();
+    IOException bankDown = new IOException("bank unavailable");
+    AtomicInteger phase2Runs = new AtomicInteger();
+    List<String> resumedFrom = new ArrayList<>();
+    Phases<String, IOException> phases =
+        Phases.builder(IOException.class)
+            .phase(LedgerPhases.PHASE_1, attempt -> Ledger.write(attempt, LedgerPhases.PHASE_1))
+            .phase(
+                LedgerPhases.PHASE_2,
+                attempt -> {
+                  resumedFrom.add(attempt.resumedFrom());
+                  Ledger.write(attempt, LedgerPhases.PHASE_2);
+                  if (phase2Runs.incrementAndGet() == 1) {
+                    throw bankDown;
+                  }
+                })
+            .finish(
+                attempt -> {
+                  Ledger.write(attempt, LedgerPhases.PHASE_3);
+                  return "done by attempt " + attempt.number();
+                });
+
+    assertThatThrownBy(() -> keys.execute("checked-phases", key, Fingerprint.of("p"), phases))
+        .isSameAs(bankDown);
+    assertThat(Ledger.rows(dsl, "checked-phases", key))
+        .as("phase 1 committed, phase 2 rolled back")
+        .extracting(Ledger.Row::step)
+        .containsExactly(LedgerPhases.PHASE_1);
+    Outcome<String> retry = keys.execute("checked-phases", key, Fingerprint.of("p"), phases);
+
+    assertThat(retry).isInstanceOf(Outcome.Completed.class);
+    assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("done by attempt 2");
+    assertThat(resumedFrom).containsExactly(Phases.STARTED, LedgerPhases.PHASE_1);
+    assertThat(Ledger.rows(dsl, "checked-phases", key))
+        .extracting(Ledger.Row::step)
+        .containsExactly(LedgerPhases.PHASE_1, LedgerPhases.PHASE_2, LedgerPhases.PHASE_3);
+  }
+
+  @Test
+  void aDatabaseErrorRaisedByTheActionIsTheActionsFailureNotAnOutage() {
+    IdempotencyKeys<String> keys = keys();
+    String key = newKey();
+    AtomicInteger runs = new AtomicInteger();
+    AtomicReference<DataAccessException> raised = new AtomicReference<>();
+    IdempotentAction<String, RuntimeException> divide =
+        attempt -> {
+          Ledger.write(attempt, "divide");
+          if (runs.incrementAndGet() == 1) {
+            try {
+              attempt.dsl().execute("SELECT 1 / 0");
+            } catch (DataAccessException e) {
+              raised.set(e);
+              throw e;
+            }
+          }
+          return "divided by attempt " + attempt.number();
+        };
+
+    Throwable thrown =
+        catchThrowable(() -> keys.execute("divide", key, Fingerprint.of("d"), divide));
+
+    assertThat(thrown)
+        .as("the action's own DataAccessException, not BackendUnavailableException")
+        .isNotNull()
+        .isSameAs(raised.get());
+    assertThat(counter("releases", "divide")).isEqualTo(1);
+    Outcome<String> retry = keys.execute("divide", key, Fingerprint.of("d"), divide);
+    assertThat(retry).isInstanceOf(Outcome.Completed.class);
+    assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("divided by attempt 2");
+    assertThat(Ledger.count(dsl, "divide", key)).isEqualTo(1);
+  }
+
+  @Test
   void aRecoveryPointThatNamesNoPhaseFailsWithIllegalStateAndReleasesTheKey() {
     IdempotencyKeys<String> keys = keys();
     String key = newKey();
-    Phases<String> before =
+    Phases<String, RuntimeException> before =
         LedgerPhases.of(
             attempt -> {},
             attempt -> {
@@ -404,8 +554,8 @@ class IdempotencyKeysIT {
             });
     assertThatThrownBy(() -> keys.execute("renamed", key, Fingerprint.of("r"), before))
         .hasMessage("crash after phase 1");
-    Phases<String> renamed =
-        Phases.<String>builder().phase("other_name", attempt -> {}).finish(attempt -> "x");
+    Phases<String, RuntimeException> renamed =
+        Phases.builder().phase("other_name", attempt -> {}).finish(attempt -> "x");
 
     assertThatThrownBy(() -> keys.execute("renamed", key, Fingerprint.of("r"), renamed))
         .isInstanceOf(IllegalStateException.class)
@@ -419,7 +569,7 @@ class IdempotencyKeysIT {
   @Test
   void malformedKeysAndScopesAreRefusedBeforeAnythingIsWritten() {
     IdempotencyKeys<String> keys = keys();
-    IdempotentAction<String> action =
+    IdempotentAction<String, RuntimeException> action =
         attempt -> {
           throw new AssertionError("must not run");
         };

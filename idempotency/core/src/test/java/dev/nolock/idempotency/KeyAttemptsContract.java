@@ -278,7 +278,7 @@ abstract class KeyAttemptsContract extends AttemptTokenContract<KeyAttemptsContr
     return Ledger.count(schema.dsl(), SCOPE, key);
   }
 
-  private IdempotentAction<String> heldUntilFinished(Request request) {
+  private IdempotentAction<String, RuntimeException> heldUntilFinished(Request request) {
     return attempt -> {
       request.token.complete(attempt.token().value());
       try {

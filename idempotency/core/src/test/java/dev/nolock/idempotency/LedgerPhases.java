@@ -18,8 +18,9 @@ final class LedgerPhases {
   /**
    * @param insidePhase2 runs in phase 2 after its ledger row was written, before the phase commits
    */
-  static Phases<String> of(Consumer<Attempt> insidePhase1, Consumer<Attempt> insidePhase2) {
-    return Phases.<String>builder()
+  static Phases<String, RuntimeException> of(
+      Consumer<Attempt> insidePhase1, Consumer<Attempt> insidePhase2) {
+    return Phases.builder()
         .phase(
             PHASE_1,
             attempt -> {

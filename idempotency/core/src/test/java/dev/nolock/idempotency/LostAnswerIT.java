@@ -79,7 +79,7 @@ class LostAnswerIT {
   }
 
   /** A payment whose phase {@code phase} arms a fault on its own COMMIT. */
-  private Phases<String> losingTheCommitOf(String phase, FaultKind kind) {
+  private Phases<String, RuntimeException> losingTheCommitOf(String phase, FaultKind kind) {
     return PaymentPhases.of(null, phase, () -> arm(() -> faults.onNextCommit(kind)));
   }
 
@@ -141,7 +141,7 @@ class LostAnswerIT {
   @Test
   void aPhaseWhoseRecoveryPointUpdateLostItsAnswerRollsBackAndRunsOnceMoreOnTheRetry() {
     String key = newKey();
-    Phases<String> phases =
+    Phases<String, RuntimeException> phases =
         PaymentPhases.of(
             null,
             CHARGED,
@@ -249,7 +249,7 @@ class LostAnswerIT {
   void aReleaseWhoseAnswerIsLostStillFreesTheKeyAndTheCallerSeesTheActionsOwnFailure() {
     String key = newKey();
     // The receipt phase fails; the fault is armed inside it, so it lands on the release's commit.
-    Phases<String> failing =
+    Phases<String, RuntimeException> failing =
         PaymentPhases.of(
             RECEIPT_SENT,
             RECEIPT_SENT,
@@ -267,7 +267,7 @@ class LostAnswerIT {
   @Test
   void aReleaseThatNeverReachedTheServerLeavesTheKeyBlockedForAtMostOneLease() {
     String key = newKey();
-    Phases<String> failing =
+    Phases<String, RuntimeException> failing =
         PaymentPhases.of(
             RECEIPT_SENT,
             RECEIPT_SENT,
@@ -309,7 +309,7 @@ class LostAnswerIT {
             IdempotencyConfig.ofDefaults(),
             ResultCodec.utf8(),
             FailurePolicy.finalFor(IllegalStateException.class, e -> "declined"));
-    Phases<String> failing =
+    Phases<String, RuntimeException> failing =
         PaymentPhases.of(
             RECEIPT_SENT,
             RECEIPT_SENT,

@@ -20,13 +20,13 @@ final class PaymentPhases {
    * The phase named {@code failIn} throws after its ledger write (so the write rolls back), as a
    * provider or mail server that is down would; null: nothing fails.
    */
-  static Phases<String> of(String failIn) {
+  static Phases<String, RuntimeException> of(String failIn) {
     return of(failIn, null, () -> {});
   }
 
   /** The same, and the phase named {@code holdIn} runs {@code hold} after its ledger write. */
-  static Phases<String> of(String failIn, String holdIn, Runnable hold) {
-    return Phases.<String>builder()
+  static Phases<String, RuntimeException> of(String failIn, String holdIn, Runnable hold) {
+    return Phases.builder()
         .phase(CHARGED, attempt -> step(attempt, CHARGED, "charge", failIn, holdIn, hold))
         .phase(
             RECEIPT_SENT, attempt -> step(attempt, RECEIPT_SENT, "receipt", failIn, holdIn, hold))

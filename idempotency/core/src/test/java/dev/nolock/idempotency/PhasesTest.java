@@ -3,16 +3,17 @@ package dev.nolock.idempotency;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.IOException;
 import org.junit.jupiter.api.Test;
 
 class PhasesTest {
 
-  private static final Phases.Step NOTHING = attempt -> {};
+  private static final Phases.Step<RuntimeException> NOTHING = attempt -> {};
 
   @Test
   void aKeyResumesAfterItsRecoveryPoint() {
-    Phases<String> phases =
-        Phases.<String>builder()
+    Phases<String, RuntimeException> phases =
+        Phases.builder()
             .phase("reserved", NOTHING)
             .phase("charged", NOTHING)
             .finish(attempt -> "done");
@@ -25,7 +26,8 @@ class PhasesTest {
 
   @Test
   void aRecoveryPointFromRenamedPhasesIsAnIllegalState() {
-    Phases<String> phases = Phases.<String>builder().phase("a", NOTHING).finish(attempt -> "x");
+    Phases<String, RuntimeException> phases =
+        Phases.builder().phase("a", NOTHING).finish(attempt -> "x");
 
     assertThatThrownBy(() -> phases.resumeIndex("old_name"))
         .isInstanceOf(IllegalStateException.class)
@@ -34,22 +36,40 @@ class PhasesTest {
 
   @Test
   void phaseNamesMustBeUniqueLowerCaseAndNotReserved() {
-    assertThatThrownBy(() -> Phases.<String>builder().phase("Charged", NOTHING))
+    assertThatThrownBy(() -> Phases.builder().phase("Charged", NOTHING))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("[a-z][a-z0-9_]{0,62}");
-    assertThatThrownBy(() -> Phases.<String>builder().phase(Phases.STARTED, NOTHING))
+    assertThatThrownBy(() -> Phases.builder().phase(Phases.STARTED, NOTHING))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("reserved");
-    assertThatThrownBy(() -> Phases.<String>builder().phase(Phases.FINISHED, NOTHING))
+    assertThatThrownBy(() -> Phases.builder().phase(Phases.FINISHED, NOTHING))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> Phases.<String>builder().phase("a", NOTHING).phase("a", NOTHING))
+    assertThatThrownBy(() -> Phases.builder().phase("a", NOTHING).phase("a", NOTHING))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("twice");
   }
 
   @Test
+  void aBuilderNamedForACheckedExceptionTakesPhasesThatThrowIt() {
+    Phases<String, IOException> phases =
+        Phases.builder(IOException.class)
+            .phase(
+                "read",
+                attempt -> {
+                  throw new IOException("disk");
+                })
+            .phase("nothing", attempt -> {})
+            .finish(attempt -> "done");
+
+    assertThat(phases.names()).containsExactly("read", "nothing");
+    assertThatThrownBy(() -> Phases.builder(null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Phases.builder()");
+  }
+
+  @Test
   void aSingleActionIsOneFinalPhase() {
-    Phases<String> single = Phases.single(attempt -> "r");
+    Phases<String, RuntimeException> single = Phases.single(attempt -> "r");
 
     assertThat(single.names()).isEmpty();
     assertThat(single.resumeIndex(Phases.STARTED)).isZero();

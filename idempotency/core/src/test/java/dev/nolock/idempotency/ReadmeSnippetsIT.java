@@ -134,8 +134,8 @@ class ReadmeSnippetsIT {
     assertThat(provider.calls).hasValue(1);
 
     // --- README: Atomic phases ---
-    Phases<String> transfer =
-        Phases.<String>builder()
+    Phases<String, RuntimeException> transfer =
+        Phases.builder()
             .phase(
                 "payment_recorded",
                 attempt ->

@@ -17,6 +17,7 @@ import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.sql.SqlErrors;
+import dev.nolock.patterns.sql.WorkThrew;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.vavr.control.Either;
@@ -179,34 +180,42 @@ public final class KeyExecutor<R> {
     }
   }
 
-  public Outcome<R> execute(String scope, String key, Fingerprint fingerprint, Phases<R> phases) {
+  public <X extends Exception> Outcome<R> execute(
+      String scope, String key, Fingerprint fingerprint, Phases<R, X> phases) throws X {
     IdempotencyMetrics counters =
         metrics.computeIfAbsent(
             scope, s -> new IdempotencyMetrics(registry, config.metricsInstanceName(), s));
-    Either<Outcome<R>, Outcome<R>> result =
+    // The wait loop only claims and reads; the phases run after it, outside the Supplier, so that
+    // their checked exception reaches the caller without a carrier.
+    Either<Outcome<R>, Either<Outcome<R>, Claimed>> result =
         config
             .waitWhileInProgress()
             .run(
                 clock,
                 () -> {
-                  Outcome<R> outcome = once(scope, key, fingerprint, phases, counters);
-                  return outcome instanceof Outcome.RequestInProgress<R>
-                      ? Either.left(outcome)
-                      : Either.right(outcome);
+                  Either<Outcome<R>, Claimed> claimed = once(scope, key, fingerprint, counters);
+                  return claimed.isLeft()
+                          && claimed.getLeft() instanceof Outcome.RequestInProgress<R> inProgress
+                      ? Either.left(inProgress)
+                      : Either.right(claimed);
                 });
-    Outcome<R> outcome = result.fold(Function.identity(), Function.identity());
-    if (outcome instanceof Outcome.RequestInProgress<R>) {
+    if (result.isLeft()) {
       counters.inProgress();
+      return result.getLeft();
     }
-    return outcome;
+    Either<Outcome<R>, Claimed> claimed = result.get();
+    if (claimed.isLeft()) {
+      return claimed.getLeft();
+    }
+    return run(scope, key, claimed.get().claim(), claimed.get().sentAt(), phases, counters);
   }
 
-  private Outcome<R> once(
-      String scope,
-      String key,
-      Fingerprint fingerprint,
-      Phases<R> phases,
-      IdempotencyMetrics counters) {
+  /** A claim this call won, and when the statement that won it was sent. */
+  private record Claimed(Claim claim, long sentAt) {}
+
+  /** One claim: the key to run, or the outcome of a key this call did not claim. */
+  private Either<Outcome<R>, Claimed> once(
+      String scope, String key, Fingerprint fingerprint, IdempotencyMetrics counters) {
     for (int claims = 1; ; claims++) {
       long sentAt = clock.nanoTime();
       Optional<Claim> claim =
@@ -230,7 +239,7 @@ public final class KeyExecutor<R> {
         } else {
           counters.takeover();
         }
-        return run(scope, key, claim.get(), sentAt, phases, counters);
+        return Either.right(new Claimed(claim.get(), sentAt));
       }
       Optional<KeyRow> row =
           translate(
@@ -240,31 +249,32 @@ public final class KeyExecutor<R> {
           && safeguards.fingerprintCheck()
           && !row.get().fingerprint().equals(fingerprint.value())) {
         counters.fingerprintMismatch();
-        return new Outcome.KeyReusedWithDifferentRequest<>();
+        return Either.left(new Outcome.KeyReusedWithDifferentRequest<>());
       }
       if (row.isEmpty() || (!row.get().completed() && row.get().leaseRemaining().isZero())) {
         // Purged, or its lease ended, between the two statements: claim again.
         if (claims < MAX_CLAIMS_PER_CALL) {
           continue;
         }
-        return new Outcome.RequestInProgress<>(Duration.ZERO);
+        return Either.left(new Outcome.RequestInProgress<>(Duration.ZERO));
       }
       KeyRow existing = row.get();
       if (existing.completed()) {
         counters.replay();
-        return new Outcome.Replayed<>(codec.decode(existing.result()));
+        return Either.left(new Outcome.Replayed<>(codec.decode(existing.result())));
       }
-      return new Outcome.RequestInProgress<>(existing.leaseRemaining());
+      return Either.left(new Outcome.RequestInProgress<>(existing.leaseRemaining()));
     }
   }
 
-  private Outcome<R> run(
+  private <X extends Exception> Outcome<R> run(
       String scope,
       String key,
       Claim claim,
       long sentAt,
-      Phases<R> phases,
-      IdempotencyMetrics counters) {
+      Phases<R, X> phases,
+      IdempotencyMetrics counters)
+      throws X {
     FencingToken token = FencingToken.of(claim.token());
     int first;
     try {
@@ -284,25 +294,28 @@ public final class KeyExecutor<R> {
       Outcome<R> outcome;
       try {
         if (last) {
-          IdempotentAction<R> action = phases.last();
+          IdempotentAction<R, X> action = phases.last();
           R result =
               dsl.transactionResult(
                   tx -> {
-                    R value = user(() -> action.run(attemptOn.apply(tx.dsl())));
-                    StoredResult stored = user(() -> codec.encode(value));
+                    // The action's exception and the codec's are the caller's code failing: the
+                    // FailurePolicy decides, even for a DataAccessException of the action's own.
+                    R value = WorkThrew.call(t -> action.run(attemptOn.apply(t)), tx.dsl());
+                    StoredResult stored = WorkThrew.call(t -> codec.encode(value), tx.dsl());
                     store(tx.dsl(), scope, key, token, stored);
                     return value;
                   });
           return new Outcome.Completed<>(result, token);
         }
-        Phases.Step step = phases.steps().get(i);
+        Phases.Step<X> step = phases.steps().get(i);
         dsl.transaction(
             tx -> {
-              user(
-                  () -> {
-                    step.run(attemptOn.apply(tx.dsl()));
+              WorkThrew.call(
+                  t -> {
+                    step.run(attemptOn.apply(t));
                     return null;
-                  });
+                  },
+                  tx.dsl());
               extendedAt[0] = clock.nanoTime();
               int rows =
                   table.advance(
@@ -321,8 +334,8 @@ public final class KeyExecutor<R> {
         continue;
       } catch (Stale stale) {
         outcome = stale(token, counters);
-      } catch (ActionFailure failure) {
-        outcome = failed(scope, key, token, failure.getCause(), counters);
+      } catch (WorkThrew threw) {
+        outcome = failed(scope, key, token, threw.<X>original(), counters);
       } catch (DataAccessException e) {
         releaseQuietly(scope, key, token, e);
         throw SqlErrors.translate(
@@ -367,12 +380,14 @@ public final class KeyExecutor<R> {
     return new Outcome.StaleAttempt<>(token);
   }
 
-  private Outcome<R> failed(
-      String scope,
-      String key,
-      FencingToken token,
-      RuntimeException failure,
-      IdempotencyMetrics counters) {
+  /**
+   * Stores {@code failure} as the key's final result, or releases the key and rethrows it. Declared
+   * {@code X}: the phase that threw it is a {@code Phases<R, X>}, so it is an {@code X} or
+   * unchecked.
+   */
+  private <X extends Exception> Outcome<R> failed(
+      String scope, String key, FencingToken token, X failure, IdempotencyMetrics counters)
+      throws X {
     Option<R> finalResult;
     try {
       finalResult = Objects.requireNonNull(failurePolicy.finalResult(failure), "finalResult");
@@ -422,30 +437,8 @@ public final class KeyExecutor<R> {
     }
   }
 
-  private static <T> T user(Supplier<T> code) {
-    try {
-      return code.get();
-    } catch (RuntimeException e) {
-      throw new ActionFailure(e);
-    }
-  }
-
   private <T> T translate(Supplier<String> doing, Supplier<T> statement) {
     return SqlErrors.run(doing, statement);
-  }
-
-  /** Carries an exception thrown by the caller's code out of the transaction, past jOOQ. */
-  private static final class ActionFailure extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    ActionFailure(RuntimeException cause) {
-      super(cause);
-    }
-
-    @Override
-    public synchronized RuntimeException getCause() {
-      return (RuntimeException) super.getCause();
-    }
   }
 
   /** The attempt's conditional update matched no row: roll back and report a stale attempt. */

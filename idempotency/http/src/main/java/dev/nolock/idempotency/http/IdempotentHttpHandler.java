@@ -260,10 +260,16 @@ public final class IdempotentHttpHandler implements HttpHandler {
    * The endpoint's work for one key: write local database effects through {@link Attempt#dsl()}
    * (they commit with the stored reply), pass {@link Attempt#idempotencyKeyForDownstream()} to
    * foreign systems.
+   *
+   * <p>It may throw any exception, checked or not: its transaction rolls back and the keys' {@link
+   * dev.nolock.idempotency.FailurePolicy} decides. A final failure is stored and answered with the
+   * reply the policy maps it to; a retryable one releases the key and the request is answered 500.
+   * An {@link InterruptedException} is answered the same way, and the server thread's interrupt
+   * flag is set again once the answer is sent.
    */
   @FunctionalInterface
   public interface Endpoint {
-    Reply handle(Request request, Attempt attempt);
+    Reply handle(Request request, Attempt attempt) throws Exception;
   }
 
   private final IdempotencyKeys<Reply> keys;
@@ -341,17 +347,24 @@ public final class IdempotentHttpHandler implements HttpHandler {
             "Retry with the same Idempotency-Key.",
             Duration.ofSeconds(1));
         return;
-      } catch (RuntimeException e) {
+      } catch (Exception e) {
         LOG.log(
             System.Logger.Level.WARNING,
             "The endpoint of scope \"" + scope + "\" failed; the key was released for a retry",
             e);
-        problem(
-            exchange,
-            500,
-            "The request failed",
-            "Nothing was stored for the key; retry with the same Idempotency-Key.",
-            null);
+        try {
+          problem(
+              exchange,
+              500,
+              "The request failed",
+              "Nothing was stored for the key; retry with the same Idempotency-Key.",
+              null);
+        } finally {
+          if (e instanceof InterruptedException) {
+            // Set only now: an interrupted thread could not write the answer on the socket.
+            Thread.currentThread().interrupt();
+          }
+        }
         return;
       }
       respond(exchange, outcome);

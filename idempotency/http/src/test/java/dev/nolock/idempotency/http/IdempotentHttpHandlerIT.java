@@ -11,6 +11,7 @@ import dev.nolock.idempotency.IdempotencyKeys;
 import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -65,6 +66,9 @@ class IdempotentHttpHandlerIT {
    */
   private final Map<String, CountDownLatch> conflicts = new ConcurrentHashMap<>();
 
+  /** Per key: whether the server thread's interrupt flag was set once the handler returned. */
+  private final Map<String, Boolean> interruptedAfter = new ConcurrentHashMap<>();
+
   private ExecutorService serverThreads;
   private ExecutorService clientThreads;
   private HttpServer server;
@@ -117,6 +121,12 @@ class IdempotentHttpHandlerIT {
                   if (request.bodyText().equals("explode")) {
                     throw new IllegalStateException("the warehouse is on fire");
                   }
+                  if (request.bodyText().equals("unreachable")) {
+                    throw new IOException("the warehouse is unreachable");
+                  }
+                  if (request.bodyText().equals("interrupted")) {
+                    throw new InterruptedException("the server is shutting down");
+                  }
                   if (request.bodyText().startsWith("located")) {
                     return new Reply(
                             201,
@@ -145,6 +155,9 @@ class IdempotentHttpHandlerIT {
         exchange -> {
           String key = exchange.getRequestHeaders().getFirst(IdempotentHttpHandler.KEY_HEADER);
           handler.handle(exchange);
+          if (key != null) {
+            interruptedAfter.put(key, Thread.interrupted());
+          }
           CountDownLatch duplicates = key == null ? null : conflicts.get(key);
           if (duplicates != null && exchange.getResponseCode() == 409) {
             duplicates.countDown();
@@ -344,6 +357,32 @@ class IdempotentHttpHandlerIT {
     assertThat(orderRows(key)).as("the failed attempt's order was rolled back").isZero();
     // Released at once: the retry is not told 409, it runs (and fails) again.
     assertThat(send(post(key, "explode")).statusCode()).isEqualTo(500);
+  }
+
+  @Test
+  void aCheckedExceptionOfTheEndpointIs500AndItsKeyIsReleasedLikeAnUncheckedOne() throws Exception {
+    String checkedKey = UUID.randomUUID().toString();
+    String uncheckedKey = UUID.randomUUID().toString();
+    HttpResponse<String> checked = send(post(checkedKey, "unreachable"));
+    HttpResponse<String> unchecked = send(post(uncheckedKey, "explode"));
+
+    assertThat(checked.statusCode()).isEqualTo(500);
+    assertThat(checked.headers().firstValue("Content-Type")).contains("application/problem+json");
+    assertThat(checked.body()).isEqualTo(unchecked.body());
+    assertThat(orderRows(checkedKey)).as("the failed attempt's order was rolled back").isZero();
+    assertThat(interruptedAfter).containsEntry(checkedKey, false);
+    // Released at once: the retry is not told 409, it runs (and fails) again.
+    assertThat(send(post(checkedKey, "unreachable")).statusCode()).isEqualTo(500);
+  }
+
+  @Test
+  void anInterruptedEndpointIs500AndTheServerThreadKeepsItsInterrupt() throws Exception {
+    String key = UUID.randomUUID().toString();
+    HttpResponse<String> interrupted = send(post(key, "interrupted"));
+
+    assertThat(interrupted.statusCode()).isEqualTo(500);
+    assertThat(orderRows(key)).isZero();
+    assertThat(interruptedAfter).containsEntry(key, true);
   }
 
   @Test
