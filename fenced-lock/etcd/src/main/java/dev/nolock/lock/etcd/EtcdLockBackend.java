@@ -255,7 +255,6 @@ public final class EtcdLockBackend implements LockBackend {
   /** A GET of the key: etcd deletes it when its lease expires, so present = held. */
   @Override
   public Option<LeaseHolder> holder(String name) {
-    config.lockKey(name);
     GetResponse got = await(name, "read the holder", client.getKVClient().get(key(name)));
     return Option.ofOptional(got.getKvs().stream().findFirst())
         .map(

@@ -174,6 +174,8 @@ public final class KubernetesLeaseLockConfig {
     }
 
     /**
+     * The config, which needs a namespace.
+     *
      * @throws IllegalArgumentException when no namespace was named
      */
     public KubernetesLeaseLockConfig build() {
