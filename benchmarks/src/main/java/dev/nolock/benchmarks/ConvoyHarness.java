@@ -362,7 +362,11 @@ public final class ConvoyHarness {
         FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
     private final RedisFence fence =
         RedisFence.create(
-            connection, RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build());
+            connection,
+            RedisFenceConfig.custom()
+                .keyPrefix(prefix + "fence:")
+                .lockKeyPrefix(prefix + "lock:")
+                .build());
 
     {
       // The operator's one-time step; the prefix is new, so nothing was ever issued.

@@ -135,7 +135,11 @@ public class RedisLockBenchmark {
     redis = connection.sync();
 
     backendConfig = RedisLockBackendConfig.custom().keyPrefix(prefix + "lock:").build();
-    fenceConfig = RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build();
+    fenceConfig =
+        RedisFenceConfig.custom()
+            .keyPrefix(prefix + "fence:")
+            .lockKeyPrefix(backendConfig.keyPrefix())
+            .build();
     LockConfig lockConfig = LockConfig.custom(LockPurpose.CORRECTNESS).build();
     locks = FencedLock.create(RedisLockBackend.create(connection, backendConfig), lockConfig);
     fence = RedisFence.create(connection, fenceConfig);

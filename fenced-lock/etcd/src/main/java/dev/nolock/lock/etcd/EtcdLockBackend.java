@@ -2,8 +2,10 @@ package dev.nolock.lock.etcd;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.Names;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KeyValue;
@@ -67,6 +69,10 @@ import java.util.concurrent.TimeoutException;
  * {@link BackendUnavailableException} too (a renewal is not reported as lost) and leaves the
  * thread's interrupt flag set.
  *
+ * <p>Every call validates the lock name and owner itself (not blank, at most 255 characters, no
+ * control characters) and throws {@link IllegalArgumentException} before anything is sent. The key
+ * of a lock is {@link EtcdLockConfig#lockKey}: names and prefixes never share a key.
+ *
  * <p>Expiry is decided by etcd's leader on its own clock; etcd rounds TTLs up to whole seconds and
  * enforces a minimum (about 1.5 s with default timing), so the server may hold a lease longer than
  * the holder counts, never shorter. What etcd cannot do without a fence: stop a holder that was
@@ -103,6 +109,7 @@ public final class EtcdLockBackend implements LockBackend {
 
   @Override
   public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+    requireNameAndOwner(name, owner);
     long seconds = seconds(ttl);
     long leaseId = await(name, "grant a lease", client.getLeaseClient().grant(seconds)).getID();
     ByteSequence key = key(name);
@@ -127,6 +134,8 @@ public final class EtcdLockBackend implements LockBackend {
 
   @Override
   public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+    requireNameAndOwner(name, owner);
+    Objects.requireNonNull(token, "token");
     Grant grant = new Grant(name, owner, token.value());
     Held held = leases.get(grant);
     if (held == null) {
@@ -222,6 +231,8 @@ public final class EtcdLockBackend implements LockBackend {
    */
   @Override
   public boolean release(String name, String owner, FencingToken token) {
+    requireNameAndOwner(name, owner);
+    Objects.requireNonNull(token, "token");
     Held held = leases.remove(new Grant(name, owner, token.value()));
     try {
       return await(
@@ -347,7 +358,16 @@ public final class EtcdLockBackend implements LockBackend {
   }
 
   private ByteSequence key(String name) {
-    return bytes(config.keyPrefix() + name);
+    return bytes(config.lockKey(name));
+  }
+
+  /**
+   * Checked before anything is sent: etcd would store a blank or control-character name or owner as
+   * given, and the facade is not the only caller.
+   */
+  private void requireNameAndOwner(String name, String owner) {
+    config.lockKey(name);
+    Names.requireName("lease owner", owner, Lease.MAX_OWNER_LENGTH);
   }
 
   private static ByteSequence bytes(String s) {

@@ -340,7 +340,10 @@ class EtcdLeaderChangeIT {
     try {
       return peekClient
           .getKVClient()
-          .get(ByteSequence.from(prefix + name, StandardCharsets.UTF_8))
+          .get(
+              ByteSequence.from(
+                  EtcdLockConfig.custom().keyPrefix(prefix).build().lockKey(name),
+                  StandardCharsets.UTF_8))
           .get(5, TimeUnit.SECONDS)
           .getKvs()
           .stream()

@@ -73,7 +73,10 @@ class EtcdLeaseLifecycleIT {
     FencingToken token = backend.tryAcquire("refused", "A", TTL).get();
     long lease = leaseOf("refused");
     // The key goes away without the lease (an operator's delete): A's release is refused.
-    client.getKVClient().delete(bytes(prefix + "refused")).get(5, TimeUnit.SECONDS);
+    client
+        .getKVClient()
+        .delete(bytes(backend.config().lockKey("refused")))
+        .get(5, TimeUnit.SECONDS);
     assertThat(timeToLive(lease).getTTL()).as("the negative control: still alive").isPositive();
 
     assertThat(backend.release("refused", "A", token)).isFalse();
@@ -145,7 +148,7 @@ class EtcdLeaseLifecycleIT {
   private long leaseOf(String name) throws Exception {
     return client
         .getKVClient()
-        .get(bytes(prefix + name))
+        .get(bytes(backend.config().lockKey(name)))
         .get(5, TimeUnit.SECONDS)
         .getKvs()
         .get(0)

@@ -46,7 +46,7 @@ class EtcdLockBackendIT extends LockBackendContract {
 
   @Override
   protected Option<ObservedLease> peek(String name) {
-    return peek(client, backend.config().keyPrefix() + name);
+    return peek(client, backend.config().lockKey(name));
   }
 
   /**

@@ -79,7 +79,7 @@ class EtcdLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
 
   @Override
   protected Option<ObservedLease> peek(String name) {
-    return EtcdLockBackendIT.peek(client, backend.config().keyPrefix() + name);
+    return EtcdLockBackendIT.peek(client, backend.config().lockKey(name));
   }
 
   @Override
@@ -194,7 +194,7 @@ class EtcdLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
   private long keyLease(String name) throws Exception {
     return client
         .getKVClient()
-        .get(bytes(backend.config().keyPrefix() + name))
+        .get(bytes(backend.config().lockKey(name)))
         .get(5, TimeUnit.SECONDS)
         .getKvs()
         .get(0)

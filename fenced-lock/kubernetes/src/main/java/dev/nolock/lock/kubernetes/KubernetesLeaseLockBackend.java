@@ -230,11 +230,6 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
         });
   }
 
-  /** A backend on {@code client} with the defaults; the caller keeps owning the client. */
-  public static KubernetesLeaseLockBackend create(KubernetesClient client) {
-    return create(client, KubernetesLeaseLockConfig.ofDefaults());
-  }
-
   /** A backend on {@code client} with {@code config}; the caller keeps owning the client. */
   public static KubernetesLeaseLockBackend create(
       KubernetesClient client, KubernetesLeaseLockConfig config) {
@@ -840,8 +835,9 @@ public final class KubernetesLeaseLockBackend implements LockBackend {
     int code = e.getCode();
     String hint =
         code == 401 || code == 403
-            ? " The client's identity needs get, create and update on leases"
-                + " (coordination.k8s.io) in namespace \""
+            ? " The client's identity needs get and update on this lock's Lease (an RBAC rule"
+                + " with resourceNames), and create on leases unless the Lease is created"
+                + " beforehand, in group coordination.k8s.io, namespace \""
                 + namespace
                 + "\": see rbac.yaml in nolock-fenced-lock-kubernetes."
             : " Retry later.";

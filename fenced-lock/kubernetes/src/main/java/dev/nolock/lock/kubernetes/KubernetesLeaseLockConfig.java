@@ -8,14 +8,18 @@ import java.time.Clock;
  * Immutable settings of a {@link KubernetesLeaseLockBackend}, built with {@link #custom()}; each
  * setter validates at once.
  *
- * <p>Defaults: namespace {@value #DEFAULT_NAMESPACE}, Lease name prefix {@value #DEFAULT_PREFIX}
- * (the Lease of lock {@code "invoice-42"} is {@code nolock-invoice-42}), the system {@link
- * LeaseClock}, the UTC system wall clock, and {@value #DEFAULT_REMEMBERED_NAMES} remembered lock
- * names.
+ * <p>The namespace has no default: {@link Builder#build()} refuses a config whose namespace was not
+ * named, so that Leases never land in a namespace shared with other applications (such as {@code
+ * default}) by omission, where whoever may read or write Leases there could read the holders'
+ * identities or take the locks. Give the application a namespace of its own, and grant its service
+ * account access to its Leases only ({@code rbac.yaml}).
+ *
+ * <p>Defaults of the rest: Lease name prefix {@value #DEFAULT_PREFIX} (the Lease of lock {@code
+ * "invoice-42"} is {@code nolock-invoice-42}; never empty), the system {@link LeaseClock}, the UTC
+ * system wall clock, and {@value #DEFAULT_REMEMBERED_NAMES} remembered lock names.
  */
 public final class KubernetesLeaseLockConfig {
 
-  public static final String DEFAULT_NAMESPACE = "default";
   public static final String DEFAULT_PREFIX = "nolock-";
 
   /** How many lock names' highest tokens a backend instance remembers by default. */
@@ -23,8 +27,6 @@ public final class KubernetesLeaseLockConfig {
 
   /** The largest {@link Builder#rememberedNames} accepted. */
   public static final int MAX_REMEMBERED_NAMES = 10_000_000;
-
-  private static final KubernetesLeaseLockConfig DEFAULTS = custom().build();
 
   private final String namespace;
   private final String leaseNamePrefix;
@@ -40,12 +42,7 @@ public final class KubernetesLeaseLockConfig {
     this.rememberedNames = b.rememberedNames;
   }
 
-  /** Every default. */
-  public static KubernetesLeaseLockConfig ofDefaults() {
-    return DEFAULTS;
-  }
-
-  /** A builder that starts from the defaults. */
+  /** A builder that starts from the defaults, without a namespace: name one before building. */
   public static Builder custom() {
     return new Builder();
   }
@@ -55,7 +52,7 @@ public final class KubernetesLeaseLockConfig {
     return namespace;
   }
 
-  /** Put in front of every lock name to form the Lease name. */
+  /** Put in front of every lock name to form the Lease name; never empty. */
   public String leaseNamePrefix() {
     return leaseNamePrefix;
   }
@@ -112,7 +109,7 @@ public final class KubernetesLeaseLockConfig {
 
   /** Builds a {@link KubernetesLeaseLockConfig}. */
   public static final class Builder {
-    private String namespace = DEFAULT_NAMESPACE;
+    private String namespace;
     private String leaseNamePrefix = DEFAULT_PREFIX;
     private LeaseClock clock = LeaseClock.system();
     private Clock wallClock = Clock.systemUTC();
@@ -120,17 +117,22 @@ public final class KubernetesLeaseLockConfig {
 
     private Builder() {}
 
-    /** A DNS-1123 label, e.g. {@code "billing"}; default {@value #DEFAULT_NAMESPACE}. */
+    /**
+     * The namespace the Leases live in, required: a DNS-1123 label, e.g. {@code "billing"}. Use one
+     * dedicated to the application (in a pod, its own, from the downward API), whose Leases only
+     * its service account may read and write.
+     */
     public Builder namespace(String namespace) {
       this.namespace = KubernetesNames.requireNamespace(namespace);
       return this;
     }
 
     /**
-     * Empty, or lower-case letters, digits, '-' and '.' starting with a letter or digit; default
-     * {@value #DEFAULT_PREFIX}. A prefix of its own keeps these Leases apart from those of other
+     * Lower-case letters, digits, '-' and '.', starting with a letter or digit, never empty;
+     * default {@value #DEFAULT_PREFIX}. The prefix keeps these Leases apart from those of other
      * leader electors in the namespace (client-go's do not bump {@code leaseTransitions} on every
-     * acquisition, so they must not share a Lease with this backend).
+     * acquisition, so they must not share a Lease with this backend), and names them for an RBAC
+     * rule's {@code resourceNames}.
      */
     public Builder leaseNamePrefix(String leaseNamePrefix) {
       this.leaseNamePrefix = KubernetesNames.requirePrefix(leaseNamePrefix);
@@ -171,7 +173,20 @@ public final class KubernetesLeaseLockConfig {
       return this;
     }
 
+    /**
+     * The config, which needs a namespace.
+     *
+     * @throws IllegalArgumentException when no namespace was named
+     */
     public KubernetesLeaseLockConfig build() {
+      if (namespace == null) {
+        throw new IllegalArgumentException(
+            "KubernetesLeaseLockConfig has no namespace: call .namespace(...) with the namespace"
+                + " dedicated to this application's Leases, e.g. .namespace(\"billing\"), or in a"
+                + " pod its own, System.getenv(\"POD_NAMESPACE\") set from the downward API"
+                + " (fieldRef metadata.namespace). There is no default, so that Leases never land"
+                + " in a namespace shared with others, such as \"default\", by omission.");
+      }
       return new KubernetesLeaseLockConfig(this);
     }
   }

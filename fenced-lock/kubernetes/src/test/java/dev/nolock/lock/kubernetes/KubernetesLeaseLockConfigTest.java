@@ -15,10 +15,43 @@ import org.junit.jupiter.api.Test;
 class KubernetesLeaseLockConfigTest {
 
   @Test
-  void theDefaultsAreTheDocumentedNamespacePrefixAndClocks() {
-    KubernetesLeaseLockConfig config = KubernetesLeaseLockConfig.ofDefaults();
+  void aConfigWithoutANamespaceIsRefusedWithHowToNameOne() {
+    assertThatThrownBy(() -> KubernetesLeaseLockConfig.custom().build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("no namespace")
+        .hasMessageContaining(".namespace(")
+        .hasMessageContaining("POD_NAMESPACE");
+    assertThatThrownBy(() -> KubernetesLeaseLockConfig.custom().leaseNamePrefix("billing-").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("no namespace");
+  }
 
-    assertThat(config.namespace()).isEqualTo("default");
+  @Test
+  void theNamespaceNamedIsTheOneUsed() {
+    assertThat(KubernetesLeaseLockConfig.custom().namespace("billing").build().namespace())
+        .isEqualTo("billing");
+  }
+
+  @Test
+  void anEmptyLeaseNamePrefixIsRefusedSoLeasesNeverTakeABareLockName() {
+    assertThatThrownBy(() -> KubernetesLeaseLockConfig.custom().leaseNamePrefix(""))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Lease name prefix")
+        .hasMessageContaining("empty")
+        .hasMessageContaining("\"nolock-\"");
+    assertThat(
+            KubernetesLeaseLockConfig.custom()
+                .namespace("billing")
+                .leaseNamePrefix("billing-")
+                .build()
+                .leaseName("leader"))
+        .isEqualTo("billing-leader");
+  }
+
+  @Test
+  void theDefaultsAreTheDocumentedPrefixAndClocks() {
+    KubernetesLeaseLockConfig config = billing().build();
+
     assertThat(config.leaseNamePrefix()).isEqualTo("nolock-");
     assertThat(config.leaseName("invoice-42")).isEqualTo("nolock-invoice-42");
     assertThat(config.clock().nanoTime())
@@ -28,21 +61,19 @@ class KubernetesLeaseLockConfigTest {
 
   @Test
   void leaseNamesMustBeDns1123SubdomainsAndAreNeverMapped() {
-    KubernetesLeaseLockConfig config = KubernetesLeaseLockConfig.ofDefaults();
-    KubernetesLeaseLockConfig bare = KubernetesLeaseLockConfig.custom().leaseNamePrefix("").build();
+    KubernetesLeaseLockConfig config = billing().build();
+    KubernetesLeaseLockConfig shortest = billing().leaseNamePrefix("x").build();
 
     assertThat(config.leaseName("billing.eu-1")).isEqualTo("nolock-billing.eu-1");
-    assertThat(bare.leaseName("a")).isEqualTo("a");
-    assertThat(bare.leaseName("a".repeat(253))).hasSize(253);
+    assertThat(shortest.leaseName("a")).isEqualTo("xa");
+    assertThat(shortest.leaseName("a".repeat(252))).hasSize(253);
     for (String bad : new String[] {"Upper", "under_score", "slash/x", "trailing-", "a..b", ""}) {
       assertThatThrownBy(() -> config.leaseName(bad))
           .as(bad)
           .isInstanceOf(IllegalArgumentException.class)
           .hasMessageContaining("DNS-1123 subdomain");
     }
-    assertThatThrownBy(() -> bare.leaseName("-leading"))
-        .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> bare.leaseName("a".repeat(254)))
+    assertThatThrownBy(() -> shortest.leaseName("a".repeat(253)))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("253");
   }
@@ -68,8 +99,7 @@ class KubernetesLeaseLockConfigTest {
     ManualLeaseClock clock = new ManualLeaseClock(42);
     Clock wall = Clock.fixed(Instant.EPOCH, ZoneOffset.UTC);
 
-    KubernetesLeaseLockConfig config =
-        KubernetesLeaseLockConfig.custom().clock(clock).wallClock(wall).build();
+    KubernetesLeaseLockConfig config = billing().clock(clock).wallClock(wall).build();
 
     assertThat(config.clock()).isSameAs(clock);
     assertThat(config.wallClock()).isSameAs(wall);
@@ -80,14 +110,9 @@ class KubernetesLeaseLockConfigTest {
 
   @Test
   void rememberedNamesDefaultsToTenThousandAndMustBeFromOneToTenMillion() {
-    assertThat(KubernetesLeaseLockConfig.ofDefaults().rememberedNames()).isEqualTo(10_000);
-    assertThat(KubernetesLeaseLockConfig.custom().rememberedNames(1).build().rememberedNames())
-        .isEqualTo(1);
-    assertThat(
-            KubernetesLeaseLockConfig.custom()
-                .rememberedNames(10_000_000)
-                .build()
-                .rememberedNames())
+    assertThat(billing().build().rememberedNames()).isEqualTo(10_000);
+    assertThat(billing().rememberedNames(1).build().rememberedNames()).isEqualTo(1);
+    assertThat(billing().rememberedNames(10_000_000).build().rememberedNames())
         .isEqualTo(10_000_000);
     for (int bad : new int[] {0, -1, 10_000_001}) {
       assertThatThrownBy(() -> KubernetesLeaseLockConfig.custom().rememberedNames(bad))
@@ -109,5 +134,9 @@ class KubernetesLeaseLockConfigTest {
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> KubernetesLeaseLockBackend.leaseSeconds(Duration.ofMillis(-1)))
         .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  private static KubernetesLeaseLockConfig.Builder billing() {
+    return KubernetesLeaseLockConfig.custom().namespace("billing");
   }
 }

@@ -33,7 +33,9 @@ class KubernetesLeaseLockFailuresTest {
       closedPort = socket.getLocalPort();
     }
     try (KubernetesClient client = clientWithoutRetries("http://127.0.0.1:" + closedPort)) {
-      KubernetesLeaseLockBackend backend = KubernetesLeaseLockBackend.create(client);
+      KubernetesLeaseLockBackend backend =
+          KubernetesLeaseLockBackend.create(
+              client, KubernetesLeaseLockConfig.custom().namespace("billing").build());
 
       assertThatThrownBy(() -> backend.tryAcquire("invoice-42", "A", TTL))
           .isInstanceOf(BackendUnavailableException.class)
@@ -85,7 +87,9 @@ class KubernetesLeaseLockFailuresTest {
       assertThatThrownBy(() -> backend.tryAcquire("forbidden", "A", TTL))
           .isInstanceOf(BackendUnavailableException.class)
           .hasMessageContaining("HTTP 403")
-          .hasMessageContaining("get, create and update on leases")
+          .hasMessageContaining("get and update on this lock's Lease")
+          .hasMessageContaining("resourceNames")
+          .hasMessageContaining("create on leases unless the Lease is created beforehand")
           .hasMessageContaining("rbac.yaml");
       assertThatThrownBy(() -> backend.tryAcquire("broken", "A", TTL))
           .isInstanceOf(BackendUnavailableException.class)

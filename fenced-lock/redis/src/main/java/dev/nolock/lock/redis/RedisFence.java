@@ -3,6 +3,7 @@ package dev.nolock.lock.redis;
 import dev.nolock.lock.redis.internal.BoundedScriptCall;
 import dev.nolock.lock.redis.internal.LuaScript;
 import dev.nolock.lock.redis.internal.RedisFailures;
+import dev.nolock.lock.redis.internal.RedisKeyNames;
 import dev.nolock.lock.redis.internal.Scripts;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FenceRejection;
@@ -30,12 +31,14 @@ import java.util.UUID;
  * through this fence, no write with a token lower than {@code t}, and none with {@code t} from
  * another owner, goes through it. A refused write changes nothing, including keys the newer holder
  * has not written yet, because the fence guards what the <em>lock</em> guards: there is one entry
- * per lock name, not one per data key. The guarantee holds across a Redis restart without
- * persistence, {@code FLUSHALL}/{@code FLUSHDB}, an eviction, a failover and a failback to the
- * process it was established on: the fence detects each and refuses every write ({@link
- * FenceNotEstablishedException}) until an operator {@linkplain #establish(long) establishes} it
- * again with a floor at or above every token issued before; the guarantee after that rests on the
- * floor being right.
+ * per lock name, not one per data key. A data key in the fence's own key space or in the lock
+ * backend's ({@link RedisFenceConfig#lockKeyPrefix()}) is refused before anything is sent, so a
+ * fenced write can never reset the token counter the guarantee rests on. The guarantee holds across
+ * a Redis restart without persistence, {@code FLUSHALL}/{@code FLUSHDB}, an eviction, a failover
+ * and a failback to the process it was established on: the fence detects each and refuses every
+ * write ({@link FenceNotEstablishedException}) until an operator {@linkplain #establish(long)
+ * establishes} it again with a floor at or above every token issued before; the guarantee after
+ * that rests on the floor being right.
  *
  * <p>Why the fence cannot simply start again: the lock's token counter lives in the same Redis and
  * is lost with it, so after a loss the next holder gets a low token (1 after a flush), writes, and
@@ -137,7 +140,9 @@ public final class RedisFence {
    *     rejection when a newer token, or the same token from another owner, has written through
    *     this lock's fence, or the token is at or below the fence's floor. On a rejection nothing of
    *     this call was written, by any send.
-   * @throws IllegalArgumentException when {@code key} starts with the fence key prefix
+   * @throws IllegalArgumentException when {@code key} starts with the fence key prefix, or lies in
+   *     the lock backend's key space ({@link RedisFenceConfig#lockKeyPrefix()} or the default lock
+   *     prefix, followed by <code>{</code>)
    * @throws FenceNotEstablishedException when the fence's state is not established on this server:
    *     nothing is written until an operator establishes it
    * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed, or a resend could
@@ -154,6 +159,7 @@ public final class RedisFence {
    *
    * @return right (null) when written; the rejection otherwise, with nothing written
    * @throws IllegalArgumentException for no values, or a key that starts with the fence key prefix
+   *     or lies in the lock backend's key space
    * @throws FenceNotEstablishedException when the fence's state is not established on this server
    * @throws dev.nolock.patterns.BackendUnavailableException when Redis failed, or a resend could
    *     not tell whether an earlier send was applied: unknown whether written
@@ -381,6 +387,22 @@ public final class RedisFence {
               + "\" starts with the fence key prefix \""
               + config.keyPrefix()
               + "\": writing it could overwrite the fence. Keep data keys outside that prefix.");
+    }
+    for (String prefix :
+        List.of(RedisLockBackendConfig.DEFAULT_KEY_PREFIX, config.lockKeyPrefix())) {
+      String lockKeys = RedisKeyNames.lockKeySpace(prefix);
+      if (key.startsWith(lockKeys)) {
+        throw new IllegalArgumentException(
+            "The data key \""
+                + key
+                + "\" is in the Redis lock backend's key space (keys starting with \""
+                + lockKeys
+                + "\"): writing it could overwrite a lock's lease or reset its token counter, and"
+                + " the backend would hand out fencing tokens it already issued. Store the data"
+                + " under a key that does not start with \""
+                + lockKeys
+                + "\".");
+      }
     }
     return key;
   }

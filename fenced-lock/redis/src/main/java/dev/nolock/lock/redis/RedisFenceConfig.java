@@ -14,6 +14,14 @@ import io.micrometer.core.instrument.MeterRegistry;
  * ({@code lock:<name>} = {@code <token>|<owner>}, the newest write accepted) and the ids of the
  * last {@link #rememberedWrites()} applied writes. One key, so that Redis can only lose all of it
  * at once, which the fence detects. It has no TTL and is never deleted by nolock.
+ *
+ * <p>Data keys may not lie in the fence's own key space (they start with {@link #keyPrefix()}) nor
+ * in a {@link RedisLockBackend}'s: every key that backend writes starts with its key prefix and the
+ * <code>{</code> of the lock name's hash tag ({@code nolock:lock:{orders}:token}). Writing there
+ * through the fence could reset a lock's token counter, and the backend would hand out tokens again
+ * that it already issued. The default lock prefix {@value
+ * RedisLockBackendConfig#DEFAULT_KEY_PREFIX} is always refused; a backend configured with another
+ * prefix is named with {@link Builder#lockKeyPrefix(String)}.
  */
 public final class RedisFenceConfig {
 
@@ -29,17 +37,20 @@ public final class RedisFenceConfig {
   private static final RedisFenceConfig DEFAULTS = custom().build();
 
   private final String keyPrefix;
+  private final String lockKeyPrefix;
   private final int rememberedWrites;
   private final CoordinationMetrics metrics;
 
   private RedisFenceConfig(Builder builder) {
     this.keyPrefix = builder.keyPrefix;
+    this.lockKeyPrefix = builder.lockKeyPrefix;
     this.rememberedWrites = builder.rememberedWrites;
     this.metrics = builder.metrics;
   }
 
   /**
-   * Every default: the key prefix {@value #DEFAULT_KEY_PREFIX}, {@value #DEFAULT_REMEMBERED_WRITES}
+   * Every default: the key prefix {@value #DEFAULT_KEY_PREFIX}, the lock backend's default key
+   * prefix {@value RedisLockBackendConfig#DEFAULT_KEY_PREFIX}, {@value #DEFAULT_REMEMBERED_WRITES}
    * remembered writes, no metrics.
    */
   public static RedisFenceConfig ofDefaults() {
@@ -54,6 +65,15 @@ public final class RedisFenceConfig {
   /** The prefix of the fence's key; data keys may not start with it. */
   public String keyPrefix() {
     return keyPrefix;
+  }
+
+  /**
+   * The key prefix of the {@link RedisLockBackend} whose lock keys data keys may not fall among
+   * (default {@value RedisLockBackendConfig#DEFAULT_KEY_PREFIX}); the default prefix's lock keys
+   * are refused as well.
+   */
+  public String lockKeyPrefix() {
+    return lockKeyPrefix;
   }
 
   /**
@@ -80,6 +100,8 @@ public final class RedisFenceConfig {
   public String toString() {
     return "RedisFenceConfig[keyPrefix="
         + keyPrefix
+        + ", lockKeyPrefix="
+        + lockKeyPrefix
         + ", rememberedWrites="
         + rememberedWrites
         + "]";
@@ -88,6 +110,7 @@ public final class RedisFenceConfig {
   /** Builds a {@link RedisFenceConfig}. */
   public static final class Builder {
     private String keyPrefix = DEFAULT_KEY_PREFIX;
+    private String lockKeyPrefix = RedisLockBackendConfig.DEFAULT_KEY_PREFIX;
     private int rememberedWrites = DEFAULT_REMEMBERED_WRITES;
     private CoordinationMetrics metrics = CoordinationMetrics.noop();
 
@@ -100,6 +123,19 @@ public final class RedisFenceConfig {
      */
     public Builder keyPrefix(String keyPrefix) {
       this.keyPrefix = RedisKeyNames.requirePrefix("fence key prefix", keyPrefix);
+      return this;
+    }
+
+    /**
+     * The key prefix of the {@link RedisLockBackend} that grants the leases this fence checks
+     * ({@link RedisLockBackendConfig#keyPrefix()}; default {@value
+     * RedisLockBackendConfig#DEFAULT_KEY_PREFIX}). A data key in that backend's key space (the
+     * prefix followed by <code>{</code>) is refused, so that no fenced write can overwrite a lock's
+     * lease or token counter; those of the default prefix are refused whatever is set here. Set it
+     * whenever the backend has a prefix of its own.
+     */
+    public Builder lockKeyPrefix(String lockKeyPrefix) {
+      this.lockKeyPrefix = RedisKeyNames.requirePrefix("lock key prefix", lockKeyPrefix);
       return this;
     }
 

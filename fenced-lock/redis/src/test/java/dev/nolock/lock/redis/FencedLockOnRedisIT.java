@@ -58,7 +58,11 @@ class FencedLockOnRedisIT {
             connection, RedisLockBackendConfig.custom().keyPrefix(keys.key("lock:")).build());
     fence =
         RedisFence.create(
-            connection, RedisFenceConfig.custom().keyPrefix(keys.key("fence:")).build());
+            connection,
+            RedisFenceConfig.custom()
+                .keyPrefix(keys.key("fence:"))
+                .lockKeyPrefix(backend.config().keyPrefix())
+                .build());
     fence.establish(0);
   }
 

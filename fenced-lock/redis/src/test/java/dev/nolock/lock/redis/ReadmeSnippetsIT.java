@@ -53,6 +53,7 @@ class ReadmeSnippetsIT {
               connection,
               RedisFenceConfig.custom()
                   .keyPrefix(fencePrefix)
+                  .lockKeyPrefix(lockPrefix) // refuses data keys among the lock's keys
                   .metrics(registry, "billing")
                   .build());
 

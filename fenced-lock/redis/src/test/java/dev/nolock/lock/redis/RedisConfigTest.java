@@ -63,6 +63,19 @@ class RedisConfigTest {
   }
 
   @Test
+  void theFenceKnowsTheDefaultLockPrefixAndTakesAConfiguredOneValidatedLikeTheBackends() {
+    assertThat(fence.lockKeyPrefix()).isEqualTo(RedisLockBackendConfig.DEFAULT_KEY_PREFIX);
+    assertThat(RedisFenceConfig.custom().lockKeyPrefix("app:locks:").build().lockKeyPrefix())
+        .isEqualTo("app:locks:");
+    assertThatThrownBy(() -> RedisFenceConfig.custom().lockKeyPrefix("app:{locks}:"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("lock key prefix")
+        .hasMessageContaining("hash");
+    assertThatThrownBy(() -> RedisFenceConfig.custom().lockKeyPrefix(""))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
   void badLockNamesAreRefusedWithTheFix() {
     assertThatThrownBy(() -> lock.leaseKey(""))
         .isInstanceOf(IllegalArgumentException.class)

@@ -44,7 +44,10 @@ class RedisPauseIT extends PauseContract {
   }
 
   private static RedisFenceConfig fenceConfig(String prefix) {
-    return RedisFenceConfig.custom().keyPrefix(prefix + "fence:").build();
+    return RedisFenceConfig.custom()
+        .keyPrefix(prefix + "fence:")
+        .lockKeyPrefix(prefix + "lock:")
+        .build();
   }
 
   /** A correctness holder on the Redis backend that writes one Redis key per lock. */

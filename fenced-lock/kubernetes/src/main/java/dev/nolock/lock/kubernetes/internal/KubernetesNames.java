@@ -17,7 +17,7 @@ public final class KubernetesNames {
   private static final String LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
   private static final Pattern SUBDOMAIN = Pattern.compile(LABEL + "(\\." + LABEL + ")*");
   private static final Pattern DNS_LABEL = Pattern.compile(LABEL);
-  private static final Pattern PREFIX = Pattern.compile("([a-z0-9][-a-z0-9.]*)?");
+  private static final Pattern PREFIX = Pattern.compile("[a-z0-9][-a-z0-9.]*");
 
   private KubernetesNames() {}
 
@@ -46,9 +46,12 @@ public final class KubernetesNames {
 
   /** A namespace: a DNS-1123 label. */
   public static String requireNamespace(String namespace) {
-    if (namespace == null
-        || namespace.length() > MAX_LABEL_LENGTH
-        || !DNS_LABEL.matcher(namespace).matches()) {
+    if (namespace == null) {
+      throw new IllegalArgumentException(
+          "The namespace is null: pass the namespace dedicated to this application's Leases, e.g."
+              + " \"billing\".");
+    }
+    if (namespace.length() > MAX_LABEL_LENGTH || !DNS_LABEL.matcher(namespace).matches()) {
       throw new IllegalArgumentException(
           "The namespace \""
               + namespace
@@ -61,15 +64,24 @@ public final class KubernetesNames {
   }
 
   /**
-   * A Lease name prefix: empty, or lower-case letters, digits, '-' and '.' starting with a letter
-   * or digit, at most 200 characters (the lock name must still fit after it).
+   * A Lease name prefix: lower-case letters, digits, '-' and '.' starting with a letter or digit, 1
+   * to 200 characters (the lock name must still fit after it). Never empty: the Lease of a lock
+   * would then be named by the lock name alone, and could be a Lease of anyone else in the
+   * namespace (client-go's leader election, whose tokens repeat).
    */
   public static String requirePrefix(String prefix) {
+    if (prefix != null && prefix.isEmpty()) {
+      throw new IllegalArgumentException(
+          "The Lease name prefix is empty: a lock's Lease would then be named by the lock name"
+              + " alone and could be another elector's Lease in the namespace (client-go's does"
+              + " not bump leaseTransitions, so tokens would repeat). Pass a prefix of this"
+              + " application's, e.g. \"billing-\", or leave it out to keep \"nolock-\".");
+    }
     if (prefix == null || prefix.length() > 200 || !PREFIX.matcher(prefix).matches()) {
       throw new IllegalArgumentException(
           "The Lease name prefix \""
               + prefix
-              + "\" must be empty or start with a lower-case letter or digit and contain only"
+              + "\" must start with a lower-case letter or digit and contain only"
               + " lower-case letters, digits, '-' and '.' (at most 200 characters), e.g."
               + " \"nolock-\".");
     }

@@ -59,6 +59,14 @@ public final class RedisKeyNames {
     return prefix;
   }
 
+  /**
+   * What every key a lock backend with {@code prefix} writes starts with: the prefix, then the
+   * opening brace of the lock name's hash tag.
+   */
+  public static String lockKeySpace(String prefix) {
+    return prefix + '{';
+  }
+
   /** The hash tag of a lock name: {@code {} + the escaped name + {@code }}. */
   public static String hashTag(String lockName) {
     Names.requireName("lock name", lockName, Lease.MAX_NAME_LENGTH);
