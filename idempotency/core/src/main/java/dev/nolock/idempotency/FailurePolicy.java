@@ -18,7 +18,14 @@ import java.util.function.Function;
  *
  * <p>Decide by what a retry would do: a declined card, a validation error, "insufficient funds"
  * come back the same on every retry and are final; a timeout, a deadlock, a network error may pass
- * and are retryable. When in doubt, retryable: the caller can always send the request again.
+ * and are retryable. When in doubt, retryable: the caller can always send the request again. Name
+ * your own refusal types, never a broad one: {@code IOException} also covers {@code
+ * SocketTimeoutException} and {@code HttpTimeoutException}, after which the foreign system may well
+ * have acted, and storing "refused" for good would then be a false answer.
+ *
+ * <p>An {@link InterruptedException} is never given to the policy: an interrupt asks the thread to
+ * stop and says nothing about the request, so the key is released, the thread's interrupt flag set
+ * again, and the exception rethrown.
  *
  * @param <R> the action's result type
  */

@@ -10,7 +10,6 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -433,14 +432,15 @@ class IdempotencyKeysIT {
             schema.dataSource(),
             IdempotencyConfig.custom().metrics(registry, "keys-it").build(),
             ResultCodec.utf8(),
-            FailurePolicy.finalFor(IOException.class, e -> "refused: " + e.getMessage()));
+            FailurePolicy.finalFor(
+                ManifestRejectedException.class, e -> "refused: " + e.getMessage()));
     String key = newKey();
     AtomicInteger runs = new AtomicInteger();
-    IdempotentAction<String, IOException> load =
+    IdempotentAction<String, ManifestRejectedException> load =
         attempt -> {
           runs.incrementAndGet();
           Ledger.write(attempt, "load");
-          throw new FileNotFoundException("no such manifest");
+          throw new ManifestRejectedException("no such manifest");
         };
 
     Outcome<String> first = keys.execute("manifests", key, Fingerprint.of("m"), load);
@@ -464,6 +464,75 @@ class IdempotencyKeysIT {
         .isSameAs(slow);
     assertThat(counter("releases", "manifests")).isEqualTo(1);
     assertThat(Ledger.count(dsl, "manifests", otherKey)).isZero();
+  }
+
+  /** A refusal that every retry would meet again: final by the policy, and checked. */
+  private static final class ManifestRejectedException extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    ManifestRejectedException(String message) {
+      super(message);
+    }
+  }
+
+  @Test
+  void anInterruptIsNeverStoredAsFinalTheKeyIsReleasedAndTheFlagKept() throws Exception {
+    IdempotencyKeys<String> keys =
+        IdempotencyKeys.create(
+            schema.dataSource(),
+            IdempotencyConfig.custom().metrics(registry, "keys-it").build(),
+            ResultCodec.utf8(),
+            FailurePolicy.finalFor(Exception.class, e -> "failed for good"));
+    String key = newKey();
+    InterruptedException stop = new InterruptedException("shutting down");
+    IdempotentAction<String, InterruptedException> interrupted =
+        attempt -> {
+          Ledger.write(attempt, "stopping");
+          throw stop;
+        };
+
+    assertThatThrownBy(() -> keys.execute("stopping", key, Fingerprint.of("s"), interrupted))
+        .isSameAs(stop);
+    assertThat(Thread.interrupted()).as("the interrupt flag, kept (and cleared here)").isTrue();
+    assertThat(counter("releases", "stopping")).isEqualTo(1);
+    assertThat(Ledger.count(dsl, "stopping", key)).isZero();
+    // Control: the same policy stores any other exception for good.
+    Outcome<String> retried =
+        keys.execute(
+            "stopping",
+            key,
+            Fingerprint.of("s"),
+            attempt -> {
+              throw new IllegalStateException("broken");
+            });
+    assertThat(retried).isInstanceOf(Outcome.Completed.class);
+    assertThat(((Outcome.Completed<String>) retried).result()).isEqualTo("failed for good");
+  }
+
+  @Test
+  void aPolicyThatRethrowsTheFailureItWasGivenStillReleasesTheKeyAndRethrowsIt() {
+    IdempotencyKeys<String> keys =
+        IdempotencyKeys.create(
+            schema.dataSource(),
+            IdempotencyConfig.custom().metrics(registry, "keys-it").build(),
+            ResultCodec.utf8(),
+            failure -> {
+              throw (RuntimeException) failure;
+            });
+    String key = newKey();
+    IllegalStateException broken = new IllegalStateException("broken");
+
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    "rethrowing",
+                    key,
+                    Fingerprint.of("r"),
+                    attempt -> {
+                      throw broken;
+                    }))
+        .isSameAs(broken);
+    assertThat(counter("releases", "rethrowing")).isEqualTo(1);
   }
 
   @Test

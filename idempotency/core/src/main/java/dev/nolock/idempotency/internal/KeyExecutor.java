@@ -388,11 +388,22 @@ public final class KeyExecutor<R> {
   private <X extends Exception> Outcome<R> failed(
       String scope, String key, FencingToken token, X failure, IdempotencyMetrics counters)
       throws X {
+    if (failure instanceof InterruptedException) {
+      // An interrupt asks the thread to stop; it says nothing about the request. Storing it as
+      // the key's result for good would answer every retry with it, and returning an outcome
+      // would swallow the stop: release the key, keep the flag, rethrow.
+      releaseQuietly(scope, key, token, failure);
+      counters.release();
+      Thread.currentThread().interrupt();
+      throw failure;
+    }
     Option<R> finalResult;
     try {
       finalResult = Objects.requireNonNull(failurePolicy.finalResult(failure), "finalResult");
     } catch (RuntimeException policyFailure) {
-      failure.addSuppressed(policyFailure);
+      if (policyFailure != failure) { // a policy that rethrows what it was given
+        failure.addSuppressed(policyFailure);
+      }
       releaseQuietly(scope, key, token, failure);
       counters.release();
       throw failure;
