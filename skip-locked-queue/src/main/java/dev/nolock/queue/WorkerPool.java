@@ -423,7 +423,12 @@ public final class WorkerPool<T> implements AutoCloseable {
         }
         return e;
       } catch (Exception e) {
-        return e; // checked: only the writes throw one
+        if (e != writesThrew[0]) {
+          // Not the writes': the queue's own failure, which must never fail the attempt.
+          throw new IllegalStateException(
+              "Completing job " + job.id() + " attempt " + job.attempt() + " failed", e);
+        }
+        return e;
       }
     }
 
