@@ -258,20 +258,14 @@ public final class JobQueue<T> {
   /**
    * Completes {@code job} and runs {@code writes} in one transaction, the completion first: a stale
    * attempt writes nothing and gets its {@link StaleAttempt}; otherwise the writes commit with the
-   * completion, ordered by its row lock against anything else touching the job (exactly-once effect
-   * in the same database). An attempt that completed already is refused ({@link
-   * StaleAttempt#completedByThisAttempt()}), so a retry after a lost COMMIT answer writes nothing
-   * again; a purged job too ({@link StaleAttempt#jobGone()}). An exception from {@code writes}, a
-   * checked one included, rolls everything back and reaches the caller unchanged, the same
-   * instance; the job stays running under this attempt. A database failure of the writes' own (a
-   * constraint of your table) is theirs too: it comes out as they threw it, never as a {@link
-   * BackendUnavailableException}.
+   * completion (exactly-once effect in the same database). An attempt that completed already is
+   * refused ({@link StaleAttempt#completedByThisAttempt()}), so a retry after a lost COMMIT answer
+   * writes nothing again; a purged job too ({@link StaleAttempt#jobGone()}).
    *
-   * @param writes your statements, run on the completion's transaction ({@code tx}); every
-   *     statement must go through {@code tx}
-   * @return what the writes returned, or the {@link StaleAttempt} (the writes did not run)
-   * @throws X what the writes threw, after the rollback: nothing committed, the job still running
-   *     under this attempt (fail or release it, or let the reaper take it back)
+   * @param writes your statements, every one through {@code tx}, the completion's transaction
+   * @throws X what the writes threw (a checked exception, or a database error of their own, never
+   *     turned into {@link BackendUnavailableException}), the same instance, after the rollback:
+   *     nothing committed, the job still running under this attempt
    * @throws BackendUnavailableException when the outcome is unknown; calling again with the same
    *     {@code job} either commits or answers the earlier commit as above
    */
