@@ -5,12 +5,12 @@ import dev.nolock.lock.LeaderElector;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.testkit.ElectionCandidate;
 import dev.nolock.testkit.ElectionContract;
+import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
@@ -31,9 +31,11 @@ class RedisElectionIT extends ElectionContract {
   private static String prefix;
 
   @BeforeAll
-  static void setUp(PostgresSchema schema, RedisURI redisUri, RedisKeys keys) {
+  static void setUp(PostgresSchema schema, RedisKeys keys) {
     jdbcUrl = schema.jdbcUrl();
-    uri = redisUri.toURI().toString();
+    // The URI the extension read, password included: RedisURI.toURI() writes a placeholder in
+    // place of the credentials.
+    uri = Endpoints.fromEnvironment().redisUri();
     prefix = keys.prefix();
     ElectorCandidate.createResourceTables(schema);
   }

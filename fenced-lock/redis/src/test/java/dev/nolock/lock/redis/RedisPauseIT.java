@@ -5,13 +5,13 @@ import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.patterns.Lease;
+import dev.nolock.testkit.Endpoints;
 import dev.nolock.testkit.PausableHolder;
 import dev.nolock.testkit.PauseContract;
 import dev.nolock.testkit.Protection;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -34,8 +34,10 @@ class RedisPauseIT extends PauseContract {
   private static String prefix;
 
   @BeforeAll
-  static void endpoints(RedisClient client, RedisURI redisUri, RedisKeys keys) {
-    uri = redisUri.toURI().toString();
+  static void endpoints(RedisClient client, RedisKeys keys) {
+    // The URI the extension read, password included: RedisURI.toURI() writes a placeholder in
+    // place of the credentials.
+    uri = Endpoints.fromEnvironment().redisUri();
     prefix = keys.prefix();
     // The operator's step, once before the holders use the fence.
     try (StatefulRedisConnection<String, String> connection = client.connect()) {
