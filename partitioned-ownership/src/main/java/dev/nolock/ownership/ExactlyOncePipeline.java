@@ -2,6 +2,7 @@ package dev.nolock.ownership;
 
 import dev.nolock.ownership.internal.PipelineLoop;
 import dev.nolock.ownership.internal.PipelineMetrics;
+import dev.nolock.ownership.internal.StopReason;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 import io.vavr.control.Option;
@@ -177,7 +178,11 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
       if (loop.fenced()) {
         log.warn("Pipeline {} stopped: fenced", config.transactionalId());
       } else {
-        log.error("Pipeline {} stopped: {}", config.transactionalId(), e.toString(), e);
+        // Without the exception: its causes' messages (the transform's) quote the record.
+        log.error(
+            "Pipeline {} stopped (failure() has the exception): {}",
+            config.transactionalId(),
+            StopReason.describe(e));
       }
     }
   }
@@ -199,7 +204,9 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
   /**
    * Why the loop stopped on its own: the fence, the transform's failure, a fatal Kafka error, or a
    * commit still unanswered after {@link ExactlyOnceConfig#commitRetryTimeout()} ({@link
-   * dev.nolock.patterns.BackendUnavailableException}: outcome unknown).
+   * dev.nolock.patterns.BackendUnavailableException}: outcome unknown). The pipeline's ERROR line
+   * names it without the messages of its causes (the transform's exception names only its class),
+   * which quote the records; this is the whole exception.
    */
   public Option<Throwable> failure() {
     return Option.of(failure);

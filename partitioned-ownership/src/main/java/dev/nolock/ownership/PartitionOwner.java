@@ -5,6 +5,7 @@ import dev.nolock.ownership.internal.OwnerLoop;
 import dev.nolock.ownership.internal.OwnerTable;
 import dev.nolock.ownership.internal.OwnershipMetrics;
 import dev.nolock.ownership.internal.Safeguards;
+import dev.nolock.ownership.internal.StopReason;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.sql.SqlErrors;
@@ -212,13 +213,14 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
       loop.run();
     } catch (Throwable e) {
       failure = e;
+      // Without the exception: its causes' messages and stack trace (the handler's) quote the
+      // record; failure() has it all.
       log.error(
-          "Owner {} of group {} on {} stopped: {}",
+          "Owner {} of group {} on {} stopped (failure() has the exception): {}",
           config.ownerId(),
           config.groupId(),
           config.topic(),
-          e.toString(),
-          e);
+          StopReason.describe(e));
     }
   }
 
@@ -239,7 +241,9 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
   /**
    * Why the loop stopped, if it stopped on its own: {@link PartitionCountChangedException}, the
    * handler's exception (in an {@link IllegalStateException} naming the record), a non-transient
-   * database error, or a Kafka error.
+   * database error, or a Kafka error. The runner's ERROR line names it without the messages of its
+   * causes (the handler's exception names only its class), which quote the records; this is the
+   * whole exception.
    */
   public Option<Throwable> failure() {
     return Option.of(failure);

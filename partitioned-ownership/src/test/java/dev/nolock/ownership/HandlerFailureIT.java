@@ -2,6 +2,7 @@ package dev.nolock.ownership;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.testkit.CapturedStderr;
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
@@ -20,6 +21,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /** What the runner does when an apply fails: retry a backend failure, stop on anything else. */
 @ExtendWith({KafkaExtension.class, PostgresExtension.class})
 class HandlerFailureIT {
+
+  private static final String CARD = "4111-1111-1111-1111";
 
   @Test
   void aTransientDatabaseFailureIsRetriedAndTheRecordAppliesOnceInOrder(
@@ -91,18 +94,22 @@ class HandlerFailureIT {
     RecordHandler<String, String> bank = Bank.handler("strict");
     try {
       commands.send(10);
-      try (PartitionOwner<String, String> strict =
-          PartitionOwner.create(
-              pg.dataSource(),
-              TestOwners.config(kafka.bootstrapServers(), topic, group, "strict").build(),
-              new StringDeserializer(),
-              new StringDeserializer(),
-              (record, tx, epoch) -> {
-                bank.apply(record, tx, epoch);
-                if (record.offset() == 4) {
-                  throw new IllegalArgumentException("cannot parse command " + record.value());
-                }
-              })) {
+      String logged;
+      try (CapturedStderr log = new CapturedStderr();
+          PartitionOwner<String, String> strict =
+              PartitionOwner.create(
+                  pg.dataSource(),
+                  TestOwners.config(kafka.bootstrapServers(), topic, group, "strict").build(),
+                  new StringDeserializer(),
+                  new StringDeserializer(),
+                  (record, tx, epoch) -> {
+                    bank.apply(record, tx, epoch);
+                    if (record.offset() == 4) {
+                      // The handler's message quotes the record, as a parser's would.
+                      throw new IllegalArgumentException(
+                          "cannot parse command " + record.value() + " for card " + CARD);
+                    }
+                  })) {
         strict.createTableIfMissing();
         strict.start();
         assertThat(strict.awaitTermination(Duration.ofSeconds(60))).isTrue();
@@ -114,9 +121,17 @@ class HandlerFailureIT {
                   assertThat(e)
                       .hasMessageContaining(topic + "-0@4")
                       .hasMessageContaining("dead-letter");
-                  assertThat(e.getCause()).isInstanceOf(IllegalArgumentException.class);
+                  assertThat(e.getCause())
+                      .isInstanceOf(IllegalArgumentException.class)
+                      .hasMessageContaining(CARD);
                 });
+        logged = log.text();
       }
+      assertThat(logged)
+          .as("the runner's log names the record and the handler's exception class, not its text")
+          .doesNotContain(CARD)
+          .contains(topic + "-0@4")
+          .contains("java.lang.IllegalArgumentException");
       assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied())
           .as("records 0..3 applied, the failed one rolled back")
           .isEqualTo(3);

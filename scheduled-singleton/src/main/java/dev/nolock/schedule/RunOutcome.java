@@ -1,5 +1,6 @@
 package dev.nolock.schedule;
 
+import dev.nolock.patterns.ErrorDescriber;
 import java.time.Instant;
 import java.util.Objects;
 
@@ -98,6 +99,11 @@ public sealed interface RunOutcome {
    * The job threw. A fenced job's writes were rolled back. The run was given back for another
    * attempt when {@code willRetry}; otherwise it is recorded as failed (its attempts ran out, or it
    * had already been taken over).
+   *
+   * <p>{@link #toString()} names the error by its class names only ({@link
+   * ErrorDescriber#classNames()}), so that logging an outcome ({@code log.info("{}", outcome)})
+   * does not write the data the exception's message carries; {@link #error()} is the exception
+   * itself.
    */
   record Failed(ScheduledRun run, Exception error, boolean willRetry) implements RunOutcome {
     public Failed {
@@ -108,6 +114,17 @@ public sealed interface RunOutcome {
     @Override
     public Instant scheduledAt() {
       return run.scheduledAt();
+    }
+
+    @Override
+    public String toString() {
+      return "Failed[run="
+          + run
+          + ", error="
+          + ErrorDescriber.classNames().describe(error)
+          + ", willRetry="
+          + willRetry
+          + "]";
     }
   }
 

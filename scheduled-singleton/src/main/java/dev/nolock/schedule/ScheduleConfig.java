@@ -1,6 +1,7 @@
 package dev.nolock.schedule;
 
 import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.Listener;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.sql.SqlNames;
@@ -89,6 +90,7 @@ public final class ScheduleConfig {
   private final MeterRegistry registry;
   private final String metricsInstanceName;
   private final Listener<RunOutcome> onOutcome;
+  private final ErrorDescriber errorDescriber;
   private final boolean attemptCheck;
   private final boolean renewalAttemptCheck;
   private final boolean claimLock;
@@ -110,6 +112,7 @@ public final class ScheduleConfig {
     this.registry = b.registry;
     this.metricsInstanceName = b.metricsInstanceName;
     this.onOutcome = b.onOutcome;
+    this.errorDescriber = b.errorDescriber;
     this.attemptCheck = b.attemptCheck;
     this.renewalAttemptCheck = b.renewalAttemptCheck;
     this.claimLock = b.claimLock;
@@ -238,6 +241,17 @@ public final class ScheduleConfig {
     return onOutcome;
   }
 
+  /**
+   * What the scheduler records of a failure of your code, the job's or the {@link #onOutcome()}
+   * listener's: the job's is stored in the run's {@code last_error}, and both are what the log line
+   * gives. Default {@link ErrorDescriber#classNames()}: the class names of the exception and its
+   * causes, no message and no stack trace, because a message carries the data the code was working
+   * on. The exception itself reaches you in {@link RunOutcome.Failed#error()}.
+   */
+  public ErrorDescriber errorDescriber() {
+    return errorDescriber;
+  }
+
   /** False only in the negative-control tests: finishes ignore the attempt token. */
   boolean attemptCheck() {
     return attemptCheck;
@@ -306,6 +320,7 @@ public final class ScheduleConfig {
     private MeterRegistry registry;
     private String metricsInstanceName;
     private Listener<RunOutcome> onOutcome = outcome -> {};
+    private ErrorDescriber errorDescriber = ErrorDescriber.classNames();
     private boolean attemptCheck = true;
     private boolean renewalAttemptCheck = true;
     private boolean claimLock = true;
@@ -500,6 +515,20 @@ public final class ScheduleConfig {
               listener,
               "onOutcome(null): pass a listener, e.g. outcome -> log.info(\"{}\", outcome), or"
                   + " leave it unset");
+      return this;
+    }
+
+    /**
+     * What the scheduler records of a failure of the job (in the run's {@code last_error} and the
+     * WARN it logs) and of the {@link #onOutcome} listener (in the WARN); see {@link
+     * ScheduleConfig#errorDescriber()}. Default {@link ErrorDescriber#classNames()}. {@link
+     * ErrorDescriber#messages()} records the messages too (what earlier versions stored: {@code
+     * class: message}), {@link ErrorDescriber#stackTraces()} the whole stack trace, and with them
+     * whatever data they quote. A describer that throws or returns null is replaced by the class
+     * names for that failure. Texts over 2,000 characters are cut in {@code last_error}.
+     */
+    public Builder errorDescriber(ErrorDescriber describer) {
+      this.errorDescriber = ErrorDescriber.require(describer);
       return this;
     }
 

@@ -281,6 +281,7 @@ class ScheduleConfigTest {
     calls.put("metrics(null, name)", () -> builder().metrics(null, "nightly"));
     calls.put("metrics(registry, null)", () -> builder().metrics(new SimpleMeterRegistry(), null));
     calls.put("onOutcome(null)", () -> builder().onOutcome(null));
+    calls.put("errorDescriber(null)", () -> builder().errorDescriber(null));
     calls.put("CronSchedule.unix(null)", () -> CronSchedule.unix(null));
     calls.put("CronSchedule.quartz(null)", () -> CronSchedule.quartz(null));
     calls.put("inZone(null)", () -> EVERY_MINUTE.inZone(null));

@@ -30,8 +30,9 @@ public final class Completion {
   /**
    * The writes {@link #completeWith(Writes)} commits with the completion. Like {@link JobHandler},
    * they may throw any exception, checked ones included: the pool rolls the completion and the
-   * writes back and fails the attempt with the stack trace ({@link JobQueue#fail}), so the job
-   * retries with backoff or is dead-lettered.
+   * writes back and fails the attempt ({@link JobQueue#fail}, with what {@link
+   * QueueConfig#errorDescriber()} makes of the exception: by default its class names, not its
+   * message), so the job retries with backoff or is dead-lettered.
    */
   @FunctionalInterface
   public interface Writes {

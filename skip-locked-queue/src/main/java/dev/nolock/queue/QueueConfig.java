@@ -1,6 +1,7 @@
 package dev.nolock.queue;
 
 import dev.nolock.patterns.CoordinationMetrics;
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.RetryPolicy;
@@ -18,7 +19,8 @@ import java.time.Duration;
  * {@value #DEFAULT_MAX_ATTEMPTS}, backoff from {@link #DEFAULT_BACKOFF_BASE} (1 s) doubling up to
  * {@link #DEFAULT_BACKOFF_MAX} (10 min) with full jitter, query timeout {@link
  * #DEFAULT_QUERY_TIMEOUT} (10 s), notify on enqueue, NOTIFY channel = the table's name, purge
- * batches of {@value #DEFAULT_PURGE_BATCH_SIZE}, no metrics, the system's monotonic clock.
+ * batches of {@value #DEFAULT_PURGE_BATCH_SIZE}, no metrics, the system's monotonic clock, failures
+ * recorded by their class names only ({@link ErrorDescriber#classNames()}).
  */
 public final class QueueConfig {
 
@@ -58,6 +60,7 @@ public final class QueueConfig {
   private final MeterRegistry registry;
   private final String metricsInstanceName;
   private final LeaseClock clock;
+  private final ErrorDescriber errorDescriber;
 
   private QueueConfig(Builder b) {
     this.queue = b.queue;
@@ -75,6 +78,7 @@ public final class QueueConfig {
     this.registry = b.registry;
     this.metricsInstanceName = b.metricsInstanceName;
     this.clock = b.clock;
+    this.errorDescriber = b.errorDescriber;
     this.backoff =
         RetryPolicy.custom()
             .maxAttempts(maxAttempts)
@@ -168,6 +172,17 @@ public final class QueueConfig {
     return clock;
   }
 
+  /**
+   * What the queue records of a failure of your code: a {@link WorkerPool}'s handler or the writes
+   * of its {@link Completion#completeWith}, and the codec failing to decode a payload. Its text is
+   * stored in the job's {@code last_error} and is the reason the pool's log line gives. Default
+   * {@link ErrorDescriber#classNames()}: the class names of the exception and its causes, no
+   * message and no stack trace, because a message carries the payload data the code was working on.
+   */
+  public ErrorDescriber errorDescriber() {
+    return errorDescriber;
+  }
+
   @Override
   public String toString() {
     return "QueueConfig[queue="
@@ -212,6 +227,7 @@ public final class QueueConfig {
     private MeterRegistry registry;
     private String metricsInstanceName;
     private LeaseClock clock = LeaseClock.system();
+    private ErrorDescriber errorDescriber = ErrorDescriber.classNames();
 
     private Builder(String queue) {
       this.queue = Names.requireName("queue name", queue, MAX_QUEUE_NAME_LENGTH);
@@ -379,6 +395,20 @@ public final class QueueConfig {
     /** The monotonic clock for the holder-side lease deadlines. Default the system's. */
     public Builder clock(LeaseClock clock) {
       this.clock = Arguments.required(clock, "The clock", "e.g. LeaseClock.system()");
+      return this;
+    }
+
+    /**
+     * What the queue records of a failure of your code (a handler, its completion's writes, the
+     * codec decoding a payload) in {@code last_error} and in the pool's log line; see {@link
+     * QueueConfig#errorDescriber()}. Default {@link ErrorDescriber#classNames()}. {@link
+     * ErrorDescriber#messages()} or {@link ErrorDescriber#stackTraces()} (what earlier versions
+     * stored) record the messages too, and with them whatever payload data they quote. A describer
+     * that throws or returns null is replaced by the class names for that failure. Texts over 8,000
+     * characters are cut.
+     */
+    public Builder errorDescriber(ErrorDescriber describer) {
+      this.errorDescriber = ErrorDescriber.require(describer);
       return this;
     }
 

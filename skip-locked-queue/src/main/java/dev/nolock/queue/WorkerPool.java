@@ -1,12 +1,11 @@
 package dev.nolock.queue;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.RenewalScheduler;
 import dev.nolock.queue.internal.NotificationListener;
 import dev.nolock.queue.internal.QueueMetrics;
 import io.vavr.control.Option;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,11 +49,12 @@ import org.slf4j.LoggerFactory;
  *       notification for its queue arrives (LISTEN on a held connection, see {@link WakeUp}) or the
  *       poll interval passes. No busy loop: every wait blocks on a condition.
  *   <li>Each handler thread checks the job's deadline, runs the handler, and finishes the attempt
- *       as the returned {@link Completion} says, or fails it with the stack trace when the handler
- *       threw, or the writes of {@link Completion#completeWith} did (rolled back with the
- *       completion). A plain {@link Completion#complete()} is handed to the completer thread, and
- *       the handler thread takes the next job at once; the job stays held until its completion
- *       commits.
+ *       as the returned {@link Completion} says, or fails it when the handler threw, or the writes
+ *       of {@link Completion#completeWith} did (rolled back with the completion), recording what
+ *       {@link QueueConfig#errorDescriber()} makes of the exception (by default its class names,
+ *       never its message). A plain {@link Completion#complete()} is handed to the completer
+ *       thread, and the handler thread takes the next job at once; the job stays held until its
+ *       completion commits.
  *   <li>The completer sends the completions that are waiting in one statement ({@link
  *       JobQueue#completeAll}: conditional on each attempt, like a single completion), so jobs that
  *       finish while a completion is in flight share the next one. A stale attempt in the batch is
@@ -359,10 +359,7 @@ public final class WorkerPool<T> implements AutoCloseable {
       try {
         completion = handler.handle(job);
         if (completion == null) {
-          failure =
-              new IllegalStateException(
-                  "The handler returned null; return Completion.complete() (or another"
-                      + " Completion)");
+          failure = new HandlerReturnedNull();
         }
       } catch (Throwable t) { // every failure of the job's code fails the attempt
         failure = t;
@@ -438,9 +435,12 @@ public final class WorkerPool<T> implements AutoCloseable {
         queue.release(job); // interrupted by close() past its timeout: hand the job back
         return;
       }
-      LOG.debug("Queue \"{}\": job {} attempt {} failed", name, job.id(), job.attempt(), failure);
+      // The describer's text, not the exception: its message, printed with a stack trace too,
+      // carries the payload data the handler was working on.
+      String error = ErrorDescriber.describe(queue.config().errorDescriber(), failure);
+      LOG.debug("Queue \"{}\": job {} attempt {} failed: {}", name, job.id(), job.attempt(), error);
       queue
-          .fail(job, render(failure))
+          .fail(job, error)
           .peekLeft(stale -> LOG.info("Queue \"{}\": {}", name, stale.describe()));
     }
   }
@@ -504,12 +504,6 @@ public final class WorkerPool<T> implements AutoCloseable {
       completing.addAndGet(-batch.size());
       signalCapacity();
     }
-  }
-
-  private static String render(Throwable failure) {
-    StringWriter out = new StringWriter();
-    failure.printStackTrace(new PrintWriter(out));
-    return out.toString();
   }
 
   // -----------------------------------------------------------------------------------------------
@@ -679,6 +673,18 @@ public final class WorkerPool<T> implements AutoCloseable {
   @Override
   public String toString() {
     return "WorkerPool[queue=" + name + ", " + config + ", wakeUp=" + wakeUp + "]";
+  }
+
+  /**
+   * The handler returned null instead of a {@link Completion}. A class of its own, so that its name
+   * alone, which is what {@code last_error} keeps by default, says what went wrong.
+   */
+  private static final class HandlerReturnedNull extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    HandlerReturnedNull() {
+      super("The handler returned null; return Completion.complete() (or another Completion)");
+    }
   }
 
   /** A claimed job as the pool tracks it. Identity matters: a job id may come back re-claimed. */

@@ -946,7 +946,8 @@ class JobQueueIT {
     JobRows.Row row = rows.get(bad);
     assertThat(row.state()).isIn(JobState.READY, JobState.DEAD);
     assertThat(row.failures()).isOne();
-    assertThat(row.lastError()).contains("could not be decoded").contains("not a valid payload");
+    assertThat(row.lastError())
+        .isEqualTo("the payload could not be decoded: java.lang.IllegalArgumentException");
   }
 
   @Test

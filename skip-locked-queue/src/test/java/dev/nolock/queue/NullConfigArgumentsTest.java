@@ -33,6 +33,7 @@ class NullConfigArgumentsTest {
     calls.put("metrics(null, name)", () -> q.metrics(null, "orders"));
     calls.put("metrics(registry, null)", () -> q.metrics(new SimpleMeterRegistry(), null));
     calls.put("clock(null)", () -> q.clock(null));
+    calls.put("errorDescriber(null)", () -> q.errorDescriber(null));
 
     WorkerConfig.Builder w = WorkerConfig.custom();
     calls.put("pollInterval(null)", () -> w.pollInterval(null));

@@ -174,8 +174,8 @@ class WorkerPoolIT {
     JobRows.Row row = rows.get(id);
     assertThat(attempts).containsExactlyInAnyOrder(1L, 2L, 3L);
     assertThat(row.lastError())
-        .startsWith("java.lang.IllegalStateException: boom on attempt 3")
-        .contains("at dev.nolock.queue.WorkerPoolIT");
+        .as("the exception's class; its message stays out (NoPayloadInErrorsIT)")
+        .isEqualTo("java.lang.IllegalStateException");
     assertThat(registry.get("nolock.queue.failures").counter().count()).isEqualTo(3);
     assertThat(registry.get("nolock.queue.dead.letters").counter().count()).isEqualTo(1);
     assertThat(registry.get("nolock.queue.job.run").timer().count()).isEqualTo(3);
@@ -207,7 +207,7 @@ class WorkerPoolIT {
     JobRows.Row row = rows.get(flaky);
     assertThat(attempts).containsExactlyInAnyOrder(1L, 2L);
     assertThat(row.failures()).as("the attempt that threw, counted as failed").isOne();
-    assertThat(row.lastError()).startsWith("java.io.IOException: disk full on attempt 1");
+    assertThat(row.lastError()).isEqualTo("java.io.IOException");
   }
 
   @Test
@@ -233,22 +233,20 @@ class WorkerPoolIT {
   }
 
   /**
-   * Writes that throw fail the attempt as a handler that threw does: counted with the stack trace,
-   * retried after the backoff. The lease outlasts the test, so neither the reaper nor an expired
-   * lease can be what finishes attempt 1.
+   * Writes that throw fail the attempt as a handler that threw does: counted with the exception's
+   * class, retried after the backoff. The lease outlasts the test, so neither the reaper nor an
+   * expired lease can be what finishes attempt 1.
    */
   @Test
   void aCheckedExceptionFromTheCompletionsWritesFailsThatAttemptAsAHandlerFailureDoes() {
     assertWritesThatThrowOnAttemptOneFailIt(
-        new java.io.IOException("mail server down on attempt 1"),
-        "java.io.IOException: mail server down on attempt 1");
+        new java.io.IOException("mail server down on attempt 1"), "java.io.IOException");
   }
 
   @Test
   void anUncheckedExceptionFromTheCompletionsWritesFailsThatAttemptAsAHandlerFailureDoes() {
     assertWritesThatThrowOnAttemptOneFailIt(
-        new IllegalStateException("mailbox full on attempt 1"),
-        "java.lang.IllegalStateException: mailbox full on attempt 1");
+        new IllegalStateException("mailbox full on attempt 1"), "java.lang.IllegalStateException");
   }
 
   private static void assertWritesThatThrowOnAttemptOneFailIt(Exception failure, String error) {
@@ -279,7 +277,7 @@ class WorkerPoolIT {
     JobRows.Row row = rows.get(id);
     assertThat(row.attempt()).isEqualTo(2);
     assertThat(row.failures()).as("the attempt whose writes threw, counted as failed").isOne();
-    assertThat(row.lastError()).startsWith(error).contains("at dev.nolock.queue.WorkerPoolIT");
+    assertThat(row.lastError()).isEqualTo(error);
     assertThat(registry.get("nolock.queue.failures").counter().count()).isEqualTo(1);
     assertThat(
             schema

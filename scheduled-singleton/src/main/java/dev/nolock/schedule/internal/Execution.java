@@ -1,5 +1,6 @@
 package dev.nolock.schedule.internal;
 
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.schedule.RunOutcome;
@@ -150,7 +151,8 @@ final class Execution {
     boolean interrupted = error instanceof InterruptedException;
     ctx.metrics().failed();
     boolean retry = run.attempt().value() < ctx.config().maxAttempts();
-    String message = error.getClass().getName() + ": " + error.getMessage();
+    // The describer's text, not the exception: its message carries the data the job worked on.
+    String message = ErrorDescriber.describe(ctx.config().errorDescriber(), error);
     boolean recorded = false;
     try {
       recorded =
@@ -165,17 +167,24 @@ final class Execution {
     } catch (DataAccessException e) {
       error.addSuppressed(e);
       recorded = retry; // the lease runs out and a takeover retries it anyway
+      LOG.warn(
+          "Job {}: could not record that attempt {} of {} threw; when its lease runs out a"
+              + " takeover retries the run or gives it up",
+          ctx.job(),
+          run.attempt().value(),
+          run.scheduledAt(),
+          e);
     }
     if (interrupted) {
       Thread.currentThread().interrupt();
     }
     LOG.warn(
-        "Job {}: attempt {} of {} threw; {}",
+        "Job {}: attempt {} of {} threw {}; {}",
         ctx.job(),
         run.attempt().value(),
         run.scheduledAt(),
-        retry && recorded ? "it will be retried" : "the run is recorded as failed",
-        error);
+        message,
+        retry && recorded ? "it will be retried" : "the run is recorded as failed");
     return new RunOutcome.Failed(run, error, retry && recorded);
   }
 

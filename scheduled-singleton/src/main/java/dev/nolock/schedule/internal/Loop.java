@@ -1,5 +1,6 @@
 package dev.nolock.schedule.internal;
 
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.Listener;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.schedule.RunOutcome;
@@ -144,7 +145,12 @@ final class Loop {
           .forEach(
               e -> {
                 ctx.metrics().listenerFailed();
-                LOG.warn("Job {}: the outcome listener threw on {}", ctx.job(), outcome, e);
+                // The listener is your code: its message goes through the describer.
+                LOG.warn(
+                    "Job {}: the outcome listener threw {} on {}",
+                    ctx.job(),
+                    ErrorDescriber.describe(ctx.config().errorDescriber(), e),
+                    outcome);
               });
     }
   }

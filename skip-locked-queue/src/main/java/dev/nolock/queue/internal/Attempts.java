@@ -2,6 +2,7 @@ package dev.nolock.queue.internal;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.SqlWork;
 import dev.nolock.patterns.sql.WorkThrew;
@@ -105,15 +106,13 @@ public final class Attempts<T> {
       try {
         payload = codec.decode(r.get(2, byte[].class));
       } catch (RuntimeException e) {
-        LOG.warn(
-            "Job {} of queue \"{}\": the codec could not decode its payload; failing the"
-                + " attempt",
-            id,
-            queue,
-            e);
+        // A decoder's message quotes the bytes it could not read: the describer decides.
+        String error =
+            "the payload could not be decoded: "
+                + ErrorDescriber.describe(sql.config().errorDescriber(), e);
+        LOG.warn("Job {} of queue \"{}\": {}; failing the attempt", id, queue, error);
         try {
-          failAttempt(
-              id, attempt, r.get(7, Integer.class), "the payload could not be decoded: " + e);
+          failAttempt(id, attempt, r.get(7, Integer.class), error);
         } catch (DataAccessException | IllegalStateException failed) {
           // IllegalStateException: the fail matched two rows (a damaged table). Either way the
           // claim's other jobs are returned; this one stays with its lease.

@@ -55,7 +55,7 @@ public final class JobsTable {
   /** Jobs reaped per statement; the reaper loops while a pass comes back full. */
   public static final int REAP_BATCH = 500;
 
-  /** Longest last error stored; longer ones are cut (the stack trace's tail goes first). */
+  /** Longest last error stored; longer ones are cut (the tail goes first). */
   public static final int MAX_ERROR_LENGTH = 8_000;
 
   private static final String J = "j";

@@ -13,7 +13,9 @@ import org.jooq.exception.DataAccessException;
  * A jOOQ transaction provider for a transaction the caller owns: every transaction jOOQ begins is a
  * savepoint, committed by releasing it and rolled back to it; the caller's transaction itself is
  * never committed nor rolled back. Hand-written because jOOQ's own provider makes the outermost
- * transaction a real one, committed on the connection.
+ * transaction a real one, committed on the connection. A failure's message carries the server's
+ * primary message only ({@link SqlErrors#serverMessage(Throwable)}); the driver's exception is its
+ * cause.
  */
 final class SavepointsOnly implements TransactionProvider {
   private final Connection connection;
@@ -29,7 +31,8 @@ final class SavepointsOnly implements TransactionProvider {
       savepoints.push(connection.setSavepoint());
     } catch (SQLException e) {
       throw new DataAccessException(
-          "Could not set a savepoint in the caller's transaction: " + e.getMessage(), e);
+          "Could not set a savepoint in the caller's transaction: " + SqlErrors.serverMessage(e),
+          e);
     }
   }
 
@@ -39,7 +42,9 @@ final class SavepointsOnly implements TransactionProvider {
       connection.releaseSavepoint(savepoints.pop());
     } catch (SQLException e) {
       throw new DataAccessException(
-          "Could not release the savepoint in the caller's transaction: " + e.getMessage(), e);
+          "Could not release the savepoint in the caller's transaction: "
+              + SqlErrors.serverMessage(e),
+          e);
     }
   }
 
@@ -49,7 +54,9 @@ final class SavepointsOnly implements TransactionProvider {
       connection.rollback(savepoints.pop());
     } catch (SQLException e) {
       throw new DataAccessException(
-          "Could not roll back to the savepoint in the caller's transaction: " + e.getMessage(), e);
+          "Could not roll back to the savepoint in the caller's transaction: "
+              + SqlErrors.serverMessage(e),
+          e);
     }
   }
 }

@@ -1,10 +1,14 @@
 package dev.nolock.patterns.sql;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.ErrorDescriber;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.Set;
 import java.util.function.Supplier;
 import org.jooq.exception.DataAccessException;
 
@@ -58,6 +62,9 @@ public final class SqlErrors {
     /** Any other failure: a retry would repeat it (a bug, a damaged or unsupported database). */
     OTHER
   }
+
+  /** The severities pgjdbc puts before the server's primary message. */
+  private static final String[] SEVERITIES = {"ERROR: ", "FATAL: ", "PANIC: "};
 
   private SqlErrors() {}
 
@@ -169,10 +176,13 @@ public final class SqlErrors {
    *   <li>{@link Kind#OTHER}: {@link IllegalStateException}: a retry would repeat it.
    * </ol>
    *
-   * Every message carries the server's one-line message and the SQLState.
+   * Every message carries the SQLState and {@link #serverMessage}: the server's primary message,
+   * never the row's values (its DETAIL, the statement's bound values); {@code e} is the cause and
+   * keeps all of it.
    */
   public static RuntimeException translate(DataAccessException e, String doing) {
-    String state = e.sqlState() == null ? "" : " (SQLSTATE " + e.sqlState() + ")";
+    String sqlState = sqlState(e);
+    String state = sqlState == null ? "" : " (SQLSTATE " + sqlState + ")";
     String cause = serverMessage(e) + state;
     return switch (classify(e)) {
       case TRANSIENT ->
@@ -235,15 +245,94 @@ public final class SqlErrors {
     return rows == 1;
   }
 
-  /** The server's one-line message ("relation ... does not exist"), without position or hint. */
+  /**
+   * The server's primary message ("relation ... does not exist", "duplicate key value violates
+   * unique constraint ..."), and nothing that can carry the row's values: what a message may quote
+   * is left to the cause, which keeps all of it.
+   *
+   * <ul>
+   *   <li>From the driver's exception of the failure's SQLState (pgjdbc's own for a batch, not the
+   *       {@link java.sql.BatchUpdateException} whose message inlines the bound values), its first
+   *       line without the severity: never the {@code Detail:} that follows ({@code Failing row
+   *       contains (...)}, {@code Key (...)=(...) already exists}), the hint, the position or the
+   *       statement.
+   *   <li>For SQLState class 22 (data exception) and class P0 (raised by PL/pgSQL, e.g. a trigger's
+   *       {@code RAISE}), no text of the server's, which quotes the refused input ({@code invalid
+   *       input syntax for type integer: "..."}) or whatever the function put in it: a note that it
+   *       is in the cause.
+   *   <li>Without a driver exception (a failure of jOOQ's own, such as a conversion, whose message
+   *       can quote a value): the class names of the failure and its causes.
+   * </ul>
+   */
   public static String serverMessage(DataAccessException e) {
-    SQLException sql = e.getCause(SQLException.class);
-    String message = sql != null && sql.getMessage() != null ? sql.getMessage() : e.getMessage();
-    if (message == null) {
-      return e.getClass().getSimpleName();
+    return serverMessage((Throwable) e);
+  }
+
+  /** {@link #serverMessage(DataAccessException)} of any failure, e.g. a driver's. */
+  public static String serverMessage(Throwable failure) {
+    SQLException server = serverException(failure);
+    if (server == null) {
+      return ErrorDescriber.classNames().describe(failure);
+    }
+    String state = server.getSQLState();
+    if (state != null && state.startsWith("22")) {
+      return "the server refused a value (its message, which can quote the value, is in the cause)";
+    }
+    if (state != null && state.startsWith("P0")) {
+      return "raised by a PL/pgSQL function such as a trigger (its message, which can quote the"
+          + " row, is in the cause)";
+    }
+    String message = server.getMessage();
+    if (message == null || message.isBlank()) {
+      return server.getClass().getName();
     }
     int newline = message.indexOf('\n');
-    String line = newline < 0 ? message : message.substring(0, newline);
-    return line.startsWith("ERROR: ") ? line.substring("ERROR: ".length()) : line;
+    String line = (newline < 0 ? message : message.substring(0, newline)).strip();
+    for (String severity : SEVERITIES) {
+      if (line.startsWith(severity)) {
+        return line.substring(severity.length());
+      }
+    }
+    return line;
+  }
+
+  /**
+   * The SQLState {@link #classify} decides by (the outermost in the cause chain), or jOOQ's own
+   * when it has one; null when there is none. jOOQ answers {@code 00000} ("successful completion")
+   * for a failure without a driver exception, which is no state.
+   */
+  private static String sqlState(DataAccessException e) {
+    SQLException server = serverException(e);
+    if (server != null) {
+      return server.getSQLState();
+    }
+    String state = e.sqlState();
+    return state == null || state.equals("00000") ? null : state;
+  }
+
+  /**
+   * The innermost {@link SQLException} carrying the outermost SQLState of the chain: for a batch,
+   * pgjdbc's exception for the statement rather than the {@link java.sql.BatchUpdateException}
+   * around it. Without any SQLState, the innermost {@link SQLException}; null when there is none.
+   */
+  private static SQLException serverException(Throwable failure) {
+    String state = null;
+    SQLException found = null;
+    SQLException anyFound = null;
+    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+    for (Throwable t = failure; t != null && seen.add(t); t = t.getCause()) {
+      if (t instanceof SQLException sql) {
+        anyFound = sql;
+        if (sql.getSQLState() != null) {
+          if (state == null) {
+            state = sql.getSQLState();
+          }
+          if (state.equals(sql.getSQLState())) {
+            found = sql;
+          }
+        }
+      }
+    }
+    return found != null ? found : anyFound;
   }
 }

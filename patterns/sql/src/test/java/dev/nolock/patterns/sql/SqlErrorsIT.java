@@ -2,6 +2,7 @@ package dev.nolock.patterns.sql;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.patterns.BackendUnavailableException;
@@ -104,6 +105,94 @@ class SqlErrorsIT {
     assertThatThrownBy(() -> SqlErrors.run(() -> "dividing", () -> dsl.fetch("select 1/0")))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("22012");
+  }
+
+  /**
+   * A refused row's values stay out of the message nolock builds: not PostgreSQL's DETAIL ({@code
+   * Failing row contains (...)}, {@code Key (...)=(...)}), not the values pgjdbc inlines into a
+   * batch's message, not a refused input the primary message quotes; the SQLState and the
+   * constraint's name stay, and the cause still carries everything.
+   */
+  @Test
+  void aRefusedRowsValuesStayOutOfTheMessageButNotOutOfTheCause() {
+    String probe = "nolock_detail_probe_" + UUID.randomUUID().toString().replace("-", "");
+    dsl.execute(
+        "create table "
+            + probe
+            + " (id int primary key, note text constraint no_cards check (note not like"
+            + " '%4111%'))");
+    try {
+      dsl.execute("insert into " + probe + " values (1, 'first')");
+      assertRefusedWithoutValues(
+          "a check violation, whose DETAIL quotes the row",
+          () -> dsl.execute("insert into " + probe + " values (2, ?)", CARD),
+          "23514",
+          "no_cards");
+      assertRefusedWithoutValues(
+          "a unique violation, whose DETAIL quotes the key",
+          () -> dsl.execute("insert into " + probe + " values (?, 'again')", 1),
+          "23505",
+          probe + "_pkey");
+      assertRefusedWithoutValues(
+          "a batch, whose pgjdbc message inlines the bound values",
+          () ->
+              dsl.batch(dsl.query("insert into " + probe + " values (?, ?)", null, null))
+                  .bind(3, CARD)
+                  .execute(),
+          "23514",
+          "no_cards");
+      assertRefusedWithoutValues(
+          "an input the server cannot read, which its primary message quotes",
+          () -> dsl.fetch("select cast(? as int)", CARD),
+          "22P02",
+          "22P02");
+    } finally {
+      dsl.execute("drop table " + probe);
+    }
+  }
+
+  /**
+   * A jOOQ failure without a driver exception (a conversion jOOQ does itself) can quote a value in
+   * its message too: the message names the exception's class instead.
+   */
+  @Test
+  void aFailureWithoutAnSqlStateIsNamedByItsClassNotItsMessage() {
+    DataAccessException converting =
+        new org.jooq.exception.DataTypeException("Cannot convert from " + CARD + " to class Long");
+    RuntimeException translated = SqlErrors.translate(converting, "reading the probe");
+    assertThat(translated.getMessage())
+        .contains("reading the probe")
+        .contains("DataTypeException")
+        .doesNotContain("4111");
+    assertThat(translated.getCause()).isSameAs(converting);
+  }
+
+  private static final String CARD = "card 4111-1111-1111-1111";
+
+  private static void assertRefusedWithoutValues(
+      String what, Runnable statement, String sqlState, String named) {
+    Throwable thrown =
+        catchThrowable(() -> SqlErrors.run(() -> "writing the probe", () -> run(statement)));
+    assertThat(thrown).as(what).isInstanceOf(IllegalArgumentException.class);
+    assertThat(thrown.getMessage())
+        .as(what)
+        .contains("writing the probe")
+        .contains(sqlState)
+        .contains(named)
+        .doesNotContain("4111")
+        .doesNotContain("Key (");
+    StringBuilder causes = new StringBuilder();
+    for (Throwable t = thrown.getCause(); t != null; t = t.getCause()) {
+      causes.append(t.getMessage()).append('\n');
+    }
+    assertThat(causes.toString())
+        .as(what + ": the cause keeps what the server said")
+        .containsAnyOf("4111", "Key (id)=(1)");
+  }
+
+  private static Object run(Runnable statement) {
+    statement.run();
+    return null;
   }
 
   @Test
