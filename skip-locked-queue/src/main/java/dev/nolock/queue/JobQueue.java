@@ -202,12 +202,8 @@ public final class JobQueue<T> {
    * Claims up to {@code max} due jobs, oldest {@code run_at} first, skipping jobs other workers
    * hold; an empty list when none is due. Each returned job is {@code running} under a lease of
    * {@link QueueConfig#lease()} and a fresh attempt token. One statement, committed before this
-   * returns.
-   *
-   * <p>A job whose payload the codec cannot decode is failed at once (it retries with backoff and
-   * is dead-lettered after its attempts; {@code last_error} says "the payload could not be decoded:
-   * " and what {@link QueueConfig#errorDescriber()} makes of the codec's exception, by default its
-   * class names, since a decoder's message quotes the bytes it could not read) and not returned.
+   * returns. A job whose payload the codec cannot decode is failed at once, with what {@link
+   * QueueConfig#errorDescriber()} makes of the codec's exception, and not returned.
    *
    * @param max 1 to {@value #MAX_CLAIM}
    */
@@ -299,10 +295,8 @@ public final class JobQueue<T> {
    * call retried with the same {@code job} and {@code error} after a lost answer gets the first
    * call's {@link Finished} (one failure counted) while the job still shows that fail.
    *
-   * @param error what went wrong, stored as given in {@code last_error}, which {@link QueueAdmin}
-   *     shows and anyone who reads the table sees: keep payload data out of it (e.g. {@code
-   *     ErrorDescriber.describe(config().errorDescriber(), e)}, the exception's class names, as the
-   *     worker pool does); cut at 8000 characters
+   * @param error stored as given in {@code last_error}, cut at 8000 characters: keep payload data
+   *     out of it, as the worker pool does with {@link QueueConfig#errorDescriber()}
    * @throws BackendUnavailableException when the outcome is unknown; calling again answers it
    */
   public Either<StaleAttempt, Finished> fail(Job<?> job, String error) {
