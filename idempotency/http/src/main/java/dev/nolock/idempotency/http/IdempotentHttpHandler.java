@@ -46,11 +46,13 @@ import java.util.stream.Stream;
  *   <tr><td>repeat with the same request, completed</td><td>the stored one</td>
  *       <td>the stored ones, the same as the first run's, and {@code Idempotent-Replayed: true}
  *       </td></tr>
- *   <tr><td>key missing or malformed</td><td>400</td><td></td></tr>
+ *   <tr><td>key missing or malformed</td><td>400</td><td>{@code Connection: close} when a
+ *       body may follow: see {@link #handle}</td></tr>
  *   <tr><td>repeat while the first is in progress, or a stale attempt</td><td>409</td>
  *       <td>{@code Retry-After}</td></tr>
  *   <tr><td>key reused with a different request</td><td>422</td><td></td></tr>
- *   <tr><td>request body over the limit</td><td>413</td><td></td></tr>
+ *   <tr><td>request body over the limit, or a {@code Content-Length} over it</td><td>413</td>
+ *       <td>{@code Connection: close}: see {@link #handle}</td></tr>
  *   <tr><td>the endpoint threw and the key was released</td><td>500</td><td></td></tr>
  *   <tr><td>PostgreSQL failed</td><td>503</td><td>{@code Retry-After}</td></tr>
  * </table>
@@ -306,27 +308,41 @@ public final class IdempotentHttpHandler implements HttpHandler {
     return new Builder(keys, scope, endpoint);
   }
 
+  /**
+   * Answers the request as the class documentation says.
+   *
+   * <p>A 400 or 413 is sent before the request body is read to its end (a {@code Content-Length}
+   * over the limit is refused before any of it is read). When a body may follow, the answer carries
+   * {@code Connection: close} and {@code handle} then throws {@link BodyLeftUnreadException}, on
+   * which the JDK server closes the connection without reading further. Let it propagate, and do
+   * not close the exchange after it: closing an exchange makes the JDK server read what is left of
+   * the body (up to {@code sun.net.httpserver.drainAmount}, 64 KiB) with no time limit, which a
+   * client that stops sending turns into a thread held for ever.
+   *
+   * @throws BodyLeftUnreadException after a 400 or 413 was sent for a request whose body was not
+   *     read to its end
+   * @throws IOException when the request or the answer could not be transferred
+   */
   @Override
   public void handle(HttpExchange exchange) throws IOException {
+    String key;
+    try {
+      key = keyOf(exchange);
+    } catch (InvalidIdempotencyKeyException e) {
+      refuse(exchange, 400, "Missing or malformed Idempotency-Key", e.getMessage());
+      return;
+    }
+    byte[] body = readBody(exchange);
+    if (body == null) {
+      refuse(
+          exchange,
+          413,
+          "Request body too large",
+          "The body is larger than " + maxBodyBytes + " bytes.");
+      return;
+    }
+    // The body was read to its end, so closing the exchange reads nothing more.
     try (exchange) {
-      String key;
-      try {
-        key = keyOf(exchange);
-      } catch (InvalidIdempotencyKeyException e) {
-        drain(exchange);
-        problem(exchange, 400, "Missing or malformed Idempotency-Key", e.getMessage(), null);
-        return;
-      }
-      byte[] body = readBody(exchange);
-      if (body == null) {
-        problem(
-            exchange,
-            413,
-            "Request body too large",
-            "The body is larger than " + maxBodyBytes + " bytes.",
-            null);
-        return;
-      }
       Request request =
           new Request(
               exchange.getRequestMethod(),
@@ -458,21 +474,51 @@ public final class IdempotentHttpHandler implements HttpHandler {
     throw new InvalidIdempotencyKeyException("The quoted Idempotency-Key has no closing quote.");
   }
 
+  /** The whole body, read to its end; null, with the rest left unread, when over the limit. */
   private byte[] readBody(HttpExchange exchange) throws IOException {
-    try (InputStream in = exchange.getRequestBody()) {
-      byte[] body = in.readNBytes(maxBodyBytes + 1);
-      if (body.length > maxBodyBytes) {
-        in.transferTo(OutputStream.nullOutputStream());
-        return null;
-      }
-      return body;
+    if (declaredLength(exchange) > maxBodyBytes) {
+      return null;
+    }
+    InputStream in = exchange.getRequestBody();
+    byte[] body = in.readNBytes(maxBodyBytes + 1);
+    return body.length > maxBodyBytes ? null : body;
+  }
+
+  /**
+   * The request's {@code Content-Length}; -1 when it has none (chunked or no body), and {@link
+   * Long#MAX_VALUE} when it is not a number (the JDK server refuses those before any handler).
+   */
+  private static long declaredLength(HttpExchange exchange) {
+    String length = exchange.getRequestHeaders().getFirst("Content-Length");
+    if (length == null) {
+      return -1;
+    }
+    try {
+      return Long.parseLong(length.strip());
+    } catch (NumberFormatException e) {
+      return Long.MAX_VALUE;
     }
   }
 
-  private static void drain(HttpExchange exchange) throws IOException {
-    try (InputStream in = exchange.getRequestBody()) {
-      in.transferTo(OutputStream.nullOutputStream());
+  /**
+   * Answers a request refused before its body was read to its end. When a body may follow, the
+   * answer says {@code Connection: close} and {@link BodyLeftUnreadException} makes the server
+   * close the connection instead of reading the rest, which a client could make last for ever.
+   */
+  private static void refuse(HttpExchange exchange, int status, String title, String detail)
+      throws IOException {
+    boolean bodyMayFollow =
+        exchange.getRequestHeaders().containsKey("Transfer-Encoding")
+            || declaredLength(exchange) > 0;
+    if (!bodyMayFollow) {
+      try (exchange) {
+        problem(exchange, status, title, detail, null);
+      }
+      return;
     }
+    exchange.getResponseHeaders().set("Connection", "close");
+    problem(exchange, status, title, detail, null);
+    throw new BodyLeftUnreadException(status);
   }
 
   private static void send(HttpExchange exchange, Reply reply, boolean replayed)
@@ -488,9 +534,11 @@ public final class IdempotentHttpHandler implements HttpHandler {
     byte[] body = reply.body();
     exchange.sendResponseHeaders(reply.status(), body.length == 0 ? -1 : body.length);
     if (body.length > 0) {
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
+      // Written, not closed: closing the response stream reads the rest of the request body,
+      // which a refusal must not do; the caller closes the exchange or throws.
+      OutputStream out = exchange.getResponseBody();
+      out.write(body);
+      out.flush();
     }
   }
 
@@ -524,6 +572,32 @@ public final class IdempotentHttpHandler implements HttpHandler {
       }
     }
     return out.append('"').toString();
+  }
+
+  /**
+   * Thrown by {@link #handle} once a 400 or 413 has been sent, in full and with {@code Connection:
+   * close}, for a request whose body was not read to its end: on it the JDK server closes the
+   * connection without reading further. It reports no failure; a filter around the handler should
+   * let it propagate and not close the exchange.
+   */
+  public static final class BodyLeftUnreadException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    private final int status;
+
+    BodyLeftUnreadException(int status) {
+      super(
+          "Answered "
+              + status
+              + " before the request body was read to its end; the connection is closed"
+              + " without reading the rest");
+      this.status = status;
+    }
+
+    /** The status that was sent: 400 or 413. */
+    public int status() {
+      return status;
+    }
   }
 
   /** Builds an {@link IdempotentHttpHandler}. */
