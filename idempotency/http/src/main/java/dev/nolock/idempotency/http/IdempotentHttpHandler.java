@@ -105,8 +105,8 @@ public final class IdempotentHttpHandler implements HttpHandler {
    * What the endpoint answers; stored with the key and sent again on a replay, status, headers and
    * body alike.
    *
-   * @param contentType sent as {@code Content-Type}; at most 255 visible ASCII characters and
-   *     spaces
+   * @param contentType sent as {@code Content-Type}; 1 to 255 visible ASCII characters and spaces
+   *     (U+0020 to U+007E), not blank
    * @param headers further response headers, e.g. {@code Location}; each value in order, names
    *     compared without case. The server's own ({@code Content-Length}, {@code Transfer-Encoding},
    *     {@code Connection}), {@code Content-Type} (pass {@code contentType}) and {@link
@@ -114,6 +114,9 @@ public final class IdempotentHttpHandler implements HttpHandler {
    */
   public record Reply(
       int status, String contentType, Map<String, List<String>> headers, byte[] body) {
+
+    /** Longest content type accepted. */
+    public static final int MAX_CONTENT_TYPE_LENGTH = 255;
 
     /** Longest header name accepted. */
     public static final int MAX_HEADER_NAME_LENGTH = 255;
@@ -134,7 +137,7 @@ public final class IdempotentHttpHandler implements HttpHandler {
         throw new IllegalArgumentException(
             "A reply status must be 200 to 599, got " + status + " (1xx are not final answers).");
       }
-      Names.requireName("content type", contentType, 255);
+      requireContentType(contentType);
       if (headers == null) {
         throw new IllegalArgumentException(
             "The reply headers are null: pass Map.of() for a reply without further headers.");
@@ -212,11 +215,55 @@ public final class IdempotentHttpHandler implements HttpHandler {
           + " bytes]";
     }
 
+    private static void requireContentType(String contentType) {
+      // The JDK server writes each char of a header as its low byte: U+010D goes out as CR and
+      // U+010A as LF, which would end the header and start another. Only what is written as
+      // itself is accepted.
+      if (!isValidContentType(contentType)) {
+        throw new IllegalArgumentException(
+            "The reply's content type must be 1 to "
+                + MAX_CONTENT_TYPE_LENGTH
+                + " visible ASCII characters and spaces (U+0020 to U+007E, no control character,"
+                + " nothing beyond ASCII), e.g. \"application/json; charset=utf-8\", got: "
+                + printable(contentType));
+      }
+    }
+
+    static boolean isValidContentType(String contentType) {
+      return contentType != null
+          && !contentType.isBlank()
+          && contentType.length() <= MAX_CONTENT_TYPE_LENGTH
+          && contentType.chars().allMatch(c -> c >= 0x20 && c <= 0x7e);
+    }
+
+    /** Whether a header may be sent as {@code name: value}, as the constructor checks it. */
+    static boolean isValidHeader(String name, String value) {
+      return isValidHeaderName(name)
+          && !NOT_YOURS.contains(name.toLowerCase(Locale.ROOT))
+          && isValidHeaderValue(value);
+    }
+
+    private static boolean isValidHeaderName(String name) {
+      return name != null
+          && !name.isEmpty()
+          && name.length() <= MAX_HEADER_NAME_LENGTH
+          && name.chars().allMatch(Reply::isTokenChar);
+    }
+
+    private static boolean isValidHeaderValue(String value) {
+      // Visible ASCII, space and tab only: a CR or LF, or a char whose low byte is one, would let
+      // a value start a header of its own.
+      return value != null
+          && value.length() <= MAX_HEADER_VALUE_LENGTH
+          && value.chars().allMatch(c -> c == '\t' || (c >= 0x20 && c < 0x7f));
+    }
+
+    private static String printable(String text) {
+      return text == null ? "null" : "\"" + text.replaceAll("[^\\x20-\\x7e]", "?") + "\"";
+    }
+
     private static void requireHeaderName(String name) {
-      if (name == null
-          || name.isEmpty()
-          || name.length() > MAX_HEADER_NAME_LENGTH
-          || !name.chars().allMatch(Reply::isTokenChar)) {
+      if (!isValidHeaderName(name)) {
         throw new IllegalArgumentException(
             "The reply header name \""
                 + name
@@ -236,17 +283,14 @@ public final class IdempotentHttpHandler implements HttpHandler {
     }
 
     private static void requireHeaderValue(String name, String value) {
-      // Visible ASCII, space and tab only: a CR or LF would let a value start a header of its own.
-      if (value == null
-          || value.length() > MAX_HEADER_VALUE_LENGTH
-          || !value.chars().allMatch(c -> c == '\t' || (c >= 0x20 && c < 0x7f))) {
+      if (!isValidHeaderValue(value)) {
         throw new IllegalArgumentException(
             "The value of reply header \""
                 + name
                 + "\" must be at most "
                 + MAX_HEADER_VALUE_LENGTH
                 + " visible ASCII characters, spaces and tabs (no CR or LF), got: "
-                + (value == null ? "null" : "\"" + value.replaceAll("[^\\x20-\\x7e]", "?") + "\""));
+                + printable(value));
       }
     }
 
@@ -292,7 +336,10 @@ public final class IdempotentHttpHandler implements HttpHandler {
    * Stores a {@link Reply} (status, content type, headers and body) as a {@link StoredResult}, so
    * that a replay sends what the first answer sent; give it to {@link IdempotencyKeys#create} for
    * the keys this handler uses. Replies stored by the earlier format, without headers, still
-   * decode.
+   * decode. A stored content type that no {@link Reply} may have (stored before content types were
+   * held to visible ASCII) decodes as {@code application/octet-stream}, and a stored header that no
+   * reply may have is left out: the status and body are still replayed, and nothing is written that
+   * the server could turn into a header of its own.
    */
   public static ResultCodec<Reply> replyCodec() {
     return ReplyCodec.INSTANCE;
@@ -420,11 +467,16 @@ public final class IdempotentHttpHandler implements HttpHandler {
 
   private Fingerprint fingerprint(HttpExchange exchange, Request request) {
     String who = principal == null ? "" : Objects.requireNonNull(principal.apply(exchange), "who");
+    return fingerprint(request.method(), request.uri(), request.body(), who);
+  }
+
+  /** The SHA-256 of method, raw path, raw query, body and principal. */
+  static Fingerprint fingerprint(String method, URI uri, byte[] body, String who) {
     return Fingerprint.sha256(
-        request.method().getBytes(StandardCharsets.UTF_8),
-        request.uri().getRawPath().getBytes(StandardCharsets.UTF_8),
-        String.valueOf(request.uri().getRawQuery()).getBytes(StandardCharsets.UTF_8),
-        request.body(),
+        method.getBytes(StandardCharsets.UTF_8),
+        uri.getRawPath().getBytes(StandardCharsets.UTF_8),
+        String.valueOf(uri.getRawQuery()).getBytes(StandardCharsets.UTF_8),
+        body,
         who.getBytes(StandardCharsets.UTF_8));
   }
 
@@ -658,6 +710,14 @@ public final class IdempotentHttpHandler implements HttpHandler {
 
     private static final byte WITH_HEADERS = 1;
 
+    /**
+     * Sent instead of a stored content type that no reply may have: the status and body are what
+     * the first answer committed to, so they are still sent; RFC 9110 (8.3) lets a recipient assume
+     * {@code application/octet-stream} for a body without a type, and saying so stops a browser
+     * from guessing one.
+     */
+    static final String FALLBACK_CONTENT_TYPE = "application/octet-stream";
+
     @Override
     public StoredResult encode(Reply reply) {
       ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -695,13 +755,29 @@ public final class IdempotentHttpHandler implements HttpHandler {
         in.get();
       }
       String contentType = readText(in);
+      if (!Reply.isValidContentType(contentType)) {
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "A stored reply's content type is not 1 to 255 visible ASCII characters (stored"
+                + " before the reply checked it): replayed as "
+                + FALLBACK_CONTENT_TYPE);
+        contentType = FALLBACK_CONTENT_TYPE;
+      }
       Map<String, List<String>> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
       if (withHeaders) {
         int count = Short.toUnsignedInt(in.getShort());
         for (int i = 0; i < count; i++) {
           String name = readText(in);
           String value = readText(in);
-          headers.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
+          if (Reply.isValidHeader(name, value)) {
+            headers.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
+          } else {
+            LOG.log(
+                System.Logger.Level.WARNING,
+                "A stored reply's header "
+                    + Reply.printable(name)
+                    + " has a name or value no reply may have: left out of the replay");
+          }
         }
       }
       byte[] body = new byte[in.remaining()];

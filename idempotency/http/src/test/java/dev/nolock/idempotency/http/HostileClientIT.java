@@ -6,6 +6,9 @@ import static org.awaitility.Awaitility.await;
 import com.sun.net.httpserver.HttpServer;
 import dev.nolock.idempotency.IdempotencyConfig;
 import dev.nolock.idempotency.IdempotencyKeys;
+import dev.nolock.idempotency.Outcome;
+import dev.nolock.idempotency.ResultCodec;
+import dev.nolock.idempotency.StoredResult;
 import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
@@ -15,6 +18,8 @@ import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.URI;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,8 +39,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * What one slow or hostile client can do to the handler, spoken over a raw {@link Socket} on
- * 127.0.0.1: a request body that never ends. The server has a single handler thread, so that a
- * request on another connection is served only if no earlier request still holds it.
+ * 127.0.0.1: a request body that never ends, and a reply whose content type the server's header
+ * writer would narrow to CR and LF. The server has a single handler thread, so that a request on
+ * another connection is served only if no earlier request still holds it.
  */
 @ExtendWith(PostgresExtension.class)
 class HostileClientIT {
@@ -45,6 +51,7 @@ class HostileClientIT {
 
   private static final int MAX_BODY_BYTES = 1024;
   private static final String SCOPE = "orders.create";
+  private static final String SPLITTING_CONTENT_TYPE = "text/plain\u010D\u010Aset-cookie: x=1";
 
   private final PostgresSchema schema;
   private ExecutorService serverThread;
@@ -75,7 +82,12 @@ class HostileClientIT {
         IdempotentHttpHandler.builder(
                 keys,
                 SCOPE,
-                (request, attempt) -> Reply.json(201, "{\"item\":\"" + request.bodyText() + "\"}"))
+                (request, attempt) -> {
+                  if (request.bodyText().equals("split")) {
+                    return new Reply(201, SPLITTING_CONTENT_TYPE, new byte[] {'o', 'k'});
+                  }
+                  return Reply.json(201, "{\"item\":\"" + request.bodyText() + "\"}");
+                })
             .maxBodyBytes(MAX_BODY_BYTES)
             .build();
     serverThread =
@@ -88,7 +100,7 @@ class HostileClientIT {
     clientThreads = Executors.newCachedThreadPool();
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
     server.createContext("/orders", handler);
-    // The control: what a handler gets from the JDK server without the protections under test.
+    // The controls: what a handler gets from the JDK server without the protections under test.
     server.createContext(
         "/control/close-after-refusal",
         exchange -> {
@@ -97,6 +109,14 @@ class HostileClientIT {
             exchange.sendResponseHeaders(400, 7);
             exchange.getResponseBody().write(ascii("refused"));
             exchange.getResponseBody().flush();
+          }
+        });
+    server.createContext(
+        "/control/raw-content-type",
+        exchange -> {
+          try (exchange) {
+            exchange.getResponseHeaders().set("Content-Type", SPLITTING_CONTENT_TYPE);
+            exchange.sendResponseHeaders(200, -1);
           }
         });
     server.setExecutor(serverThread);
@@ -176,6 +196,46 @@ class HostileClientIT {
   }
 
   @Test
+  void aContentTypeThatWouldNarrowToCrLfIsRefusedAs500AndSplitsNothing() throws Exception {
+    RawAnswer answer = complete(newKey(), "split");
+
+    assertThat(answer.headerNames()).doesNotContain("set-cookie");
+    assertThat(answer.statusLine()).startsWith("HTTP/1.1 500");
+  }
+
+  @Test
+  void aStoredReplyWhoseContentTypeWouldNarrowToCrLfIsReplayedAsOctetStream() throws Exception {
+    // A row as the codec wrote it before headers were kept, [u16 length][content type][body], with
+    // a content type that the Reply of that time accepted.
+    String key = newKey();
+    byte[] type = SPLITTING_CONTENT_TYPE.getBytes(StandardCharsets.UTF_8);
+    byte[] row =
+        ByteBuffer.allocate(2 + type.length + 2)
+            .putShort((short) type.length)
+            .put(type)
+            .put(ascii("ok"))
+            .array();
+    IdempotencyKeys<StoredResult> raw =
+        IdempotencyKeys.create(
+            schema.dataSource(), IdempotencyConfig.ofDefaults(), ResultCodec.identity());
+    Outcome<StoredResult> stored =
+        raw.execute(
+            SCOPE,
+            key,
+            IdempotentHttpHandler.fingerprint("POST", URI.create("/orders"), ascii("replayed"), ""),
+            attempt -> StoredResult.of(201, row));
+    assertThat(stored).isInstanceOf(Outcome.Completed.class);
+
+    RawAnswer answer = complete(key, "replayed");
+
+    assertThat(answer.headerNames()).doesNotContain("set-cookie");
+    assertThat(answer.statusLine()).startsWith("HTTP/1.1 201");
+    assertThat(answer.header("content-type")).containsExactly("application/octet-stream");
+    assertThat(answer.header(IdempotentHttpHandler.REPLAYED_HEADER)).containsExactly("true");
+    assertThat(answer.bodyText()).isEqualTo("ok");
+  }
+
+  @Test
   void controlClosingTheExchangeAfterARefusalReadsTheRestOfTheBodyAndHoldsTheThread()
       throws Exception {
     // What the handler would do without BodyLeftUnreadException: answer with Connection: close and
@@ -230,6 +290,24 @@ class HostileClientIT {
             .map(frame -> frame.getClassName() + "." + frame.getMethodName())
             .toList();
     return frames.containsAll(List.of(methods));
+  }
+
+  @Test
+  void controlTheServerWritesACharAboveFfAsItsLowByteAndSplitsTheHeader() throws Exception {
+    try (Socket socket = new Socket("127.0.0.1", port)) {
+      socket
+          .getOutputStream()
+          .write(
+              ascii(
+                  "GET /control/raw-content-type HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      + "Connection: close\r\n\r\n"));
+      CompletableFuture<byte[]> untilClosed = readUntilClosed(socket);
+      await("the control's answer").atMost(HANG_GUARD).until(untilClosed::isDone);
+
+      RawAnswer answer = RawAnswer.parse(untilClosed.join());
+
+      assertThat(answer.header("set-cookie")).containsExactly("x=1");
+    }
   }
 
   /**
