@@ -65,6 +65,12 @@ import java.util.stream.Stream;
  *
  * <p>Wrap only the endpoints that change state (POST, PATCH): the handler applies to every request
  * it receives. Thread-safe; one instance per endpoint.
+ *
+ * <p>One client cannot hold a thread of the server after a 400 or 413 (the rest of its body is
+ * never read) nor split the answer's headers (a {@link Reply}'s content type and header values are
+ * visible ASCII). It can hold one for as long as it takes to send a request within the limit, or to
+ * read the answer: give the server an executor, and bound those times with the JDK server's {@code
+ * sun.net.httpserver.maxReqTime} and {@code maxRspTime} or a proxy in front (see the README).
  */
 public final class IdempotentHttpHandler implements HttpHandler {
 
