@@ -46,11 +46,13 @@ import java.util.stream.Stream;
  *   <tr><td>repeat with the same request, completed</td><td>the stored one</td>
  *       <td>the stored ones, the same as the first run's, and {@code Idempotent-Replayed: true}
  *       </td></tr>
- *   <tr><td>key missing or malformed</td><td>400</td><td></td></tr>
+ *   <tr><td>key missing or malformed</td><td>400</td><td>{@code Connection: close} when a
+ *       body may follow: see {@link #handle}</td></tr>
  *   <tr><td>repeat while the first is in progress, or a stale attempt</td><td>409</td>
  *       <td>{@code Retry-After}</td></tr>
  *   <tr><td>key reused with a different request</td><td>422</td><td></td></tr>
- *   <tr><td>request body over the limit</td><td>413</td><td></td></tr>
+ *   <tr><td>request body over the limit, or a {@code Content-Length} over it</td><td>413</td>
+ *       <td>{@code Connection: close}: see {@link #handle}</td></tr>
  *   <tr><td>the endpoint threw and the key was released</td><td>500</td><td></td></tr>
  *   <tr><td>PostgreSQL failed</td><td>503</td><td>{@code Retry-After}</td></tr>
  * </table>
@@ -63,6 +65,12 @@ import java.util.stream.Stream;
  *
  * <p>Wrap only the endpoints that change state (POST, PATCH): the handler applies to every request
  * it receives. Thread-safe; one instance per endpoint.
+ *
+ * <p>One client cannot hold a thread of the server after a 400 or 413 (the rest of its body is
+ * never read) nor split the answer's headers (a {@link Reply}'s content type and header values are
+ * visible ASCII). It can hold one for as long as it takes to send a request within the limit, or to
+ * read the answer: give the server an executor, and bound those times with the JDK server's {@code
+ * sun.net.httpserver.maxReqTime} and {@code maxRspTime} or a proxy in front (see the README).
  */
 public final class IdempotentHttpHandler implements HttpHandler {
 
@@ -103,8 +111,8 @@ public final class IdempotentHttpHandler implements HttpHandler {
    * What the endpoint answers; stored with the key and sent again on a replay, status, headers and
    * body alike.
    *
-   * @param contentType sent as {@code Content-Type}; at most 255 visible ASCII characters and
-   *     spaces
+   * @param contentType sent as {@code Content-Type}; 1 to 255 visible ASCII characters and spaces
+   *     (U+0020 to U+007E), not blank
    * @param headers further response headers, e.g. {@code Location}; each value in order, names
    *     compared without case. The server's own ({@code Content-Length}, {@code Transfer-Encoding},
    *     {@code Connection}), {@code Content-Type} (pass {@code contentType}) and {@link
@@ -112,6 +120,9 @@ public final class IdempotentHttpHandler implements HttpHandler {
    */
   public record Reply(
       int status, String contentType, Map<String, List<String>> headers, byte[] body) {
+
+    /** Longest content type accepted. */
+    public static final int MAX_CONTENT_TYPE_LENGTH = 255;
 
     /** Longest header name accepted. */
     public static final int MAX_HEADER_NAME_LENGTH = 255;
@@ -132,7 +143,7 @@ public final class IdempotentHttpHandler implements HttpHandler {
         throw new IllegalArgumentException(
             "A reply status must be 200 to 599, got " + status + " (1xx are not final answers).");
       }
-      Names.requireName("content type", contentType, 255);
+      requireContentType(contentType);
       if (headers == null) {
         throw new IllegalArgumentException(
             "The reply headers are null: pass Map.of() for a reply without further headers.");
@@ -210,11 +221,55 @@ public final class IdempotentHttpHandler implements HttpHandler {
           + " bytes]";
     }
 
+    private static void requireContentType(String contentType) {
+      // The JDK server writes each char of a header as its low byte: U+010D goes out as CR and
+      // U+010A as LF, which would end the header and start another. Only what is written as
+      // itself is accepted.
+      if (!isValidContentType(contentType)) {
+        throw new IllegalArgumentException(
+            "The reply's content type must be 1 to "
+                + MAX_CONTENT_TYPE_LENGTH
+                + " visible ASCII characters and spaces (U+0020 to U+007E, no control character,"
+                + " nothing beyond ASCII), e.g. \"application/json; charset=utf-8\", got: "
+                + printable(contentType));
+      }
+    }
+
+    static boolean isValidContentType(String contentType) {
+      return contentType != null
+          && !contentType.isBlank()
+          && contentType.length() <= MAX_CONTENT_TYPE_LENGTH
+          && contentType.chars().allMatch(c -> c >= 0x20 && c <= 0x7e);
+    }
+
+    /** Whether a header may be sent as {@code name: value}, as the constructor checks it. */
+    static boolean isValidHeader(String name, String value) {
+      return isValidHeaderName(name)
+          && !NOT_YOURS.contains(name.toLowerCase(Locale.ROOT))
+          && isValidHeaderValue(value);
+    }
+
+    private static boolean isValidHeaderName(String name) {
+      return name != null
+          && !name.isEmpty()
+          && name.length() <= MAX_HEADER_NAME_LENGTH
+          && name.chars().allMatch(Reply::isTokenChar);
+    }
+
+    private static boolean isValidHeaderValue(String value) {
+      // Visible ASCII, space and tab only: a CR or LF, or a char whose low byte is one, would let
+      // a value start a header of its own.
+      return value != null
+          && value.length() <= MAX_HEADER_VALUE_LENGTH
+          && value.chars().allMatch(c -> c == '\t' || (c >= 0x20 && c < 0x7f));
+    }
+
+    private static String printable(String text) {
+      return text == null ? "null" : "\"" + text.replaceAll("[^\\x20-\\x7e]", "?") + "\"";
+    }
+
     private static void requireHeaderName(String name) {
-      if (name == null
-          || name.isEmpty()
-          || name.length() > MAX_HEADER_NAME_LENGTH
-          || !name.chars().allMatch(Reply::isTokenChar)) {
+      if (!isValidHeaderName(name)) {
         throw new IllegalArgumentException(
             "The reply header name \""
                 + name
@@ -234,17 +289,14 @@ public final class IdempotentHttpHandler implements HttpHandler {
     }
 
     private static void requireHeaderValue(String name, String value) {
-      // Visible ASCII, space and tab only: a CR or LF would let a value start a header of its own.
-      if (value == null
-          || value.length() > MAX_HEADER_VALUE_LENGTH
-          || !value.chars().allMatch(c -> c == '\t' || (c >= 0x20 && c < 0x7f))) {
+      if (!isValidHeaderValue(value)) {
         throw new IllegalArgumentException(
             "The value of reply header \""
                 + name
                 + "\" must be at most "
                 + MAX_HEADER_VALUE_LENGTH
                 + " visible ASCII characters, spaces and tabs (no CR or LF), got: "
-                + (value == null ? "null" : "\"" + value.replaceAll("[^\\x20-\\x7e]", "?") + "\""));
+                + printable(value));
       }
     }
 
@@ -290,7 +342,10 @@ public final class IdempotentHttpHandler implements HttpHandler {
    * Stores a {@link Reply} (status, content type, headers and body) as a {@link StoredResult}, so
    * that a replay sends what the first answer sent; give it to {@link IdempotencyKeys#create} for
    * the keys this handler uses. Replies stored by the earlier format, without headers, still
-   * decode.
+   * decode. A stored content type that no {@link Reply} may have (stored before content types were
+   * held to visible ASCII) decodes as {@code application/octet-stream}, and a stored header that no
+   * reply may have is left out: the status and body are still replayed, and nothing is written that
+   * the server could turn into a header of its own.
    */
   public static ResultCodec<Reply> replyCodec() {
     return ReplyCodec.INSTANCE;
@@ -306,27 +361,41 @@ public final class IdempotentHttpHandler implements HttpHandler {
     return new Builder(keys, scope, endpoint);
   }
 
+  /**
+   * Answers the request as the class documentation says.
+   *
+   * <p>A 400 or 413 is sent before the request body is read to its end (a {@code Content-Length}
+   * over the limit is refused before any of it is read). When a body may follow, the answer carries
+   * {@code Connection: close} and {@code handle} then throws {@link BodyLeftUnreadException}, on
+   * which the JDK server closes the connection without reading further. Let it propagate, and do
+   * not close the exchange after it: closing an exchange makes the JDK server read what is left of
+   * the body (up to {@code sun.net.httpserver.drainAmount}, 64 KiB) with no time limit, which a
+   * client that stops sending turns into a thread held for ever.
+   *
+   * @throws BodyLeftUnreadException after a 400 or 413 was sent for a request whose body was not
+   *     read to its end
+   * @throws IOException when the request or the answer could not be transferred
+   */
   @Override
   public void handle(HttpExchange exchange) throws IOException {
+    String key;
+    try {
+      key = keyOf(exchange);
+    } catch (InvalidIdempotencyKeyException e) {
+      refuse(exchange, 400, "Missing or malformed Idempotency-Key", e.getMessage());
+      return;
+    }
+    byte[] body = readBody(exchange);
+    if (body == null) {
+      refuse(
+          exchange,
+          413,
+          "Request body too large",
+          "The body is larger than " + maxBodyBytes + " bytes.");
+      return;
+    }
+    // The body was read to its end, so closing the exchange reads nothing more.
     try (exchange) {
-      String key;
-      try {
-        key = keyOf(exchange);
-      } catch (InvalidIdempotencyKeyException e) {
-        drain(exchange);
-        problem(exchange, 400, "Missing or malformed Idempotency-Key", e.getMessage(), null);
-        return;
-      }
-      byte[] body = readBody(exchange);
-      if (body == null) {
-        problem(
-            exchange,
-            413,
-            "Request body too large",
-            "The body is larger than " + maxBodyBytes + " bytes.",
-            null);
-        return;
-      }
       Request request =
           new Request(
               exchange.getRequestMethod(),
@@ -404,11 +473,16 @@ public final class IdempotentHttpHandler implements HttpHandler {
 
   private Fingerprint fingerprint(HttpExchange exchange, Request request) {
     String who = principal == null ? "" : Objects.requireNonNull(principal.apply(exchange), "who");
+    return fingerprint(request.method(), request.uri(), request.body(), who);
+  }
+
+  /** The SHA-256 of method, raw path, raw query, body and principal. */
+  static Fingerprint fingerprint(String method, URI uri, byte[] body, String who) {
     return Fingerprint.sha256(
-        request.method().getBytes(StandardCharsets.UTF_8),
-        request.uri().getRawPath().getBytes(StandardCharsets.UTF_8),
-        String.valueOf(request.uri().getRawQuery()).getBytes(StandardCharsets.UTF_8),
-        request.body(),
+        method.getBytes(StandardCharsets.UTF_8),
+        uri.getRawPath().getBytes(StandardCharsets.UTF_8),
+        String.valueOf(uri.getRawQuery()).getBytes(StandardCharsets.UTF_8),
+        body,
         who.getBytes(StandardCharsets.UTF_8));
   }
 
@@ -458,21 +532,51 @@ public final class IdempotentHttpHandler implements HttpHandler {
     throw new InvalidIdempotencyKeyException("The quoted Idempotency-Key has no closing quote.");
   }
 
+  /** The whole body, read to its end; null, with the rest left unread, when over the limit. */
   private byte[] readBody(HttpExchange exchange) throws IOException {
-    try (InputStream in = exchange.getRequestBody()) {
-      byte[] body = in.readNBytes(maxBodyBytes + 1);
-      if (body.length > maxBodyBytes) {
-        in.transferTo(OutputStream.nullOutputStream());
-        return null;
-      }
-      return body;
+    if (declaredLength(exchange) > maxBodyBytes) {
+      return null;
+    }
+    InputStream in = exchange.getRequestBody();
+    byte[] body = in.readNBytes(maxBodyBytes + 1);
+    return body.length > maxBodyBytes ? null : body;
+  }
+
+  /**
+   * The request's {@code Content-Length}; -1 when it has none (chunked or no body), and {@link
+   * Long#MAX_VALUE} when it is not a number (the JDK server refuses those before any handler).
+   */
+  private static long declaredLength(HttpExchange exchange) {
+    String length = exchange.getRequestHeaders().getFirst("Content-Length");
+    if (length == null) {
+      return -1;
+    }
+    try {
+      return Long.parseLong(length.strip());
+    } catch (NumberFormatException e) {
+      return Long.MAX_VALUE;
     }
   }
 
-  private static void drain(HttpExchange exchange) throws IOException {
-    try (InputStream in = exchange.getRequestBody()) {
-      in.transferTo(OutputStream.nullOutputStream());
+  /**
+   * Answers a request refused before its body was read to its end. When a body may follow, the
+   * answer says {@code Connection: close} and {@link BodyLeftUnreadException} makes the server
+   * close the connection instead of reading the rest, which a client could make last for ever.
+   */
+  private static void refuse(HttpExchange exchange, int status, String title, String detail)
+      throws IOException {
+    boolean bodyMayFollow =
+        exchange.getRequestHeaders().containsKey("Transfer-Encoding")
+            || declaredLength(exchange) > 0;
+    if (!bodyMayFollow) {
+      try (exchange) {
+        problem(exchange, status, title, detail, null);
+      }
+      return;
     }
+    exchange.getResponseHeaders().set("Connection", "close");
+    problem(exchange, status, title, detail, null);
+    throw new BodyLeftUnreadException(status);
   }
 
   private static void send(HttpExchange exchange, Reply reply, boolean replayed)
@@ -488,9 +592,11 @@ public final class IdempotentHttpHandler implements HttpHandler {
     byte[] body = reply.body();
     exchange.sendResponseHeaders(reply.status(), body.length == 0 ? -1 : body.length);
     if (body.length > 0) {
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(body);
-      }
+      // Written, not closed: closing the response stream reads the rest of the request body,
+      // which a refusal must not do; the caller closes the exchange or throws.
+      OutputStream out = exchange.getResponseBody();
+      out.write(body);
+      out.flush();
     }
   }
 
@@ -524,6 +630,32 @@ public final class IdempotentHttpHandler implements HttpHandler {
       }
     }
     return out.append('"').toString();
+  }
+
+  /**
+   * Thrown by {@link #handle} once a 400 or 413 has been sent, in full and with {@code Connection:
+   * close}, for a request whose body was not read to its end: on it the JDK server closes the
+   * connection without reading further. It reports no failure; a filter around the handler should
+   * let it propagate and not close the exchange.
+   */
+  public static final class BodyLeftUnreadException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    private final int status;
+
+    BodyLeftUnreadException(int status) {
+      super(
+          "Answered "
+              + status
+              + " before the request body was read to its end; the connection is closed"
+              + " without reading the rest");
+      this.status = status;
+    }
+
+    /** The status that was sent: 400 or 413. */
+    public int status() {
+      return status;
+    }
   }
 
   /** Builds an {@link IdempotentHttpHandler}. */
@@ -584,6 +716,14 @@ public final class IdempotentHttpHandler implements HttpHandler {
 
     private static final byte WITH_HEADERS = 1;
 
+    /**
+     * Sent instead of a stored content type that no reply may have: the status and body are what
+     * the first answer committed to, so they are still sent; RFC 9110 (8.3) lets a recipient assume
+     * {@code application/octet-stream} for a body without a type, and saying so stops a browser
+     * from guessing one.
+     */
+    static final String FALLBACK_CONTENT_TYPE = "application/octet-stream";
+
     @Override
     public StoredResult encode(Reply reply) {
       ByteArrayOutputStream bytes = new ByteArrayOutputStream();
@@ -621,13 +761,29 @@ public final class IdempotentHttpHandler implements HttpHandler {
         in.get();
       }
       String contentType = readText(in);
+      if (!Reply.isValidContentType(contentType)) {
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "A stored reply's content type is not 1 to 255 visible ASCII characters (stored"
+                + " before the reply checked it): replayed as "
+                + FALLBACK_CONTENT_TYPE);
+        contentType = FALLBACK_CONTENT_TYPE;
+      }
       Map<String, List<String>> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
       if (withHeaders) {
         int count = Short.toUnsignedInt(in.getShort());
         for (int i = 0; i < count; i++) {
           String name = readText(in);
           String value = readText(in);
-          headers.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
+          if (Reply.isValidHeader(name, value)) {
+            headers.computeIfAbsent(name, n -> new ArrayList<>()).add(value);
+          } else {
+            LOG.log(
+                System.Logger.Level.WARNING,
+                "A stored reply's header "
+                    + Reply.printable(name)
+                    + " has a name or value no reply may have: left out of the replay");
+          }
         }
       }
       byte[] body = new byte[in.remaining()];

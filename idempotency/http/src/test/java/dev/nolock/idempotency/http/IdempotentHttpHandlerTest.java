@@ -9,6 +9,7 @@ import dev.nolock.idempotency.StoredResult;
 import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 class IdempotentHttpHandlerTest {
@@ -117,5 +118,67 @@ class IdempotentHttpHandlerTest {
     assertThatThrownBy(() -> new Reply(200, "text/plain", null, new byte[0]))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("Map.of()");
+  }
+
+  @Test
+  void aContentTypeTheServerWouldNarrowToCrOrLfIsRefused() {
+    // The JDK's header writer keeps the low byte of each char: U+010D is CR, U+010A is LF.
+    assertThatThrownBy(() -> new Reply(200, "text/plain\u010D\u010Aset-cookie: x=1", new byte[0]))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("visible ASCII");
+    assertThatThrownBy(() -> new Reply(200, "text/plain; charset=\u00e9", new byte[0]))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new Reply(200, "text/plain;\tcharset=utf-8", new byte[0]))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(new Reply(200, "text/plain; charset=utf-8", new byte[0]).contentType())
+        .isEqualTo("text/plain; charset=utf-8");
+  }
+
+  @Test
+  void aStoredReplyWithAContentTypeNoReplyMayHaveIsReplayedAsOctetStream() {
+    // [u16 length][content type][body], as the codec wrote a reply before it kept headers, with a
+    // content type the Reply of that time accepted.
+    byte[] type = "text/plain\u010D\u010Aset-cookie: x=1".getBytes(StandardCharsets.UTF_8);
+    byte[] body = "ok".getBytes(StandardCharsets.UTF_8);
+    byte[] stored =
+        ByteBuffer.allocate(2 + type.length + body.length)
+            .putShort((short) type.length)
+            .put(type)
+            .put(body)
+            .array();
+
+    Reply decoded = IdempotentHttpHandler.replyCodec().decode(StoredResult.of(201, stored));
+
+    assertThat(decoded).isEqualTo(new Reply(201, "application/octet-stream", body));
+  }
+
+  @Test
+  void aStoredHeaderNoReplyMayHaveIsLeftOutOfTheReplayAndTheOthersKept() {
+    // [0x01][u16][content type][u16 count]([u16][name][u16][value])*[body], written by hand: the
+    // codec's encode never writes such a header, a row from elsewhere might.
+    ByteBuffer row = ByteBuffer.allocate(256);
+    row.put((byte) 1);
+    putText(row, "application/json");
+    row.putShort((short) 3);
+    putText(row, "Location");
+    putText(row, "/orders/1\u010D\u010Aset-cookie: x=1");
+    putText(row, "Content-Length");
+    putText(row, "0");
+    putText(row, "Link");
+    putText(row, "</orders>; rel=\"collection\"");
+    row.put("{}".getBytes(StandardCharsets.UTF_8));
+    byte[] stored = Arrays.copyOf(row.array(), row.position());
+
+    Reply decoded = IdempotentHttpHandler.replyCodec().decode(StoredResult.of(201, stored));
+
+    assertThat(decoded)
+        .isEqualTo(
+            new Reply(201, "application/json", "{}".getBytes(StandardCharsets.UTF_8))
+                .withHeader("Link", "</orders>; rel=\"collection\""));
+  }
+
+  private static void putText(ByteBuffer row, String text) {
+    byte[] utf8 = text.getBytes(StandardCharsets.UTF_8);
+    row.putShort((short) utf8.length).put(utf8);
   }
 }

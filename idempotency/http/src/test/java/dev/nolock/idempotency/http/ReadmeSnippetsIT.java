@@ -21,6 +21,8 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
@@ -65,6 +67,10 @@ class ReadmeSnippetsIT {
             pool, IdempotencyConfig.ofDefaults(), IdempotentHttpHandler.replyCodec());
     replies.createTableIfMissing();
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    // Without an executor the server runs every request on its one dispatcher thread: one slow
+    // client would hold up every endpoint. A request holds a thread until it is answered.
+    ExecutorService handlers = Executors.newFixedThreadPool(16);
+    server.setExecutor(handlers);
     server.createContext(
         "/payments",
         IdempotentHttpHandler.builder(
@@ -109,6 +115,7 @@ class ReadmeSnippetsIT {
       assertThat(provider.calls).hasValue(1);
     } finally {
       server.stop(0);
+      handlers.shutdownNow();
     }
   }
 
