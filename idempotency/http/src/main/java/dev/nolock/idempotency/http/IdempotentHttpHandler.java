@@ -316,8 +316,8 @@ public final class IdempotentHttpHandler implements HttpHandler {
    * <p>It may throw any exception, checked or not: its transaction rolls back and the keys' {@link
    * dev.nolock.idempotency.FailurePolicy} decides. A final failure is stored and answered with the
    * reply the policy maps it to; a retryable one releases the key and the request is answered 500.
-   * An {@link InterruptedException} is answered the same way, and the server thread's interrupt
-   * flag is set again once the answer is sent.
+   * An {@link InterruptedException} is answered the same way; the server thread's interrupt flag is
+   * cleared, since the thread is the HTTP server's and an interrupt fails this request alone.
    */
   @FunctionalInterface
   public interface Endpoint {
@@ -417,23 +417,21 @@ public final class IdempotentHttpHandler implements HttpHandler {
             Duration.ofSeconds(1));
         return;
       } catch (Exception e) {
-        LOG.log(
-            System.Logger.Level.WARNING,
-            "The endpoint of scope \"" + scope + "\" failed; the key was released for a retry",
-            e);
-        try {
-          problem(
-              exchange,
-              500,
-              "The request failed",
-              "Nothing was stored for the key; retry with the same Idempotency-Key.",
-              null);
-        } finally {
-          if (e instanceof InterruptedException) {
-            // Set only now: an interrupted thread could not write the answer on the socket.
-            Thread.currentThread().interrupt();
-          }
+        if (e instanceof InterruptedException) {
+          // The thread is the HTTP server's, not this request's: with the flag set it could not
+          // write the answer, and on the JDK's dispatcher thread (a server without an executor)
+          // every later connection would be closed. The interrupt fails this request alone.
+          Thread.interrupted();
         }
+        // Not "the key was released": a failed commit can leave the outcome unknown.
+        LOG.log(System.Logger.Level.WARNING, "The request in scope \"" + scope + "\" failed", e);
+        problem(
+            exchange,
+            500,
+            "The request failed",
+            "Retry with the same Idempotency-Key: a retry runs the request again or, where this"
+                + " attempt's result was stored, replays it.",
+            null);
         return;
       }
       respond(exchange, outcome);

@@ -191,8 +191,12 @@ class IdempotentHttpHandlerIT {
   }
 
   private HttpRequest post(String key, String body) {
+    return postTo(orders, key, body);
+  }
+
+  private static HttpRequest postTo(URI uri, String key, String body) {
     HttpRequest.Builder request =
-        HttpRequest.newBuilder(orders)
+        HttpRequest.newBuilder(uri)
             .timeout(Duration.ofSeconds(60))
             .POST(HttpRequest.BodyPublishers.ofString(body));
     if (key != null) {
@@ -376,13 +380,52 @@ class IdempotentHttpHandlerIT {
   }
 
   @Test
-  void anInterruptedEndpointIs500AndTheServerThreadKeepsItsInterrupt() throws Exception {
+  void anInterruptedEndpointIs500AndLeavesTheServerThreadUninterrupted() throws Exception {
     String key = UUID.randomUUID().toString();
     HttpResponse<String> interrupted = send(post(key, "interrupted"));
 
     assertThat(interrupted.statusCode()).isEqualTo(500);
     assertThat(orderRows(key)).isZero();
-    assertThat(interruptedAfter).containsEntry(key, true);
+    assertThat(interruptedAfter).containsEntry(key, false);
+  }
+
+  /**
+   * Without an executor the JDK's server runs every handler on its one dispatcher thread, as a user
+   * who skips {@code setExecutor} gets: an interrupt flag left set there would close every later
+   * connection.
+   */
+  @Test
+  void anInterruptedEndpointOnTheDispatcherThreadLeavesTheServerServing() throws Exception {
+    IdempotentHttpHandler handler =
+        IdempotentHttpHandler.builder(
+                IdempotencyKeys.create(
+                    schema.dataSource(),
+                    IdempotencyConfig.ofDefaults(),
+                    IdempotentHttpHandler.replyCodec()),
+                "orders.dispatcher",
+                (request, attempt) -> {
+                  if (request.bodyText().equals("interrupted")) {
+                    throw new InterruptedException("the server is shutting down");
+                  }
+                  return Reply.json(201, "{}");
+                })
+            .build();
+    HttpServer onDispatcher = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
+    onDispatcher.createContext("/orders", handler);
+    onDispatcher.start();
+    try {
+      URI uri = URI.create("http://127.0.0.1:" + onDispatcher.getAddress().getPort() + "/orders");
+      HttpResponse<String> interrupted =
+          send(postTo(uri, UUID.randomUUID().toString(), "interrupted"));
+      HttpResponse<String> next = send(postTo(uri, UUID.randomUUID().toString(), "next"));
+
+      assertThat(interrupted.statusCode()).isEqualTo(500);
+      assertThat(next.statusCode())
+          .as("the next request, on the same dispatcher thread")
+          .isEqualTo(201);
+    } finally {
+      onDispatcher.stop(0);
+    }
   }
 
   @Test
