@@ -4,6 +4,7 @@ import dev.nolock.lock.postgres.internal.PgFunctions;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlWork;
 import dev.nolock.patterns.sql.WorkThrew;
 import io.vavr.control.Option;
@@ -96,7 +97,7 @@ public final class PostgresAdvisoryLock {
               + key
               + "\" (starting the"
               + " transaction, taking the lock or committing the work): "
-              + e.getMessage()
+              + SqlErrors.serverMessage(e)
               + ". Nothing is known about whether the work took effect; retry later with backoff.",
           e);
     }
