@@ -34,21 +34,23 @@ class HandlerFailureIT {
     AtomicInteger failuresLeft = new AtomicInteger(3);
     RecordHandler<String, String> bank = Bank.handler("flaky");
     SimpleMeterRegistry metrics = new SimpleMeterRegistry();
-    try (PartitionOwner<String, String> owner =
-        PartitionOwner.create(
-            pg.dataSource(),
-            TestOwners.config(kafka.bootstrapServers(), topic, group, "flaky")
-                .metrics(metrics, "test")
-                .build(),
-            new StringDeserializer(),
-            new StringDeserializer(),
-            (record, tx, epoch) -> {
-              bank.apply(record, tx, epoch); // written, then rolled back by the failure below
-              if (record.offset() == 7 && failuresLeft.getAndDecrement() > 0) {
-                throw new DataAccessException(
-                    "could not serialize access", new SQLException("serialization", "40001"));
-              }
-            })) {
+    try (CapturedStderr log = new CapturedStderr();
+        PartitionOwner<String, String> owner =
+            PartitionOwner.create(
+                pg.dataSource(),
+                TestOwners.config(kafka.bootstrapServers(), topic, group, "flaky")
+                    .metrics(metrics, "test")
+                    .build(),
+                new StringDeserializer(),
+                new StringDeserializer(),
+                (record, tx, epoch) -> {
+                  bank.apply(record, tx, epoch); // written, then rolled back by the failure below
+                  if (record.offset() == 7 && failuresLeft.getAndDecrement() > 0) {
+                    throw new DataAccessException(
+                        "could not serialize access for card 4111-1111-1111-1111",
+                        new SQLException("serialization", "40001"));
+                  }
+                })) {
       owner.createTableIfMissing();
       owner.start();
       commands.send(20);
@@ -56,6 +58,10 @@ class HandlerFailureIT {
           .atMost(Duration.ofSeconds(60))
           .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 20);
       assertThat(failuresLeft.get()).as("the failing record was tried 4 times").isEqualTo(-1);
+      assertThat(log.text())
+          .as("the backoff line names the failure without the handler's message")
+          .contains("Failed while applying")
+          .doesNotContain("4111");
       assertThat(owner.isRunning()).isTrue();
       Bank.Report report = Bank.report(pg.dsl(), commands.sent());
       assertThat(report.clean()).as(report.toString()).isTrue();

@@ -776,7 +776,9 @@ public final class OwnerLoop<K, V> {
         during,
         backendFailures,
         delay.toMillis(),
-        cause.toString());
+        // The SQLState and the server's primary message, or class names: the cause can be the
+        // handler's own exception, whose message may quote the record.
+        SqlErrors.serverMessage(cause));
   }
 
   private void endBackoffIfDue() {

@@ -10,6 +10,7 @@ import dev.nolock.idempotency.Outcome;
 import dev.nolock.idempotency.ResultCodec;
 import dev.nolock.idempotency.StoredResult;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.Names;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
@@ -408,7 +409,11 @@ public final class IdempotentHttpHandler implements HttpHandler {
             keys.execute(
                 scope, key, fingerprint(exchange, request), a -> endpoint.handle(request, a));
       } catch (BackendUnavailableException e) {
-        LOG.log(System.Logger.Level.WARNING, "Idempotency store failed in scope " + scope, e);
+        clearInterrupt();
+        // nolock's own message, without the cause, whose driver text can quote row data.
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "Idempotency store failed in scope \"" + scope + "\": " + e.getMessage());
         problem(
             exchange,
             503,
@@ -417,14 +422,15 @@ public final class IdempotentHttpHandler implements HttpHandler {
             Duration.ofSeconds(1));
         return;
       } catch (Exception e) {
-        if (e instanceof InterruptedException) {
-          // The thread is the HTTP server's, not this request's: with the flag set it could not
-          // write the answer, and on the JDK's dispatcher thread (a server without an executor)
-          // every later connection would be closed. The interrupt fails this request alone.
-          Thread.interrupted();
-        }
-        // Not "the key was released": a failed commit can leave the outcome unknown.
-        LOG.log(System.Logger.Level.WARNING, "The request in scope \"" + scope + "\" failed", e);
+        clearInterrupt();
+        // Not "the key was released": a failed commit can leave the outcome unknown. The
+        // endpoint's exception by class names only: its message may quote the request.
+        LOG.log(
+            System.Logger.Level.WARNING,
+            "The request in scope \""
+                + scope
+                + "\" failed: "
+                + ErrorDescriber.classNames().describe(e));
         problem(
             exchange,
             500,
@@ -434,8 +440,20 @@ public final class IdempotentHttpHandler implements HttpHandler {
             null);
         return;
       }
+      clearInterrupt();
       respond(exchange, outcome);
     }
+  }
+
+  /**
+   * Clears the interrupt flag an endpoint left set (by throwing {@link InterruptedException}, or by
+   * the idiom that sets the flag again and throws or returns). The thread is the HTTP server's, not
+   * this request's: with the flag set it could not write the answer, and on the JDK's dispatcher
+   * thread (a server without an executor) every later connection would be closed. The interrupt
+   * fails or ends this request alone.
+   */
+  private static void clearInterrupt() {
+    Thread.interrupted();
   }
 
   private void respond(HttpExchange exchange, Outcome<Reply> outcome) throws IOException {

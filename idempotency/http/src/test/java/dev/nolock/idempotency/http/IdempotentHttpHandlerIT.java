@@ -404,8 +404,15 @@ class IdempotentHttpHandlerIT {
                     IdempotentHttpHandler.replyCodec()),
                 "orders.dispatcher",
                 (request, attempt) -> {
-                  if (request.bodyText().equals("interrupted")) {
-                    throw new InterruptedException("the server is shutting down");
+                  switch (request.bodyText()) {
+                    case "interrupted" -> throw new InterruptedException("shutting down");
+                    case "wrapped" -> {
+                      // The common idiom: keep the flag, throw something unchecked.
+                      Thread.currentThread().interrupt();
+                      throw new IllegalStateException("interrupted while waiting");
+                    }
+                    case "flagged" -> Thread.currentThread().interrupt(); // and returns normally
+                    default -> {}
                   }
                   return Reply.json(201, "{}");
                 })
@@ -415,14 +422,15 @@ class IdempotentHttpHandlerIT {
     onDispatcher.start();
     try {
       URI uri = URI.create("http://127.0.0.1:" + onDispatcher.getAddress().getPort() + "/orders");
-      HttpResponse<String> interrupted =
-          send(postTo(uri, UUID.randomUUID().toString(), "interrupted"));
-      HttpResponse<String> next = send(postTo(uri, UUID.randomUUID().toString(), "next"));
+      for (String body : List.of("interrupted", "wrapped", "flagged")) {
+        HttpResponse<String> answer = send(postTo(uri, UUID.randomUUID().toString(), body));
+        HttpResponse<String> next = send(postTo(uri, UUID.randomUUID().toString(), "next"));
 
-      assertThat(interrupted.statusCode()).isEqualTo(500);
-      assertThat(next.statusCode())
-          .as("the next request, on the same dispatcher thread")
-          .isEqualTo(201);
+        assertThat(answer.statusCode()).as(body).isEqualTo(body.equals("flagged") ? 201 : 500);
+        assertThat(next.statusCode())
+            .as("the next request after \"" + body + "\", on the same dispatcher thread")
+            .isEqualTo(201);
+      }
     } finally {
       onDispatcher.stop(0);
     }
