@@ -12,7 +12,8 @@ public final class Names {
 
   /**
    * A caller-given name (a lock, a queue, a scope): not blank, at most {@code maxLength}
-   * characters, no control characters.
+   * characters, no control characters, no half of a surrogate pair (which UTF-8 would turn into
+   * {@code ?}, making two names one key).
    *
    * @param what what the name names, for the message ("lock name")
    * @return {@code value}, for assignment
@@ -40,7 +41,22 @@ public final class Names {
               + "...\").");
     }
     for (int i = 0; i < value.length(); i++) {
-      if (Character.isISOControl(value.charAt(i))) {
+      char c = value.charAt(i);
+      boolean paired =
+          Character.isHighSurrogate(c)
+              ? i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))
+              : !Character.isLowSurrogate(c)
+                  || (i > 0 && Character.isHighSurrogate(value.charAt(i - 1)));
+      if (!paired) {
+        // UTF-8 encodes a lone surrogate as '?': "a\uD800" and "a?" would share a key.
+        throw new IllegalArgumentException(
+            "The "
+                + what
+                + " contains half of a surrogate pair at index "
+                + i
+                + ": pass well-formed text (a whole character, not a broken UTF-16 string).");
+      }
+      if (Character.isISOControl(c)) {
         throw new IllegalArgumentException(
             "The "
                 + what
