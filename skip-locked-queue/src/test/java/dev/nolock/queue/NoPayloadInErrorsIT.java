@@ -11,6 +11,7 @@ import dev.nolock.testkit.PostgresSchema;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -167,6 +168,38 @@ class NoPayloadInErrorsIT {
     assertThat(rows.get(again).lastError())
         .startsWith("the payload could not be decoded: java.lang.IllegalArgumentException:")
         .contains("card " + CARD);
+  }
+
+  /**
+   * A recursive decoder overflows its stack on a deeply nested poison payload: the attempt fails
+   * like any other decode failure, and the rest of the batch is claimed and returned.
+   */
+  @Test
+  void aDecoderThatOverflowsItsStackFailsThatJobAloneAndTheClaimGoesOn() {
+    String name = "e" + QUEUES.incrementAndGet();
+    JobQueue<String> writer = queue(QueueConfig.custom(name).maxAttempts(1));
+    JobQueue<String> recursive =
+        JobQueue.create(
+            schema.dataSource(),
+            QueueConfig.ofDefaults(name),
+            PayloadCodec.of(
+                s -> s.getBytes(StandardCharsets.UTF_8),
+                b -> {
+                  String text = new String(b, StandardCharsets.UTF_8);
+                  if (text.startsWith("[[[[")) {
+                    throw new StackOverflowError();
+                  }
+                  return text;
+                }));
+    long poison = id(writer.enqueue(NewJob.of("[[[[ " + CARD)));
+    long fine = id(writer.enqueue(NewJob.of("fine")));
+
+    List<Job<String>> claimed = recursive.claim(10);
+
+    assertThat(claimed).extracting(Job::id).containsExactly(fine);
+    assertThat(rows.get(poison).state()).isEqualTo(JobState.DEAD);
+    assertThat(rows.get(poison).lastError())
+        .isEqualTo("the payload could not be decoded: java.lang.StackOverflowError");
   }
 
   /** What a JSON mapper says of input it cannot read: it quotes the input. */

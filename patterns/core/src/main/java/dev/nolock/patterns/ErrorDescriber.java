@@ -82,7 +82,7 @@ public interface ErrorDescriber {
     String text;
     try {
       text = describer.describe(failure);
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | StackOverflowError e) { // e.g. walking a cyclic cause chain
       return chain(failure, false) + " (the error describer threw " + chain(e, false) + ")";
     }
     return text != null ? text : chain(failure, false) + " (the error describer returned null)";

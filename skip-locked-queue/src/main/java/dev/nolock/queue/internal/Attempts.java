@@ -105,7 +105,9 @@ public final class Attempts<T> {
       T payload;
       try {
         payload = codec.decode(r.get(2, byte[].class));
-      } catch (RuntimeException e) {
+      } catch (RuntimeException | StackOverflowError e) {
+        // A recursive decoder overflows on a deeply nested poison payload: that job's failure,
+        // not the claim's (which committed; thrown on, it would strand the whole batch running).
         // A decoder's message quotes the bytes it could not read: the describer decides.
         String error =
             "the payload could not be decoded: "
