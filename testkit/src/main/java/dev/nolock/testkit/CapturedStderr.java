@@ -4,6 +4,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 /**
  * Copies what is written to {@code System.err} while open, and passes it on: slf4j-simple, the
@@ -47,6 +48,11 @@ public final class CapturedStderr implements AutoCloseable {
     synchronized (copy) {
       return copy.toString(StandardCharsets.UTF_8);
     }
+  }
+
+  /** {@link #text()}, line by line. */
+  public List<String> lines() {
+    return List.of(text().split("\\R"));
   }
 
   /** Puts the stream that was there before back; what was copied stays readable. */

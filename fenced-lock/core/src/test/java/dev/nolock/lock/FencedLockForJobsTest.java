@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.testkit.CapturedStderr;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

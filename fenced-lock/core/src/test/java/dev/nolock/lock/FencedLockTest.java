@@ -10,6 +10,7 @@ import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.testkit.CapturedStderr;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
 import io.vavr.control.Option;

@@ -9,6 +9,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.testkit.CapturedStderr;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Option;

@@ -8,6 +8,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.testkit.CapturedStderr;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Option;
 import java.time.Duration;
