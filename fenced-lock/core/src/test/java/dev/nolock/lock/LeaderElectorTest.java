@@ -394,7 +394,10 @@ class LeaderElectorTest {
             "after an exception that is not BackendUnavailableException the campaign goes on and"
                 + " leads again once the backend recovers")
         .isTrue();
-    assertThat(a.starts).hasValue(2);
+    // isLeader() turns true before the work thread calls onStartedLeading: wait for the call.
+    await("the second onStartedLeading")
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(() -> assertThat(a.starts).hasValue(2));
     assertThat(registry.get("nolock.leadership.errors").counter().count())
         .isGreaterThanOrEqualTo(2);
   }
