@@ -15,10 +15,12 @@ import java.time.Duration;
  * validates at once, {@link Builder#build()} checks them together.
  *
  * <p>Defaults: table {@value #DEFAULT_TABLE}, lease {@link #DEFAULT_LEASE} (30 s), retention {@link
- * #DEFAULT_RETENTION} (24 h), no waiting while a key is in progress ({@link
- * RetryPolicy#noRetry()}), purge batches of {@value #DEFAULT_PURGE_BATCH_SIZE} rows, query timeout
- * {@link #DEFAULT_QUERY_TIMEOUT} (5 s), metrics recorded nowhere (the abandoned-keys gauge named
- * after the table), the system's monotonic clock.
+ * #DEFAULT_RETENTION} (24 h), no waiting while a key is in progress ({@link RetryPolicy#noRetry()})
+ * and, once waiting is configured, at most {@value #DEFAULT_MAX_WAITING_WHILE_IN_PROGRESS} calls
+ * waiting at once, purge batches of {@value #DEFAULT_PURGE_BATCH_SIZE} rows, query timeout {@link
+ * #DEFAULT_QUERY_TIMEOUT} (5 s), metrics recorded nowhere (the abandoned-keys gauge named after the
+ * table) and, once recorded, counters for at most {@value #DEFAULT_MAX_METERED_SCOPES} scopes, the
+ * system's monotonic clock.
  */
 public final class IdempotencyConfig {
 
@@ -45,14 +47,27 @@ public final class IdempotencyConfig {
   public static final Duration MAX_RETENTION = Duration.ofDays(366);
   public static final Duration MAX_QUERY_TIMEOUT = Duration.ofMinutes(5);
 
+  /** How many calls of one {@link IdempotencyKeys} may wait for keys in progress at once. */
+  public static final int DEFAULT_MAX_WAITING_WHILE_IN_PROGRESS = 16;
+
+  /** How many distinct scopes get counters of their own. */
+  public static final int DEFAULT_MAX_METERED_SCOPES = 100;
+
+  /**
+   * Upper limit of {@link Builder#maxWaitingWhileInProgress} and {@link Builder#maxMeteredScopes}.
+   */
+  public static final int MAX_BOUND = 10_000;
+
   private final String table;
   private final Duration lease;
   private final Duration retention;
   private final RetryPolicy waitWhileInProgress;
+  private final int maxWaitingWhileInProgress;
   private final int purgeBatchSize;
   private final Duration queryTimeout;
   private final MeterRegistry meterRegistry;
   private final String metricsInstanceName;
+  private final int maxMeteredScopes;
   private final LeaseClock clock;
 
   private IdempotencyConfig(Builder builder) {
@@ -60,11 +75,13 @@ public final class IdempotencyConfig {
     this.lease = builder.lease;
     this.retention = builder.retention;
     this.waitWhileInProgress = builder.waitWhileInProgress;
+    this.maxWaitingWhileInProgress = builder.maxWaitingWhileInProgress;
     this.purgeBatchSize = builder.purgeBatchSize;
     this.queryTimeout = builder.queryTimeout;
     this.meterRegistry = builder.meterRegistry;
     this.metricsInstanceName =
         builder.metricsInstanceName != null ? builder.metricsInstanceName : builder.table;
+    this.maxMeteredScopes = builder.maxMeteredScopes;
     this.clock = builder.clock;
   }
 
@@ -93,6 +110,11 @@ public final class IdempotencyConfig {
     return waitWhileInProgress;
   }
 
+  /** From {@link Builder#maxWaitingWhileInProgress}. */
+  public int maxWaitingWhileInProgress() {
+    return maxWaitingWhileInProgress;
+  }
+
   public int purgeBatchSize() {
     return purgeBatchSize;
   }
@@ -114,6 +136,11 @@ public final class IdempotencyConfig {
     return metricsInstanceName;
   }
 
+  /** From {@link Builder#maxMeteredScopes}. */
+  public int maxMeteredScopes() {
+    return maxMeteredScopes;
+  }
+
   public LeaseClock clock() {
     return clock;
   }
@@ -128,12 +155,16 @@ public final class IdempotencyConfig {
         + retention
         + ", waitWhileInProgress="
         + waitWhileInProgress
+        + ", maxWaitingWhileInProgress="
+        + maxWaitingWhileInProgress
         + ", purgeBatchSize="
         + purgeBatchSize
         + ", queryTimeout="
         + queryTimeout
         + ", metricsInstanceName="
         + metricsInstanceName
+        + ", maxMeteredScopes="
+        + maxMeteredScopes
         + "]";
   }
 
@@ -143,10 +174,12 @@ public final class IdempotencyConfig {
     private Duration lease = DEFAULT_LEASE;
     private Duration retention = DEFAULT_RETENTION;
     private RetryPolicy waitWhileInProgress = RetryPolicy.noRetry();
+    private int maxWaitingWhileInProgress = DEFAULT_MAX_WAITING_WHILE_IN_PROGRESS;
     private int purgeBatchSize = DEFAULT_PURGE_BATCH_SIZE;
     private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
     private MeterRegistry meterRegistry;
     private String metricsInstanceName;
+    private int maxMeteredScopes = DEFAULT_MAX_METERED_SCOPES;
     private LeaseClock clock = LeaseClock.system();
 
     private Builder() {}
@@ -231,7 +264,8 @@ public final class IdempotencyConfig {
      * with {@code policy}'s backoff (a sleep between statements, never a spin) until the key
      * completes (a {@link Outcome.Replayed}), its lease expires (this call takes over), or the
      * policy gives up ({@link Outcome.RequestInProgress}). Default {@link RetryPolicy#noRetry()}:
-     * answer {@code RequestInProgress} at once, the draft's 409.
+     * answer {@code RequestInProgress} at once, the draft's 409. Each waiting call holds its
+     * thread: see {@link #maxWaitingWhileInProgress} for the bound.
      */
     public Builder waitWhileInProgress(RetryPolicy policy) {
       this.waitWhileInProgress =
@@ -239,6 +273,27 @@ public final class IdempotencyConfig {
               policy,
               "waitWhileInProgress(null): pass a RetryPolicy, or RetryPolicy.noRetry() (the"
                   + " default) not to wait");
+      return this;
+    }
+
+    /**
+     * How many calls of one {@link IdempotencyKeys} may wait at once under {@link
+     * #waitWhileInProgress}, 1 to {@value IdempotencyConfig#MAX_BOUND}; default {@value
+     * IdempotencyConfig#DEFAULT_MAX_WAITING_WHILE_IN_PROGRESS}. A waiting call holds its thread, so
+     * without a bound duplicates of one slow request (a client retrying in a loop, or someone
+     * repeating a key on purpose) hold as many threads as they send. A call that finds its key in
+     * progress takes a permit, without blocking, before its first backoff and gives it back however
+     * the wait ends (answer, give-up, interrupt, exception); with none left it does not wait and is
+     * answered {@link Outcome.RequestInProgress} at once, counted in {@code
+     * nolock.idempotency.waits.refused}.
+     */
+    public Builder maxWaitingWhileInProgress(int calls) {
+      this.maxWaitingWhileInProgress =
+          bound(
+              calls,
+              "maxWaitingWhileInProgress",
+              "calls waiting at once for a key in progress; each holds a thread, so keep it well"
+                  + " below your request threads");
       return this;
     }
 
@@ -304,6 +359,26 @@ public final class IdempotencyConfig {
       return this;
     }
 
+    /**
+     * How many distinct scopes get counters of their own in one {@link IdempotencyKeys}, 1 to
+     * {@value IdempotencyConfig#MAX_BOUND}; default {@value
+     * IdempotencyConfig#DEFAULT_MAX_METERED_SCOPES}. Each scope is a tag value, a series the
+     * registry and the backend keep for good; a caller passing a per-request value as the scope
+     * would add series without bound. Later scopes share the counters tagged with a value that
+     * starts with {@code _overflow} and is longer than any scope may be; the first of them logs one
+     * WARN with the cap and the fix, not the scope (it may come from a request). The cap never
+     * refuses a call.
+     */
+    public Builder maxMeteredScopes(int scopes) {
+      this.maxMeteredScopes =
+          bound(
+              scopes,
+              "maxMeteredScopes",
+              "distinct scopes with counters of their own; a scope names an operation, so count"
+                  + " your operations");
+      return this;
+    }
+
     /** The clock for {@link Attempt#deadline()} and the backoff of {@link #waitWhileInProgress}. */
     public Builder clock(LeaseClock clock) {
       this.clock =
@@ -325,6 +400,15 @@ public final class IdempotencyConfig {
                 + " again. Raise the retention.");
       }
       return new IdempotencyConfig(this);
+    }
+
+    private static int bound(int value, String setting, String what) {
+      if (value < 1 || value > MAX_BOUND) {
+        throw new IllegalArgumentException(
+            String.format(
+                "%s(%d) is out of range: pass 1 to %d (%s).", setting, value, MAX_BOUND, what));
+      }
+      return value;
     }
 
     private static <T> T required(T value, String howToFix) {

@@ -35,7 +35,9 @@ import org.jooq.impl.DSL;
  *   <li><b>Not claimed</b>: read the row. Another fingerprint → {@link
  *       Outcome.KeyReusedWithDifferentRequest}; completed → {@link Outcome.Replayed} with the
  *       stored result; leased → {@link Outcome.RequestInProgress} (or wait with backoff, if {@link
- *       IdempotencyConfig.Builder#waitWhileInProgress} says so, and go to 1).
+ *       IdempotencyConfig.Builder#waitWhileInProgress} says so, and go to 1; while {@link
+ *       IdempotencyConfig.Builder#maxWaitingWhileInProgress} calls wait already, a call does not
+ *       wait and gets {@code RequestInProgress} at once).
  *   <li><b>Claimed</b>: resume after the key's recovery point. Each intermediate phase runs in a
  *       transaction that ends with {@code UPDATE ... SET recovery_point = :phase, locked_until =
  *       clock_timestamp() + lease WHERE scope = :s AND idempotency_key = :k AND attempt_token = :a
@@ -58,7 +60,9 @@ import org.jooq.impl.DSL;
  *
  * <p>Keys: {@link #requireValidKey}. Scopes: at most {@value #MAX_SCOPE_LENGTH} characters, no
  * control characters; the scope is a metrics tag, so name the operation ({@code
- * "payments.create"}), never a per-request value. Immutable and thread-safe; give it a pool.
+ * "payments.create"}), never a per-request value (past {@link
+ * IdempotencyConfig.Builder#maxMeteredScopes} distinct scopes, the others share one series).
+ * Immutable and thread-safe; give it a pool.
  *
  * @param <R> the result type, stored through a {@link ResultCodec}
  */

@@ -26,6 +26,26 @@ class IdempotencyConfigTest {
     assertThat(config.queryTimeout()).isEqualTo(Duration.ofSeconds(5));
     assertThat(config.metricsInstanceName()).isEqualTo("nolock_idempotency_keys");
     assertThat(config.meterRegistry()).as("no registry unless metrics(..) is set").isEmpty();
+    assertThat(config.maxWaitingWhileInProgress()).isEqualTo(16);
+    assertThat(config.maxMeteredScopes()).isEqualTo(100);
+  }
+
+  @Test
+  void theWaitingAndMeteredScopeBoundsRunFromOneToTenThousand() {
+    IdempotencyConfig config =
+        IdempotencyConfig.custom().maxWaitingWhileInProgress(1).maxMeteredScopes(10_000).build();
+    assertThat(config.maxWaitingWhileInProgress()).isEqualTo(1);
+    assertThat(config.maxMeteredScopes()).isEqualTo(10_000);
+    assertThatThrownBy(() -> IdempotencyConfig.custom().maxWaitingWhileInProgress(0))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage(
+            "maxWaitingWhileInProgress(0) is out of range: pass 1 to 10000 (calls waiting at once"
+                + " for a key in progress; each holds a thread, so keep it well below your request"
+                + " threads).");
+    assertThatThrownBy(() -> IdempotencyConfig.custom().maxMeteredScopes(10_001))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("maxMeteredScopes(10001)")
+        .hasMessageContaining("a scope names an operation");
   }
 
   @Test

@@ -677,7 +677,8 @@ class IdempotencyKeysIT {
             "nolock.idempotency.fingerprint.mismatches",
             "nolock.idempotency.takeovers",
             "nolock.idempotency.stale.attempts",
-            "nolock.idempotency.releases");
+            "nolock.idempotency.releases",
+            "nolock.idempotency.waits.refused");
     assertThat(meters)
         .allSatisfy(
             m -> {

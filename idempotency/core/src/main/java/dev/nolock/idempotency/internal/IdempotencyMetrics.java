@@ -17,8 +17,9 @@ import java.util.function.ToDoubleFunction;
 /**
  * The counters of one scope, tagged {@code component="idempotency"}, {@code name=<instance name>}
  * and {@code scope=<scope>}, never with a key. Registered when the scope is first used, so a
- * dashboard sees zeros from then on. The abandoned-keys gauge belongs to the table (all scopes),
- * not a scope: see {@link #registerAbandonedKeys}.
+ * dashboard sees zeros from then on; past the configured number of scopes, the scopes share the
+ * counters tagged {@link #OVERFLOW_SCOPE} (see {@code ScopeMeters}). The abandoned-keys gauge
+ * belongs to the table (all scopes), not a scope: see {@link #registerAbandonedKeys}.
  */
 public final class IdempotencyMetrics {
 
@@ -26,6 +27,16 @@ public final class IdempotencyMetrics {
 
   /** The counters' tag for the scope (a handful of values per application, never a key). */
   public static final String SCOPE_TAG = "scope";
+
+  /**
+   * The scope tag of the counters shared by the scopes beyond {@link
+   * dev.nolock.idempotency.IdempotencyConfig#maxMeteredScopes()}. Longer than {@link
+   * dev.nolock.idempotency.IdempotencyKeys#MAX_SCOPE_LENGTH}, so no scope can be it; it says what
+   * it is to whoever reads it on a dashboard.
+   */
+  public static final String OVERFLOW_SCOPE =
+      "_overflow: more scopes than IdempotencyConfig maxMeteredScopes allows; a scope names an"
+          + " operation, not a request";
 
   /**
    * The abandoned-keys gauges' states, per registry (held weakly: a registry that is dropped takes
@@ -41,6 +52,7 @@ public final class IdempotencyMetrics {
   private final Counter takeovers;
   private final Counter staleAttempts;
   private final Counter releases;
+  private final Counter waitsRefused;
 
   public IdempotencyMetrics(MeterRegistry registry, String instanceName, String scope) {
     Tags tags =
@@ -72,6 +84,13 @@ public final class IdempotencyMetrics {
             "Attempts whose phase was rolled back because a newer attempt held the key");
     this.releases =
         counter(registry, tags, "releases", "Keys released for a retry after a retryable failure");
+    this.waitsRefused =
+        counter(
+            registry,
+            tags,
+            "waits.refused",
+            "Calls that found their key in progress and answered at once, without waiting,"
+                + " because maxWaitingWhileInProgress calls were waiting already");
   }
 
   /**
@@ -187,5 +206,9 @@ public final class IdempotencyMetrics {
 
   public void release() {
     releases.increment();
+  }
+
+  public void waitRefused() {
+    waitsRefused.increment();
   }
 }

@@ -24,10 +24,8 @@ import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.jooq.DSLContext;
@@ -56,7 +54,8 @@ public final class KeyExecutor<R> {
   private final KeyTable table;
   private final LeaseClock clock;
   private final int timeout;
-  private final Map<String, IdempotencyMetrics> metrics = new ConcurrentHashMap<>();
+  private final ScopeMeters scopes;
+  private final WaitBound waits;
 
   /** The configured registry, or one that keeps nothing (no children) when metrics are off. */
   private final MeterRegistry registry;
@@ -77,6 +76,9 @@ public final class KeyExecutor<R> {
     this.clock = config.clock();
     this.timeout = Math.toIntExact(config.queryTimeout().toSeconds());
     this.registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
+    this.scopes =
+        new ScopeMeters(registry, config.metricsInstanceName(), config.maxMeteredScopes());
+    this.waits = new WaitBound(config.maxWaitingWhileInProgress());
   }
 
   /**
@@ -182,14 +184,12 @@ public final class KeyExecutor<R> {
 
   public <X extends Exception> Outcome<R> execute(
       String scope, String key, Fingerprint fingerprint, Phases<R, X> phases) throws X {
-    IdempotencyMetrics counters =
-        metrics.computeIfAbsent(
-            scope, s -> new IdempotencyMetrics(registry, config.metricsInstanceName(), s));
+    IdempotencyMetrics counters = scopes.forScope(scope);
     // The wait loop only claims and reads; the phases run after it, outside the Supplier, so that
     // their checked exception reaches the caller without a carrier.
     Either<Outcome<R>, Either<Outcome<R>, Claimed>> result =
-        config
-            .waitWhileInProgress()
+        waits
+            .bounding(config.waitWhileInProgress(), counters::waitRefused)
             .run(
                 clock,
                 () -> {
