@@ -6,6 +6,7 @@ import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.postgres.PostgresAdvisoryLock;
 import dev.nolock.lock.postgres.PostgresLockBackend;
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.patterns.sql.Fence;
 import io.vavr.control.Option;
 import java.sql.Connection;
@@ -68,10 +69,11 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *       a name); if granted, the counter {@code UPDATE} in autocommit, then {@code unlock()}:
  *       {@code UPDATE shedlock SET lock_until = ? WHERE name = ?}. Three round trips per success.
  *   <li>{@code advisoryXactLock}: nolock's {@code PostgresAdvisoryLock.tryInTransaction}, one
- *       transaction: {@code SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))}, the counter
- *       {@code UPDATE} if true, {@code COMMIT} (also when false: the empty transaction ends).
- *   <li>{@code advisoryRawJdbc}: its floor, the same statements with the same key string (hashed by
- *       the server the same way) through plain JDBC on the same pool.
+ *       transaction: {@code SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))} with the name
+ *       in nolock's namespace ({@code "nolock.lock:counter-i"}), the counter {@code UPDATE} if
+ *       true, {@code COMMIT} (also when false: the empty transaction ends).
+ *   <li>{@code advisoryRawJdbc}: its floor, the same statements with the same key string (framed
+ *       once at setup, hashed by the server the same way) through plain JDBC on the same pool.
  * </ul>
  *
  * <p>Why the peer comparison is fair, and what it does not say: ShedLock does not fence. It hands
@@ -94,7 +96,8 @@ public class PgLockBenchmark {
 
   // The statements below are what jOOQ 3.19 renders for PostgresLockBackend, Fence and
   // PostgresAdvisoryLock, verbatim, so the server parses and plans the same text for both.
-  // PgLockBenchmarkSqlTest holds FENCE to what Fence.write renders.
+  // PgLockBenchmarkSqlTest holds FENCE to what Fence.write renders, TRY_XACT_LOCK and its key to
+  // what PostgresAdvisoryLock sends.
   private static final String ACQUIRE =
       "insert into \"nolock_locks\" as \"l\" (\"name\", \"owner\", \"token\", \"expires_at\")"
           + " values (?, ?, 1, (clock_timestamp() + (? * cast(interval '0 years 0 mons 0 days 0"
@@ -110,8 +113,7 @@ public class PgLockBenchmark {
   private static final String RELEASE =
       "update \"nolock_locks\" set \"expires_at\" = clock_timestamp() where (\"name\" = ? and"
           + " \"owner\" = ? and \"token\" = ? and \"expires_at\" > clock_timestamp())";
-  private static final String TRY_XACT_LOCK =
-      "select pg_try_advisory_xact_lock(hashtextextended(?, 0))";
+  static final String TRY_XACT_LOCK = "select pg_try_advisory_xact_lock(hashtextextended(?, 0))";
 
   private Bench.PgSchema schema;
   private DataSource dataSource;
@@ -121,6 +123,9 @@ public class PgLockBenchmark {
   private JdbcLockProvider shedLock;
   private String rawOwner;
   private String[] names;
+
+  /** {@code names} as the advisory lock hashes them, so the floor locks the very same keys. */
+  private String[] advisoryInputs;
 
   @Setup(Level.Trial)
   public void setUp(BenchmarkParams params) {
@@ -149,8 +154,10 @@ public class PgLockBenchmark {
     // Like the facade's default owner: unique per process, so the fence never mistakes holders.
     rawOwner = "bench-raw-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID();
     names = new String[keys];
+    advisoryInputs = new String[keys];
     for (int i = 0; i < keys; i++) {
       names[i] = "counter-" + i;
+      advisoryInputs[i] = AdvisoryLockNamespace.LOCK.hashInput(names[i]);
     }
   }
 
@@ -264,7 +271,7 @@ public class PgLockBenchmark {
       try {
         boolean locked;
         try (PreparedStatement lock = connection.prepareStatement(TRY_XACT_LOCK)) {
-          lock.setString(1, names[(int) id]);
+          lock.setString(1, advisoryInputs[(int) id]);
           try (ResultSet row = lock.executeQuery()) {
             row.next();
             locked = row.getBoolean(1);

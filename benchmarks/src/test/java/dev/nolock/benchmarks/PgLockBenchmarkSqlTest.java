@@ -2,14 +2,20 @@ package dev.nolock.benchmarks;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.lock.postgres.PostgresAdvisoryLock;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.patterns.sql.Fence;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.jooq.DSLContext;
+import org.jooq.Field;
+import org.jooq.Record1;
+import org.jooq.Result;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
 import org.jooq.tools.jdbc.MockConnection;
@@ -17,9 +23,10 @@ import org.jooq.tools.jdbc.MockResult;
 import org.junit.jupiter.api.Test;
 
 /**
- * The raw-JDBC floor of {@link PgLockBenchmark} must send what {@code Fence.write} sends, or it
- * measures another statement: the SQL jOOQ renders for the fenced write without a write id (the
- * path the benchmark takes) is captured through jOOQ's mock connection, no server needed.
+ * The raw-JDBC floors of {@link PgLockBenchmark} must send what the library sends, or they measure
+ * another statement: the SQL jOOQ renders for the fenced write without a write id (the path the
+ * benchmark takes), and the advisory lock's statement with its key, are captured through jOOQ's
+ * mock connection, no server needed.
  */
 class PgLockBenchmarkSqlTest {
 
@@ -43,5 +50,28 @@ class PgLockBenchmarkSqlTest {
         .write(DSL.using(connection, SQLDialect.POSTGRES), lease, tx -> 0);
 
     assertThat(sent).containsExactly(PgLockBenchmark.FENCE);
+  }
+
+  @Test
+  void theRawAdvisoryLockStatementAndKeyAreTheOnesTheLibrarySends() {
+    List<String> sent = new CopyOnWriteArrayList<>();
+    List<Object> bound = new CopyOnWriteArrayList<>();
+    DSLContext mock = DSL.using(SQLDialect.POSTGRES);
+    MockConnection connection =
+        new MockConnection(
+            context -> {
+              sent.add(context.sql());
+              bound.addAll(List.of(context.bindings()));
+              Field<Boolean> locked = DSL.field("locked", Boolean.class);
+              Result<Record1<Boolean>> row = mock.newResult(locked);
+              row.add(mock.newRecord(locked).values(true));
+              return new MockResult[] {new MockResult(1, row)};
+            });
+
+    PostgresAdvisoryLock.tryInTransaction(
+        DSL.using(connection, SQLDialect.POSTGRES), "counter-0", tx -> 0);
+
+    assertThat(sent).containsExactly(PgLockBenchmark.TRY_XACT_LOCK);
+    assertThat(bound).containsExactly(AdvisoryLockNamespace.LOCK.hashInput("counter-0"));
   }
 }

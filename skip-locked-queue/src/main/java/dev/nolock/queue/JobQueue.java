@@ -115,8 +115,9 @@ public final class JobQueue<T> {
 
   /**
    * Creates the jobs table and its indexes if they do not exist (the DDL is in the README,
-   * "Schema"), in one transaction under an advisory lock on the table's name, so processes starting
-   * together do not trip over each other. A schema-qualified table needs its schema.
+   * "Schema"), in one transaction under an advisory lock on the table's name in the queue's own
+   * namespace ({@code hashtextextended('nolock.queue.schema:' || :table, 0)}), so processes
+   * starting together do not trip over each other. A schema-qualified table needs its schema.
    *
    * @throws dev.nolock.patterns.SchemaMismatchException when the table exists in a shape the queue
    *     cannot use (a column missing, a state CHECK without 'cancelled', ...); nothing is changed,

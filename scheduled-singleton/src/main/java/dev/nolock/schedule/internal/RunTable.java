@@ -9,6 +9,7 @@ import static org.jooq.impl.DSL.val;
 
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.SchemaMismatchException;
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.patterns.sql.CreateIfMissing;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.PgClock;
@@ -227,17 +228,19 @@ public final class RunTable {
 
   /**
    * Serialises the claims of {@code jobName} until the transaction ends: {@code SELECT
-   * pg_advisory_xact_lock(hashtextextended(:table || '/' || :job, 0))}. Run it as the first
-   * statement of the claim's transaction, on its own: under READ COMMITTED the {@link #claim} that
-   * follows takes its snapshot after the lock is granted, so it sees every claim of the job that
-   * committed before, including one of another time still open when this one started (a statement's
-   * snapshot does not see uncommitted rows, and {@code ON CONFLICT} waits only for a row of the
-   * same key).
+   * pg_advisory_xact_lock(hashtextextended('nolock.schedule.claims:' || :table || '/' || :job,
+   * 0))}, the whole input bound ({@link AdvisoryLockNamespace#SCHEDULE_CLAIMS}; the table, a
+   * validated identifier, has no {@code '/'}, so table and job can be read back). Run it as the
+   * first statement of the claim's transaction, on its own: under READ COMMITTED the {@link #claim}
+   * that follows takes its snapshot after the lock is granted, so it sees every claim of the job
+   * that committed before, including one of another time still open when this one started (a
+   * statement's snapshot does not see uncommitted rows, and {@code ON CONFLICT} waits only for a
+   * row of the same key).
    */
   public void lockClaims(DSLContext dsl, String jobName) {
     dsl.resultQuery(
-            "SELECT pg_advisory_xact_lock(hashtextextended({0}, 0))",
-            val(tableName + "/" + jobName))
+            "SELECT pg_advisory_xact_lock({0})",
+            AdvisoryLockNamespace.SCHEDULE_CLAIMS.key(tableName + "/" + jobName))
         .queryTimeout(timeoutSeconds)
         .fetch();
   }

@@ -2,12 +2,12 @@ package dev.nolock.queue.internal;
 
 import static org.jooq.impl.DSL.constraint;
 import static org.jooq.impl.DSL.function;
-import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.unquotedName;
 import static org.jooq.impl.DSL.val;
 
 import dev.nolock.patterns.SchemaMismatchException;
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.queue.JobState;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
@@ -32,8 +32,10 @@ import org.jooq.conf.ParamType;
  * <p>Algorithm, in the caller's transaction:
  *
  * <ol>
- *   <li>{@code pg_advisory_xact_lock(hashtextextended(:table, 0))}: processes starting together
- *       take turns, so one creates the table and the others find it.
+ *   <li>{@code pg_advisory_xact_lock(hashtextextended('nolock.queue.schema:' || :table, 0))}, the
+ *       whole input bound ({@link AdvisoryLockNamespace#QUEUE_SCHEMA}): processes starting together
+ *       take turns, so one creates the table and the others find it. The namespace keeps an
+ *       application's own advisory lock on the table's name from holding them up.
  *   <li>{@code CREATE TABLE IF NOT EXISTS}.
  *   <li>Read the table the configured name resolves to ({@code to_regclass}, so the search path
  *       decides as for every statement) from the catalog, and list what keeps the queue from using
@@ -65,8 +67,7 @@ public final class JobsSchema {
             function(
                 unquotedName("pg_advisory_xact_lock"),
                 Object.class,
-                function(
-                    unquotedName("hashtextextended"), Long.class, val(configured), inline(0L))))
+                AdvisoryLockNamespace.QUEUE_SCHEMA.key(configured)))
         .execute();
     List<Query> ddl = jobs.createSchema(tx);
     ddl.get(0).execute();

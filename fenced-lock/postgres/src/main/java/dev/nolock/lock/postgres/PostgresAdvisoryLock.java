@@ -4,6 +4,7 @@ import dev.nolock.lock.postgres.internal.PgFunctions;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.Names;
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlWork;
 import dev.nolock.patterns.sql.WorkThrew;
@@ -18,16 +19,18 @@ import org.jooq.exception.DataAccessException;
  * rollback that ends the work.
  *
  * <p>Guarantee: while one transaction runs {@code work} for a key, no other transaction on the same
- * database runs work for that key through this class. Because the lock and the work share the
- * transaction, there is no lease and no pause window: if the holder stalls, its lock lasts exactly
- * as long as its writes can still commit. No fencing token is needed, and none is offered.
+ * database runs work for that key in the same namespace through this class (nor holds that
+ * namespace's lock on it). Because the lock and the work share the transaction, there is no lease
+ * and no pause window: if the holder stalls, its lock lasts exactly as long as its writes can still
+ * commit. No fencing token is needed, and none is offered.
  *
  * <p>Algorithm of {@link #tryInTransaction}:
  *
  * <ol>
  *   <li>Begin a transaction (a savepoint if {@code dsl} is already in one; the lock then lasts
  *       until the <em>outer</em> transaction ends).
- *   <li>{@code SELECT pg_try_advisory_xact_lock(hashtextextended(:key, 0))}, the key bound.
+ *   <li>{@code SELECT pg_try_advisory_xact_lock(hashtextextended('nolock.lock:' || :key, 0))}, the
+ *       whole input bound (another namespace's prefix, or none, when one is given: see below).
  *   <li>False: another transaction holds it; return {@link Option#none()} without running the work
  *       (the empty transaction ends with nothing written).
  *   <li>True: run the work on the same transaction and commit; the commit (or the rollback when the
@@ -35,9 +38,17 @@ import org.jooq.exception.DataAccessException;
  *       unchanged after that rollback.
  * </ol>
  *
+ * <p>Namespace: PostgreSQL has one advisory-lock space per database, so the key is hashed with
+ * nolock's namespace in front ({@link AdvisoryLockNamespace#LOCK}, {@code "nolock.lock:"}): an
+ * application's own {@code pg_advisory_xact_lock(hashtextextended('invoice-42', 0))}, or another
+ * nolock component's lock, is not this class's key {@code "invoice-42"}. To exclude existing code
+ * that locks another framing of the same names, pass its namespace ({@link
+ * AdvisoryLockNamespace#of}, {@code "billing"} for {@code hashtextextended('billing:' || name, 0)})
+ * or {@link AdvisoryLockNamespace#unnamespaced()} for the bare name; only callers that use the same
+ * namespace exclude each other.
+ *
  * <p>Hash collisions: keys are hashed to 64 bits, so two different keys can map to the same lock.
- * That costs efficiency only (the two keys exclude each other now and then), never safety. The lock
- * space is shared with every other user of advisory locks on the database.
+ * That costs efficiency only (the two keys exclude each other now and then), never safety.
  *
  * <p>PgBouncer: a transaction-level lock lives and dies with the transaction, which transaction
  * pooling keeps on one server connection, so this works behind PgBouncer in transaction mode.
@@ -59,8 +70,10 @@ public final class PostgresAdvisoryLock {
   private PostgresAdvisoryLock() {}
 
   /**
-   * Runs {@code work} in a transaction that holds the advisory lock on {@code key}, or does nothing
-   * when another transaction holds it.
+   * Runs {@code work} in a transaction that holds the advisory lock on {@code key} in nolock's
+   * namespace ({@link AdvisoryLockNamespace#LOCK}), or does nothing when another transaction holds
+   * it: {@link #tryInTransaction(DSLContext, AdvisoryLockNamespace, String, SqlWork)} with that
+   * namespace.
    *
    * @param dsl a PostgreSQL {@code DSLContext} (dialect {@code POSTGRES}) over a pool, or already
    *     in a transaction (see the class notes)
@@ -76,14 +89,38 @@ public final class PostgresAdvisoryLock {
    */
   public static <T, X extends Exception> Option<T> tryInTransaction(
       DSLContext dsl, String key, SqlWork<? extends T, X> work) throws X {
+    return tryInTransaction(dsl, AdvisoryLockNamespace.LOCK, key, work);
+  }
+
+  /**
+   * Runs {@code work} in a transaction that holds the advisory lock on {@code key} in {@code
+   * namespace}, or does nothing when another transaction holds it. Only callers that pass the same
+   * namespace (and key) exclude each other.
+   *
+   * @param namespace {@link AdvisoryLockNamespace#LOCK} (what {@link #tryInTransaction(DSLContext,
+   *     String, SqlWork)} uses), an application's {@link AdvisoryLockNamespace#of}, or {@link
+   *     AdvisoryLockNamespace#unnamespaced()} to exclude code that locks {@code
+   *     hashtextextended(key, 0)}
+   * @see #tryInTransaction(DSLContext, String, SqlWork) the other parameters, the result and the
+   *     exceptions
+   */
+  public static <T, X extends Exception> Option<T> tryInTransaction(
+      DSLContext dsl, AdvisoryLockNamespace namespace, String key, SqlWork<? extends T, X> work)
+      throws X {
     Objects.requireNonNull(dsl, "dsl");
+    if (namespace == null) {
+      throw new IllegalArgumentException(
+          "The advisory-lock namespace is null: pass AdvisoryLockNamespace.LOCK (nolock's),"
+              + " AdvisoryLockNamespace.of(\"yours\") or AdvisoryLockNamespace.unnamespaced().");
+    }
     Names.requireName("advisory lock key", key, MAX_KEY_LENGTH);
     Objects.requireNonNull(work, "work");
     try {
       return dsl.transactionResult(
           configuration -> {
             DSLContext tx = configuration.dsl();
-            boolean locked = tx.select(PgFunctions.tryAdvisoryXactLock(key)).fetchSingle().value1();
+            boolean locked =
+                tx.select(PgFunctions.tryAdvisoryXactLock(namespace, key)).fetchSingle().value1();
             if (!locked) {
               return Option.none();
             }

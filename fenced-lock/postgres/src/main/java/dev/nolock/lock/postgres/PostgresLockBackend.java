@@ -3,8 +3,10 @@ package dev.nolock.lock.postgres;
 import dev.nolock.lock.postgres.internal.LockTable;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.patterns.Names;
 import dev.nolock.patterns.sql.CreateIfMissing;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.SqlErrors;
@@ -67,6 +69,10 @@ import org.jooq.impl.DSL;
  * the next grant at token 1, below tokens the fence has already accepted, and that holder would be
  * refused everywhere (or, with a fresh fence, a stale holder accepted). One row per lock name ever
  * used is the price; delete rows only for names that will never be locked again.
+ *
+ * <p>A lock name or owner that is null, blank, longer than {@value Lease#MAX_NAME_LENGTH}
+ * characters (the columns' width) or contains a control character is refused with an {@link
+ * IllegalArgumentException} before anything is sent, as by the other backends.
  *
  * <p>Failures of the pool, the driver or the server (jOOQ's {@link DataAccessException}) go through
  * the shared {@link SqlErrors} policy: a connection, timeout or concurrency failure becomes a
@@ -135,6 +141,7 @@ public final class PostgresLockBackend implements LockBackend {
 
   @Override
   public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+    requireNameAndOwner(name, owner);
     Option<Long> token =
         translate(
             () ->
@@ -159,6 +166,7 @@ public final class PostgresLockBackend implements LockBackend {
 
   @Override
   public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+    requireNameAndOwner(name, owner);
     int rows =
         translate(
             () ->
@@ -181,6 +189,7 @@ public final class PostgresLockBackend implements LockBackend {
 
   @Override
   public boolean release(String name, String owner, FencingToken token) {
+    requireNameAndOwner(name, owner);
     int rows =
         translate(
             () ->
@@ -203,6 +212,7 @@ public final class PostgresLockBackend implements LockBackend {
 
   @Override
   public Option<LeaseHolder> holder(String name) {
+    Names.requireName("lock name", name, Lease.MAX_NAME_LENGTH);
     return translate(
         () -> "reading who holds lock \"" + name + "\"",
         () ->
@@ -212,6 +222,16 @@ public final class PostgresLockBackend implements LockBackend {
                     .queryTimeout(queryTimeoutSeconds)
                     .fetchOptional()
                     .map(r -> new LeaseHolder(r.value1(), FencingToken.of(r.value2())))));
+  }
+
+  /**
+   * Checked before anything is sent: a name or owner longer than its column would reach the
+   * database as a refusal a retry repeats, and a blank or control-character one would be stored as
+   * given; the facade is not the only caller.
+   */
+  private static void requireNameAndOwner(String name, String owner) {
+    Names.requireName("lock name", name, Lease.MAX_NAME_LENGTH);
+    Names.requireName("lease owner", owner, Lease.MAX_OWNER_LENGTH);
   }
 
   private boolean oneRowAtMost(int rows, String name) {

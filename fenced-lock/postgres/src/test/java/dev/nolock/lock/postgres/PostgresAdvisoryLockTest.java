@@ -35,4 +35,13 @@ class PostgresAdvisoryLockTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("characters long");
   }
+
+  @Test
+  void aNullNamespaceIsRefusedWithHowToFixIt() {
+    assertThatThrownBy(
+            () -> PostgresAdvisoryLock.tryInTransaction(detached, null, "invoice-42", tx -> 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("namespace is null")
+        .hasMessageContaining("AdvisoryLockNamespace.LOCK");
+  }
 }

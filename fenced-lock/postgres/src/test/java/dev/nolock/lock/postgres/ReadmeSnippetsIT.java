@@ -10,6 +10,7 @@ import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
 import dev.nolock.patterns.FenceRejection;
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.patterns.sql.Fence;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
@@ -105,6 +106,38 @@ class ReadmeSnippetsIT {
     // --- end of snippet ---
 
     assertThat(paid).isEqualTo(Option.some(1));
+  }
+
+  @Test
+  void theReadmeUnnamespacedSnippetRunsTheWorkWhenTheKeyIsFree(PostgresSchema schema) {
+    schema.dsl().execute(INVOICES_DDL);
+    schema.dsl().execute("INSERT INTO invoices VALUES (44, 'open')");
+    DSLContext dsl = schema.dsl();
+
+    // --- README: Usage, advisory lock, unnamespaced ---
+    Option<Integer> paidBeside =
+        PostgresAdvisoryLock.tryInTransaction(
+            dsl,
+            AdvisoryLockNamespace.unnamespaced(),
+            "invoice-44",
+            tx ->
+                tx.update(table(name("invoices")))
+                    .set(field(name("status")), "paid")
+                    .where(field(name("id")).eq(44))
+                    .execute());
+    // --- end of snippet ---
+
+    assertThat(paidBeside).isEqualTo(Option.some(1));
+  }
+
+  /** The README shows the code the test above runs (whitespace aside). */
+  @Test
+  void theReadmeShowsTheCodeTheUnnamespacedTestRuns() {
+    ReadmeSnippet.javaBlock(README, "To exclude code that already locks another framing")
+        .readmeOnly(
+            "// excludes existing code that runs SELECT pg_advisory_xact_lock(hashtextextended("
+                + "'invoice-44', 0))")
+        .assertRunBy(ReadmeSnippetsIT.class, "Usage, advisory lock, unnamespaced");
   }
 
   /** The README shows the code the test above runs (whitespace aside). */

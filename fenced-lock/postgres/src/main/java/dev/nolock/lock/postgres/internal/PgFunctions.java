@@ -1,10 +1,9 @@
 package dev.nolock.lock.postgres.internal;
 
 import static org.jooq.impl.DSL.function;
-import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.unquotedName;
-import static org.jooq.impl.DSL.val;
 
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import org.jooq.Field;
 import org.jooq.impl.SQLDataType;
 
@@ -18,13 +17,12 @@ public final class PgFunctions {
   private PgFunctions() {}
 
   /**
-   * {@code pg_try_advisory_xact_lock(hashtextextended(:key, 0))}: takes the transaction-level
-   * advisory lock on the 64-bit hash of {@code key} if no other transaction holds it, without
-   * waiting.
+   * {@code pg_try_advisory_xact_lock(hashtextextended(:input, 0))}, the input {@code namespace}'s
+   * framing of {@code key} ({@link AdvisoryLockNamespace#hashInput}): takes the transaction-level
+   * advisory lock on its 64-bit hash if no other transaction holds it, without waiting.
    */
-  public static Field<Boolean> tryAdvisoryXactLock(String key) {
-    Field<Long> hash =
-        function(unquotedName("hashtextextended"), SQLDataType.BIGINT, val(key), inline(0L));
-    return function(unquotedName("pg_try_advisory_xact_lock"), SQLDataType.BOOLEAN, hash);
+  public static Field<Boolean> tryAdvisoryXactLock(AdvisoryLockNamespace namespace, String key) {
+    return function(
+        unquotedName("pg_try_advisory_xact_lock"), SQLDataType.BOOLEAN, namespace.key(key));
   }
 }

@@ -2,6 +2,7 @@ package dev.nolock.lock.postgres.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.patterns.sql.PgClock;
 import java.time.Duration;
 import org.jooq.SQLDialect;
@@ -44,11 +45,15 @@ class PgFunctionsTest {
   }
 
   @Test
-  void theAdvisoryKeyIsBound() {
-    String sql =
-        DSL.using(SQLDialect.POSTGRES)
-            .render(DSL.select(PgFunctions.tryAdvisoryXactLock("invoice-1'; drop table x")));
+  void theAdvisoryKeyIsBoundInItsNamespace() {
+    var select =
+        DSL.select(
+            PgFunctions.tryAdvisoryXactLock(
+                AdvisoryLockNamespace.LOCK, "invoice-1'; drop table x"));
 
-    assertThat(sql).isEqualTo("select pg_try_advisory_xact_lock(hashtextextended(?, 0))");
+    assertThat(DSL.using(SQLDialect.POSTGRES).render(select))
+        .isEqualTo("select pg_try_advisory_xact_lock(hashtextextended(?, 0))");
+    assertThat(DSL.using(SQLDialect.POSTGRES).extractBindValues(select))
+        .containsExactly("nolock.lock:invoice-1'; drop table x");
   }
 }

@@ -1,0 +1,123 @@
+package dev.nolock.patterns.sql;
+
+import static org.jooq.impl.DSL.function;
+import static org.jooq.impl.DSL.inline;
+import static org.jooq.impl.DSL.unquotedName;
+import static org.jooq.impl.DSL.val;
+
+import java.util.Objects;
+import java.util.regex.Pattern;
+import org.jooq.Field;
+import org.jooq.impl.SQLDataType;
+
+/**
+ * A namespace of PostgreSQL advisory-lock keys, so that one component's locks never coincide with
+ * another's, nor with an application's own advisory locks on the same names. PostgreSQL has one
+ * advisory-lock space per database: before namespaces, the queue's schema lock on table {@code
+ * "orders"} and an application's lock {@code hashtextextended('orders', 0)} were the same lock.
+ *
+ * <p>Guarantee: two different (namespace, name) pairs never give the same hash input, so they are
+ * different locks up to a collision of the 64-bit hash (which costs efficiency, never safety: the
+ * two merely exclude each other). The names of nolock's components ({@link #QUEUE_SCHEMA}, {@link
+ * #SCHEDULE_CLAIMS}, {@link #LOCK}) are distinct and reserved: {@link #of} refuses them to callers.
+ * Only {@link #unnamespaced()}, an explicit choice for interoperating with existing code, shares
+ * the database-wide space again.
+ *
+ * <p>Algorithm of {@link #key}:
+ *
+ * <ol>
+ *   <li>The hash input is the namespace, {@code ':'}, then the name ({@link #hashInput}). A
+ *       namespace never contains {@code ':'}, so the first {@code ':'} of the input ends it and the
+ *       pair can be read back: the framing is injective whatever the name contains.
+ *   <li>{@code hashtextextended(:input, 0)}, the input bound (never concatenated into the SQL): the
+ *       64-bit key PostgreSQL's advisory-lock functions take.
+ * </ol>
+ */
+public final class AdvisoryLockNamespace {
+
+  /** Longest namespace accepted. */
+  public static final int MAX_LENGTH = 63;
+
+  /** What separates the namespace from the name; no namespace contains it. */
+  static final char SEPARATOR = ':';
+
+  private static final Pattern NAMESPACE = Pattern.compile("[a-z0-9][a-z0-9._-]*");
+  private static final String RESERVED = "nolock";
+
+  /** The queue's schema creation, per configured jobs table ({@code skip-locked-queue}). */
+  public static final AdvisoryLockNamespace QUEUE_SCHEMA =
+      new AdvisoryLockNamespace("nolock.queue.schema");
+
+  /** The claims of a scheduled job, per {@code table/job} ({@code scheduled-singleton}). */
+  public static final AdvisoryLockNamespace SCHEDULE_CLAIMS =
+      new AdvisoryLockNamespace("nolock.schedule.claims");
+
+  /** The keys of {@code PostgresAdvisoryLock} ({@code fenced-lock/postgres}) by default. */
+  public static final AdvisoryLockNamespace LOCK = new AdvisoryLockNamespace("nolock.lock");
+
+  private static final AdvisoryLockNamespace NONE = new AdvisoryLockNamespace(null);
+
+  /** Null for {@link #unnamespaced()}. */
+  private final String namespace;
+
+  private AdvisoryLockNamespace(String namespace) {
+    this.namespace = namespace;
+  }
+
+  /**
+   * An application's own namespace, e.g. {@code "billing"}: the key of name {@code n} is {@code
+   * hashtextextended('billing:' || n, 0)}.
+   *
+   * @param namespace lower-case letters, digits, {@code '.'}, {@code '_'} and {@code '-'}, starting
+   *     with a letter or digit, at most {@value #MAX_LENGTH} characters, and neither {@code
+   *     "nolock"} nor starting with {@code "nolock."} (reserved for nolock's components)
+   * @throws IllegalArgumentException for any other namespace, with how to fix it
+   */
+  public static AdvisoryLockNamespace of(String namespace) {
+    if (namespace == null
+        || namespace.length() > MAX_LENGTH
+        || !NAMESPACE.matcher(namespace).matches()) {
+      throw new IllegalArgumentException(
+          "The advisory-lock namespace "
+              + (namespace == null ? "is null" : "\"" + namespace + "\" is not allowed")
+              + ": pass lower-case letters, digits, '.', '_' and '-', starting with a letter or"
+              + " digit, at most "
+              + MAX_LENGTH
+              + " characters, e.g. \"billing\" (no ':', which separates it from the name).");
+    }
+    if (namespace.equals(RESERVED) || namespace.startsWith(RESERVED + ".")) {
+      throw new IllegalArgumentException(
+          "The advisory-lock namespace \""
+              + namespace
+              + "\" is reserved for nolock's components: pick one of your own, e.g. \"billing\".");
+    }
+    return new AdvisoryLockNamespace(namespace);
+  }
+
+  /**
+   * No namespace: the key of name {@code n} is {@code hashtextextended(n, 0)}, shared with every
+   * other advisory-lock user of the database that hashes the bare name. Only for excluding existing
+   * code that locks that key; any such user, and any name that happens to look like {@code
+   * "<namespace>:<name>"}, shares these locks.
+   */
+  public static AdvisoryLockNamespace unnamespaced() {
+    return NONE;
+  }
+
+  /** The text hashed for {@code name}: {@code namespace + ':' + name}, or the bare name. */
+  public String hashInput(String name) {
+    Objects.requireNonNull(name, "name");
+    return namespace == null ? name : namespace + SEPARATOR + name;
+  }
+
+  /** {@code hashtextextended(:input, 0)} for {@code name}, the input ({@link #hashInput}) bound. */
+  public Field<Long> key(String name) {
+    return function(
+        unquotedName("hashtextextended"), SQLDataType.BIGINT, val(hashInput(name)), inline(0L));
+  }
+
+  @Override
+  public String toString() {
+    return namespace == null ? "unnamespaced" : namespace;
+  }
+}
