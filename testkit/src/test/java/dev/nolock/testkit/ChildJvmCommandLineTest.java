@@ -48,11 +48,7 @@ class ChildJvmCommandLineTest {
       child.awaitExit(Duration.ofSeconds(60));
       assertThat(child.lines())
           .contains(
-              "PROPERTY " + REDIS_URI,
-              "ARGS 3",
-              "ARG " + PGBOUNCER_URL,
-              "ARG ",
-              "ARG two words");
+              "PROPERTY " + REDIS_URI, "ARGS 3", "ARG " + PGBOUNCER_URL, "ARG ", "ARG two words");
     }
   }
 

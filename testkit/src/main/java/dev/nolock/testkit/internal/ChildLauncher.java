@@ -7,9 +7,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The {@code main} of every {@code ChildJvm}: it reads the child's system properties and its
- * {@code main}'s arguments from the environment, sets the properties, then runs the test's {@code
- * main} with the arguments.
+ * The {@code main} of every {@code ChildJvm}: it reads the child's system properties and its {@code
+ * main}'s arguments from the environment, sets the properties, then runs the test's {@code main}
+ * with the arguments.
  *
  * <p>Why: a child's command line is readable by every local user ({@code ps}, {@code
  * /proc/<pid>/cmdline}), and what tests hand a child includes endpoints with passwords (a Redis URI
@@ -43,7 +43,9 @@ public final class ChildLauncher {
       String key = entries.get(i).getKey();
       if (key.isEmpty() || key.contains("=")) {
         throw new IllegalArgumentException(
-            "A child's system property name must be non-empty and without '=', got \"" + key + "\"");
+            "A child's system property name must be non-empty and without '=', got \""
+                + key
+                + "\"");
       }
       environment.put(PROPERTY_COUNT + "_" + i, key + "=" + entries.get(i).getValue());
     }
