@@ -41,6 +41,16 @@ public final class Bench {
     return setting(KAFKA_BOOTSTRAP, "NOLOCK_KAFKA_BOOTSTRAP", "127.0.0.1:9092");
   }
 
+  /**
+   * {@code endpoint} without its password, for what the run prints and records: a URI's user
+   * information ({@code redis://:PASSWORD@host}) and a JDBC URL's {@code password=} parameter.
+   */
+  static String withoutPassword(String endpoint) {
+    return endpoint
+        .replaceAll("(://[^/@:]*:)[^/@]*@", "$1***@")
+        .replaceAll("([?&]password=)[^&]*", "$1***");
+  }
+
   private static String setting(String property, String environment, String fallback) {
     String value = System.getProperty(property);
     if (value == null || value.isBlank()) {

@@ -159,7 +159,7 @@ public final class Main {
                   .warmupTime(TimeValue.milliseconds(profile.warmup().toMillis()))
                   .measurementIterations(profile.iterations())
                   .measurementTime(TimeValue.milliseconds(profile.iteration().toMillis()))
-                  .jvmArgsAppend(forkJvmArgs(servers))
+                  .jvmArgsAppend(forkJvmArgs())
                   .verbosity(VerboseMode.NORMAL)
                   .resultFormat(ResultFormatType.JSON)
                   .result(json.toString());
@@ -236,11 +236,11 @@ public final class Main {
     return param != null && param.value().length > 1;
   }
 
-  private static String[] forkJvmArgs(Servers servers) {
+  private static String[] forkJvmArgs() {
     List<String> args =
         new ArrayList<>(
             List.of("-Xms512m", "-Xmx1g", "-Dorg.jooq.no-logo=true", "-Dorg.jooq.no-tips=true"));
-    args.addAll(servers.forkProperties());
+    args.addAll(Servers.forkProperties());
     return args.toArray(String[]::new);
   }
 

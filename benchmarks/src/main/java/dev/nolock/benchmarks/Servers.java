@@ -23,8 +23,9 @@ import redis.embedded.RedisServer;
  * Finds the servers the run needs. PostgreSQL and Redis fall back to embedded ones (zonky's
  * PostgreSQL binaries, codemonstur's redis-server) when none answers, so the main command works on
  * a machine with neither installed; Kafka and DynamoDB have no fallback, and the designs that need
- * them are reported as skipped with the reason. The endpoints are handed to every JMH fork as
- * system properties.
+ * them are reported as skipped with the reason. The forks read the endpoints from the environment
+ * they inherit, or from {@link #forkProperties}; what the run prints and records names them without
+ * their passwords.
  */
 final class Servers implements AutoCloseable {
 
@@ -56,25 +57,47 @@ final class Servers implements AutoCloseable {
     return use != null && use.available();
   }
 
-  /** {@code -D} options that point a fork at the servers found here. */
-  List<String> forkProperties() {
-    return List.of(
-        "-D" + Bench.PG_URL + "=" + Bench.pgUrl(),
-        "-D" + Bench.REDIS_URI + "=" + Bench.redisUri(),
-        "-D" + Bench.DYNAMODB_ENDPOINT + "=" + Bench.dynamoDbEndpoint(),
-        "-D" + Bench.KAFKA_BOOTSTRAP + "=" + Bench.kafkaBootstrap());
+  /**
+   * {@code -D} options for the endpoints a fork cannot read from the environment it inherits: those
+   * set as system properties here (an embedded server this runner started, or the runner's own
+   * {@code -D}). The rest, the {@code NOLOCK_*} variables, reach the forks in their environment: a
+   * fork's command line is readable by every local user and JMH records it in its JSON, and the
+   * services script starts Redis and PgBouncer with a password in their URLs.
+   *
+   * @throws IllegalArgumentException for a {@code -D} endpoint with a password
+   */
+  static List<String> forkProperties() {
+    List<String> options = new ArrayList<>();
+    for (String property :
+        List.of(Bench.PG_URL, Bench.REDIS_URI, Bench.DYNAMODB_ENDPOINT, Bench.KAFKA_BOOTSTRAP)) {
+      String value = System.getProperty(property);
+      if (value == null || value.isBlank()) {
+        continue;
+      }
+      if (!Bench.withoutPassword(value).equals(value)) {
+        throw new IllegalArgumentException(
+            "-D"
+                + property
+                + " carries a password, which every fork's command line and the JMH results would"
+                + " show: set it in the environment instead (NOLOCK_PG_URL, NOLOCK_REDIS_URI).");
+      }
+      options.add("-D" + property + "=" + value);
+    }
+    return options;
   }
 
   private void postgres(Consumer<String> progress) {
     String url = Bench.pgUrl();
     try (Connection connection = DriverManager.getConnection(url + "&connectTimeout=3")) {
       String version = connection.getMetaData().getDatabaseProductVersion();
-      uses.put("postgres", new Use("postgres", true, "PostgreSQL " + version + " at " + url));
+      uses.put(
+          "postgres",
+          new Use("postgres", true, "PostgreSQL " + version + " at " + Bench.withoutPassword(url)));
       return;
     } catch (Exception unreachable) {
       progress.accept(
           "no PostgreSQL at "
-              + url
+              + Bench.withoutPassword(url)
               + " ("
               + unreachable.getMessage()
               + "): starting an embedded one");
@@ -89,7 +112,10 @@ final class Servers implements AutoCloseable {
     } catch (IOException e) {
       uses.put(
           "postgres",
-          new Use("postgres", false, "none at " + url + " and the embedded one failed: " + e));
+          new Use(
+              "postgres",
+              false,
+              "none at " + Bench.withoutPassword(url) + " and the embedded one failed: " + e));
     }
   }
 
@@ -108,11 +134,17 @@ final class Servers implements AutoCloseable {
               .findFirst()
               .orElse("redis_version:?")
               .substring("redis_version:".length());
-      uses.put("redis", new Use("redis", true, "Redis " + version + " at " + uri));
+      uses.put(
+          "redis",
+          new Use("redis", true, "Redis " + version + " at " + Bench.withoutPassword(uri)));
       return;
     } catch (Exception unreachable) {
       progress.accept(
-          "no Redis at " + uri + " (" + unreachable.getMessage() + "): starting an embedded one");
+          "no Redis at "
+              + Bench.withoutPassword(uri)
+              + " ("
+              + unreachable.getMessage()
+              + "): starting an embedded one");
     } finally {
       client.shutdown();
     }
@@ -128,7 +160,10 @@ final class Servers implements AutoCloseable {
     } catch (IOException e) {
       uses.put(
           "redis",
-          new Use("redis", false, "none at " + uri + " and the embedded one failed: " + e));
+          new Use(
+              "redis",
+              false,
+              "none at " + Bench.withoutPassword(uri) + " and the embedded one failed: " + e));
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.nolock.testkit;
 
+import dev.nolock.testkit.internal.ChildLauncher;
 import dev.nolock.testkit.internal.ProcessSignals;
 import io.vavr.control.Option;
 import java.io.BufferedReader;
@@ -63,7 +64,9 @@ public final class ChildJvm implements AutoCloseable {
   }
 
   /**
-   * Starts {@code main} with {@code -Dkey=value} for each of {@code properties}, and {@code args}.
+   * Starts {@code main} with each of {@code properties} as a system property, and {@code args}.
+   * Neither is on the child's command line, which every local user can read: they reach the child
+   * through its environment (see {@link ChildLauncher}), so they may carry passwords.
    */
   public static ChildJvm start(
       String name, Map<String, String> properties, Class<?> main, String... args)
@@ -76,12 +79,14 @@ public final class ChildJvm implements AutoCloseable {
     command.add("-Dorg.jooq.no-logo=true");
     command.add("-Dorg.jooq.no-tips=true");
     command.add("-Dorg.slf4j.simpleLogger.logFile=System.err");
-    properties.forEach((k, v) -> command.add("-D" + k + "=" + v));
     command.add("-cp");
     command.add(System.getProperty("java.class.path"));
+    command.add(ChildLauncher.class.getName());
     command.add(main.getName());
-    command.addAll(List.of(args));
     ProcessBuilder builder = new ProcessBuilder(command);
+    // Properties and arguments carry endpoints with passwords: through the environment, which only
+    // this user reads, never the command line, which every user reads in ps.
+    ChildLauncher.environment(builder.environment(), properties, List.of(args));
     builder.redirectError(ProcessBuilder.Redirect.INHERIT);
     return new ChildJvm(name, builder.start());
   }

@@ -354,9 +354,7 @@ public final class ElectionScenario {
       return this;
     }
 
-    /**
-     * A {@code -Dkey=value} for the child JVMs, read by the candidate's no-argument constructor.
-     */
+    /** A system property for the child JVMs, read by the candidate's no-argument constructor. */
     public Builder childSystemProperty(String key, String value) {
       childProperties.put(
           Objects.requireNonNull(key, "key"), Objects.requireNonNull(value, "value"));

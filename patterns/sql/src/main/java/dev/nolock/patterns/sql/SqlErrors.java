@@ -63,6 +63,15 @@ public final class SqlErrors {
     OTHER
   }
 
+  /**
+   * Whether nolock's class loader sees pgjdbc, so that {@link PgjdbcOrigin}, which names its types,
+   * can load. pgjdbc is an optional dependency here: every nolock SQL module runs on the driver the
+   * user brings, which for PostgreSQL is pgjdbc, but forcing it (and its version) on them would
+   * take that choice away; a user without it keeps every rule but the one that needs the server's
+   * file and routine.
+   */
+  private static final boolean PGJDBC = pgjdbcVisible();
+
   /** The severities pgjdbc puts before the server's primary message. */
   private static final String[] SEVERITIES = {"ERROR: ", "FATAL: ", "PANIC: "};
 
@@ -260,6 +269,11 @@ public final class SqlErrors {
    *       {@code RAISE}), no text of the server's, which quotes the refused input ({@code invalid
    *       input syntax for type integer: "..."}) or whatever the function put in it: a note that it
    *       is in the cause.
+   *   <li>The same for a message a PL/pgSQL function wrote itself under any other SQLState ({@code
+   *       RAISE EXCEPTION 'card %', NEW.card USING ERRCODE = '23514'}): the server sends the file
+   *       and routine of every error, and one from PL/pgSQL's {@code RAISE} or {@code ASSERT}
+   *       ({@code pl_exec.c}'s {@code exec_stmt_raise}, {@code exec_stmt_assert}) is user code.
+   *       This needs pgjdbc's exception; another driver's keeps its first line.
    *   <li>Without a driver exception (a failure of jOOQ's own, such as a conversion, whose message
    *       can quote a value): the class names of the failure and its causes.
    * </ul>
@@ -278,7 +292,8 @@ public final class SqlErrors {
     if (state != null && state.startsWith("22")) {
       return "the server refused a value (its message, which can quote the value, is in the cause)";
     }
-    if (state != null && state.startsWith("P0")) {
+    if ((state != null && state.startsWith("P0"))
+        || (PGJDBC && PgjdbcOrigin.writtenByUserCode(server))) {
       return "raised by a PL/pgSQL function such as a trigger (its message, which can quote the"
           + " row, is in the cause)";
     }
@@ -294,6 +309,15 @@ public final class SqlErrors {
       }
     }
     return line;
+  }
+
+  private static boolean pgjdbcVisible() {
+    try {
+      Class.forName("org.postgresql.util.PSQLException", false, SqlErrors.class.getClassLoader());
+      return true;
+    } catch (ClassNotFoundException | LinkageError absent) {
+      return false;
+    }
   }
 
   /**

@@ -152,6 +152,79 @@ class SqlErrorsIT {
   }
 
   /**
+   * A trigger's PL/pgSQL {@code RAISE} (or {@code ASSERT}) writes the primary message itself and
+   * can quote the row in it under any SQLState, here the check violation's {@code 23514} and the
+   * lock timeout's {@code 55P03}, which keep the server's message otherwise. The server names where
+   * the message came from (pgjdbc's file and routine): what user code wrote stays out of the
+   * message nolock builds, the SQLState stays, and the cause keeps the text. Before, the message
+   * was "card 4111-1111-1111-1111 refused".
+   */
+  @Test
+  void aMessageATriggerRaisesStaysOutWhateverItsState() {
+    String probe = "nolock_raise_probe_" + UUID.randomUUID().toString().replace("-", "");
+    dsl.execute("create table " + probe + " (id int primary key, secret text)");
+    dsl.execute(
+        "create function "
+            + probe
+            + "_check() returns trigger language plpgsql as $$ begin"
+            + " if NEW.id = 1 then raise exception 'card % refused', NEW.secret"
+            + " using errcode = '23514'; end if;"
+            + " if NEW.id = 2 then raise exception 'card % busy', NEW.secret"
+            + " using errcode = '55P03'; end if;"
+            + " assert NEW.id <> 3, 'card ' || NEW.secret || ' asserted';"
+            + " return NEW; end $$");
+    dsl.execute(
+        "create trigger "
+            + probe
+            + "_check before insert on "
+            + probe
+            + " for each row execute function "
+            + probe
+            + "_check()");
+    try {
+      assertRefusedWithoutValues(
+          "a RAISE with a check violation's state",
+          () -> dsl.execute("insert into " + probe + " values (1, ?)", CARD),
+          "23514",
+          "PL/pgSQL");
+      Throwable busy =
+          catchThrowable(
+              () ->
+                  SqlErrors.run(
+                      () -> "writing the probe",
+                      () -> dsl.execute("insert into " + probe + " values (2, ?)", CARD)));
+      assertThat(busy).isInstanceOf(BackendUnavailableException.class);
+      assertThat(busy.getMessage()).contains("55P03").doesNotContain("4111");
+      assertThat(busy).hasStackTraceContaining("4111");
+      Throwable asserted =
+          catchThrowable(() -> dsl.execute("insert into " + probe + " values (3, ?)", CARD));
+      assertThat(SqlErrors.serverMessage(asserted)).doesNotContain("4111");
+      assertThat(asserted.getMessage()).contains("4111");
+    } finally {
+      dsl.execute("drop table " + probe);
+      dsl.execute("drop function " + probe + "_check()");
+    }
+  }
+
+  /** The server's own messages, which quote no row, stay as the server wrote them. */
+  @Test
+  void theServersOwnMessagesStay() {
+    Throwable missing = catchThrowable(() -> dsl.fetch("select * from nolock_no_such_table_9f3"));
+    assertThat(SqlErrors.serverMessage(missing))
+        .isEqualTo("relation \"nolock_no_such_table_9f3\" does not exist");
+    Throwable timedOut =
+        catchThrowable(
+            () ->
+                dsl.transactionResult(
+                    cfg -> {
+                      cfg.dsl().fetch("select set_config('statement_timeout', ?, true)", "1");
+                      return cfg.dsl().fetch("select pg_sleep(1)");
+                    }));
+    assertThat(SqlErrors.serverMessage(timedOut))
+        .isEqualTo("canceling statement due to statement timeout");
+  }
+
+  /**
    * A jOOQ failure without a driver exception (a conversion jOOQ does itself) can quote a value in
    * its message too: the message names the exception's class instead.
    */
