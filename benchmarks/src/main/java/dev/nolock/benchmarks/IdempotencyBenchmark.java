@@ -1,5 +1,6 @@
 package dev.nolock.benchmarks;
 
+import dev.nolock.idempotency.Caller;
 import dev.nolock.idempotency.Fingerprint;
 import dev.nolock.idempotency.IdempotencyConfig;
 import dev.nolock.idempotency.IdempotencyKeys;
@@ -10,6 +11,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -43,18 +45,19 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * Variants:
  *
  * <ul>
- *   <li>{@code idempotencyKeys}: nolock's {@code IdempotencyKeys.execute(scope, key, fingerprint,
- *       action)}, default config, the UTF-8 codec.
+ *   <li>{@code idempotencyKeys}: nolock's {@code IdempotencyKeys.execute(scope, caller, key,
+ *       fingerprint, action)}, default config, the UTF-8 codec.
  *   <li>{@code idempotencyRawJdbc}: the floor, the library's statements through plain JDBC, in the
  *       same transactions, each on a connection of its own from the pool as the library takes them:
  *       (1) {@code BEGIN}; the claim {@code INSERT ... VALUES (..., nextval(seq), ...) ON CONFLICT
- *       (scope, idempotency_key) DO UPDATE ... WHERE k.state = 'in_progress' AND k.locked_until <=
- *       clock_timestamp() AND k.fingerprint = excluded.fingerprint RETURNING attempt_token, ...};
- *       {@code COMMIT}. (2a) Claimed: {@code BEGIN}; the action's insert; {@code UPDATE ... SET
- *       state = 'completed', response_body = ? ... WHERE scope = ? AND idempotency_key = ? AND
- *       attempt_token = ? AND state = 'in_progress'}; {@code COMMIT}. (2b) Not claimed: {@code
- *       BEGIN}; {@code SELECT fingerprint, state, response_status, response_body, locked_until,
- *       clock_timestamp() ...}; {@code COMMIT}; decode the stored body.
+ *       (scope, principal, idempotency_key) DO UPDATE ... WHERE k.state = 'in_progress' AND
+ *       k.locked_until <= clock_timestamp() AND k.fingerprint = excluded.fingerprint RETURNING
+ *       attempt_token, ...}; {@code COMMIT}. (2a) Claimed: {@code BEGIN}; the action's insert;
+ *       {@code UPDATE ... SET state = 'completed', response_body = ? ... WHERE scope = ? AND
+ *       principal = ? AND idempotency_key = ? AND attempt_token = ? AND state = 'in_progress'};
+ *       {@code COMMIT}. (2b) Not claimed: {@code BEGIN}; {@code SELECT fingerprint, state,
+ *       response_status, response_body, locked_until, clock_timestamp() ...}; {@code COMMIT};
+ *       decode the stored body.
  * </ul>
  *
  * Fair because the SQL text is the library's (as jOOQ renders it), with the same transactions and
@@ -69,6 +72,9 @@ public class IdempotencyBenchmark {
   static final Fingerprint FINGERPRINT = Fingerprint.of("POST /bench");
   static final String RESULT = "done";
 
+  /** The principal of {@link Caller#anonymous()}, as the keys table stores it. */
+  static final String ANONYMOUS = Caller.anonymous().principal();
+
   static final long LEASE_MILLIS = IdempotencyConfig.DEFAULT_LEASE.toMillis();
   static final long RETENTION_MILLIS = IdempotencyConfig.DEFAULT_RETENTION.toMillis();
 
@@ -77,26 +83,27 @@ public class IdempotencyBenchmark {
 
   /** {@code KeyTable.claim} as jOOQ renders it. */
   static final String CLAIM =
-      "insert into \"nolock_idempotency_keys\" as \"k\" (\"scope\", \"idempotency_key\","
-          + " \"fingerprint\", \"state\", \"attempt_token\", \"attempt_count\","
-          + " \"recovery_point\", \"locked_until\", \"created_at\", \"expires_at\") values (?, ?,"
-          + " ?, 'in_progress', nextval('\"nolock_idempotency_keys_attempt_seq\"'), 1, 'started',"
+      "insert into \"nolock_idempotency_keys\" as \"k\" (\"scope\", \"principal\","
+          + " \"idempotency_key\", \"fingerprint\", \"state\", \"downstream_key\","
+          + " \"attempt_token\", \"attempt_count\", \"recovery_point\", \"locked_until\","
+          + " \"created_at\", \"expires_at\") values (?, ?, ?, ?, 'in_progress', ?,"
+          + " nextval('\"nolock_idempotency_keys_attempt_seq\"'), 1, 'started',"
           + " (clock_timestamp() + (? * "
           + INTERVAL_MS
           + ")), clock_timestamp(), (clock_timestamp() + (? * "
           + INTERVAL_MS
-          + "))) on conflict (\"scope\", \"idempotency_key\") do update set \"attempt_token\" ="
-          + " excluded.\"attempt_token\", \"attempt_count\" = (\"k\".\"attempt_count\" + 1),"
-          + " \"locked_until\" = excluded.\"locked_until\" where (\"k\".\"state\" ="
-          + " 'in_progress' and \"k\".\"locked_until\" <= clock_timestamp() and"
+          + "))) on conflict (\"scope\", \"principal\", \"idempotency_key\") do update set"
+          + " \"attempt_token\" = excluded.\"attempt_token\", \"attempt_count\" ="
+          + " (\"k\".\"attempt_count\" + 1), \"locked_until\" = excluded.\"locked_until\" where"
+          + " (\"k\".\"state\" = 'in_progress' and \"k\".\"locked_until\" <= clock_timestamp() and"
           + " \"k\".\"fingerprint\" = excluded.\"fingerprint\") returning \"attempt_token\","
-          + " \"attempt_count\", \"recovery_point\"";
+          + " \"attempt_count\", \"recovery_point\", \"downstream_key\"";
 
   /** {@code KeyTable.read} as jOOQ renders it. */
   static final String READ =
       "select \"fingerprint\", \"state\", \"response_status\", \"response_body\","
           + " \"locked_until\", clock_timestamp() from \"nolock_idempotency_keys\" where"
-          + " (\"scope\" = ? and \"idempotency_key\" = ?)";
+          + " (\"scope\" = ? and \"principal\" = ? and \"idempotency_key\" = ?)";
 
   /** {@code KeyTable.complete} as jOOQ renders it. */
   static final String STORE =
@@ -105,7 +112,8 @@ public class IdempotencyBenchmark {
           + " clock_timestamp(), \"locked_until\" = clock_timestamp(), \"expires_at\" ="
           + " (clock_timestamp() + (? * "
           + INTERVAL_MS
-          + ")) where (\"scope\" = ? and \"idempotency_key\" = ? and \"attempt_token\" = ? and"
+          + ")) where (\"scope\" = ? and \"principal\" = ? and \"idempotency_key\" = ? and"
+          + " \"attempt_token\" = ? and"
           + " \"state\" = 'in_progress')";
 
   /** The caller's own write, the action's effect. */
@@ -143,6 +151,7 @@ public class IdempotencyBenchmark {
     Outcome<String> outcome =
         idempotency.execute(
             SCOPE,
+            Caller.anonymous(),
             nextKey(),
             FINGERPRINT,
             attempt -> {
@@ -168,15 +177,18 @@ public class IdempotencyBenchmark {
       connection.setAutoCommit(false);
       try (PreparedStatement claim = connection.prepareStatement(CLAIM)) {
         claim.setString(1, SCOPE);
-        claim.setString(2, key);
-        claim.setString(3, FINGERPRINT.value());
-        claim.setLong(4, LEASE_MILLIS);
-        claim.setLong(5, RETENTION_MILLIS);
+        claim.setString(2, ANONYMOUS);
+        claim.setString(3, key);
+        claim.setString(4, FINGERPRINT.value());
+        claim.setObject(5, UUID.randomUUID());
+        claim.setLong(6, LEASE_MILLIS);
+        claim.setLong(7, RETENTION_MILLIS);
         try (ResultSet row = claim.executeQuery()) {
           if (row.next()) {
             token = row.getLong(1);
             row.getInt(2);
             row.getString(3);
+            row.getObject(4, UUID.class);
           }
         }
       }
@@ -202,8 +214,9 @@ public class IdempotencyBenchmark {
         store.setBytes(2, RESULT.getBytes(StandardCharsets.UTF_8));
         store.setLong(3, RETENTION_MILLIS);
         store.setString(4, SCOPE);
-        store.setString(5, key);
-        store.setLong(6, token);
+        store.setString(5, ANONYMOUS);
+        store.setString(6, key);
+        store.setLong(7, token);
         if (store.executeUpdate() != 1) {
           connection.rollback();
           return false;
@@ -223,7 +236,8 @@ public class IdempotencyBenchmark {
       boolean replayed = false;
       try (PreparedStatement read = connection.prepareStatement(READ)) {
         read.setString(1, SCOPE);
-        read.setString(2, key);
+        read.setString(2, ANONYMOUS);
+        read.setString(3, key);
         try (ResultSet row = read.executeQuery()) {
           if (row.next()
               && FINGERPRINT.value().equals(row.getString(1))

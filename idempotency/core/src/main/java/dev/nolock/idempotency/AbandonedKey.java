@@ -11,6 +11,7 @@ import java.util.Objects;
  * it and may then {@linkplain IdempotencyKeys#forget forget} it.
  *
  * @param scope the key's scope
+ * @param caller who owns the key
  * @param key the idempotency key
  * @param recoveryPoint the last phase that committed
  * @param attempts how many attempts held the key (1 + takeovers)
@@ -20,6 +21,7 @@ import java.util.Objects;
  */
 public record AbandonedKey(
     String scope,
+    Caller caller,
     String key,
     String recoveryPoint,
     int attempts,
@@ -28,6 +30,7 @@ public record AbandonedKey(
 
   public AbandonedKey {
     Objects.requireNonNull(scope, "scope");
+    Objects.requireNonNull(caller, "caller");
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(recoveryPoint, "recoveryPoint");
     Objects.requireNonNull(createdAt, "createdAt");

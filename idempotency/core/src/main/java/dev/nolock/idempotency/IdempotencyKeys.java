@@ -14,8 +14,14 @@ import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
 
 /**
- * Idempotency keys on PostgreSQL: the action for a {@code (scope, key)} takes effect once, however
- * often and however concurrently the request is repeated; repeats get the stored result.
+ * Idempotency keys on PostgreSQL: the action for a {@code (scope, caller, key)} takes effect once,
+ * however often and however concurrently the request is repeated; repeats get the stored result.
+ *
+ * <p>Keys belong to their {@link Caller}: the same key from two callers is two independent
+ * requests, each with its own run, stored result and fingerprint check, so one caller cannot learn
+ * whether another used a key, receive its result or claim its key first. Every statement names the
+ * key by {@code (scope, principal, idempotency_key)}, the table's primary key. The anonymous caller
+ * is one key space shared by everyone unauthenticated (see {@link Caller#anonymous()}).
  *
  * <p>Guarantee: for each key, the local database effects of at most one attempt's final phase
  * commit, together with the stored result; of each intermediate phase, at most one attempt's
@@ -24,14 +30,14 @@ import org.jooq.impl.DSL;
  * bumps on every takeover. A repeat with the same fingerprint after completion returns the stored
  * result without running anything; with another fingerprint it is refused.
  *
- * <p>Algorithm of {@link #execute(String, String, Fingerprint, Phases)}:
+ * <p>Algorithm of {@link #execute(String, Caller, String, Fingerprint, Phases)}:
  *
  * <ol>
  *   <li><b>Claim</b> (one statement, own transaction): insert the key as {@code in_progress} with
- *       attempt token {@code nextval(seq)}, recovery point {@value Phases#STARTED} and lease {@code
- *       locked_until = clock_timestamp() + lease}; on conflict take the key over, with a fresh
- *       token, only if it is in progress, its lease has ended on the database's clock, and the
- *       fingerprint is the same.
+ *       attempt token {@code nextval(seq)}, recovery point {@value Phases#STARTED}, lease {@code
+ *       locked_until = clock_timestamp() + lease} and a random downstream key; on conflict take the
+ *       key over, with a fresh token and the row's downstream key unchanged, only if it is in
+ *       progress, its lease has ended on the database's clock, and the fingerprint is the same.
  *   <li><b>Not claimed</b>: read the row. Another fingerprint → {@link
  *       Outcome.KeyReusedWithDifferentRequest}; completed → {@link Outcome.Replayed} with the
  *       stored result; leased → {@link Outcome.RequestInProgress} (or wait with backoff, if {@link
@@ -40,8 +46,8 @@ import org.jooq.impl.DSL;
  *       wait and gets {@code RequestInProgress} at once).
  *   <li><b>Claimed</b>: resume after the key's recovery point. Each intermediate phase runs in a
  *       transaction that ends with {@code UPDATE ... SET recovery_point = :phase, locked_until =
- *       clock_timestamp() + lease WHERE scope = :s AND idempotency_key = :k AND attempt_token = :a
- *       AND state = 'in_progress'}.
+ *       clock_timestamp() + lease WHERE scope = :s AND principal = :p AND idempotency_key = :k AND
+ *       attempt_token = :a AND state = 'in_progress'}.
  *   <li>The final phase runs in a transaction that ends with the same conditional update setting
  *       {@code state = 'completed'} and the encoded result → {@link Outcome.Completed}.
  *   <li>An update that matches no row means a retry took the key over (this attempt was paused or
@@ -141,8 +147,9 @@ public final class IdempotencyKeys<R> {
    * @throws dev.nolock.patterns.SchemaMismatchException when the table exists in a shape the
    *     library cannot use: a column it reads or writes missing or of another type (a {@code
    *     timestamp} without time zone: sessions in different time zones would read leases hours
-   *     apart), a nullable column {@code NOT NULL}, or no primary key on {@code (scope,
-   *     idempotency_key)}; its message holds the DDL that fits, and nothing is altered
+   *     apart), a nullable column {@code NOT NULL}, or no primary key on {@code (scope, principal,
+   *     idempotency_key)} (a table of the shape before callers; the README has the migration); its
+   *     message holds the DDL that fits, and nothing is altered
    * @throws IllegalStateException when PostgreSQL refuses the DDL, e.g. for lack of the CREATE
    *     privilege
    * @throws BackendUnavailableException when PostgreSQL cannot be reached or times out
@@ -157,11 +164,14 @@ public final class IdempotencyKeys<R> {
    * its stored result.
    *
    * @param scope the operation the key belongs to (also the metrics tag), e.g. {@code
-   *     "payments.create"}; keys are unique per scope
+   *     "payments.create"}; keys are unique per scope and caller
+   * @param caller who sent the request: {@link Caller#of} the authenticated principal, or {@link
+   *     Caller#anonymous()} (a key space shared by everyone unauthenticated)
    * @param key the client's idempotency key; see {@link #requireValidKey}
    * @param fingerprint what identifies the request (see {@link Fingerprint})
    * @throws InvalidIdempotencyKeyException when the key is missing or malformed (HTTP 400)
    * @throws IllegalArgumentException for a malformed scope
+   * @throws NullPointerException for a null caller
    * @throws BackendUnavailableException when PostgreSQL cannot be reached, times out or aborts the
    *     transaction; retry later with the same key
    * @throws IllegalStateException when PostgreSQL refuses a statement for a reason a retry would
@@ -172,27 +182,34 @@ public final class IdempotencyKeys<R> {
    *     {@link BackendUnavailableException}
    */
   public <X extends Exception> Outcome<R> execute(
-      String scope, String key, Fingerprint fingerprint, IdempotentAction<R, X> action) throws X {
+      String scope,
+      Caller caller,
+      String key,
+      Fingerprint fingerprint,
+      IdempotentAction<R, X> action)
+      throws X {
     Objects.requireNonNull(action, "action");
-    return execute(scope, key, fingerprint, Phases.single(action));
+    return execute(scope, caller, key, fingerprint, Phases.single(action));
   }
 
   /**
    * Runs the operation's phases for the key, each in its own transaction with the key's recovery
    * point, starting after the last phase an earlier attempt committed; or answers from what an
-   * earlier request did. Parameters and exceptions as for {@link #execute(String, String,
+   * earlier request did. Parameters and exceptions as for {@link #execute(String, Caller, String,
    * Fingerprint, IdempotentAction)}; additionally {@link IllegalStateException} when the key's
    * recovery point names no phase of {@code phases} (phases renamed while the key was in progress).
    * A phase's exception that the {@link FailurePolicy} made retryable, {@code X} or unchecked,
    * leaves the key at the recovery point of the last phase that committed.
    */
   public <X extends Exception> Outcome<R> execute(
-      String scope, String key, Fingerprint fingerprint, Phases<R, X> phases) throws X {
+      String scope, Caller caller, String key, Fingerprint fingerprint, Phases<R, X> phases)
+      throws X {
     Names.requireName("scope", scope, MAX_SCOPE_LENGTH);
+    requireCaller(caller);
     requireValidKey(key);
     Objects.requireNonNull(fingerprint, "fingerprint");
     Objects.requireNonNull(phases, "phases");
-    return executor.execute(scope, key, fingerprint, phases);
+    return executor.execute(scope, caller, key, fingerprint, phases);
   }
 
   /**
@@ -218,21 +235,21 @@ public final class IdempotencyKeys<R> {
 
   /**
    * The first page of the {@link AbandonedKey abandoned keys}: at most {@code limit}, in {@code
-   * (scope, key)} order. Pass the last one to {@link #abandonedKeys(AbandonedKey, int)} for the
-   * next page; a page shorter than {@code limit} is the last.
+   * (scope, principal, key)} order. Pass the last one to {@link #abandonedKeys(AbandonedKey, int)}
+   * for the next page; a page shorter than {@code limit} is the last.
    *
    * @param limit 1 to {@value #MAX_PAGE_SIZE}
    * @throws IllegalArgumentException for a limit out of range
    * @throws BackendUnavailableException when PostgreSQL fails; nothing changed, retry
    */
   public List<AbandonedKey> abandonedKeys(int limit) {
-    return page(null, null, limit);
+    return page(null, null, null, limit);
   }
 
   /**
    * The page of abandoned keys that follows {@code after} (the last key of the previous page), at
-   * most {@code limit}, in {@code (scope, key)} order. Keys that stop being abandoned between pages
-   * (completed, forgotten, taken over) drop out; none is returned twice.
+   * most {@code limit}, in {@code (scope, principal, key)} order. Keys that stop being abandoned
+   * between pages (completed, forgotten, taken over) drop out; none is returned twice.
    *
    * @param limit 1 to {@value #MAX_PAGE_SIZE}
    * @throws IllegalArgumentException for a limit out of range
@@ -240,10 +257,11 @@ public final class IdempotencyKeys<R> {
    */
   public List<AbandonedKey> abandonedKeys(AbandonedKey after, int limit) {
     Objects.requireNonNull(after, "after: use abandonedKeys(limit) for the first page");
-    return page(after.scope(), after.key(), limit);
+    return page(after.scope(), after.caller().principal(), after.key(), limit);
   }
 
-  private List<AbandonedKey> page(String afterScope, String afterKey, int limit) {
+  private List<AbandonedKey> page(
+      String afterScope, String afterPrincipal, String afterKey, int limit) {
     if (limit < 1 || limit > MAX_PAGE_SIZE) {
       throw new IllegalArgumentException(
           "A page of abandoned keys holds 1 to "
@@ -252,11 +270,12 @@ public final class IdempotencyKeys<R> {
               + limit
               + ": page through them with abandonedKeys(lastKeyOfThePage, limit).");
     }
-    return executor.listAbandoned(afterScope, afterKey, limit).stream()
+    return executor.listAbandoned(afterScope, afterPrincipal, afterKey, limit).stream()
         .map(
             r ->
                 new AbandonedKey(
                     r.scope(),
+                    r.principal().isEmpty() ? Caller.anonymous() : Caller.of(r.principal()),
                     r.key(),
                     r.recoveryPoint(),
                     r.attempts(),
@@ -280,8 +299,9 @@ public final class IdempotencyKeys<R> {
    * rolled back.
    *
    * <p>Only an in-progress key whose lease has ended is forgotten; a completed key is left to
-   * {@link #purgeExpired()}, a held key to the attempt holding it. One statement: {@code DELETE ...
-   * WHERE scope = :scope AND idempotency_key = :key AND state = 'in_progress' AND locked_until <=
+   * {@link #purgeExpired()}, a held key to the attempt holding it. Another caller's key with the
+   * same scope and key is never touched. One statement: {@code DELETE ... WHERE scope = :scope AND
+   * principal = :principal AND idempotency_key = :key AND state = 'in_progress' AND locked_until <=
    * clock_timestamp()}.
    *
    * @return true when this call deleted the key; false when there is no such unfinished, unheld
@@ -289,13 +309,23 @@ public final class IdempotencyKeys<R> {
    *     of this call whose answer was lost), it completed, or an attempt holds its lease
    * @throws InvalidIdempotencyKeyException when the key is malformed
    * @throws IllegalArgumentException for a malformed scope
+   * @throws NullPointerException for a null caller (an {@link AbandonedKey} carries its caller)
    * @throws BackendUnavailableException when PostgreSQL fails: whether the key was forgotten is
    *     unknown; call again (false then says it is gone, completed or held) or list to see
    */
-  public boolean forget(String scope, String key) {
+  public boolean forget(String scope, Caller caller, String key) {
     Names.requireName("scope", scope, MAX_SCOPE_LENGTH);
+    requireCaller(caller);
     requireValidKey(key);
-    return executor.forget(scope, key);
+    return executor.forget(scope, caller, key);
+  }
+
+  private static void requireCaller(Caller caller) {
+    Objects.requireNonNull(
+        caller,
+        "caller is null: pass Caller.of(principal) for an authenticated caller, or"
+            + " Caller.anonymous() for unauthenticated use (a key space shared by every"
+            + " unauthenticated caller).");
   }
 
   /**

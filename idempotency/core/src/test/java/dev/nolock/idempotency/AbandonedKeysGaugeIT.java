@@ -38,11 +38,12 @@ class AbandonedKeysGaugeIT {
   /** An abandoned key as the module leaves it: past 'started', unleased, retention run out. */
   private static void abandonedKey(DSLContext dsl, String key) {
     dsl.execute(
-        "INSERT INTO nolock_idempotency_keys (scope, idempotency_key, fingerprint, state,"
-            + " attempt_token, attempt_count, recovery_point, locked_until, created_at, expires_at)"
-            + " VALUES ('payments.create', ?, 'fp', 'in_progress', 1, 1, 'charged',"
+        "INSERT INTO nolock_idempotency_keys (scope, principal, idempotency_key, fingerprint,"
+            + " state, attempt_token, attempt_count, recovery_point, locked_until, created_at,"
+            + " expires_at, downstream_key)"
+            + " VALUES ('payments.create', '', ?, 'fp', 'in_progress', 1, 1, 'charged',"
             + " clock_timestamp() - interval '2 days', clock_timestamp() - interval '2 days',"
-            + " clock_timestamp() - interval '1 day')",
+            + " clock_timestamp() - interval '1 day', gen_random_uuid())",
         key);
   }
 

@@ -98,7 +98,10 @@ class AbandonedKeysIT {
 
   /** The first request charges, then fails on the receipt: the key stays at {@value #CHARGED}. */
   private void abandonAfterCharging(String scope, String key) {
-    assertThatThrownBy(() -> keys.execute(scope, key, Fingerprint.of("500"), payment(RECEIPT_SENT)))
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    scope, Caller.anonymous(), key, Fingerprint.of("500"), payment(RECEIPT_SENT)))
         .hasMessageContaining(RECEIPT_SENT + " failed");
   }
 
@@ -116,7 +119,8 @@ class AbandonedKeysIT {
     // retry arrives after all.
     databaseClock.advance(RETENTION.plusMinutes(1));
     int purged = keys.purgeExpired();
-    Outcome<String> retry = keys.execute(SCOPE, key, Fingerprint.of("500"), payment(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), key, Fingerprint.of("500"), payment(null));
 
     assertThat(effects(key, "charge"))
         .as(
@@ -134,7 +138,10 @@ class AbandonedKeysIT {
   @Test
   void aKeyThatCommittedNothingIsStillPurgedAfterItsRetention() {
     String key = newKey();
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, Fingerprint.of("500"), payment(CHARGED)))
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    SCOPE, Caller.anonymous(), key, Fingerprint.of("500"), payment(CHARGED)))
         .hasMessageContaining(CHARGED + " failed");
     assertThat(effects(key, "charge")).as("the failed charge rolled back").isZero();
 
@@ -144,7 +151,8 @@ class AbandonedKeysIT {
     assertThat(keys.purgeExpired()).as("past the retention, still at 'started'").isEqualTo(1);
     assertThat(gauge()).as("a purged key is not abandoned").isZero();
 
-    Outcome<String> again = keys.execute(SCOPE, key, Fingerprint.of("500"), payment(null));
+    Outcome<String> again =
+        keys.execute(SCOPE, Caller.anonymous(), key, Fingerprint.of("500"), payment(null));
     assertThat(again).isEqualTo(new Outcome.Completed<>("paid by attempt 1", attemptOf(again)));
     assertThat(effects(key, "charge")).isEqualTo(1);
   }
@@ -152,11 +160,17 @@ class AbandonedKeysIT {
   @Test
   void aTakeoverPushesTheRetentionOut() {
     String key = newKey();
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, Fingerprint.of("500"), payment(CHARGED)))
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    SCOPE, Caller.anonymous(), key, Fingerprint.of("500"), payment(CHARGED)))
         .hasMessageContaining(CHARGED + " failed");
     databaseClock.advance(Duration.ofHours(23));
     // The client retries a day later; it fails at the same phase again (still at 'started').
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, Fingerprint.of("500"), payment(CHARGED)))
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    SCOPE, Caller.anonymous(), key, Fingerprint.of("500"), payment(CHARGED)))
         .hasMessageContaining(CHARGED + " failed");
 
     databaseClock.advance(Duration.ofHours(1).plusMinutes(1));
@@ -176,6 +190,7 @@ class AbandonedKeysIT {
             () ->
                 keys.execute(
                     SCOPE,
+                    Caller.anonymous(),
                     key,
                     Fingerprint.of("500"),
                     payment(
@@ -201,9 +216,11 @@ class AbandonedKeysIT {
     abandonAfterCharging(SCOPE, abandoned1);
     abandonAfterCharging("refunds.create", abandoned2);
     assertThatThrownBy(
-            () -> keys.execute(SCOPE, notStarted, Fingerprint.of("500"), payment(CHARGED)))
+            () ->
+                keys.execute(
+                    SCOPE, Caller.anonymous(), notStarted, Fingerprint.of("500"), payment(CHARGED)))
         .hasMessageContaining(CHARGED + " failed");
-    keys.execute(SCOPE, completed, Fingerprint.of("500"), payment(null));
+    keys.execute(SCOPE, Caller.anonymous(), completed, Fingerprint.of("500"), payment(null));
 
     assertThat(gauge()).as("within the retention nothing is abandoned yet").isZero();
     databaseClock.advance(RETENTION.plusMinutes(1));
@@ -219,7 +236,7 @@ class AbandonedKeysIT {
         .extracting(Tag::getValue)
         .doesNotContain(abandoned1, abandoned2, notStarted, completed);
 
-    keys.execute(SCOPE, abandoned1, Fingerprint.of("500"), payment(null));
+    keys.execute(SCOPE, Caller.anonymous(), abandoned1, Fingerprint.of("500"), payment(null));
     assertThat(gauge()).as("a completed key is no longer abandoned").isEqualTo(1);
   }
 
@@ -271,12 +288,14 @@ class AbandonedKeysIT {
     databaseClock.advance(RETENTION.plusMinutes(1));
     assertThat(gauge()).isEqualTo(1);
 
-    assertThat(keys.forget(SCOPE, key)).isTrue();
+    assertThat(keys.forget(SCOPE, Caller.anonymous(), key)).isTrue();
 
     assertThat(gauge()).isZero();
     assertThat(keys.abandonedKeys(10)).isEmpty();
-    assertThat(keys.forget(SCOPE, key)).as("already forgotten").isFalse();
-    Outcome<String> next = keys.execute(SCOPE, key, Fingerprint.of("other request"), payment(null));
+    assertThat(keys.forget(SCOPE, Caller.anonymous(), key)).as("already forgotten").isFalse();
+    Outcome<String> next =
+        keys.execute(
+            SCOPE, Caller.anonymous(), key, Fingerprint.of("other request"), payment(null));
     assertThat(next)
         .as("a new request: another fingerprint is accepted, attempt 1")
         .isEqualTo(new Outcome.Completed<>("paid by attempt 1", attemptOf(next)));
@@ -288,12 +307,12 @@ class AbandonedKeysIT {
   @Test
   void forgetLeavesHeldCompletedAndUnknownKeysAlone() throws Exception {
     String completed = newKey();
-    keys.execute(SCOPE, completed, Fingerprint.of("500"), payment(null));
-    assertThat(keys.forget(SCOPE, completed)).as("completed").isFalse();
-    assertThat(keys.forget(SCOPE, newKey())).as("unknown").isFalse();
-    assertThatThrownBy(() -> keys.forget(SCOPE, "has space"))
+    keys.execute(SCOPE, Caller.anonymous(), completed, Fingerprint.of("500"), payment(null));
+    assertThat(keys.forget(SCOPE, Caller.anonymous(), completed)).as("completed").isFalse();
+    assertThat(keys.forget(SCOPE, Caller.anonymous(), newKey())).as("unknown").isFalse();
+    assertThatThrownBy(() -> keys.forget(SCOPE, Caller.anonymous(), "has space"))
         .isInstanceOf(InvalidIdempotencyKeyException.class);
-    assertThatThrownBy(() -> keys.forget("", completed))
+    assertThatThrownBy(() -> keys.forget("", Caller.anonymous(), completed))
         .isInstanceOf(IllegalArgumentException.class);
 
     String held = newKey();
@@ -304,6 +323,7 @@ class AbandonedKeysIT {
             () ->
                 keys.execute(
                     SCOPE,
+                    Caller.anonymous(),
                     held,
                     Fingerprint.of("500"),
                     payment(
@@ -314,7 +334,9 @@ class AbandonedKeysIT {
                           IdempotencyKeysIT.await(finish);
                         })));
     assertThat(charging.await(30, TimeUnit.SECONDS)).isTrue();
-    assertThat(keys.forget(SCOPE, held)).as("its attempt holds the lease").isFalse();
+    assertThat(keys.forget(SCOPE, Caller.anonymous(), held))
+        .as("its attempt holds the lease")
+        .isFalse();
     finish.countDown();
     assertThat(running.get(30, TimeUnit.SECONDS)).isInstanceOf(Outcome.Completed.class);
     assertThat(effects(held, "charge")).isEqualTo(1);
@@ -337,12 +359,20 @@ class AbandonedKeysIT {
         CompletableFuture.supplyAsync(
             () ->
                 keys.execute(
-                    SCOPE, atStarted, Fingerprint.of("500"), payment(null, CHARGED, pause)));
+                    SCOPE,
+                    Caller.anonymous(),
+                    atStarted,
+                    Fingerprint.of("500"),
+                    payment(null, CHARGED, pause)));
     CompletableFuture<Outcome<String>> second =
         CompletableFuture.supplyAsync(
             () ->
                 keys.execute(
-                    SCOPE, atCharged, Fingerprint.of("500"), payment(null, RECEIPT_SENT, pause)));
+                    SCOPE,
+                    Caller.anonymous(),
+                    atCharged,
+                    Fingerprint.of("500"),
+                    payment(null, RECEIPT_SENT, pause)));
     assertThat(bothPaused.await(30, TimeUnit.SECONDS)).isTrue();
     databaseClock.advance(RETENTION.plusMinutes(1));
 
@@ -366,20 +396,30 @@ class AbandonedKeysIT {
     String purgedFirst = newKey();
     String takenOverFirst = newKey();
     for (String key : List.of(purgedFirst, takenOverFirst)) {
-      assertThatThrownBy(() -> keys.execute(SCOPE, key, Fingerprint.of("500"), payment(CHARGED)))
+      assertThatThrownBy(
+              () ->
+                  keys.execute(
+                      SCOPE, Caller.anonymous(), key, Fingerprint.of("500"), payment(CHARGED)))
           .hasMessageContaining(CHARGED + " failed");
     }
     databaseClock.advance(RETENTION.plusMinutes(1));
 
     // The takeover charges, then fails at the receipt: its key is past 'started' now.
     assertThatThrownBy(
-            () -> keys.execute(SCOPE, takenOverFirst, Fingerprint.of("500"), payment(RECEIPT_SENT)))
+            () ->
+                keys.execute(
+                    SCOPE,
+                    Caller.anonymous(),
+                    takenOverFirst,
+                    Fingerprint.of("500"),
+                    payment(RECEIPT_SENT)))
         .hasMessageContaining(RECEIPT_SENT + " failed");
     assertThat(keys.purgeExpired()).as("only the key nobody came back for").isEqualTo(1);
     Outcome<String> afterPurge =
-        keys.execute(SCOPE, purgedFirst, Fingerprint.of("500"), payment(null));
+        keys.execute(SCOPE, Caller.anonymous(), purgedFirst, Fingerprint.of("500"), payment(null));
     Outcome<String> afterTakeover =
-        keys.execute(SCOPE, takenOverFirst, Fingerprint.of("500"), payment(null));
+        keys.execute(
+            SCOPE, Caller.anonymous(), takenOverFirst, Fingerprint.of("500"), payment(null));
 
     assertThat(afterPurge)
         .isEqualTo(new Outcome.Completed<>("paid by attempt 1", attemptOf(afterPurge)));

@@ -65,7 +65,8 @@ class ConcurrentDuplicatesIT {
                 () -> {
                   start.await();
                   Outcome<String> outcome =
-                      keys.execute("payments", key, Fingerprint.of("pay 100 EUR"), pay);
+                      keys.execute(
+                          "payments", Caller.anonymous(), key, Fingerprint.of("pay 100 EUR"), pay);
                   if (!(outcome instanceof Outcome.Completed<String>)) {
                     othersAnswered.countDown();
                   }
@@ -89,7 +90,10 @@ class ConcurrentDuplicatesIT {
 
       List<Callable<Outcome<String>>> secondWave = new ArrayList<>();
       for (int i = 0; i < CALLERS; i++) {
-        secondWave.add(() -> keys.execute("payments", key, Fingerprint.of("pay 100 EUR"), pay));
+        secondWave.add(
+            () ->
+                keys.execute(
+                    "payments", Caller.anonymous(), key, Fingerprint.of("pay 100 EUR"), pay));
       }
       List<Outcome<String>> second = collect(pool.invokeAll(secondWave));
 

@@ -69,7 +69,8 @@ class CrashResumeIT {
         .until(
             () -> {
               Outcome<String> outcome =
-                  keys.execute(scope, key, Fingerprint.of("same-request"), phases);
+                  keys.execute(
+                      scope, Caller.anonymous(), key, Fingerprint.of("same-request"), phases);
               outcomes.add(outcome);
               return !(outcome instanceof Outcome.RequestInProgress<String>);
             });

@@ -35,6 +35,7 @@ class FingerprintNegativeControlIT {
   private static Outcome<String> refund(IdempotencyKeys<String> keys, String key, int amount) {
     return keys.execute(
         "refunds",
+        Caller.anonymous(),
         key,
         Fingerprint.sha256("POST", "/refunds", "amount=" + amount),
         attempt -> {

@@ -61,11 +61,13 @@ public final class IdempotencyChildMain {
                   channel.report("IN_PHASE_2", attempt.token().value());
                   gate(channel);
                 });
-        outcome = keys.execute(scope, key, Fingerprint.of("same-request"), phases);
+        outcome =
+            keys.execute(scope, Caller.anonymous(), key, Fingerprint.of("same-request"), phases);
       } else {
         outcome =
             keys.execute(
                 scope,
+                Caller.anonymous(),
                 key,
                 Fingerprint.of("same-request"),
                 attempt -> {

@@ -84,9 +84,12 @@ class IdempotencyKeysIT {
           return "charged 100 by attempt " + attempt.token().value();
         };
 
-    Outcome<String> first = keys.execute("payments", key, Fingerprint.of("amount=100"), charge);
-    Outcome<String> second = keys.execute("payments", key, Fingerprint.of("amount=100"), charge);
-    Outcome<String> third = keys.execute("payments", key, Fingerprint.of("amount=100"), charge);
+    Outcome<String> first =
+        keys.execute("payments", Caller.anonymous(), key, Fingerprint.of("amount=100"), charge);
+    Outcome<String> second =
+        keys.execute("payments", Caller.anonymous(), key, Fingerprint.of("amount=100"), charge);
+    Outcome<String> third =
+        keys.execute("payments", Caller.anonymous(), key, Fingerprint.of("amount=100"), charge);
 
     assertThat(first).isInstanceOf(Outcome.Completed.class);
     assertThat(first.replayed()).isFalse();
@@ -105,8 +108,10 @@ class IdempotencyKeysIT {
     IdempotencyKeys<String> keys = keys();
     String key = newKey();
 
-    Outcome<String> a = keys.execute("scope-a", key, Fingerprint.of("x"), attempt -> "a");
-    Outcome<String> b = keys.execute("scope-b", key, Fingerprint.of("x"), attempt -> "b");
+    Outcome<String> a =
+        keys.execute("scope-a", Caller.anonymous(), key, Fingerprint.of("x"), attempt -> "a");
+    Outcome<String> b =
+        keys.execute("scope-b", Caller.anonymous(), key, Fingerprint.of("x"), attempt -> "b");
 
     assertThat(a).isInstanceOf(Outcome.Completed.class);
     assertThat(b).isInstanceOf(Outcome.Completed.class);
@@ -119,6 +124,7 @@ class IdempotencyKeysIT {
     String key = newKey();
     keys.execute(
         "refunds",
+        Caller.anonymous(),
         key,
         Fingerprint.of("amount=100"),
         attempt -> {
@@ -130,6 +136,7 @@ class IdempotencyKeysIT {
     Outcome<String> reused =
         keys.execute(
             "refunds",
+            Caller.anonymous(),
             key,
             Fingerprint.of("amount=50"),
             attempt -> {
@@ -157,6 +164,7 @@ class IdempotencyKeysIT {
             () ->
                 keys.execute(
                     "orders",
+                    Caller.anonymous(),
                     key,
                     Fingerprint.of("o"),
                     attempt -> {
@@ -170,6 +178,7 @@ class IdempotencyKeysIT {
     Outcome<String> repeat =
         keys.execute(
             "orders",
+            Caller.anonymous(),
             key,
             Fingerprint.of("o"),
             attempt -> {
@@ -221,6 +230,7 @@ class IdempotencyKeysIT {
             () ->
                 first.execute(
                     "quotes",
+                    Caller.anonymous(),
                     key,
                     Fingerprint.of("q"),
                     attempt -> {
@@ -236,6 +246,7 @@ class IdempotencyKeysIT {
             () ->
                 waiting.execute(
                     "quotes",
+                    Caller.anonymous(),
                     key,
                     Fingerprint.of("q"),
                     attempt -> {
@@ -261,6 +272,7 @@ class IdempotencyKeysIT {
             () ->
                 keys.execute(
                     "transfers",
+                    Caller.anonymous(),
                     key,
                     Fingerprint.of("t"),
                     attempt -> {
@@ -281,6 +293,7 @@ class IdempotencyKeysIT {
               Outcome<String> outcome =
                   keys.execute(
                       "transfers",
+                      Caller.anonymous(),
                       key,
                       Fingerprint.of("t"),
                       attempt -> {
@@ -301,7 +314,9 @@ class IdempotencyKeysIT {
     assertThat(takeover.attempt().isNewerThan(refused.attempt())).isTrue();
     assertThat(Ledger.rows(dsl, "transfers", key))
         .containsExactly(new Ledger.Row("transfer", takeover.attempt().value()));
-    assertThat(keys.execute("transfers", key, Fingerprint.of("t"), attempt -> "never"))
+    assertThat(
+            keys.execute(
+                "transfers", Caller.anonymous(), key, Fingerprint.of("t"), attempt -> "never"))
         .isEqualTo(new Outcome.Replayed<>(takeover.result()));
     assertThat(counter("takeovers", "transfers")).isEqualTo(1);
     assertThat(counter("stale.attempts", "transfers")).isEqualTo(1);
@@ -333,8 +348,10 @@ class IdempotencyKeysIT {
           throw new DeclinedException("insufficient funds");
         };
 
-    Outcome<String> first = keys.execute("cards", key, Fingerprint.of("c"), charge);
-    Outcome<String> repeat = keys.execute("cards", key, Fingerprint.of("c"), charge);
+    Outcome<String> first =
+        keys.execute("cards", Caller.anonymous(), key, Fingerprint.of("c"), charge);
+    Outcome<String> repeat =
+        keys.execute("cards", Caller.anonymous(), key, Fingerprint.of("c"), charge);
 
     assertThat(first).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) first).result())
@@ -358,10 +375,12 @@ class IdempotencyKeysIT {
           return "shipped by attempt " + attempt.number();
         };
 
-    assertThatThrownBy(() -> keys.execute("shipping", key, Fingerprint.of("s"), flaky))
+    assertThatThrownBy(
+            () -> keys.execute("shipping", Caller.anonymous(), key, Fingerprint.of("s"), flaky))
         .isInstanceOf(IllegalStateException.class)
         .hasMessage("carrier timed out");
-    Outcome<String> retry = keys.execute("shipping", key, Fingerprint.of("s"), flaky);
+    Outcome<String> retry =
+        keys.execute("shipping", Caller.anonymous(), key, Fingerprint.of("s"), flaky);
 
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("shipped by attempt 2");
@@ -386,9 +405,11 @@ class IdempotencyKeysIT {
               }
             });
 
-    assertThatThrownBy(() -> keys.execute("phased", key, Fingerprint.of("p"), phases))
+    assertThatThrownBy(
+            () -> keys.execute("phased", Caller.anonymous(), key, Fingerprint.of("p"), phases))
         .hasMessage("bank unavailable");
-    Outcome<String> retry = keys.execute("phased", key, Fingerprint.of("p"), phases);
+    Outcome<String> retry =
+        keys.execute("phased", Caller.anonymous(), key, Fingerprint.of("p"), phases);
 
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertThat(resumedFrom).containsExactly(Phases.STARTED, LedgerPhases.PHASE_1);
@@ -413,10 +434,12 @@ class IdempotencyKeysIT {
           return "shipped by attempt " + attempt.number();
         };
 
-    assertThatThrownBy(() -> keys.execute("checked", key, Fingerprint.of("s"), ship))
+    assertThatThrownBy(
+            () -> keys.execute("checked", Caller.anonymous(), key, Fingerprint.of("s"), ship))
         .isSameAs(timedOut);
     assertThat(Ledger.count(dsl, "checked", key)).as("the failed attempt's write").isZero();
-    Outcome<String> retry = keys.execute("checked", key, Fingerprint.of("s"), ship);
+    Outcome<String> retry =
+        keys.execute("checked", Caller.anonymous(), key, Fingerprint.of("s"), ship);
 
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("shipped by attempt 2");
@@ -443,8 +466,10 @@ class IdempotencyKeysIT {
           throw new ManifestRejectedException("no such manifest");
         };
 
-    Outcome<String> first = keys.execute("manifests", key, Fingerprint.of("m"), load);
-    Outcome<String> repeat = keys.execute("manifests", key, Fingerprint.of("m"), load);
+    Outcome<String> first =
+        keys.execute("manifests", Caller.anonymous(), key, Fingerprint.of("m"), load);
+    Outcome<String> repeat =
+        keys.execute("manifests", Caller.anonymous(), key, Fingerprint.of("m"), load);
 
     assertThat(first).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) first).result()).isEqualTo("refused: no such manifest");
@@ -460,7 +485,10 @@ class IdempotencyKeysIT {
           Ledger.write(attempt, "load");
           throw slow;
         };
-    assertThatThrownBy(() -> keys.execute("manifests", otherKey, Fingerprint.of("m"), timesOut))
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    "manifests", Caller.anonymous(), otherKey, Fingerprint.of("m"), timesOut))
         .isSameAs(slow);
     assertThat(counter("releases", "manifests")).isEqualTo(1);
     assertThat(Ledger.count(dsl, "manifests", otherKey)).isZero();
@@ -491,7 +519,9 @@ class IdempotencyKeysIT {
           throw stop;
         };
 
-    assertThatThrownBy(() -> keys.execute("stopping", key, Fingerprint.of("s"), interrupted))
+    assertThatThrownBy(
+            () ->
+                keys.execute("stopping", Caller.anonymous(), key, Fingerprint.of("s"), interrupted))
         .isSameAs(stop);
     assertThat(Thread.interrupted()).as("the interrupt flag, kept (and cleared here)").isTrue();
     assertThat(counter("releases", "stopping")).isEqualTo(1);
@@ -500,6 +530,7 @@ class IdempotencyKeysIT {
     Outcome<String> retried =
         keys.execute(
             "stopping",
+            Caller.anonymous(),
             key,
             Fingerprint.of("s"),
             attempt -> {
@@ -526,6 +557,7 @@ class IdempotencyKeysIT {
             () ->
                 keys.execute(
                     "rethrowing",
+                    Caller.anonymous(),
                     key,
                     Fingerprint.of("r"),
                     attempt -> {
@@ -561,13 +593,17 @@ class IdempotencyKeysIT {
                   return "done by attempt " + attempt.number();
                 });
 
-    assertThatThrownBy(() -> keys.execute("checked-phases", key, Fingerprint.of("p"), phases))
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    "checked-phases", Caller.anonymous(), key, Fingerprint.of("p"), phases))
         .isSameAs(bankDown);
     assertThat(Ledger.rows(dsl, "checked-phases", key))
         .as("phase 1 committed, phase 2 rolled back")
         .extracting(Ledger.Row::step)
         .containsExactly(LedgerPhases.PHASE_1);
-    Outcome<String> retry = keys.execute("checked-phases", key, Fingerprint.of("p"), phases);
+    Outcome<String> retry =
+        keys.execute("checked-phases", Caller.anonymous(), key, Fingerprint.of("p"), phases);
 
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("done by attempt 2");
@@ -598,14 +634,16 @@ class IdempotencyKeysIT {
         };
 
     Throwable thrown =
-        catchThrowable(() -> keys.execute("divide", key, Fingerprint.of("d"), divide));
+        catchThrowable(
+            () -> keys.execute("divide", Caller.anonymous(), key, Fingerprint.of("d"), divide));
 
     assertThat(thrown)
         .as("the action's own DataAccessException, not BackendUnavailableException")
         .isNotNull()
         .isSameAs(raised.get());
     assertThat(counter("releases", "divide")).isEqualTo(1);
-    Outcome<String> retry = keys.execute("divide", key, Fingerprint.of("d"), divide);
+    Outcome<String> retry =
+        keys.execute("divide", Caller.anonymous(), key, Fingerprint.of("d"), divide);
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("divided by attempt 2");
     assertThat(Ledger.count(dsl, "divide", key)).isEqualTo(1);
@@ -621,17 +659,23 @@ class IdempotencyKeysIT {
             attempt -> {
               throw new IllegalStateException("crash after phase 1");
             });
-    assertThatThrownBy(() -> keys.execute("renamed", key, Fingerprint.of("r"), before))
+    assertThatThrownBy(
+            () -> keys.execute("renamed", Caller.anonymous(), key, Fingerprint.of("r"), before))
         .hasMessage("crash after phase 1");
     Phases<String, RuntimeException> renamed =
         Phases.builder().phase("other_name", attempt -> {}).finish(attempt -> "x");
 
-    assertThatThrownBy(() -> keys.execute("renamed", key, Fingerprint.of("r"), renamed))
+    assertThatThrownBy(
+            () -> keys.execute("renamed", Caller.anonymous(), key, Fingerprint.of("r"), renamed))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("\"phase1\" is not a phase of this operation");
     Outcome<String> withOldPhases =
         keys.execute(
-            "renamed", key, Fingerprint.of("r"), LedgerPhases.of(attempt -> {}, attempt -> {}));
+            "renamed",
+            Caller.anonymous(),
+            key,
+            Fingerprint.of("r"),
+            LedgerPhases.of(attempt -> {}, attempt -> {}));
     assertThat(withOldPhases).isInstanceOf(Outcome.Completed.class);
   }
 
@@ -643,13 +687,17 @@ class IdempotencyKeysIT {
           throw new AssertionError("must not run");
         };
 
-    assertThatThrownBy(() -> keys.execute("bad", "has space", Fingerprint.of("f"), action))
+    assertThatThrownBy(
+            () -> keys.execute("bad", Caller.anonymous(), "has space", Fingerprint.of("f"), action))
         .isInstanceOf(InvalidIdempotencyKeyException.class);
-    assertThatThrownBy(() -> keys.execute("bad", "", Fingerprint.of("f"), action))
+    assertThatThrownBy(
+            () -> keys.execute("bad", Caller.anonymous(), "", Fingerprint.of("f"), action))
         .isInstanceOf(InvalidIdempotencyKeyException.class);
-    assertThatThrownBy(() -> keys.execute("bad", null, Fingerprint.of("f"), action))
+    assertThatThrownBy(
+            () -> keys.execute("bad", Caller.anonymous(), null, Fingerprint.of("f"), action))
         .isInstanceOf(InvalidIdempotencyKeyException.class);
-    assertThatThrownBy(() -> keys.execute(" ", "k", Fingerprint.of("f"), action))
+    assertThatThrownBy(
+            () -> keys.execute(" ", Caller.anonymous(), "k", Fingerprint.of("f"), action))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("scope");
     assertThat(
@@ -661,8 +709,8 @@ class IdempotencyKeysIT {
   void metricsAreTaggedWithTheComponentAndTheScopeNeverWithTheKey() {
     IdempotencyKeys<String> keys = keys();
     String key = newKey();
-    keys.execute("tagged", key, Fingerprint.of("f"), attempt -> "r");
-    keys.execute("tagged", key, Fingerprint.of("f"), attempt -> "r");
+    keys.execute("tagged", Caller.anonymous(), key, Fingerprint.of("f"), attempt -> "r");
+    keys.execute("tagged", Caller.anonymous(), key, Fingerprint.of("f"), attempt -> "r");
 
     List<Meter> meters =
         registry.getMeters().stream()

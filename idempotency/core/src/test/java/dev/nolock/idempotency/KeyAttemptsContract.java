@@ -152,7 +152,10 @@ abstract class KeyAttemptsContract extends AttemptTokenContract<KeyAttemptsContr
     Request request = new Request(key);
     request.call =
         CompletableFuture.supplyAsync(
-            () -> keys.execute(SCOPE, key, SAME_REQUEST, heldUntilFinished(request)), requests);
+            () ->
+                keys.execute(
+                    SCOPE, Caller.anonymous(), key, SAME_REQUEST, heldUntilFinished(request)),
+            requests);
     sent.add(request);
     try {
       CompletableFuture.anyOf(request.token, request.call)
@@ -221,7 +224,8 @@ abstract class KeyAttemptsContract extends AttemptTokenContract<KeyAttemptsContr
    */
   private Finish retry(Request request) {
     long mine = token(request);
-    Outcome<String> outcome = keys.execute(SCOPE, request.key, SAME_REQUEST, this::order);
+    Outcome<String> outcome =
+        keys.execute(SCOPE, Caller.anonymous(), request.key, SAME_REQUEST, this::order);
     if (outcome instanceof Outcome.Completed<String> done) {
       if (done.attempt().value() <= mine) {
         throw new AssertionError("the repeat of attempt " + mine + " was answered " + outcome);

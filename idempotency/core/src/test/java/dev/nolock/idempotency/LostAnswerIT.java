@@ -105,14 +105,19 @@ class LostAnswerIT {
     assertThatThrownBy(
             () ->
                 keys.execute(
-                    SCOPE, key, REQUEST, losingTheCommitOf(CHARGED, FaultKind.ANSWER_LOST)))
+                    SCOPE,
+                    Caller.anonymous(),
+                    key,
+                    REQUEST,
+                    losingTheCommitOf(CHARGED, FaultKind.ANSWER_LOST)))
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("phase \"" + CHARGED + "\"")
         .hasMessageContaining("whether it committed is unknown");
     assertThat(effects(key, "charge")).as("the charge committed").isEqualTo(1);
 
     // The key was released after the failure, so the retry takes over at once.
-    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
 
     assertThat(effects(key, "charge")).as("charges after the retry").isEqualTo(1);
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
@@ -127,12 +132,17 @@ class LostAnswerIT {
     assertThatThrownBy(
             () ->
                 keys.execute(
-                    SCOPE, key, REQUEST, losingTheCommitOf(CHARGED, FaultKind.REQUEST_LOST)))
+                    SCOPE,
+                    Caller.anonymous(),
+                    key,
+                    REQUEST,
+                    losingTheCommitOf(CHARGED, FaultKind.REQUEST_LOST)))
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("whether it committed is unknown");
     assertThat(effects(key, "charge")).as("the charge rolled back").isZero();
 
-    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
 
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertOneOfEach(key);
@@ -152,13 +162,14 @@ class LostAnswerIT {
                             FaultKind.ANSWER_LOST,
                             JdbcFaults.sqlContaining("\"recovery_point\" ="))));
 
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, phases))
+    assertThatThrownBy(() -> keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, phases))
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("whether it committed is unknown");
     // Inside a transaction the dropped connection rolls the phase back on the server.
     assertThat(effects(key, "charge")).isZero();
 
-    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
 
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertOneOfEach(key);
@@ -171,11 +182,16 @@ class LostAnswerIT {
     assertThatThrownBy(
             () ->
                 keys.execute(
-                    SCOPE, key, REQUEST, losingTheCommitOf(Phases.FINISHED, FaultKind.ANSWER_LOST)))
+                    SCOPE,
+                    Caller.anonymous(),
+                    key,
+                    REQUEST,
+                    losingTheCommitOf(Phases.FINISHED, FaultKind.ANSWER_LOST)))
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("whether it committed is unknown");
 
-    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
 
     assertThat(retry).isEqualTo(new Outcome.Replayed<>("paid by attempt 1"));
     assertOneOfEach(key);
@@ -186,20 +202,23 @@ class LostAnswerIT {
     String key = newKey();
     arm(() -> faults.onNextCommit(FaultKind.ANSWER_LOST));
 
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+    assertThatThrownBy(
+            () -> keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null)))
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("claiming key");
     assertThat(Ledger.rows(dsl, SCOPE, key)).as("nothing ran").isEmpty();
 
     // The claim committed: the key is leased by an attempt nobody runs.
-    Outcome<String> tooSoon = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    Outcome<String> tooSoon =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
     assertThat(tooSoon).isInstanceOf(Outcome.RequestInProgress.class);
     assertThat(((Outcome.RequestInProgress<String>) tooSoon).retryAfter())
         .isPositive()
         .isLessThanOrEqualTo(IdempotencyConfig.DEFAULT_LEASE);
 
     databaseClock.advance(IdempotencyConfig.DEFAULT_LEASE);
-    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
 
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("paid by attempt 2");
@@ -209,16 +228,22 @@ class LostAnswerIT {
   @Test
   void aForgetWhoseAnswerIsLostIsReportedUnknownAndItsRetryFindsTheKeyGone() {
     String key = newKey();
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(RECEIPT_SENT)))
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(RECEIPT_SENT)))
         .hasMessageContaining(RECEIPT_SENT + " failed");
     arm(() -> faults.onNextCommit(FaultKind.ANSWER_LOST));
 
-    assertThatThrownBy(() -> keys.forget(SCOPE, key))
+    assertThatThrownBy(() -> keys.forget(SCOPE, Caller.anonymous(), key))
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("whether it was forgotten is unknown");
 
-    assertThat(keys.forget(SCOPE, key)).as("gone: the first send deleted it").isFalse();
-    Outcome<String> next = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    assertThat(keys.forget(SCOPE, Caller.anonymous(), key))
+        .as("gone: the first send deleted it")
+        .isFalse();
+    Outcome<String> next =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
     assertThat(next).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) next).result()).isEqualTo("paid by attempt 1");
   }
@@ -228,9 +253,14 @@ class LostAnswerIT {
     String abandoned = newKey();
     String notStarted = newKey();
     assertThatThrownBy(
-            () -> keys.execute(SCOPE, abandoned, REQUEST, PaymentPhases.of(RECEIPT_SENT)))
+            () ->
+                keys.execute(
+                    SCOPE, Caller.anonymous(), abandoned, REQUEST, PaymentPhases.of(RECEIPT_SENT)))
         .hasMessageContaining(RECEIPT_SENT + " failed");
-    assertThatThrownBy(() -> keys.execute(SCOPE, notStarted, REQUEST, PaymentPhases.of(CHARGED)))
+    assertThatThrownBy(
+            () ->
+                keys.execute(
+                    SCOPE, Caller.anonymous(), notStarted, REQUEST, PaymentPhases.of(CHARGED)))
         .hasMessageContaining(CHARGED + " failed");
     databaseClock.advance(IdempotencyConfig.DEFAULT_RETENTION.plusMinutes(1));
     arm(() -> faults.onNextCommit(FaultKind.ANSWER_LOST));
@@ -240,7 +270,8 @@ class LostAnswerIT {
         .hasMessageContaining("purging expired keys");
     assertThat(keys.purgeExpired()).as("the first send deleted what it could").isZero();
 
-    Outcome<String> retry = keys.execute(SCOPE, abandoned, REQUEST, PaymentPhases.of(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), abandoned, REQUEST, PaymentPhases.of(null));
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertOneOfEach(abandoned);
   }
@@ -255,11 +286,12 @@ class LostAnswerIT {
             RECEIPT_SENT,
             () -> arm(() -> faults.onNextCommit(FaultKind.ANSWER_LOST)));
 
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, failing))
+    assertThatThrownBy(() -> keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, failing))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining(RECEIPT_SENT + " failed");
 
-    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
     assertThat(retry).as("released: taken over at once").isInstanceOf(Outcome.Completed.class);
     assertOneOfEach(key);
   }
@@ -273,14 +305,15 @@ class LostAnswerIT {
             RECEIPT_SENT,
             () -> arm(() -> faults.onNextCommit(FaultKind.REQUEST_LOST)));
 
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, failing))
+    assertThatThrownBy(() -> keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, failing))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining(RECEIPT_SENT + " failed");
-    assertThat(keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+    assertThat(keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null)))
         .isInstanceOf(Outcome.RequestInProgress.class);
 
     databaseClock.advance(IdempotencyConfig.DEFAULT_LEASE);
-    Outcome<String> retry = keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    Outcome<String> retry =
+        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertOneOfEach(key);
   }
@@ -288,14 +321,15 @@ class LostAnswerIT {
   @Test
   void aReadWhoseAnswerIsLostIsReportedUnknownAndChangesNothing() {
     String key = newKey();
-    keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null));
+    keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
     arm(() -> faults.onNextStatement(FaultKind.ANSWER_LOST, JdbcFaults.sqlContaining("select")));
 
-    assertThatThrownBy(() -> keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+    assertThatThrownBy(
+            () -> keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null)))
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("reading key");
 
-    assertThat(keys.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+    assertThat(keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null)))
         .isEqualTo(new Outcome.Replayed<>("paid by attempt 1"));
     assertOneOfEach(key);
   }
@@ -315,11 +349,11 @@ class LostAnswerIT {
             RECEIPT_SENT,
             () -> arm(() -> faults.onNextCommit(FaultKind.ANSWER_LOST)));
 
-    assertThatThrownBy(() -> declining.execute(SCOPE, key, REQUEST, failing))
+    assertThatThrownBy(() -> declining.execute(SCOPE, Caller.anonymous(), key, REQUEST, failing))
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("storing the final failure");
 
-    assertThat(declining.execute(SCOPE, key, REQUEST, PaymentPhases.of(null)))
+    assertThat(declining.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null)))
         .isEqualTo(new Outcome.Replayed<>("declined"));
     assertThat(Ledger.rows(dsl, SCOPE, key)).extracting(Ledger.Row::step).containsExactly("charge");
   }

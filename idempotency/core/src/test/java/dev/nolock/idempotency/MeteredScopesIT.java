@@ -91,12 +91,17 @@ class MeteredScopesIT {
 
   @Test
   void theOverflowTagIsNoScope() {
-    assertThat(IdempotencyMetrics.OVERFLOW_SCOPE).hasSizeGreaterThan(IdempotencyKeys.MAX_SCOPE_LENGTH);
+    assertThat(IdempotencyMetrics.OVERFLOW_SCOPE)
+        .hasSizeGreaterThan(IdempotencyKeys.MAX_SCOPE_LENGTH);
     IdempotencyKeys<String> keys = keys(IdempotencyConfig.custom());
     assertThatThrownBy(
             () ->
                 keys.execute(
-                    IdempotencyMetrics.OVERFLOW_SCOPE, "k", Fingerprint.of("f"), a -> "ok"))
+                    IdempotencyMetrics.OVERFLOW_SCOPE,
+                    Caller.anonymous(),
+                    "k",
+                    Fingerprint.of("f"),
+                    a -> "ok"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("scope");
   }
@@ -114,7 +119,11 @@ class MeteredScopesIT {
     for (int i = 0; i < scopes; i++) {
       assertThat(
               keys.execute(
-                  "tenant-" + i, UUID.randomUUID().toString(), Fingerprint.of("f"), a -> "ok"))
+                  "tenant-" + i,
+                  Caller.anonymous(),
+                  UUID.randomUUID().toString(),
+                  Fingerprint.of("f"),
+                  a -> "ok"))
           .isInstanceOf(Outcome.Completed.class);
     }
   }

@@ -81,6 +81,7 @@ class PausedAttemptIT {
                 Outcome<String> outcome =
                     keys.execute(
                         scope,
+                        Caller.anonymous(),
                         key,
                         Fingerprint.of("same-request"),
                         attempt -> {
@@ -110,7 +111,12 @@ class PausedAttemptIT {
           Long.parseLong(outcome[2]),
           staleCount,
           Ledger.rows(schema.dsl(), scope, key),
-          keys.execute(scope, key, Fingerprint.of("same-request"), attempt -> "never runs"));
+          keys.execute(
+              scope,
+              Caller.anonymous(),
+              key,
+              Fingerprint.of("same-request"),
+              attempt -> "never runs"));
     }
   }
 

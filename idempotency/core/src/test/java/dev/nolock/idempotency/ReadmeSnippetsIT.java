@@ -72,6 +72,7 @@ class ReadmeSnippetsIT {
     MeterRegistry registry = new SimpleMeterRegistry();
     FakeProvider provider = new FakeProvider();
     String idempotencyKey = UUID.randomUUID().toString();
+    String customerId = "customer-42";
     String requestBody = "{\"cents\":4200}";
     long cents = 4200;
 
@@ -91,6 +92,7 @@ class ReadmeSnippetsIT {
     Outcome<String> outcome =
         keys.execute(
             "payments.create", // the operation: a metrics tag, never per request
+            Caller.of(customerId), // who sent it, from your authentication: keys are per caller
             idempotencyKey, // the client's Idempotency-Key
             Fingerprint.sha256("POST", "/payments", requestBody),
             attempt -> {
@@ -127,6 +129,7 @@ class ReadmeSnippetsIT {
     assertThat(
             keys.execute(
                 "payments.create",
+                Caller.of(customerId),
                 idempotencyKey,
                 Fingerprint.sha256("POST", "/payments", requestBody),
                 attempt -> "never runs"))
@@ -168,7 +171,11 @@ class ReadmeSnippetsIT {
 
     Outcome<String> transferred =
         keys.execute(
-            "transfers.create", UUID.randomUUID().toString(), Fingerprint.of("500"), transfer);
+            "transfers.create",
+            Caller.of(customerId),
+            UUID.randomUUID().toString(),
+            Fingerprint.of("500"),
+            transfer);
     // --- end ---
     assertThat(transferred).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) transferred).result()).startsWith("transfer done: ch_");
@@ -199,7 +206,7 @@ class ReadmeSnippetsIT {
     }
 
     // Once what its phases did is reconciled (the charge refunded or settled by hand):
-    boolean forgotten = keys.forget("transfers.create", reconciledKey);
+    boolean forgotten = keys.forget("transfers.create", Caller.of(customerId), reconciledKey);
     // --- end ---
     assertThat(purged).isZero();
     assertThat(forgotten).as("no such key here").isFalse();
@@ -220,8 +227,9 @@ class ReadmeSnippetsIT {
   void theReadmeShowsTheCodeTheTestRunsForAtomicPhases() {
     ReadmeSnippet.javaBlock(README, "### Atomic phases")
         .replacing(
-            "keys.execute(\"transfers.create\", key,",
-            "keys.execute(\"transfers.create\", UUID.randomUUID().toString(),")
+            "keys.execute(\"transfers.create\", Caller.of(customerId), key,",
+            "keys.execute(\"transfers.create\", Caller.of(customerId),"
+                + " UUID.randomUUID().toString(),")
         .assertRunBy(ReadmeSnippetsIT.class, "Atomic phases");
   }
 

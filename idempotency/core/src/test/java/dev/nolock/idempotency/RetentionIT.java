@@ -64,7 +64,8 @@ class RetentionIT {
     long firstToken = 0;
     for (int i = 0; i < 25; i++) {
       String key = "key-" + i;
-      Outcome<String> outcome = keys.execute("r", key, Fingerprint.of("f"), attempt -> "r");
+      Outcome<String> outcome =
+          keys.execute("r", Caller.anonymous(), key, Fingerprint.of("f"), attempt -> "r");
       if (i == 0) {
         firstToken = ((Outcome.Completed<String>) outcome).attempt().value();
       }
@@ -80,6 +81,7 @@ class RetentionIT {
             () ->
                 keys.execute(
                     "r",
+                    Caller.anonymous(),
                     live,
                     Fingerprint.of("f"),
                     attempt -> {
@@ -99,7 +101,8 @@ class RetentionIT {
     assertThat(running.get(30, TimeUnit.SECONDS)).isInstanceOf(Outcome.Completed.class);
     assertThat(keys.purgeExpired()).as("the live key completed with a new retention").isZero();
 
-    Outcome<String> again = keys.execute("r", "key-0", Fingerprint.of("f"), attempt -> "again");
+    Outcome<String> again =
+        keys.execute("r", Caller.anonymous(), "key-0", Fingerprint.of("f"), attempt -> "again");
     assertThat(again).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) again).attempt().value())
         .as("the sequence never reuses a token, so a stale attempt of the purged key cannot match")

@@ -50,12 +50,18 @@ class SchemaIT {
 
   /** Every column of the README's table; {@code %s} is the type of its four timestamps. */
   private static final String COLUMNS =
-      "scope varchar(100) NOT NULL, idempotency_key varchar(255) NOT NULL,"
+      "scope varchar(100) NOT NULL, principal text NOT NULL, idempotency_key varchar(255) NOT NULL,"
           + " fingerprint varchar(255) NOT NULL, state varchar(16) NOT NULL,"
           + " attempt_token bigint NOT NULL, attempt_count int NOT NULL,"
           + " recovery_point varchar(63) NOT NULL, locked_until %1$s NOT NULL,"
           + " response_status int, response_body bytea, created_at %1$s NOT NULL,"
-          + " completed_at %1$s, expires_at %1$s NOT NULL";
+          + " completed_at %1$s, expires_at %1$s NOT NULL, downstream_key uuid NOT NULL";
+
+  /** The columns of the shape before callers: no principal, no downstream key. */
+  private static final String COLUMNS_BEFORE_CALLERS =
+      COLUMNS
+          .replace(" principal text NOT NULL,", "")
+          .replace(", downstream_key uuid NOT NULL", "");
 
   /**
    * A keys table whose lease and expiry are {@code timestamp} (without time zone) is refused: each
@@ -70,7 +76,7 @@ class SchemaIT {
         .execute(
             "CREATE TABLE local_time_keys ("
                 + COLUMNS.formatted("timestamp")
-                + ", PRIMARY KEY (scope, idempotency_key))");
+                + ", PRIMARY KEY (scope, principal, idempotency_key))");
 
     assertThatThrownBy(() -> keys(pg, "local_time_keys").createTableIfMissing())
         .isInstanceOfSatisfying(
@@ -90,9 +96,9 @@ class SchemaIT {
   }
 
   /**
-   * A keys table without its primary key on {@code (scope, idempotency_key)}, or with one on other
-   * columns, is refused: the claim's {@code ON CONFLICT (scope, idempotency_key)} needs it, and it
-   * is what lets one request per key through. Before, the call accepted both tables.
+   * A keys table without its primary key on {@code (scope, principal, idempotency_key)}, or with
+   * one on other columns, is refused: the claim's {@code ON CONFLICT (scope, principal,
+   * idempotency_key)} needs it, and it is what lets one request per key and caller through.
    */
   @Test
   void aTableWithoutItsPrimaryKeyOrWithAnotherOneIsRefused(PostgresSchema pg) {
@@ -108,9 +114,97 @@ class SchemaIT {
           .as(table)
           .isInstanceOfSatisfying(
               SchemaMismatchException.class,
-              e -> assertThat(e.problem()).isEqualTo("no unique key on (scope, idempotency_key)"));
+              e ->
+                  assertThat(e.problem())
+                      .isEqualTo("no unique key on (scope, principal, idempotency_key)"));
     }
   }
+
+  /**
+   * A keys table of the shape before keys belonged to their caller (no {@code principal} and no
+   * {@code downstream_key}, the primary key on {@code (scope, idempotency_key)}) is refused: on it
+   * two callers would share one key space. So is one that has the two columns but keeps the old
+   * primary key. Before, the first was accepted.
+   */
+  @Test
+  void aTableOfTheShapeBeforeCallersIsRefused(PostgresSchema pg) {
+    pg.dsl()
+        .execute(
+            "CREATE TABLE shared_keys ("
+                + COLUMNS_BEFORE_CALLERS.formatted("timestamptz")
+                + ", PRIMARY KEY (scope, idempotency_key))");
+    pg.dsl()
+        .execute(
+            "CREATE TABLE half_migrated_keys ("
+                + COLUMNS_BEFORE_CALLERS.formatted("timestamptz")
+                + ", principal text NOT NULL DEFAULT '', downstream_key uuid NOT NULL"
+                + " DEFAULT gen_random_uuid(), PRIMARY KEY (scope, idempotency_key))");
+
+    assertThatThrownBy(() -> keys(pg, "shared_keys").createTableIfMissing())
+        .isInstanceOfSatisfying(
+            SchemaMismatchException.class,
+            e -> {
+              assertThat(e.problem())
+                  .contains("column principal is missing")
+                  .contains("column downstream_key is missing")
+                  .contains("no unique key on (scope, principal, idempotency_key)");
+              assertThat(String.join("\n", e.ddl()))
+                  .contains("primary key (\"scope\", \"principal\", \"idempotency_key\")");
+            });
+    assertThatThrownBy(() -> keys(pg, "half_migrated_keys").createTableIfMissing())
+        .isInstanceOfSatisfying(
+            SchemaMismatchException.class,
+            e ->
+                assertThat(e.problem())
+                    .isEqualTo("no unique key on (scope, principal, idempotency_key)"));
+    assertThat(indexes(pg.dsl(), "shared_keys"))
+        .as("nothing was created on the refused table")
+        .containsExactly("shared_keys_pkey");
+  }
+
+  /**
+   * The README's migration turns a table of the shape before callers into one the call accepts; a
+   * key completed before it replays for the anonymous caller only, and a principal sending the same
+   * key gets a run of its own.
+   */
+  @Test
+  void theReadmesMigrationMakesOldRowsAnonymousCallerRows(PostgresSchema pg) {
+    pg.dsl()
+        .execute(
+            "CREATE TABLE old_keys ("
+                + COLUMNS_BEFORE_CALLERS.formatted("timestamptz")
+                + ", PRIMARY KEY (scope, idempotency_key))");
+    pg.dsl()
+        .execute(
+            "INSERT INTO old_keys (scope, idempotency_key, fingerprint, state, attempt_token,"
+                + " attempt_count, recovery_point, locked_until, response_status, response_body,"
+                + " created_at, completed_at, expires_at) VALUES ('s', 'k', 'f', 'completed', 1,"
+                + " 1, 'finished', now(), 0, convert_to('stored', 'UTF8'), now(), now(),"
+                + " now() + interval '1 day')");
+
+    pg.dsl().execute(MIGRATION.replace("nolock_idempotency_keys", "old_keys"));
+    IdempotencyKeys<String> keys = keys(pg, "old_keys");
+    keys.createTableIfMissing();
+
+    assertThat(keys.execute("s", Caller.anonymous(), "k", Fingerprint.of("f"), a -> "ran"))
+        .isEqualTo(new Outcome.Replayed<>("stored"));
+    assertThat(keys.execute("s", Caller.of("p"), "k", Fingerprint.of("f"), a -> "ran"))
+        .isInstanceOf(Outcome.Completed.class);
+  }
+
+  /** The README's migration from the shape before callers. */
+  static final String MIGRATION =
+      """
+      ALTER TABLE nolock_idempotency_keys
+        ADD COLUMN principal text NOT NULL DEFAULT '',
+        ADD COLUMN downstream_key uuid NOT NULL DEFAULT gen_random_uuid();
+      ALTER TABLE nolock_idempotency_keys
+        ALTER COLUMN principal DROP DEFAULT,
+        ALTER COLUMN downstream_key DROP DEFAULT,
+        DROP CONSTRAINT nolock_idempotency_keys_pkey,
+        ADD PRIMARY KEY (scope, principal, idempotency_key);
+      DROP INDEX IF EXISTS nolock_idempotency_keys_pending_idx;
+      """;
 
   /** The table the call creates is accepted, also when it is called again. */
   @Test
@@ -120,11 +214,11 @@ class SchemaIT {
     keys.createTableIfMissing();
     keys.createTableIfMissing();
 
-    assertThat(keys.execute("s", "k", Fingerprint.of("f"), attempt -> "done"))
+    assertThat(keys.execute("s", Caller.anonymous(), "k", Fingerprint.of("f"), attempt -> "done"))
         .isInstanceOf(Outcome.Completed.class);
     assertThat(indexes(pg.dsl(), "fresh_keys"))
         .containsExactlyInAnyOrder(
-            "fresh_keys_pkey", "fresh_keys_expires_idx", "fresh_keys_pending_idx");
+            "fresh_keys_pkey", "fresh_keys_expires_idx", "fresh_keys_open_idx");
   }
 
   private static IdempotencyKeys<String> keys(PostgresSchema pg, String table) {

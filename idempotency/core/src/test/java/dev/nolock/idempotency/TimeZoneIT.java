@@ -58,13 +58,13 @@ class TimeZoneIT {
     pg.dsl().execute("CREATE SEQUENCE local_keys_attempt_seq START WITH 1");
     pg.dsl()
         .execute(
-            "CREATE TABLE local_keys (scope varchar(100) NOT NULL,"
-                + " idempotency_key varchar(255) NOT NULL, fingerprint varchar(255) NOT NULL,"
-                + " state varchar(16) NOT NULL, attempt_token bigint NOT NULL,"
-                + " attempt_count int NOT NULL, recovery_point varchar(63) NOT NULL,"
-                + " locked_until timestamp NOT NULL, response_status int, response_body bytea,"
-                + " created_at timestamp NOT NULL, completed_at timestamp,"
-                + " expires_at timestamp NOT NULL, PRIMARY KEY (scope, idempotency_key))");
+            "CREATE TABLE local_keys (scope varchar(100) NOT NULL, principal text NOT NULL,"
+                + " downstream_key uuid NOT NULL, idempotency_key varchar(255) NOT NULL,"
+                + " fingerprint varchar(255) NOT NULL, state varchar(16) NOT NULL, attempt_token"
+                + " bigint NOT NULL, attempt_count int NOT NULL, recovery_point varchar(63) NOT"
+                + " NULL, locked_until timestamp NOT NULL, response_status int, response_body"
+                + " bytea, created_at timestamp NOT NULL, completed_at timestamp, expires_at"
+                + " timestamp NOT NULL, PRIMARY KEY (scope, principal, idempotency_key))");
 
     Race race = race(pg, "local_keys");
 
@@ -101,6 +101,7 @@ class TimeZoneIT {
               () ->
                   a.execute(
                       "payments",
+                      Caller.anonymous(),
                       key,
                       request,
                       attempt -> {
@@ -113,6 +114,7 @@ class TimeZoneIT {
       Outcome<String> second =
           b.execute(
               "payments",
+              Caller.anonymous(),
               key,
               request,
               attempt -> {

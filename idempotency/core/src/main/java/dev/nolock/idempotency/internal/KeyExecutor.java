@@ -1,6 +1,7 @@
 package dev.nolock.idempotency.internal;
 
 import dev.nolock.idempotency.Attempt;
+import dev.nolock.idempotency.Caller;
 import dev.nolock.idempotency.FailurePolicy;
 import dev.nolock.idempotency.Fingerprint;
 import dev.nolock.idempotency.IdempotencyConfig;
@@ -152,15 +153,18 @@ public final class KeyExecutor<R> {
         () -> dsl.transactionResult(tx -> table.countAbandoned(tx.dsl(), timeout)));
   }
 
-  public List<AbandonedRow> listAbandoned(String afterScope, String afterKey, int limit) {
+  public List<AbandonedRow> listAbandoned(
+      String afterScope, String afterPrincipal, String afterKey, int limit) {
     return translate(
         () -> "listing the abandoned keys of " + table + ". Retry later",
         () ->
             dsl.transactionResult(
-                tx -> table.listAbandoned(tx.dsl(), afterScope, afterKey, limit, timeout)));
+                tx ->
+                    table.listAbandoned(
+                        tx.dsl(), afterScope, afterPrincipal, afterKey, limit, timeout)));
   }
 
-  public boolean forget(String scope, String key) {
+  public boolean forget(String scope, Caller caller, String key) {
     int rows =
         translate(
             () ->
@@ -168,8 +172,11 @@ public final class KeyExecutor<R> {
                     + scope
                     + "\"; whether it was forgotten is unknown. List the abandoned keys to see,"
                     + " or call forget again (false then means it is gone, completed or held)",
-            () -> dsl.transactionResult(tx -> table.forget(tx.dsl(), scope, key, timeout)));
-    return SqlErrors.atMostOneRow(rows, "forget of a key", table, "(scope, idempotency_key)");
+            () ->
+                dsl.transactionResult(
+                    tx -> table.forget(tx.dsl(), scope, caller.principal(), key, timeout)));
+    return SqlErrors.atMostOneRow(
+        rows, "forget of a key", table, "(scope, principal, idempotency_key)");
   }
 
   /** The gauge's reading: NaN when PostgreSQL cannot be asked, never a stale number. */
@@ -183,7 +190,8 @@ public final class KeyExecutor<R> {
   }
 
   public <X extends Exception> Outcome<R> execute(
-      String scope, String key, Fingerprint fingerprint, Phases<R, X> phases) throws X {
+      String scope, Caller caller, String key, Fingerprint fingerprint, Phases<R, X> phases)
+      throws X {
     IdempotencyMetrics counters = scopes.forScope(scope);
     // The wait loop only claims and reads; the phases run after it, outside the Supplier, so that
     // their checked exception reaches the caller without a carrier.
@@ -193,7 +201,8 @@ public final class KeyExecutor<R> {
             .run(
                 clock,
                 () -> {
-                  Either<Outcome<R>, Claimed> claimed = once(scope, key, fingerprint, counters);
+                  Either<Outcome<R>, Claimed> claimed =
+                      once(scope, caller, key, fingerprint, counters);
                   return claimed.isLeft()
                           && claimed.getLeft() instanceof Outcome.RequestInProgress<R> inProgress
                       ? Either.left(inProgress)
@@ -207,7 +216,19 @@ public final class KeyExecutor<R> {
     if (claimed.isLeft()) {
       return claimed.getLeft();
     }
-    return run(scope, key, claimed.get().claim(), claimed.get().sentAt(), phases, counters);
+    return run(
+        new KeyRef(scope, caller, key),
+        claimed.get().claim(),
+        claimed.get().sentAt(),
+        phases,
+        counters);
+  }
+
+  /** The row of one key: its scope, its caller and the key. */
+  private record KeyRef(String scope, Caller caller, String key) {
+    String principal() {
+      return caller.principal();
+    }
   }
 
   /** A claim this call won, and when the statement that won it was sent. */
@@ -215,7 +236,11 @@ public final class KeyExecutor<R> {
 
   /** One claim: the key to run, or the outcome of a key this call did not claim. */
   private Either<Outcome<R>, Claimed> once(
-      String scope, String key, Fingerprint fingerprint, IdempotencyMetrics counters) {
+      String scope,
+      Caller caller,
+      String key,
+      Fingerprint fingerprint,
+      IdempotencyMetrics counters) {
     for (int claims = 1; ; claims++) {
       long sentAt = clock.nanoTime();
       Optional<Claim> claim =
@@ -227,6 +252,7 @@ public final class KeyExecutor<R> {
                           table.claim(
                               tx.dsl(),
                               scope,
+                              caller.principal(),
                               key,
                               fingerprint,
                               config.lease(),
@@ -244,7 +270,9 @@ public final class KeyExecutor<R> {
       Optional<KeyRow> row =
           translate(
               () -> "reading key in scope \"" + scope + "\". Retry later with the same key",
-              () -> dsl.transactionResult(tx -> table.read(tx.dsl(), scope, key, timeout)));
+              () ->
+                  dsl.transactionResult(
+                      tx -> table.read(tx.dsl(), scope, caller.principal(), key, timeout)));
       if (row.isPresent()
           && safeguards.fingerprintCheck()
           && !row.get().fingerprint().equals(fingerprint.value())) {
@@ -268,28 +296,34 @@ public final class KeyExecutor<R> {
   }
 
   private <X extends Exception> Outcome<R> run(
-      String scope,
-      String key,
-      Claim claim,
-      long sentAt,
-      Phases<R, X> phases,
-      IdempotencyMetrics counters)
+      KeyRef row, Claim claim, long sentAt, Phases<R, X> phases, IdempotencyMetrics counters)
       throws X {
     FencingToken token = FencingToken.of(claim.token());
     int first;
     try {
       first = phases.resumeIndex(claim.recoveryPoint());
     } catch (IllegalStateException e) {
-      releaseQuietly(scope, key, token, e);
+      releaseQuietly(row, token, e);
       throw e;
     }
+    String scope = row.scope();
     long leaseFrom = sentAt;
     for (int i = first; i <= phases.names().size(); i++) {
       boolean last = i == phases.names().size();
       String phaseName = last ? Phases.FINISHED : phases.names().get(i);
       Deadline deadline = Deadline.forHolder(clock, leaseFrom, config.lease());
       Function<DSLContext, Attempt> attemptOn =
-          tx -> new Attempt(scope, key, token, claim.number(), claim.recoveryPoint(), tx, deadline);
+          tx ->
+              new Attempt(
+                  scope,
+                  row.caller(),
+                  row.key(),
+                  token,
+                  claim.number(),
+                  claim.recoveryPoint(),
+                  claim.downstreamKey().toString(),
+                  tx,
+                  deadline);
       long[] extendedAt = new long[1];
       Outcome<R> outcome;
       try {
@@ -302,7 +336,7 @@ public final class KeyExecutor<R> {
                     // FailurePolicy decides, even for a DataAccessException of the action's own.
                     R value = WorkThrew.call(t -> action.run(attemptOn.apply(t)), tx.dsl());
                     StoredResult stored = WorkThrew.call(t -> codec.encode(value), tx.dsl());
-                    store(tx.dsl(), scope, key, token, stored);
+                    store(tx.dsl(), row, token, stored);
                     return value;
                   });
           return new Outcome.Completed<>(result, token);
@@ -321,7 +355,8 @@ public final class KeyExecutor<R> {
                   table.advance(
                       tx.dsl(),
                       scope,
-                      key,
+                      row.principal(),
+                      row.key(),
                       token.value(),
                       phaseName,
                       config.lease(),
@@ -335,9 +370,9 @@ public final class KeyExecutor<R> {
       } catch (Stale stale) {
         outcome = stale(token, counters);
       } catch (WorkThrew threw) {
-        outcome = failed(scope, key, token, threw.<X>original(), counters);
+        outcome = failed(row, token, threw.<X>original(), counters);
       } catch (DataAccessException e) {
-        releaseQuietly(scope, key, token, e);
+        releaseQuietly(row, token, e);
         throw SqlErrors.translate(
             e,
             "running phase \""
@@ -354,13 +389,13 @@ public final class KeyExecutor<R> {
     throw new IllegalStateException("unreachable: the final phase always returns");
   }
 
-  private void store(
-      DSLContext tx, String scope, String key, FencingToken token, StoredResult stored) {
+  private void store(DSLContext tx, KeyRef row, FencingToken token, StoredResult stored) {
     int rows =
         table.complete(
             tx,
-            scope,
-            key,
+            row.scope(),
+            row.principal(),
+            row.key(),
             token.value(),
             stored,
             config.retention(),
@@ -370,7 +405,7 @@ public final class KeyExecutor<R> {
   }
 
   private void checkRows(int rows) {
-    if (!SqlErrors.atMostOneRow(rows, "key update", table, "(scope, idempotency_key)")) {
+    if (!SqlErrors.atMostOneRow(rows, "key update", table, "(scope, principal, idempotency_key)")) {
       throw new Stale();
     }
   }
@@ -386,13 +421,12 @@ public final class KeyExecutor<R> {
    * unchecked.
    */
   private <X extends Exception> Outcome<R> failed(
-      String scope, String key, FencingToken token, X failure, IdempotencyMetrics counters)
-      throws X {
+      KeyRef row, FencingToken token, X failure, IdempotencyMetrics counters) throws X {
     if (failure instanceof InterruptedException) {
       // An interrupt asks the thread to stop; it says nothing about the request. Storing it as
       // the key's result for good would answer every retry with it, and returning an outcome
       // would swallow the stop: release the key, keep the flag, rethrow.
-      releaseQuietly(scope, key, token, failure);
+      releaseQuietly(row, token, failure);
       counters.release();
       Thread.currentThread().interrupt();
       throw failure;
@@ -404,12 +438,12 @@ public final class KeyExecutor<R> {
       if (policyFailure != failure) { // a policy that rethrows what it was given
         failure.addSuppressed(policyFailure);
       }
-      releaseQuietly(scope, key, token, failure);
+      releaseQuietly(row, token, failure);
       counters.release();
       throw failure;
     }
     if (finalResult.isEmpty()) {
-      releaseQuietly(scope, key, token, failure);
+      releaseQuietly(row, token, failure);
       counters.release();
       throw failure;
     }
@@ -419,7 +453,7 @@ public final class KeyExecutor<R> {
       stored = codec.encode(result);
     } catch (RuntimeException codecFailure) {
       failure.addSuppressed(codecFailure);
-      releaseQuietly(scope, key, token, failure);
+      releaseQuietly(row, token, failure);
       counters.release();
       throw failure;
     }
@@ -427,10 +461,10 @@ public final class KeyExecutor<R> {
       translate(
           () ->
               "storing the final failure of a key in scope \""
-                  + scope
+                  + row.scope()
                   + "\"; whether it was stored is unknown. Retry with the same key",
           () -> {
-            dsl.transaction(tx -> store(tx.dsl(), scope, key, token, stored));
+            dsl.transaction(tx -> store(tx.dsl(), row, token, stored));
             return null;
           });
     } catch (Stale stale) {
@@ -439,9 +473,12 @@ public final class KeyExecutor<R> {
     return new Outcome.Completed<>(result, token);
   }
 
-  private void releaseQuietly(String scope, String key, FencingToken token, Throwable cause) {
+  private void releaseQuietly(KeyRef row, FencingToken token, Throwable cause) {
     try {
-      dsl.transaction(tx -> table.release(tx.dsl(), scope, key, token.value(), timeout));
+      dsl.transaction(
+          tx ->
+              table.release(
+                  tx.dsl(), row.scope(), row.principal(), row.key(), token.value(), timeout));
     } catch (RuntimeException e) {
       // The lease ends by itself; a retry takes over then.
       cause.addSuppressed(e);

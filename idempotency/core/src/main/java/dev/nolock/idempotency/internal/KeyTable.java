@@ -28,13 +28,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import org.jooq.CommonTableExpression;
 import org.jooq.Condition;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.Query;
-import org.jooq.Record2;
+import org.jooq.Record3;
 import org.jooq.Sequence;
 import org.jooq.Table;
 import org.jooq.impl.SQLDataType;
@@ -50,12 +51,16 @@ public final class KeyTable {
 
   private static final String ALIAS = "k";
 
-  /** What a successful claim returns. */
-  public record Claim(long token, int number, String recoveryPoint) {}
+  /**
+   * What a successful claim returns; {@code downstreamKey} is the row's, written by the claim that
+   * inserted it and never changed by a takeover.
+   */
+  public record Claim(long token, int number, String recoveryPoint, UUID downstreamKey) {}
 
   /** An abandoned key as {@link #listAbandoned} returns it. */
   public record AbandonedRow(
       String scope,
+      String principal,
       String key,
       String recoveryPoint,
       int attempts,
@@ -97,6 +102,11 @@ public final class KeyTable {
 
   private final Field<String> scope =
       field(name("scope"), SQLDataType.VARCHAR(IdempotencyKeys.MAX_SCOPE_LENGTH).nullable(false));
+
+  /** The caller's principal, {@code ''} for the anonymous caller (see {@code Caller}). */
+  private final Field<String> principal =
+      field(name("principal"), SQLDataType.CLOB.nullable(false));
+
   private final Field<String> key =
       field(
           name("idempotency_key"),
@@ -122,11 +132,14 @@ public final class KeyTable {
       field(name("completed_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(true));
   private final Field<OffsetDateTime> expiresAt =
       field(name("expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+  private final Field<UUID> downstreamKey =
+      field(name("downstream_key"), SQLDataType.UUID.nullable(false));
 
   private final Field<String> aliasedFingerprint;
   private final Field<String> aliasedState;
   private final Field<OffsetDateTime> aliasedExpiresAt;
   private final Field<String> aliasedScope;
+  private final Field<String> aliasedPrincipal;
   private final Field<String> aliasedKey;
 
   /** The table {@code tableName} (validated); the sequence and indexes are named after it. */
@@ -143,17 +156,22 @@ public final class KeyTable {
     this.attemptSequence = sequence(sequenceName, SQLDataType.BIGINT);
     // CREATE INDEX takes no schema: the index lives in its table's schema.
     this.expiresIndex = name(last + "_expires_idx");
-    this.inProgressIndex = name(last + "_pending_idx");
+    // Not the "_pending_idx" of the shape before callers, on (scope, idempotency_key): CREATE
+    // INDEX IF NOT EXISTS would keep that one on a migrated table, and the listing's order by
+    // (scope, principal, idempotency_key) could not use it.
+    this.inProgressIndex = name(last + "_open_idx");
     this.aliasedFingerprint = field(name(ALIAS, "fingerprint"), SQLDataType.VARCHAR);
     this.aliasedState = field(name(ALIAS, "state"), SQLDataType.VARCHAR);
     this.aliasedExpiresAt = field(name(ALIAS, "expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE);
     this.aliasedScope = field(name(ALIAS, "scope"), SQLDataType.VARCHAR);
+    this.aliasedPrincipal = field(name(ALIAS, "principal"), SQLDataType.CLOB);
     this.aliasedKey = field(name(ALIAS, "idempotency_key"), SQLDataType.VARCHAR);
     this.shape =
         TableShape.of(tableName)
             .columns(
                 List.of(
                     scope,
+                    principal,
                     key,
                     fingerprint,
                     state,
@@ -165,8 +183,9 @@ public final class KeyTable {
                     responseBody,
                     createdAt,
                     completedAt,
-                    expiresAt))
-            .uniqueKey(scope, key);
+                    expiresAt,
+                    downstreamKey))
+            .uniqueKey(scope, principal, key);
   }
 
   /**
@@ -175,8 +194,10 @@ public final class KeyTable {
    * creates, with a type that holds its values (the four timestamps {@code timestamptz}: a {@code
    * timestamp} without time zone is converted through each session's TimeZone, so instances in two
    * zones would read one lease or expiry hours apart), the nullable ones nullable, and the primary
-   * key (or a unique key) on exactly {@code (scope, idempotency_key)}, which the claim's {@code ON
-   * CONFLICT} needs and which lets one request per key through.
+   * key (or a unique key) on exactly {@code (scope, principal, idempotency_key)}, which the claim's
+   * {@code ON CONFLICT} needs and which lets one request per key and caller through. A table of the
+   * shape before callers (no {@code principal}, no {@code downstream_key}, the key on {@code
+   * (scope, idempotency_key)}) is refused: on it every caller would share one key space.
    */
   public TableShape shape() {
     return shape;
@@ -191,6 +212,7 @@ public final class KeyTable {
         dsl.createSequenceIfNotExists(attemptSequence).startWith(1L),
         dsl.createTableIfNotExists(table)
             .column(scope)
+            .column(principal)
             .column(key)
             .column(fingerprint)
             .column(state)
@@ -203,13 +225,14 @@ public final class KeyTable {
             .column(createdAt)
             .column(completedAt)
             .column(expiresAt)
-            .primaryKey(scope, key)
+            .column(downstreamKey)
+            .primaryKey(scope, principal, key)
             .check(state.in(inline(IN_PROGRESS), inline(COMPLETED)))
             .check(attemptToken.gt(inline(0L)))
             .check(attemptCount.gt(inline(0))),
         dsl.createIndexIfNotExists(expiresIndex).on(table, expiresAt),
         dsl.createIndexIfNotExists(inProgressIndex)
-            .on(table, scope, key)
+            .on(table, scope, principal, key)
             .where(state.eq(inline(IN_PROGRESS))));
   }
 
@@ -240,25 +263,29 @@ public final class KeyTable {
    * ended:
    *
    * <pre>{@code
-   * INSERT INTO t AS k (scope, idempotency_key, fingerprint, state, attempt_token, attempt_count,
-   *     recovery_point, locked_until, created_at, expires_at)
-   * VALUES (:scope, :key, :fp, 'in_progress', nextval(seq), 1, 'started',
+   * INSERT INTO t AS k (scope, principal, idempotency_key, fingerprint, state, downstream_key,
+   *     attempt_token, attempt_count, recovery_point, locked_until, created_at, expires_at)
+   * VALUES (:scope, :principal, :key, :fp, 'in_progress', :uuid, nextval(seq), 1, 'started',
    *     clock_timestamp() + :lease, clock_timestamp(), clock_timestamp() + :retention)
-   * ON CONFLICT (scope, idempotency_key) DO UPDATE
+   * ON CONFLICT (scope, principal, idempotency_key) DO UPDATE
    *   SET attempt_token = excluded.attempt_token, attempt_count = k.attempt_count + 1,
    *       locked_until = excluded.locked_until,
    *       expires_at = greatest(k.expires_at, excluded.expires_at)
    *   WHERE k.state = 'in_progress' AND k.locked_until <= clock_timestamp()
    *     AND k.fingerprint = excluded.fingerprint
-   * RETURNING attempt_token, attempt_count, recovery_point
+   * RETURNING attempt_token, attempt_count, recovery_point, downstream_key
    * }</pre>
    *
-   * A takeover pushes the retention out: it counts from the key's last activity. Empty: the key
-   * exists and is completed, leased, or was first used with another fingerprint.
+   * A takeover pushes the retention out: it counts from the key's last activity. It leaves {@code
+   * downstream_key} as the inserting claim wrote it ({@code :uuid}, fresh per statement, is only
+   * used by an insert): a claim whose answer was lost and that is sent again takes the row over, or
+   * finds it held, and every attempt of the row gets the same downstream key. Empty: the key exists
+   * and is completed, leased, or was first used with another fingerprint.
    */
   public Optional<Claim> claim(
       DSLContext dsl,
       String scopeValue,
+      String principalValue,
       String keyValue,
       Fingerprint fingerprintValue,
       Duration lease,
@@ -270,9 +297,11 @@ public final class KeyTable {
     return leased
         .claim(lease)
         .key(scope, scopeValue)
+        .key(principal, principalValue)
         .key(key, keyValue)
         .onInsert(fingerprint, val(fingerprintValue.value(), fingerprint))
         .onInsert(state, inline(IN_PROGRESS))
+        .onInsert(downstreamKey, val(UUID.randomUUID(), downstreamKey))
         .holder(attemptToken, attemptSequence.nextval())
         .onInsert(recoveryPoint, inline(Phases.STARTED))
         .onInsert(createdAt, now())
@@ -280,18 +309,22 @@ public final class KeyTable {
         .onTakeover(expiresAt, greatest(aliasedExpiresAt, excluded(expiresAt)))
         .onlyIf(aliasedState.eq(inline(IN_PROGRESS)).and(sameRequest))
         .build(dsl)
-        .returningResult(attemptToken, attemptCount, recoveryPoint)
+        .returningResult(attemptToken, attemptCount, recoveryPoint, downstreamKey)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
-        .map(r -> new Claim(r.value1(), r.value2(), r.value3()));
+        .map(r -> new Claim(r.value1(), r.value2(), r.value3(), r.value4()));
   }
 
   /** The key's row with the database's current time, if the key exists. */
   public Optional<KeyRow> read(
-      DSLContext dsl, String scopeValue, String keyValue, int timeoutSeconds) {
+      DSLContext dsl,
+      String scopeValue,
+      String principalValue,
+      String keyValue,
+      int timeoutSeconds) {
     return dsl.select(fingerprint, state, responseStatus, responseBody, lockedUntil, now())
         .from(table)
-        .where(scope.eq(scopeValue).and(key.eq(keyValue)))
+        .where(keyIs(scopeValue, principalValue, keyValue))
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
         .map(
@@ -302,12 +335,13 @@ public final class KeyTable {
   /**
    * {@code UPDATE t SET recovery_point = :phase, locked_until = clock_timestamp() + :lease,
    * expires_at = greatest(expires_at, clock_timestamp() + :retention) WHERE scope = :scope AND
-   * idempotency_key = :key AND attempt_token = :token AND state = 'in_progress'}: one row while the
-   * attempt still holds the key, none after a takeover.
+   * principal = :principal AND idempotency_key = :key AND attempt_token = :token AND state =
+   * 'in_progress'}: one row while the attempt still holds the key, none after a takeover.
    */
   public int advance(
       DSLContext dsl,
       String scopeValue,
+      String principalValue,
       String keyValue,
       long token,
       String phase,
@@ -319,7 +353,7 @@ public final class KeyTable {
         .set(recoveryPoint, phase)
         .set(lockedUntil, PgClock.plus(lease))
         .set(expiresAt, greatest(expiresAt, PgClock.plus(retention)))
-        .where(heldBy(scopeValue, keyValue, token, attemptCheck))
+        .where(heldBy(scopeValue, principalValue, keyValue, token, attemptCheck))
         .queryTimeout(timeoutSeconds)
         .execute();
   }
@@ -327,12 +361,13 @@ public final class KeyTable {
   /**
    * {@code UPDATE t SET state = 'completed', recovery_point = 'finished', response_status = :s,
    * response_body = :b, completed_at = clock_timestamp(), locked_until = clock_timestamp(),
-   * expires_at = clock_timestamp() + :retention WHERE scope = :scope AND idempotency_key = :key AND
-   * attempt_token = :token AND state = 'in_progress'}.
+   * expires_at = clock_timestamp() + :retention WHERE scope = :scope AND principal = :principal AND
+   * idempotency_key = :key AND attempt_token = :token AND state = 'in_progress'}.
    */
   public int complete(
       DSLContext dsl,
       String scopeValue,
+      String principalValue,
       String keyValue,
       long token,
       StoredResult result,
@@ -347,7 +382,7 @@ public final class KeyTable {
     completed.put(completedAt, now());
     completed.put(expiresAt, PgClock.plus(retention));
     return leased
-        .finish(dsl, heldBy(scopeValue, keyValue, token, attemptCheck), completed)
+        .finish(dsl, heldBy(scopeValue, principalValue, keyValue, token, attemptCheck), completed)
         .queryTimeout(timeoutSeconds)
         .execute();
   }
@@ -358,9 +393,14 @@ public final class KeyTable {
    * stays.
    */
   public int release(
-      DSLContext dsl, String scopeValue, String keyValue, long token, int timeoutSeconds) {
+      DSLContext dsl,
+      String scopeValue,
+      String principalValue,
+      String keyValue,
+      long token,
+      int timeoutSeconds) {
     return leased
-        .finish(dsl, heldBy(scopeValue, keyValue, token, true), Map.of())
+        .finish(dsl, heldBy(scopeValue, principalValue, keyValue, token, true), Map.of())
         .queryTimeout(timeoutSeconds)
         .execute();
   }
@@ -369,14 +409,15 @@ public final class KeyTable {
    * Deletes up to {@code batchSize} expired keys, skipping rows another transaction has locked:
    *
    * <pre>{@code
-   * WITH expired (scope, idempotency_key) AS MATERIALIZED (
-   *   SELECT scope, idempotency_key FROM t
+   * WITH expired (scope, principal, idempotency_key) AS MATERIALIZED (
+   *   SELECT scope, principal, idempotency_key FROM t
    *   WHERE expires_at <= clock_timestamp()
    *     AND (state = 'completed'
    *          OR (recovery_point = 'started' AND locked_until <= clock_timestamp()))
    *   LIMIT :n FOR UPDATE SKIP LOCKED)
    * DELETE FROM t AS k USING expired
-   * WHERE k.scope = expired.scope AND k.idempotency_key = expired.idempotency_key
+   * WHERE k.scope = expired.scope AND k.principal = expired.principal
+   *   AND k.idempotency_key = expired.idempotency_key
    * }</pre>
    *
    * An in-progress key is deleted only while it is still at {@code 'started'}: it has committed
@@ -388,11 +429,11 @@ public final class KeyTable {
    * n} rows go.
    */
   public int purgeBatch(DSLContext dsl, int batchSize, int timeoutSeconds) {
-    CommonTableExpression<Record2<String, String>> expired =
+    CommonTableExpression<Record3<String, String, String>> expired =
         name("expired")
-            .fields("scope", "idempotency_key")
+            .fields("scope", "principal", "idempotency_key")
             .asMaterialized(
-                select(scope, key)
+                select(scope, principal, key)
                     .from(table)
                     .where(
                         expiresAt
@@ -413,6 +454,7 @@ public final class KeyTable {
         .where(
             aliasedScope
                 .eq(expired.field("scope", String.class))
+                .and(aliasedPrincipal.eq(expired.field("principal", String.class)))
                 .and(aliasedKey.eq(expired.field("idempotency_key", String.class))))
         .queryTimeout(timeoutSeconds)
         .execute();
@@ -431,20 +473,26 @@ public final class KeyTable {
   }
 
   /**
-   * Up to {@code limit} abandoned keys after {@code (afterScope, afterKey)} (both null: from the
-   * first), in {@code (scope, idempotency_key)} order: keyset paging, so a page costs the same
-   * however deep it is.
+   * Up to {@code limit} abandoned keys after {@code (afterScope, afterPrincipal, afterKey)} (all
+   * null: from the first), in {@code (scope, principal, idempotency_key)} order: keyset paging, so
+   * a page costs the same however deep it is.
    */
   public List<AbandonedRow> listAbandoned(
-      DSLContext dsl, String afterScope, String afterKey, int limit, int timeoutSeconds) {
+      DSLContext dsl,
+      String afterScope,
+      String afterPrincipal,
+      String afterKey,
+      int limit,
+      int timeoutSeconds) {
     Condition after =
         afterScope == null
             ? noCondition()
-            : row(scope, key).gt(row(val(afterScope), val(afterKey)));
-    return dsl.select(scope, key, recoveryPoint, attemptCount, createdAt, expiresAt)
+            : row(scope, principal, key)
+                .gt(row(val(afterScope), val(afterPrincipal), val(afterKey)));
+    return dsl.select(scope, principal, key, recoveryPoint, attemptCount, createdAt, expiresAt)
         .from(table)
         .where(abandoned().and(after))
-        .orderBy(scope, key)
+        .orderBy(scope, principal, key)
         .limit(val(limit))
         .queryTimeout(timeoutSeconds)
         .fetch(
@@ -454,17 +502,24 @@ public final class KeyTable {
                     r.value2(),
                     r.value3(),
                     r.value4(),
-                    r.value5().toInstant(),
-                    r.value6().toInstant()));
+                    r.value5(),
+                    r.value6().toInstant(),
+                    r.value7().toInstant()));
   }
 
   /**
-   * {@code DELETE FROM t WHERE scope = :scope AND idempotency_key = :key AND state = 'in_progress'
-   * AND locked_until <= clock_timestamp()}: removes an unfinished key no attempt holds.
+   * {@code DELETE FROM t WHERE scope = :scope AND principal = :principal AND idempotency_key = :key
+   * AND state = 'in_progress' AND locked_until <= clock_timestamp()}: removes an unfinished key no
+   * attempt holds.
    */
-  public int forget(DSLContext dsl, String scopeValue, String keyValue, int timeoutSeconds) {
+  public int forget(
+      DSLContext dsl,
+      String scopeValue,
+      String principalValue,
+      String keyValue,
+      int timeoutSeconds) {
     return dsl.deleteFrom(table)
-        .where(scope.eq(scopeValue).and(key.eq(keyValue)))
+        .where(keyIs(scopeValue, principalValue, keyValue))
         .and(state.eq(inline(IN_PROGRESS)))
         .and(lockedUntil.le(now()))
         .queryTimeout(timeoutSeconds)
@@ -485,8 +540,14 @@ public final class KeyTable {
         .and(lockedUntil.le(now()));
   }
 
-  private Condition heldBy(String scopeValue, String keyValue, long token, boolean attemptCheck) {
-    Condition row = scope.eq(scopeValue).and(key.eq(keyValue));
+  /** The row of one key: every statement on one key names all three columns of the primary key. */
+  private Condition keyIs(String scopeValue, String principalValue, String keyValue) {
+    return scope.eq(scopeValue).and(principal.eq(principalValue)).and(key.eq(keyValue));
+  }
+
+  private Condition heldBy(
+      String scopeValue, String principalValue, String keyValue, long token, boolean attemptCheck) {
+    Condition row = keyIs(scopeValue, principalValue, keyValue);
     return attemptCheck ? row.and(attemptToken.eq(token)).and(state.eq(inline(IN_PROGRESS))) : row;
   }
 

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.Test;
 class KeyTableSqlTest {
 
   private static final String SECRET_KEY = "key-that-must-be-bound";
+  private static final String PRINCIPAL = "principal-that-must-be-bound";
 
   private final List<String> statements = new ArrayList<>();
   private final List<List<Object>> bindings = new ArrayList<>();
@@ -46,6 +47,7 @@ class KeyTableSqlTest {
     table.claim(
         dsl,
         "payments",
+        PRINCIPAL,
         SECRET_KEY,
         Fingerprint.of("fp"),
         Duration.ofSeconds(3),
@@ -57,14 +59,19 @@ class KeyTableSqlTest {
     assertThat(sql)
         .contains("insert into \"app\".\"idem_keys\" as \"k\"")
         .contains("nextval('\"app\".\"idem_keys_attempt_seq\"')")
-        .contains("on conflict (\"scope\", \"idempotency_key\") do update")
+        .contains("on conflict (\"scope\", \"principal\", \"idempotency_key\") do update")
+        .contains(
+            "returning \"attempt_token\", \"attempt_count\", \"recovery_point\","
+                + " \"downstream_key\"")
+        .doesNotContain("\"downstream_key\" = excluded")
         .contains("\"k\".\"locked_until\" <= clock_timestamp()")
         .contains("\"k\".\"fingerprint\" = excluded.\"fingerprint\"")
         .contains("\"expires_at\" = greatest(\"k\".\"expires_at\", excluded.\"expires_at\")")
         .contains("returning")
         .doesNotContain(SECRET_KEY)
         .doesNotContain("now()");
-    assertThat(bindings.get(0)).contains("payments", SECRET_KEY, "fp", 3000L, 3_600_000L);
+    assertThat(bindings.get(0))
+        .contains("payments", PRINCIPAL, SECRET_KEY, "fp", 3000L, 3_600_000L);
   }
 
   @Test
@@ -72,6 +79,7 @@ class KeyTableSqlTest {
     table.claim(
         dsl,
         "s",
+        PRINCIPAL,
         SECRET_KEY,
         Fingerprint.of("fp"),
         Duration.ofSeconds(3),
@@ -87,6 +95,7 @@ class KeyTableSqlTest {
     table.complete(
         dsl,
         "s",
+        PRINCIPAL,
         SECRET_KEY,
         42L,
         StoredResult.of(201, new byte[] {1}),
@@ -94,22 +103,40 @@ class KeyTableSqlTest {
         true,
         5);
     table.advance(
-        dsl, "s", SECRET_KEY, 42L, "phase1", Duration.ofSeconds(3), Duration.ofHours(1), true, 5);
-    table.release(dsl, "s", SECRET_KEY, 42L, 5);
+        dsl,
+        "s",
+        PRINCIPAL,
+        SECRET_KEY,
+        42L,
+        "phase1",
+        Duration.ofSeconds(3),
+        Duration.ofHours(1),
+        true,
+        5);
+    table.release(dsl, "s", PRINCIPAL, SECRET_KEY, 42L, 5);
 
     for (int i = 0; i < 3; i++) {
       assertThat(statements.get(i))
           .contains("\"attempt_token\" = ?")
           .contains("\"state\" = 'in_progress'")
           .doesNotContain(SECRET_KEY);
-      assertThat(bindings.get(i)).contains(SECRET_KEY, 42L);
+      assertThat(bindings.get(i)).contains(PRINCIPAL, SECRET_KEY, 42L);
     }
   }
 
   @Test
   void aCommittedPhasePushesTheRetentionOutButNeverPullsItIn() {
     table.advance(
-        dsl, "s", SECRET_KEY, 42L, "phase1", Duration.ofSeconds(3), Duration.ofHours(1), true, 5);
+        dsl,
+        "s",
+        PRINCIPAL,
+        SECRET_KEY,
+        42L,
+        "phase1",
+        Duration.ofSeconds(3),
+        Duration.ofHours(1),
+        true,
+        5);
 
     assertThat(statements.get(0))
         .contains("\"expires_at\" = greatest(\"expires_at\", (clock_timestamp() + (? *");
@@ -122,8 +149,10 @@ class KeyTableSqlTest {
     // before the deadline the attempt measures on its own clock, and a retry could take the key
     // over while the attempt still believes it holds it.
     Duration lease = Duration.ofSeconds(3).plusNanos(1);
-    table.claim(dsl, "s", SECRET_KEY, Fingerprint.of("fp"), lease, Duration.ofHours(1), true, 5);
-    table.advance(dsl, "s", SECRET_KEY, 42L, "phase1", lease, Duration.ofHours(1), true, 5);
+    table.claim(
+        dsl, "s", PRINCIPAL, SECRET_KEY, Fingerprint.of("fp"), lease, Duration.ofHours(1), true, 5);
+    table.advance(
+        dsl, "s", PRINCIPAL, SECRET_KEY, 42L, "phase1", lease, Duration.ofHours(1), true, 5);
 
     assertThat(bindings.get(0)).contains(3001L).doesNotContain(3000L);
     assertThat(bindings.get(1)).contains(3001L).doesNotContain(3000L);
@@ -134,6 +163,7 @@ class KeyTableSqlTest {
     table.complete(
         dsl,
         "s",
+        PRINCIPAL,
         SECRET_KEY,
         42L,
         StoredResult.of(201, new byte[] {1}),
@@ -169,12 +199,84 @@ class KeyTableSqlTest {
             tbl ->
                 assertThat(tbl)
                     .contains("create table if not exists \"app\".\"idem_keys\"")
-                    .contains("primary key (\"scope\", \"idempotency_key\")"),
+                    .contains("\"principal\" text not null")
+                    .contains("\"downstream_key\" uuid not null")
+                    .contains("primary key (\"scope\", \"principal\", \"idempotency_key\")"),
             idx -> assertThat(idx).contains("create index if not exists \"idem_keys_expires_idx\""),
             pending ->
                 assertThat(pending)
-                    .contains("create index if not exists \"idem_keys_pending_idx\"")
-                    .contains("(\"scope\", \"idempotency_key\")")
+                    .contains("create index if not exists \"idem_keys_open_idx\"")
+                    .contains("(\"scope\", \"principal\", \"idempotency_key\")")
                     .contains("where \"state\" = 'in_progress'"));
+  }
+
+  /**
+   * Every statement on one key names it by all three columns of the primary key. The attempt token
+   * alone would keep the updates on the right row (it is unique across keys), but the read, {@code
+   * forget} and the purge's join have no token: without the principal there, one caller's statement
+   * would read or delete another caller's row with the same scope and key.
+   */
+  @Test
+  void everyStatementOnOneKeyNamesTheScopeThePrincipalAndTheKey() {
+    table.read(dsl, "s", PRINCIPAL, SECRET_KEY, 5);
+    table.forget(dsl, "s", PRINCIPAL, SECRET_KEY, 5);
+    table.complete(
+        dsl,
+        "s",
+        PRINCIPAL,
+        SECRET_KEY,
+        42L,
+        StoredResult.of(201, new byte[] {1}),
+        Duration.ofHours(1),
+        false,
+        5);
+
+    for (int i = 0; i < 3; i++) {
+      assertThat(statements.get(i))
+          .as(statements.get(i))
+          .contains("\"scope\" = ?")
+          .contains("\"principal\" = ?")
+          .contains("\"idempotency_key\" = ?")
+          .doesNotContain(PRINCIPAL);
+      assertThat(bindings.get(i)).contains("s", PRINCIPAL, SECRET_KEY);
+    }
+  }
+
+  @Test
+  void thePurgeDeletesTheExpiredRowsByScopePrincipalAndKey() {
+    table.purgeBatch(dsl, 500, 5);
+
+    assertThat(statements.get(0))
+        .contains("select \"scope\", \"principal\", \"idempotency_key\"")
+        .contains("\"k\".\"principal\" = \"expired\".\"principal\"")
+        .contains("\"k\".\"idempotency_key\" = \"expired\".\"idempotency_key\"");
+  }
+
+  @Test
+  void theAbandonedKeysArePagedByScopePrincipalAndKey() {
+    table.listAbandoned(dsl, "s", PRINCIPAL, SECRET_KEY, 10, 5);
+
+    assertThat(statements.get(0))
+        .contains("(\"scope\", \"principal\", \"idempotency_key\") > (?, ?, ?)")
+        .contains("order by \"scope\", \"principal\", \"idempotency_key\"");
+    assertThat(bindings.get(0)).containsSubsequence("s", PRINCIPAL, SECRET_KEY);
+  }
+
+  /** The longest table name leaves every derived name within PostgreSQL's 63 bytes. */
+  @Test
+  void theNamesDerivedFromTheLongestTableFit() {
+    KeyTable longest =
+        new KeyTable(
+            DSL.name("k".repeat(dev.nolock.idempotency.IdempotencyConfig.MAX_TABLE_NAME_LENGTH)));
+    assertThat(longest.createIfMissing(dsl))
+        .extracting(q -> q.getSQL())
+        .allSatisfy(
+            ddl -> {
+              java.util.regex.Matcher names =
+                  java.util.regex.Pattern.compile("\"([a-z_]+)\"").matcher(ddl);
+              while (names.find()) {
+                assertThat(names.group(1).length()).as(names.group(1)).isLessThanOrEqualTo(63);
+              }
+            });
   }
 }

@@ -3,6 +3,7 @@ package dev.nolock.idempotency.http;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import dev.nolock.idempotency.Attempt;
+import dev.nolock.idempotency.Caller;
 import dev.nolock.idempotency.Fingerprint;
 import dev.nolock.idempotency.IdempotencyKeys;
 import dev.nolock.idempotency.InvalidIdempotencyKeyException;
@@ -49,6 +50,8 @@ import java.util.stream.Stream;
  *       </td></tr>
  *   <tr><td>key missing or malformed</td><td>400</td><td>{@code Connection: close} when a
  *       body may follow: see {@link #handle}</td></tr>
+ *   <tr><td>{@link Builder#principal} found no principal (null or empty)</td><td>401</td>
+ *       <td>as for 400</td></tr>
  *   <tr><td>repeat while the first is in progress, or a stale attempt</td><td>409</td>
  *       <td>{@code Retry-After}</td></tr>
  *   <tr><td>key reused with a different request</td><td>422</td><td></td></tr>
@@ -58,11 +61,18 @@ import java.util.stream.Stream;
  *   <tr><td>PostgreSQL failed</td><td>503</td><td>{@code Retry-After}</td></tr>
  * </table>
  *
- * Error bodies are {@code application/problem+json} (RFC 9457), as in the draft's examples. The
- * fingerprint is the SHA-256 of the method, the raw path with query, the body and, when {@link
- * Builder#principal} is set, the authenticated principal, so that one client's key cannot fetch
- * another client's stored response. The key header is accepted bare (Stripe's form, {@code
- * Idempotency-Key: 8e03...}) or as the draft's Structured Field string ({@code "8e03..."}).
+ * Error bodies are {@code application/problem+json} (RFC 9457), as in the draft's examples.
+ *
+ * <p>Keys belong to their caller ({@link Caller}): with {@link Builder#principal}, each principal
+ * has a key space of its own, so the same key from another principal is another request, run for
+ * it, and nobody learns whether someone else used a key (no 409 or 422 across principals), fetches
+ * another's stored response, or claims another's key first. With {@link Builder#anonymous()}, every
+ * client shares one key space: anyone who knows or guesses a key can learn that it exists (409,
+ * 422), receive its stored response by repeating its request, or claim a predictable key first. The
+ * fingerprint is the SHA-256 of the method, the raw path, the raw query (an absent query and an
+ * empty one differ), the request's {@code Content-Type} (absent and empty differ) and the body. The
+ * key header is accepted bare (Stripe's form, {@code Idempotency-Key: 8e03...}) or as the draft's
+ * Structured Field string ({@code "8e03..."}).
  *
  * <p>Wrap only the endpoints that change state (POST, PATCH): the handler applies to every request
  * it receives. Thread-safe; one instance per endpoint.
@@ -328,7 +338,10 @@ public final class IdempotentHttpHandler implements HttpHandler {
   private final IdempotencyKeys<Reply> keys;
   private final String scope;
   private final Endpoint endpoint;
+
+  /** Who sent a request; null for {@link Builder#anonymous()}. */
   private final Function<HttpExchange, String> principal;
+
   private final int maxBodyBytes;
 
   private IdempotentHttpHandler(Builder builder) {
@@ -373,8 +386,16 @@ public final class IdempotentHttpHandler implements HttpHandler {
    * the body (up to {@code sun.net.httpserver.drainAmount}, 64 KiB) with no time limit, which a
    * client that stops sending turns into a thread held for ever.
    *
-   * @throws BodyLeftUnreadException after a 400 or 413 was sent for a request whose body was not
-   *     read to its end
+   * <p>The caller is settled before the body is read: a request for which {@link Builder#principal}
+   * returns null or the empty string is answered 401 and nothing runs or is stored (run as
+   * anonymous, it would share the key space the handler was configured to keep apart). Put the
+   * authentication in front of the handler (an {@code Authenticator} on the context answers 401
+   * with its challenge); the 401 here is the fallback for a request that got past it without a
+   * principal. A principal function that throws, or returns a principal {@link Caller#of} refuses,
+   * is answered 500, nothing stored.
+   *
+   * @throws BodyLeftUnreadException after a 400, 401 or 413 was sent for a request whose body was
+   *     not read to its end
    * @throws IOException when the request or the answer could not be transferred
    */
   @Override
@@ -384,6 +405,28 @@ public final class IdempotentHttpHandler implements HttpHandler {
       key = keyOf(exchange);
     } catch (InvalidIdempotencyKeyException e) {
       refuse(exchange, 400, "Missing or malformed Idempotency-Key", e.getMessage());
+      return;
+    }
+    Caller caller;
+    try {
+      caller = callerOf(exchange);
+    } catch (RuntimeException e) {
+      // By class names only: the message may quote the principal.
+      LOG.log(
+          System.Logger.Level.WARNING,
+          "The principal of a request in scope \""
+              + scope
+              + "\" could not be determined: "
+              + ErrorDescriber.classNames().describe(e));
+      refuse(exchange, 500, "The request failed", "The caller could not be determined.");
+      return;
+    }
+    if (caller == null) {
+      refuse(
+          exchange,
+          401,
+          "Authentication required",
+          "Authenticate: idempotency keys belong to the caller who sends them.");
       return;
     }
     byte[] body = readBody(exchange);
@@ -407,7 +450,11 @@ public final class IdempotentHttpHandler implements HttpHandler {
       try {
         outcome =
             keys.execute(
-                scope, key, fingerprint(exchange, request), a -> endpoint.handle(request, a));
+                scope,
+                caller,
+                key,
+                fingerprint(request.method(), request.uri(), request.headers(), body),
+                a -> endpoint.handle(request, a));
       } catch (BackendUnavailableException e) {
         clearInterrupt();
         // nolock's own message, without the cause, whose driver text can quote row data.
@@ -487,19 +534,52 @@ public final class IdempotentHttpHandler implements HttpHandler {
     }
   }
 
-  private Fingerprint fingerprint(HttpExchange exchange, Request request) {
-    String who = principal == null ? "" : Objects.requireNonNull(principal.apply(exchange), "who");
-    return fingerprint(request.method(), request.uri(), request.body(), who);
+  /**
+   * The anonymous caller in anonymous mode; else the principal's, or null when the principal
+   * function found none (null or empty).
+   */
+  private Caller callerOf(HttpExchange exchange) {
+    if (principal == null) {
+      return Caller.anonymous();
+    }
+    String who = principal.apply(exchange);
+    return who == null || who.isEmpty() ? null : Caller.of(who);
   }
 
-  /** The SHA-256 of method, raw path, raw query, body and principal. */
-  static Fingerprint fingerprint(String method, URI uri, byte[] body, String who) {
-    return Fingerprint.sha256(
-        method.getBytes(StandardCharsets.UTF_8),
-        uri.getRawPath().getBytes(StandardCharsets.UTF_8),
-        String.valueOf(uri.getRawQuery()).getBytes(StandardCharsets.UTF_8),
-        body,
-        who.getBytes(StandardCharsets.UTF_8));
+  /**
+   * The SHA-256 of method, raw path, raw query, {@code Content-Type} values and body. A part that
+   * may be absent (the query, the content type) is preceded by whether it is present, so that
+   * {@code /p} and {@code /p?null}, or no content type and an empty one, differ.
+   */
+  static Fingerprint fingerprint(
+      String method, URI uri, Map<String, List<String>> headers, byte[] body) {
+    List<byte[]> parts = new ArrayList<>();
+    parts.add(utf8(method));
+    parts.add(utf8(uri.getRawPath()));
+    String query = uri.getRawQuery();
+    parts.add(utf8(query == null ? "absent" : "present"));
+    parts.add(utf8(query == null ? "" : query));
+    List<String> contentTypes = contentTypes(headers);
+    parts.add(utf8(Integer.toString(contentTypes.size())));
+    contentTypes.forEach(type -> parts.add(utf8(type)));
+    parts.add(body);
+    return Fingerprint.sha256(parts.toArray(byte[][]::new));
+  }
+
+  /** The request's {@code Content-Type} values, in order, whatever the case of the name. */
+  private static List<String> contentTypes(Map<String, List<String>> headers) {
+    List<String> values = new ArrayList<>();
+    headers.forEach(
+        (name, list) -> {
+          if (name.equalsIgnoreCase("Content-Type")) {
+            values.addAll(list);
+          }
+        });
+    return values;
+  }
+
+  private static byte[] utf8(String text) {
+    return text.getBytes(StandardCharsets.UTF_8);
   }
 
   /** The key from the header: one value, bare or a Structured Field string. */
@@ -649,10 +729,10 @@ public final class IdempotentHttpHandler implements HttpHandler {
   }
 
   /**
-   * Thrown by {@link #handle} once a 400 or 413 has been sent, in full and with {@code Connection:
-   * close}, for a request whose body was not read to its end: on it the JDK server closes the
-   * connection without reading further. It reports no failure; a filter around the handler should
-   * let it propagate and not close the exchange.
+   * Thrown by {@link #handle} once a 400, 401, 413 (or a 500 before the body was read) has been
+   * sent, in full and with {@code Connection: close}, for a request whose body was not read to its
+   * end: on it the JDK server closes the connection without reading further. It reports no failure;
+   * a filter around the handler should let it propagate and not close the exchange.
    */
   public static final class BodyLeftUnreadException extends IOException {
     private static final long serialVersionUID = 1L;
@@ -668,7 +748,7 @@ public final class IdempotentHttpHandler implements HttpHandler {
       this.status = status;
     }
 
-    /** The status that was sent: 400 or 413. */
+    /** The status that was sent: 400, 401, 413 or 500. */
     public int status() {
       return status;
     }
@@ -680,6 +760,7 @@ public final class IdempotentHttpHandler implements HttpHandler {
     private final String scope;
     private final Endpoint endpoint;
     private Function<HttpExchange, String> principal;
+    private boolean anonymous;
     private int maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
 
     private Builder(IdempotencyKeys<Reply> keys, String scope, Endpoint endpoint) {
@@ -689,13 +770,37 @@ public final class IdempotentHttpHandler implements HttpHandler {
     }
 
     /**
-     * Who sent the request (e.g. from an authentication filter's {@code exchange.getPrincipal()});
-     * mixed into the fingerprint, so a key presented by another principal is answered 422, never
-     * with the first principal's stored response.
+     * Who sent the request, from your authentication (e.g. {@code exchange.getPrincipal() == null ?
+     * null : exchange.getPrincipal().getName()}), never from what the client says about itself.
+     * Each principal gets a key space of its own ({@link Caller#of}): the same key from two
+     * principals is two independent requests. A request for which it returns null or the empty
+     * string is answered 401, nothing run or stored.
      */
     public Builder principal(Function<HttpExchange, String> principal) {
-      this.principal = Objects.requireNonNull(principal, "principal");
+      Objects.requireNonNull(principal, "principal");
+      requireUndecided();
+      this.principal = principal;
       return this;
+    }
+
+    /**
+     * Every request as the anonymous caller ({@link Caller#anonymous()}): one key space shared by
+     * every client. Anyone who knows or guesses a key can learn that it exists (409, 422), receive
+     * its stored response by repeating its request, or claim a predictable key first. Only for
+     * endpoints whose responses are not sensitive, whose clients send unguessable keys (random
+     * UUIDs).
+     */
+    public Builder anonymous() {
+      requireUndecided();
+      this.anonymous = true;
+      return this;
+    }
+
+    private void requireUndecided() {
+      if (principal != null || anonymous) {
+        throw new IllegalStateException(
+            "The caller is already set: call either principal(...) or anonymous(), once.");
+      }
     }
 
     /** Largest request body read; larger ones are answered 413. Default 1 MiB. */
@@ -708,7 +813,18 @@ public final class IdempotentHttpHandler implements HttpHandler {
       return this;
     }
 
+    /**
+     * @throws IllegalStateException when neither {@link #principal} nor {@link #anonymous()} was
+     *     called
+     */
     public IdempotentHttpHandler build() {
+      if (principal == null && !anonymous) {
+        throw new IllegalStateException(
+            "Say who the callers are: principal(exchange -> <the authenticated principal>) gives"
+                + " each principal its own idempotency keys; anonymous() makes every client share"
+                + " one key space, where anyone who knows a key can fetch its stored response"
+                + " (only for responses that are not sensitive, with random UUID keys).");
+      }
       return new IdempotentHttpHandler(this);
     }
   }

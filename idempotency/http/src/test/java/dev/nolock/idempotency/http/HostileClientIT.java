@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.nolock.idempotency.Caller;
 import dev.nolock.idempotency.IdempotencyConfig;
 import dev.nolock.idempotency.IdempotencyKeys;
 import dev.nolock.idempotency.Outcome;
@@ -26,6 +27,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -88,6 +90,7 @@ class HostileClientIT {
                   }
                   return Reply.json(201, "{\"item\":\"" + request.bodyText() + "\"}");
                 })
+            .anonymous()
             .maxBodyBytes(MAX_BODY_BYTES)
             .build();
     serverThread =
@@ -221,8 +224,10 @@ class HostileClientIT {
     Outcome<StoredResult> stored =
         raw.execute(
             SCOPE,
+            Caller.anonymous(),
             key,
-            IdempotentHttpHandler.fingerprint("POST", URI.create("/orders"), ascii("replayed"), ""),
+            IdempotentHttpHandler.fingerprint(
+                "POST", URI.create("/orders"), Map.of(), ascii("replayed")),
             attempt -> StoredResult.of(201, row));
     assertThat(stored).isInstanceOf(Outcome.Completed.class);
 

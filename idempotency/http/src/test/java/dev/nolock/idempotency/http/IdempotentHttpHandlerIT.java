@@ -145,6 +145,7 @@ class IdempotentHttpHandlerIT {
                           + attempt.token().value()
                           + "}");
                 })
+            .anonymous()
             .maxBodyBytes(1024)
             .build();
     serverThreads = Executors.newFixedThreadPool(16);
@@ -416,6 +417,7 @@ class IdempotentHttpHandlerIT {
                   }
                   return Reply.json(201, "{}");
                 })
+            .anonymous()
             .build();
     HttpServer onDispatcher = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
     onDispatcher.createContext("/orders", handler);

@@ -3,13 +3,19 @@ package dev.nolock.idempotency.http;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.idempotency.Fingerprint;
+import dev.nolock.idempotency.IdempotencyConfig;
+import dev.nolock.idempotency.IdempotencyKeys;
 import dev.nolock.idempotency.InvalidIdempotencyKeyException;
 import dev.nolock.idempotency.ResultCodec;
 import dev.nolock.idempotency.StoredResult;
 import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
+import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class IdempotentHttpHandlerTest {
@@ -175,6 +181,48 @@ class IdempotentHttpHandlerTest {
         .isEqualTo(
             new Reply(201, "application/json", "{}".getBytes(StandardCharsets.UTF_8))
                 .withHeader("Link", "</orders>; rel=\"collection\""));
+  }
+
+  private static Fingerprint fingerprint(String uri, Map<String, List<String>> headers) {
+    return IdempotentHttpHandler.fingerprint("POST", URI.create(uri), headers, new byte[0]);
+  }
+
+  /** An absent query and the query "null" are two requests. Before: the same fingerprint. */
+  @Test
+  void anAbsentQueryAndAPresentOneHaveDifferentFingerprints() {
+    assertThat(fingerprint("/p", Map.of())).isNotEqualTo(fingerprint("/p?null", Map.of()));
+    assertThat(fingerprint("/p", Map.of())).isNotEqualTo(fingerprint("/p?", Map.of()));
+    assertThat(fingerprint("/p?a", Map.of())).isEqualTo(fingerprint("/p?a", Map.of()));
+  }
+
+  /** The request's Content-Type is part of the request; absent, empty and present all differ. */
+  @Test
+  void theContentTypeIsPartOfTheFingerprintWithItsPresence() {
+    Fingerprint none = fingerprint("/p", Map.of());
+    Fingerprint empty = fingerprint("/p", Map.of("Content-Type", List.of("")));
+    Fingerprint json = fingerprint("/p", Map.of("Content-type", List.of("application/json")));
+
+    assertThat(List.of(none, empty, json)).doesNotHaveDuplicates();
+    assertThat(fingerprint("/p", Map.of("content-type", List.of("application/json"))))
+        .isEqualTo(json);
+    assertThat(fingerprint("/p", Map.of("Accept", List.of("application/json")))).isEqualTo(none);
+  }
+
+  /** A handler that was not told who its callers are is refused. Before: it was built. */
+  @Test
+  void aHandlerWithoutPrincipalOrAnonymousIsRefused() {
+    IdempotencyKeys<Reply> keys =
+        IdempotencyKeys.create(
+            new org.postgresql.ds.PGSimpleDataSource(),
+            IdempotencyConfig.ofDefaults(),
+            IdempotentHttpHandler.replyCodec());
+    assertThatThrownBy(
+            () ->
+                IdempotentHttpHandler.builder(
+                        keys, "orders.create", (r, a) -> Reply.json(201, "{}"))
+                    .build())
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("anonymous()");
   }
 
   private static void putText(ByteBuffer row, String text) {

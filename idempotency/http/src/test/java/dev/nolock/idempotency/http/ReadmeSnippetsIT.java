@@ -5,6 +5,9 @@ import static org.jooq.impl.DSL.field;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
 
+import com.sun.net.httpserver.Authenticator;
+import com.sun.net.httpserver.BasicAuthenticator;
+import com.sun.net.httpserver.HttpContext;
 import com.sun.net.httpserver.HttpServer;
 import dev.nolock.idempotency.IdempotencyConfig;
 import dev.nolock.idempotency.IdempotencyKeys;
@@ -17,7 +20,9 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Base64;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -60,6 +65,13 @@ class ReadmeSnippetsIT {
                 + " cents bigint NOT NULL, charge text)");
     DataSource pool = schema.dataSource();
     FakeProvider provider = new FakeProvider();
+    Authenticator authenticator =
+        new BasicAuthenticator("payments") {
+          @Override
+          public boolean checkCredentials(String user, String password) {
+            return user.equals("alice") && password.equals("secret");
+          }
+        };
 
     // --- README: HTTP ---
     IdempotencyKeys<Reply> replies =
@@ -71,28 +83,30 @@ class ReadmeSnippetsIT {
     // client would hold up every endpoint. A request holds a thread until it is answered.
     ExecutorService handlers = Executors.newFixedThreadPool(16);
     server.setExecutor(handlers);
-    server.createContext(
-        "/payments",
-        IdempotentHttpHandler.builder(
-                replies,
-                "payments.create",
-                (request, attempt) -> {
-                  String charge = provider.charge(attempt.idempotencyKeyForDownstream(), 700);
-                  attempt
-                      .dsl()
-                      .insertInto(
-                          table(name("payments")),
-                          field(name("idem_key")),
-                          field(name("cents")),
-                          field(name("charge")))
-                      .values(attempt.key(), 700L, charge)
-                      .execute();
-                  return Reply.json(201, "{\"charge\":\"" + charge + "\"}")
-                      .withHeader("Location", "/payments/" + charge);
-                })
-            // who is asking, from your authentication filter; part of the fingerprint
-            .principal(e -> e.getPrincipal() == null ? "" : e.getPrincipal().getName())
-            .build());
+    HttpContext payments =
+        server.createContext(
+            "/payments",
+            IdempotentHttpHandler.builder(
+                    replies,
+                    "payments.create",
+                    (request, attempt) -> {
+                      String charge = provider.charge(attempt.idempotencyKeyForDownstream(), 700);
+                      attempt
+                          .dsl()
+                          .insertInto(
+                              table(name("payments")),
+                              field(name("idem_key")),
+                              field(name("cents")),
+                              field(name("charge")))
+                          .values(attempt.key(), 700L, charge)
+                          .execute();
+                      return Reply.json(201, "{\"charge\":\"" + charge + "\"}")
+                          .withHeader("Location", "/payments/" + charge);
+                    })
+                // who is asking, from the context's Authenticator: each principal has its own keys
+                .principal(e -> e.getPrincipal() == null ? null : e.getPrincipal().getUsername())
+                .build());
+    payments.setAuthenticator(authenticator); // e.g. a BasicAuthenticator that checks your users
     server.start();
     // --- end ---
     try {
@@ -101,6 +115,11 @@ class ReadmeSnippetsIT {
           HttpRequest.newBuilder(
                   URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/payments"))
               .header("Idempotency-Key", "\"" + UUID.randomUUID() + "\"")
+              .header(
+                  "Authorization",
+                  "Basic "
+                      + Base64.getEncoder()
+                          .encodeToString("alice:secret".getBytes(StandardCharsets.UTF_8)))
               .POST(HttpRequest.BodyPublishers.ofString("{\"cents\":700}"))
               .build();
       HttpResponse<String> first = client.send(request, HttpResponse.BodyHandlers.ofString());

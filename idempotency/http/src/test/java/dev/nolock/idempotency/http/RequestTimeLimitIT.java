@@ -131,6 +131,7 @@ class RequestTimeLimitIT {
                         pool, IdempotencyConfig.ofDefaults(), IdempotentHttpHandler.replyCodec()),
                     "orders.create",
                     (request, attempt) -> Reply.json(201, "{}"))
+                .anonymous()
                 .maxBodyBytes(1024)
                 .build();
         ExecutorService thread = Executors.newSingleThreadExecutor();

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import org.jooq.DSLContext;
 import org.jooq.DataType;
 import org.jooq.Field;
@@ -26,12 +27,12 @@ import org.jooq.Record;
  * <ul>
  *   <li>every declared column exists with a type that holds each value the module binds: {@code
  *       bigint} for a {@code Long}; {@code integer} or {@code bigint} for an {@code Integer};
- *       {@code bytea} for a {@code byte[]}; {@code text}, an unbounded {@code varchar} or a {@code
- *       varchar} at least as wide as the declared length for a {@code String}; and {@code timestamp
- *       with time zone} for an {@code OffsetDateTime}. A {@code timestamp} without time zone is
- *       refused: PostgreSQL converts {@code clock_timestamp()} into it and back through each
- *       session's TimeZone (pgjdbc sets it from the JVM's default zone), so two instances in
- *       different zones read one lease hours apart;
+ *       {@code bytea} for a {@code byte[]}; {@code uuid} for a {@code UUID}; {@code text}, an
+ *       unbounded {@code varchar} or a {@code varchar} at least as wide as the declared length for
+ *       a {@code String}; and {@code timestamp with time zone} for an {@code OffsetDateTime}. A
+ *       {@code timestamp} without time zone is refused: PostgreSQL converts {@code
+ *       clock_timestamp()} into it and back through each session's TimeZone (pgjdbc sets it from
+ *       the JVM's default zone), so two instances in different zones read one lease hours apart;
  *   <li>a column declared nullable ({@code DataType.nullable(true)}) is nullable: the module writes
  *       {@code NULL} to it or leaves it out of an insert;
  *   <li>every other column is nullable or has a default (or is an identity): the module's inserts
@@ -245,6 +246,9 @@ public final class TableShape {
     if (type == Long.class) {
       return actual.equals("bigint");
     }
+    if (type == UUID.class) {
+      return actual.equals("uuid");
+    }
     return actual.equals("bytea"); // byte[], the one type left (expectedType refused others)
   }
 
@@ -267,10 +271,13 @@ public final class TableShape {
     if (type == byte[].class) {
       return "bytea";
     }
+    if (type == UUID.class) {
+      return "uuid";
+    }
     throw new IllegalArgumentException(
         "TableShape.column: no rule for Java type "
             + type.getName()
-            + "; declare String, Integer, Long, OffsetDateTime or byte[]");
+            + "; declare String, Integer, Long, OffsetDateTime, UUID or byte[]");
   }
 
   private static boolean hasLength(DataType<?> type) {

@@ -106,6 +106,21 @@ class TableShapeIT {
             "column until is timestamp(0) with time zone, not timestamp with time zone");
   }
 
+  /** A {@code UUID} column fits {@code uuid} only: a {@code text} one is refused. */
+  @Test
+  void aUuidColumnMustBeUuid(PostgresSchema pg) {
+    Field<java.util.UUID> id = field(name("id"), SQLDataType.UUID.nullable(false));
+    create(pg, "uuid_fits", "id uuid NOT NULL");
+    create(pg, "uuid_as_text", "id text NOT NULL");
+
+    TableShape fits = TableShape.of(SqlNames.requireSqlIdentifier("table", "uuid_fits")).column(id);
+    TableShape asText =
+        TableShape.of(SqlNames.requireSqlIdentifier("table", "uuid_as_text")).column(id);
+
+    assertThat(fits.problems(pg.dsl(), TIMEOUT)).isEmpty();
+    assertThat(asText.problems(pg.dsl(), TIMEOUT)).containsExactly("column id is text, not uuid");
+  }
+
   @Test
   void nullsTheModuleWritesAndColumnsItDoesNotWriteAreChecked(PostgresSchema pg) {
     create(
@@ -176,9 +191,9 @@ class TableShapeIT {
   void aShapeItCannotCheckIsRefusedWhenDeclared() {
     TableShape shape = TableShape.of(name("t"));
 
-    assertThatThrownBy(() -> shape.column(field(name("id"), SQLDataType.UUID.nullable(false))))
+    assertThatThrownBy(() -> shape.column(field(name("at"), SQLDataType.LOCALDATE.nullable(false))))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("java.util.UUID");
+        .hasMessageContaining("java.time.LocalDate");
     assertThatThrownBy(() -> shape.column(NAME).column(NAME))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("declared twice");
