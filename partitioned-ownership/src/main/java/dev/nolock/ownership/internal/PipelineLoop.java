@@ -3,6 +3,7 @@ package dev.nolock.ownership.internal;
 import dev.nolock.ownership.ExactlyOnceConfig;
 import dev.nolock.ownership.Transform;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.RetryPolicy;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -160,8 +161,9 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   }
 
   private void recover(KafkaException failure, ConsumerRecords<KI, VI> records) {
-    log.info(
-        "Transaction of {} failed ({}); aborting it", config.transactionalId(), failure.toString());
+    // Class names only: the failure can be a serializer's, whose message quotes the output.
+    String failed = ErrorDescriber.describe(ErrorDescriber.classNames(), failure);
+    log.info("Transaction of {} failed ({}); aborting it", config.transactionalId(), failed);
     if (KafkaErrors.isFenced(failure)) {
       throw fencedBy(failure);
     }
@@ -184,10 +186,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       throw e; // the producer is in a fatal state
     }
     metrics.aborted();
-    log.warn(
-        "Transaction of {} aborted, batch rewound: {}",
-        config.transactionalId(),
-        failure.toString());
+    log.warn("Transaction of {} aborted, batch rewound: {}", config.transactionalId(), failed);
     rewind(records);
   }
 

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.ownership.ExactlyOnceConfig;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.testkit.CapturedStderr;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,9 +15,12 @@ import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
@@ -170,5 +174,38 @@ class PipelineLoopTest {
                 .counter()
                 .count())
         .isEqualTo(1);
+  }
+
+  @Test
+  void aSerializerFailureIsLoggedByItsClassNamesNotItsMessage() {
+    MockConsumer<String, String> consumer = consumerWithOneRecord();
+    Serializer<String> cardReader =
+        (topic, value) -> {
+          // A serializer's message quotes what it could not write, as a JSON mapper's does.
+          throw new SerializationException("cannot write card 4111-1111-1111-1111 in " + value);
+        };
+    MockProducer<String, String> producer =
+        new MockProducer<>(true, null, new StringSerializer(), cardReader);
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            config(),
+            consumer,
+            producer,
+            record -> List.of(new ProducerRecord<>("out", record.key(), record.value())),
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.initTransactions();
+    consumer.schedulePollTask(loop::requestClose); // the poll after the aborted transaction
+
+    String logged;
+    try (CapturedStderr log = new CapturedStderr()) {
+      assertThatCode(loop::run).doesNotThrowAnyException();
+      logged = log.text();
+    }
+
+    assertThat(producer.transactionAborted()).as("the serializer failure aborted it").isTrue();
+    assertThat(logged)
+        .as("the loop names the serializer's exception by its class, not by its message")
+        .contains(SerializationException.class.getName())
+        .doesNotContain("4111");
   }
 }
