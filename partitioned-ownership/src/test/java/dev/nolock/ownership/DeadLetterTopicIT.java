@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -35,7 +36,9 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.awaitility.Awaitility;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.Test;
@@ -312,6 +315,125 @@ class DeadLetterTopicIT {
         .extracting(r -> header(r, "nolock.dlt.offset"))
         .as("each failed record in the dead-letter topic once: the failed sends wrote nothing")
         .containsExactly("3", "6");
+  }
+
+  private static ExactlyOnceConfig.Builder pipelineConfig(
+      KafkaBroker kafka, String input, String txId, SimpleMeterRegistry metrics) {
+    return ExactlyOnceConfig.custom(kafka.bootstrapServers(), input, "pipeline-" + input, txId)
+        .sessionTimeout(TestOwners.SESSION_TIMEOUT)
+        .maxPollInterval(Duration.ofSeconds(30))
+        .pollTimeout(Duration.ofMillis(200))
+        .transactionTimeout(Duration.ofSeconds(30))
+        .closeTimeout(Duration.ofSeconds(10))
+        .metrics(metrics, "test");
+  }
+
+  private static Transform<String, String, String, String> failingOnPoison(String output) {
+    return record -> {
+      if (record.value().startsWith("poison")) {
+        throw new IllegalArgumentException("cannot transform " + record.value());
+      }
+      return List.of(new ProducerRecord<>(output, record.key(), record.value() + "!"));
+    };
+  }
+
+  @Test
+  void thePipelineCommitsDeadLettersInTheBatchTransactionExactlyOnce(KafkaBroker kafka)
+      throws Exception {
+    String input = kafka.createTopic(kafka.uniqueTopicName("eos-dlt-in"), 1);
+    String output = kafka.createTopic(kafka.uniqueTopicName("eos-dlt-out"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("eos-dlt"), 1);
+    produce(kafka, input);
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    AtomicBoolean unreadableSeen = new AtomicBoolean();
+    AtomicBoolean failedOnce = new AtomicBoolean();
+    Deserializer<String> strict =
+        (topic, data) -> {
+          try {
+            return new StrictDeserializer().deserialize(topic, data);
+          } catch (SerializationException e) {
+            unreadableSeen.set(true);
+            throw e;
+          }
+        };
+    StringSerializer strings = new StringSerializer();
+    // Fails the first output after offset 6 was dead-lettered, so the transaction that sent that
+    // dead letter aborts (an abort drops what the producer had not sent yet, so whether the
+    // aborted dead letter reached the log is timing; the WARN lines count the sends).
+    Serializer<String> failingOnceAfterTheUnreadable =
+        (topic, value) -> {
+          if (unreadableSeen.get() && failedOnce.compareAndSet(false, true)) {
+            throw new SerializationException("cannot write " + value);
+          }
+          return strings.serialize(topic, value);
+        };
+    String logged;
+    try (CapturedStderr log = new CapturedStderr();
+        ExactlyOncePipeline<String, String, String, String> pipeline =
+            ExactlyOncePipeline.create(
+                pipelineConfig(kafka, input, "dlt-" + input, metrics).deadLetterTopic(dlt).build(),
+                new StringDeserializer(),
+                strict,
+                new StringSerializer(),
+                failingOnceAfterTheUnreadable,
+                failingOnPoison(output))) {
+      pipeline.start();
+      Awaitility.await("8 outputs and 2 dead letters committed")
+          .atMost(WAIT)
+          .until(
+              () ->
+                  metrics.get("nolock.ownership.records.dead.lettered").counter().count() == 2
+                      && metrics.get("nolock.ownership.records.transformed").counter().count()
+                          == 8);
+      assertThat(pipeline.isRunning()).isTrue();
+      logged = log.text();
+    }
+    assertThat(logged).contains(input + "-0@3", input + "-0@6").doesNotContain(CARD);
+    assertThat(failedOnce).as("a transaction with a dead letter in it aborted").isTrue();
+    assertThat(logged.split("sent to the dead-letter topic", -1))
+        .as("more dead letters were sent than committed: one went with the aborted transaction")
+        .hasSizeGreaterThan(2 + 1);
+    assertThat(readAll(kafka, output, 8))
+        .extracting(r -> text(r.value()))
+        .containsExactly(
+            "cmd-0!", "cmd-1!", "cmd-2!", "cmd-4!", "cmd-5!", "cmd-7!", "cmd-8!", "cmd-9!");
+    List<ConsumerRecord<byte[], byte[]>> dead = readAll(kafka, dlt, 2);
+    assertThat(dead)
+        .as("each dead letter once for read_committed readers, though one was sent twice")
+        .extracting(r -> header(r, "nolock.dlt.offset"))
+        .containsExactly("3", "6");
+    assertThat(text(dead.get(0).value())).isEqualTo(POISON);
+    assertThat(header(dead.get(0), "nolock.dlt.stage")).isEqualTo("transform");
+    assertThat(header(dead.get(0), "trace-id")).isEqualTo("trace-3");
+    assertThat(text(dead.get(1).value())).isEqualTo(UNREADABLE);
+    assertThat(header(dead.get(1), "nolock.dlt.stage")).isEqualTo("value-deserializer");
+  }
+
+  @Test
+  void withoutADeadLetterTopicThePipelineStopsAtThePoisonRecord(KafkaBroker kafka)
+      throws Exception {
+    String input = kafka.createTopic(kafka.uniqueTopicName("eos-nodlt-in"), 1);
+    String output = kafka.createTopic(kafka.uniqueTopicName("eos-nodlt-out"), 1);
+    produce(kafka, input);
+    try (ExactlyOncePipeline<String, String, String, String> pipeline =
+        ExactlyOncePipeline.create(
+            pipelineConfig(kafka, input, "nodlt-" + input, new SimpleMeterRegistry()).build(),
+            new StringDeserializer(),
+            new StrictDeserializer(),
+            new StringSerializer(),
+            new StringSerializer(),
+            failingOnPoison(output))) {
+      pipeline.start();
+      assertThat(pipeline.awaitTermination(WAIT)).isTrue();
+      assertThat(pipeline.failure().toJavaOptional())
+          .get()
+          .isInstanceOfSatisfying(
+              RecordFailedException.class,
+              e -> {
+                assertThat(e).hasMessageContaining(input + "-0@3");
+                assertThat(e.getCause()).isInstanceOf(IllegalArgumentException.class);
+              });
+    }
   }
 
   @Test

@@ -10,6 +10,7 @@ import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.RecordDeserializationException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -68,8 +69,30 @@ public final class DeadLetters implements AutoCloseable {
    *     delivery.timeout.ms}): it may or may not be in the topic
    */
   public void send(ConsumerRecord<byte[], byte[]> raw, RecordFailedException failure) {
+    String where = raw.topic() + "-" + raw.partition() + "@" + raw.offset();
+    try {
+      producer.send(record(topic, raw, failure)).get();
+    } catch (ExecutionException e) {
+      Throwable why = e.getCause() == null ? e : e.getCause();
+      throw failed(where, why);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new InterruptException(e);
+    } catch (InterruptException e) {
+      throw e;
+    } catch (KafkaException e) {
+      throw failed(where, e);
+    }
+  }
+
+  /**
+   * What goes to {@code deadLetterTopic} for {@code raw}: its key, value and headers, then the
+   * {@code nolock.dlt.*} headers naming where it came from and the failure's classes.
+   */
+  public static ProducerRecord<byte[], byte[]> record(
+      String deadLetterTopic, ConsumerRecord<byte[], byte[]> raw, RecordFailedException failure) {
     Throwable cause = failure.getCause() == null ? failure : failure.getCause();
-    if (cause.getCause() != null && failure.stage() != RecordFailedException.Stage.HANDLER) {
+    if (cause instanceof RecordDeserializationException && cause.getCause() != null) {
       cause = cause.getCause(); // the deserializer's own exception, inside Kafka's wrapper
     }
     Headers headers = new RecordHeaders(raw.headers().toArray());
@@ -82,20 +105,7 @@ public final class DeadLetters implements AutoCloseable {
         headers,
         EXCEPTION_CHAIN_HEADER,
         ErrorDescriber.describe(ErrorDescriber.classNames(), cause));
-    String where = raw.topic() + "-" + raw.partition() + "@" + raw.offset();
-    try {
-      producer.send(new ProducerRecord<>(topic, null, null, raw.key(), raw.value(), headers)).get();
-    } catch (ExecutionException e) {
-      Throwable why = e.getCause() == null ? e : e.getCause();
-      throw failed(where, why);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new InterruptException(e);
-    } catch (InterruptException e) {
-      throw e;
-    } catch (KafkaException e) {
-      throw failed(where, e);
-    }
+    return new ProducerRecord<>(deadLetterTopic, null, null, raw.key(), raw.value(), headers);
   }
 
   private SendFailedException failed(String where, Throwable why) {

@@ -3,10 +3,11 @@ package dev.nolock.ownership.internal;
 import org.apache.kafka.common.errors.RecordDeserializationException;
 
 /**
- * A record failed for good in its apply: a deserializer or the handler threw something a retry
- * would repeat. The apply rolled back. Without a dead-letter topic the runner stops with it; with
- * one, the record is sent there. The message names the record, never its data; the cause is the
- * deserializer's ({@link RecordDeserializationException}) or the handler's exception.
+ * A record failed for good: a deserializer, the handler or the transform threw something a retry
+ * would repeat. The apply rolled back (the pipeline's transaction: see {@link PipelineLoop}).
+ * Without a dead-letter topic the runner stops with it; with one, the record is sent there. The
+ * message names the record, never its data; the cause is the deserializer's ({@link
+ * RecordDeserializationException}) or the handler's exception.
  */
 public final class RecordFailedException extends IllegalStateException {
 
@@ -16,7 +17,8 @@ public final class RecordFailedException extends IllegalStateException {
   public enum Stage {
     KEY_DESERIALIZER("key-deserializer"),
     VALUE_DESERIALIZER("value-deserializer"),
-    HANDLER("handler");
+    HANDLER("handler"),
+    TRANSFORM("transform");
 
     private final String header;
 
@@ -31,7 +33,7 @@ public final class RecordFailedException extends IllegalStateException {
 
   private final Stage stage;
 
-  RecordFailedException(Stage stage, String message, Throwable cause) {
+  public RecordFailedException(Stage stage, String message, Throwable cause) {
     super(message, cause);
     this.stage = stage;
   }
