@@ -1,5 +1,6 @@
 package dev.nolock.ownership;
 
+import dev.nolock.ownership.internal.OutputSerializer;
 import dev.nolock.ownership.internal.PipelineLoop;
 import dev.nolock.ownership.internal.PipelineMetrics;
 import dev.nolock.ownership.internal.RecordDecoder;
@@ -98,8 +99,7 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
             consumer,
             new RecordDecoder<>(keyDeserializer, valueDeserializer),
             producer,
-            keySerializer,
-            valueSerializer,
+            new OutputSerializer<>(keySerializer, valueSerializer),
             transform,
             new PipelineMetrics(
                 registry,

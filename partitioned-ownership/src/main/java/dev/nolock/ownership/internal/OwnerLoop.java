@@ -60,7 +60,9 @@ import org.slf4j.LoggerFactory;
  * it was sent), else rewind and poll again; run the {@link ApplyTransaction} (ownership and offset
  * check, then the handler); on {@link ApplyOutcome#FENCED} step aside from the partition at once;
  * when PostgreSQL failed and the outcome is unknown, rewind and retry the same record with the same
- * epoch after a backoff (a replay if the first send had committed).
+ * epoch after a backoff (a replay if the first send had committed). A record that fails for good
+ * (its deserializer or the handler throws) stops the runner, or with a dead-letter topic is sent
+ * there and then recorded as applied ({@link #deadLetter}).
  *
  * <p>Rebalance callbacks run inside {@code poll} on this same thread, so no apply is in flight when
  * a partition is revoked: the revoked partitions' positions are committed and they are dropped;

@@ -23,10 +23,8 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.RecordDeserializationException;
-import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.WakeupException;
-import org.apache.kafka.common.serialization.Serializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,8 +66,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   private final Consumer<byte[], byte[]> consumer;
   private final RecordDecoder<KI, VI> decoder;
   private final Producer<byte[], byte[]> producer;
-  private final Serializer<KO> keySerializer;
-  private final Serializer<VO> valueSerializer;
+  private final OutputSerializer<KO, VO> serializer;
   private final Transform<KI, VI, KO, VO> transform;
   private final PipelineMetrics metrics;
   private final AtomicBoolean closing = new AtomicBoolean();
@@ -81,16 +78,14 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       Consumer<byte[], byte[]> consumer,
       RecordDecoder<KI, VI> decoder,
       Producer<byte[], byte[]> producer,
-      Serializer<KO> keySerializer,
-      Serializer<VO> valueSerializer,
+      OutputSerializer<KO, VO> serializer,
       Transform<KI, VI, KO, VO> transform,
       PipelineMetrics metrics) {
     this.config = config;
     this.consumer = consumer;
     this.decoder = decoder;
     this.producer = producer;
-    this.keySerializer = keySerializer;
-    this.valueSerializer = valueSerializer;
+    this.serializer = serializer;
     this.transform = transform;
     this.metrics = metrics;
   }
@@ -216,29 +211,9 @@ public final class PipelineLoop<KI, VI, KO, VO> {
           e);
     }
     for (ProducerRecord<KO, VO> output : outputs) {
-      producer.send(serialize(output));
+      producer.send(serializer.serialize(output));
     }
     return null;
-  }
-
-  /**
-   * What {@code KafkaProducer.send} does with its serializers, done here because the producer
-   * carries bytes; a serializer's failure is a {@link SerializationException}, as there, so the
-   * transaction is aborted and the batch retried.
-   */
-  private ProducerRecord<byte[], byte[]> serialize(ProducerRecord<KO, VO> output) {
-    byte[] key;
-    byte[] value;
-    try {
-      key = keySerializer.serialize(output.topic(), output.headers(), output.key());
-      value = valueSerializer.serialize(output.topic(), output.headers(), output.value());
-    } catch (SerializationException e) {
-      throw e;
-    } catch (RuntimeException e) {
-      throw new SerializationException("Serializing an output to " + output.topic() + " failed", e);
-    }
-    return new ProducerRecord<>(
-        output.topic(), output.partition(), output.timestamp(), key, value, output.headers());
   }
 
   private void recover(KafkaException failure, ConsumerRecords<byte[], byte[]> records) {
@@ -397,8 +372,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     closeProducer();
     try {
       decoder.close();
-      keySerializer.close();
-      valueSerializer.close();
+      serializer.close();
     } catch (RuntimeException e) {
       log.debug("Closing a serializer or deserializer failed: {}", e.toString());
     }

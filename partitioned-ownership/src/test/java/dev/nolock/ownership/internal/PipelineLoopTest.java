@@ -134,8 +134,7 @@ class PipelineLoopTest {
             consumer,
             strings(),
             producer,
-            new StringSerializer(),
-            new StringSerializer(),
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> List.of(),
             new PipelineMetrics(registry, "group", TOPIC));
     loop.initTransactions();
@@ -168,8 +167,7 @@ class PipelineLoopTest {
             consumer,
             strings(),
             producer,
-            new StringSerializer(),
-            new StringSerializer(),
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> List.of(),
             new PipelineMetrics(registry, "group", TOPIC));
     loop.initTransactions();
@@ -209,8 +207,7 @@ class PipelineLoopTest {
             consumer,
             strings(),
             producer,
-            new StringSerializer(),
-            cardReader,
+            new OutputSerializer<>(new StringSerializer(), cardReader),
             record -> List.of(new ProducerRecord<>("out", record.key(), record.value())),
             new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
     loop.initTransactions();
