@@ -17,7 +17,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
  *
  * <p>Defaults: poll timeout 500 ms, at most 100 records per poll (and per transaction), session
  * timeout 10 s, max poll interval 60 s, transaction timeout 60 s, commit retry timeout 5 min, close
- * timeout 30 s, no metrics.
+ * timeout 30 s, no metrics, no dead-letter topic (a record that fails for good stops the pipeline).
  */
 public final class ExactlyOnceConfig {
 
@@ -59,6 +59,7 @@ public final class ExactlyOnceConfig {
   private final String metricsInstanceName;
   private final Map<String, Object> consumerProperties;
   private final Map<String, Object> producerProperties;
+  private final String deadLetterTopic;
 
   private ExactlyOnceConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -76,6 +77,7 @@ public final class ExactlyOnceConfig {
     this.metricsInstanceName = b.metricsInstanceName;
     this.consumerProperties = Map.copyOf(b.consumerProperties);
     this.producerProperties = Map.copyOf(b.producerProperties);
+    this.deadLetterTopic = b.deadLetterTopic;
     if (maxPollInterval.compareTo(sessionTimeout) < 0) {
       throw new IllegalArgumentException(
           "maxPollInterval ("
@@ -160,6 +162,14 @@ public final class ExactlyOnceConfig {
     return producerProperties;
   }
 
+  /**
+   * Where an input record that fails for good goes, from {@link Builder#deadLetterTopic}; none by
+   * default, and then such a record stops the pipeline.
+   */
+  public Option<String> deadLetterTopic() {
+    return Option.of(deadLetterTopic);
+  }
+
   @Override
   public String toString() {
     return "ExactlyOnceConfig[input="
@@ -188,6 +198,7 @@ public final class ExactlyOnceConfig {
     private String metricsInstanceName;
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
     private final Map<String, Object> producerProperties = new LinkedHashMap<>();
+    private String deadLetterTopic;
 
     private Builder(
         String bootstrapServers, String inputTopic, String groupId, String transactionalId) {
@@ -320,6 +331,22 @@ public final class ExactlyOnceConfig {
                 + "' belongs to the pipeline (exactly-once needs it as the pipeline sets it,"
                 + " or it has a builder method); remove it.");
       }
+    }
+
+    /**
+     * Sends an input record that fails for good (its key or value deserializer throws, or the
+     * transform does) to {@code deadLetterTopic} instead of stopping the pipeline, in the batch's
+     * transaction, with the input offsets: exactly once for {@code read_committed} readers of the
+     * dead-letter topic, as the outputs are. The record goes with its original key and value bytes
+     * and headers, plus {@code nolock.dlt.*} headers naming its topic, partition, offset and the
+     * exception's class names (never its message). The topic must exist; a send to it that fails
+     * aborts the transaction, and the batch is tried again, never skipped.
+     *
+     * @param deadLetterTopic a Kafka topic name other than the input topic
+     */
+    public Builder deadLetterTopic(String deadLetterTopic) {
+      this.deadLetterTopic = OwnershipConfig.requireDeadLetterTopic(deadLetterTopic, inputTopic);
+      return this;
     }
 
     public ExactlyOnceConfig build() {

@@ -1,7 +1,9 @@
 package dev.nolock.ownership;
 
+import dev.nolock.ownership.internal.OutputSerializer;
 import dev.nolock.ownership.internal.PipelineLoop;
 import dev.nolock.ownership.internal.PipelineMetrics;
+import dev.nolock.ownership.internal.RecordDecoder;
 import dev.nolock.ownership.internal.StopReason;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
@@ -17,6 +19,8 @@ import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serializer;
 import org.slf4j.Logger;
@@ -33,6 +37,10 @@ import org.slf4j.LoggerFactory;
  * its partitions (so its transaction cannot commit), and a producer started with the same {@code
  * transactional.id} fences the older one ({@link #start()} returns only after that). A fenced
  * producer is closed and the pipeline stops ({@link #fenced()}).
+ *
+ * <p>An input record that fails for good (a deserializer or the transform throws) aborts the
+ * transaction and stops the pipeline, unless {@link ExactlyOnceConfig.Builder#deadLetterTopic} is
+ * set: then its bytes go there in the same transaction as the input offsets, exactly once.
  *
  * <p>A transaction that fails otherwise is aborted and its inputs transformed again. A commit that
  * times out is not: the broker may be completing it, so the pipeline calls {@code
@@ -67,18 +75,20 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
     this.config = Objects.requireNonNull(config, "config");
     Objects.requireNonNull(transform, "transform");
     MeterRegistry registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
-    KafkaConsumer<KI, VI> consumer =
+    Objects.requireNonNull(keyDeserializer, "keyDeserializer");
+    Objects.requireNonNull(valueDeserializer, "valueDeserializer");
+    Objects.requireNonNull(keySerializer, "keySerializer");
+    Objects.requireNonNull(valueSerializer, "valueSerializer");
+    // Bytes: the loop runs the (de)serializers, so that a record that fails keeps its bytes for
+    // the dead-letter topic, which the same transaction writes.
+    KafkaConsumer<byte[], byte[]> consumer =
         new KafkaConsumer<>(
-            consumerProperties(config),
-            Objects.requireNonNull(keyDeserializer, "keyDeserializer"),
-            Objects.requireNonNull(valueDeserializer, "valueDeserializer"));
-    KafkaProducer<KO, VO> producer;
+            consumerProperties(config), new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    KafkaProducer<byte[], byte[]> producer;
     try {
       producer =
           new KafkaProducer<>(
-              producerProperties(config),
-              Objects.requireNonNull(keySerializer, "keySerializer"),
-              Objects.requireNonNull(valueSerializer, "valueSerializer"));
+              producerProperties(config), new ByteArraySerializer(), new ByteArraySerializer());
     } catch (RuntimeException e) {
       consumer.close(CloseOptions.timeout(Duration.ZERO));
       throw e;
@@ -87,7 +97,9 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
         new PipelineLoop<>(
             config,
             consumer,
+            new RecordDecoder<>(keyDeserializer, valueDeserializer),
             producer,
+            new OutputSerializer<>(keySerializer, valueSerializer),
             transform,
             new PipelineMetrics(
                 registry,
@@ -202,8 +214,9 @@ public final class ExactlyOncePipeline<KI, VI, KO, VO> implements AutoCloseable 
   }
 
   /**
-   * Why the loop stopped on its own: the fence, the transform's failure, a fatal Kafka error, or a
-   * commit still unanswered after {@link ExactlyOnceConfig#commitRetryTimeout()} ({@link
+   * Why the loop stopped on its own: the fence, the transform's or a deserializer's failure
+   * (without a dead-letter topic), a fatal Kafka error, or a commit still unanswered after {@link
+   * ExactlyOnceConfig#commitRetryTimeout()} ({@link
    * dev.nolock.patterns.BackendUnavailableException}: outcome unknown). The pipeline's ERROR line
    * names it without the messages of its causes (the transform's exception names only its class),
    * which quote the records; this is the whole exception.

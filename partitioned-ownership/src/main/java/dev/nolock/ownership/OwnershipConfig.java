@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.jooq.Name;
 
 /**
@@ -24,7 +25,7 @@ import org.jooq.Name;
  * 500 ms, at most 100 records per poll, session timeout 10 s (heartbeat a third of it), max poll
  * interval 60 s, safety margin 2 s, Kafka offset commits every 5 s, query timeout 5 s, idle
  * transaction timeout 30 s, backend retry backoff 100 ms doubling up to 5 s, close timeout 30 s, no
- * metrics, the system clock.
+ * metrics, the system clock, no dead-letter topic (a record that fails for good stops the runner).
  */
 public final class OwnershipConfig {
 
@@ -49,6 +50,18 @@ public final class OwnershipConfig {
           ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "sessionTimeout(...)",
           ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "sessionTimeout(...) (a third of it)",
           ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "maxPollInterval(...)");
+
+  /** Dead-letter producer settings the runner owns: the at-least-once guarantee rests on them. */
+  private static final Map<String, String> RESERVED_DEAD_LETTER =
+      Map.of(
+          ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "bootstrapServers in custom(...)",
+          ProducerConfig.ACKS_CONFIG, "nothing: acks=all, so an acknowledged record is replicated",
+          ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+              "nothing: the producer is idempotent, so its own retries write once",
+          ProducerConfig.TRANSACTIONAL_ID_CONFIG, "nothing: the producer is not transactional",
+          ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, "nothing: the record's key bytes are sent",
+          ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG,
+              "nothing: the record's value bytes are sent");
 
   private static final Set<String> KIP_848_REFUSED =
       Set.of(
@@ -77,6 +90,8 @@ public final class OwnershipConfig {
   private final String metricsInstanceName;
   private final LeaseClock clock;
   private final Map<String, Object> consumerProperties;
+  private final String deadLetterTopic;
+  private final Map<String, Object> deadLetterProducerProperties;
 
   private OwnershipConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -100,6 +115,13 @@ public final class OwnershipConfig {
     this.metricsInstanceName = b.metricsInstanceName;
     this.clock = b.clock;
     this.consumerProperties = Map.copyOf(b.consumerProperties);
+    this.deadLetterTopic = b.deadLetterTopic;
+    this.deadLetterProducerProperties = Map.copyOf(b.deadLetterProducerProperties);
+    if (deadLetterTopic == null && !deadLetterProducerProperties.isEmpty()) {
+      throw new IllegalArgumentException(
+          "deadLetterProducerProperty(...) was set without deadLetterTopic(...): set the"
+              + " dead-letter topic too, or remove the producer settings.");
+    }
     if (safetyMargin.compareTo(sessionTimeout) >= 0) {
       throw new IllegalArgumentException(
           "safetyMargin ("
@@ -168,6 +190,35 @@ public final class OwnershipConfig {
               + ": pass Kafka's bootstrap.servers, e.g. \"127.0.0.1:9092\"");
     }
     return bootstrapServers;
+  }
+
+  /**
+   * A dead-letter topic: a Kafka topic name, not {@code source} (the runner would read its own dead
+   * letters back as commands); shared with ExactlyOnceConfig.
+   */
+  static String requireDeadLetterTopic(String deadLetterTopic, String source) {
+    if (deadLetterTopic == null
+        || !TOPIC.matcher(deadLetterTopic).matches()
+        || deadLetterTopic.equals(".")
+        || deadLetterTopic.equals("..")) {
+      throw new IllegalArgumentException(
+          "The dead-letter topic '"
+              + deadLetterTopic
+              + "' is not a Kafka topic name: 1 to 249 of [a-zA-Z0-9._-], not \".\" or \"..\", e.g."
+              + " \""
+              + source
+              + ".dlt\". Create it before the runner starts.");
+    }
+    if (deadLetterTopic.equals(source)) {
+      throw new IllegalArgumentException(
+          "The dead-letter topic is the topic the records come from ('"
+              + source
+              + "'): failed records would be read back and fail again. Use another topic, e.g."
+              + " \""
+              + source
+              + ".dlt\".");
+    }
+    return deadLetterTopic;
   }
 
   static String requireTopic(String topic) {
@@ -270,6 +321,21 @@ public final class OwnershipConfig {
     return consumerProperties;
   }
 
+  /**
+   * Where a record that fails for good (its deserializer or the handler throws) is sent, from
+   * {@link Builder#deadLetterTopic}; none by default, and then such a record stops the runner.
+   */
+  public Option<String> deadLetterTopic() {
+    return Option.of(deadLetterTopic);
+  }
+
+  /**
+   * Extra settings of the dead-letter producer, from {@link Builder#deadLetterProducerProperty}.
+   */
+  public Map<String, Object> deadLetterProducerProperties() {
+    return deadLetterProducerProperties;
+  }
+
   /** True when the extra settings select KIP-848's {@code group.protocol=consumer}. */
   public boolean usesConsumerGroupProtocol() {
     Object protocol = consumerProperties.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG);
@@ -313,6 +379,8 @@ public final class OwnershipConfig {
     private String metricsInstanceName;
     private LeaseClock clock = LeaseClock.system();
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
+    private String deadLetterTopic;
+    private final Map<String, Object> deadLetterProducerProperties = new LinkedHashMap<>();
 
     private Builder(String bootstrapServers, String topic, String groupId) {
       this.bootstrapServers = requireBootstrapServers(bootstrapServers);
@@ -493,6 +561,51 @@ public final class OwnershipConfig {
             "The consumer setting '" + key + "' belongs to the runner; use " + instead + ".");
       }
       consumerProperties.put(key, value);
+      return this;
+    }
+
+    /**
+     * Sends a record that fails for good to {@code deadLetterTopic} instead of stopping the runner:
+     * one whose key or value deserializer throws, or whose handler throws anything but a transient
+     * database failure (those are retried, as without this setting). The record goes with its
+     * original key and value bytes and headers, plus {@code nolock.dlt.*} headers naming its topic,
+     * partition, offset and the exception's class names (never its message); once the broker has
+     * acknowledged it, the record's offset is recorded as applied, fenced by the owner epoch like
+     * any apply, and the partition moves on.
+     *
+     * <p>At least once: a runner that stops or loses its database answer between the
+     * acknowledgement and the offset write sends the record again, so consumers of the dead-letter
+     * topic dedupe by the {@code nolock.dlt.topic}, {@code nolock.dlt.partition} and {@code
+     * nolock.dlt.offset} headers. A send that fails or times out is never taken as handled: a
+     * retriable failure backs off and tries the record again, any other stops the runner. The topic
+     * must exist (create it like the commands topic); by default nothing is sent anywhere.
+     *
+     * @param deadLetterTopic a Kafka topic name other than the commands topic
+     */
+    public Builder deadLetterTopic(String deadLetterTopic) {
+      this.deadLetterTopic = requireDeadLetterTopic(deadLetterTopic, topic);
+      return this;
+    }
+
+    /**
+     * Any other setting of the dead-letter producer: security ({@code security.protocol}, {@code
+     * sasl.*}, {@code ssl.*}), {@code client.id}, or its timeouts ({@code max.block.ms} and {@code
+     * delivery.timeout.ms} default to the session timeout: the runner's thread waits that long at
+     * most for each). The settings the guarantee rests on are refused.
+     */
+    public Builder deadLetterProducerProperty(String key, Object value) {
+      required(key, "A null setting key: pass the Kafka setting's name, e.g. \"client.id\"");
+      required(
+          value,
+          "The setting '"
+              + key
+              + "' has a null value: pass its value, or leave the setting out for the default");
+      String instead = RESERVED_DEAD_LETTER.get(key);
+      if (instead != null) {
+        throw new IllegalArgumentException(
+            "The dead-letter producer setting '" + key + "' belongs to the runner; use " + instead);
+      }
+      deadLetterProducerProperties.put(key, value);
       return this;
     }
 

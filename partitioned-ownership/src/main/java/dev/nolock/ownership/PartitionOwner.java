@@ -1,9 +1,11 @@
 package dev.nolock.ownership;
 
+import dev.nolock.ownership.internal.DeadLetters;
 import dev.nolock.ownership.internal.OwnerEvents;
 import dev.nolock.ownership.internal.OwnerLoop;
 import dev.nolock.ownership.internal.OwnerTable;
 import dev.nolock.ownership.internal.OwnershipMetrics;
+import dev.nolock.ownership.internal.RecordDecoder;
 import dev.nolock.ownership.internal.Safeguards;
 import dev.nolock.ownership.internal.StopReason;
 import dev.nolock.patterns.BackendUnavailableException;
@@ -18,9 +20,14 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
@@ -51,6 +58,10 @@ import org.slf4j.LoggerFactory;
  *   <li><b>The topic keeps its partition count.</b> The count is recorded in the table; a runner
  *       that sees another one stops with {@link PartitionCountChangedException}.
  * </ul>
+ *
+ * <p>A record that fails for good (its deserializer or the handler throws) stops the runner, unless
+ * {@link OwnershipConfig.Builder#deadLetterTopic} is set: then it is sent there, and recorded as
+ * applied once the broker has acknowledged it (at least once in the dead-letter topic).
  *
  * <p>Lifecycle: {@link #create}, {@link #createTableIfMissing()} (or your migration), {@link
  * #start()}, and {@link #close()}. The loop runs on one thread of its own; watch {@link
@@ -83,10 +94,35 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
     Objects.requireNonNull(handler, "handler");
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
     MeterRegistry registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
+    // Bytes: the loop runs the deserializers, so that a record they cannot read keeps its bytes
+    // for the dead-letter topic instead of failing the poll.
+    KafkaConsumer<byte[], byte[]> consumer =
+        new KafkaConsumer<>(
+            consumerProperties(config), new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    DeadLetters deadLetters;
+    try {
+      deadLetters =
+          config
+              .deadLetterTopic()
+              .map(
+                  topic ->
+                      new DeadLetters(
+                          new KafkaProducer<>(
+                              deadLetterProducerProperties(config),
+                              new ByteArraySerializer(),
+                              new ByteArraySerializer()),
+                          topic))
+              .getOrNull();
+    } catch (RuntimeException e) {
+      consumer.close(CloseOptions.timeout(Duration.ZERO));
+      throw e;
+    }
     this.loop =
         new OwnerLoop<>(
             config,
-            new KafkaConsumer<>(consumerProperties(config), keyDeserializer, valueDeserializer),
+            consumer,
+            new RecordDecoder<>(keyDeserializer, valueDeserializer),
+            deadLetters,
             dsl,
             handler,
             safeguards,
@@ -155,6 +191,25 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
           ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
           CooperativeStickyAssignor.class.getName());
     }
+    return props;
+  }
+
+  /**
+   * The dead-letter producer: idempotent with {@code acks=all}, so an acknowledged record is
+   * replicated and the producer's own retries write it once. The runner's thread waits for each
+   * send, so its waits default to the session timeout: {@code max.block.ms} (metadata, e.g. a
+   * missing topic) and {@code delivery.timeout.ms} (the acknowledgement).
+   */
+  private static Map<String, Object> deadLetterProducerProperties(OwnershipConfig config) {
+    Map<String, Object> props = new HashMap<>(config.deadLetterProducerProperties());
+    int wait = (int) config.sessionTimeout().toMillis();
+    props.putIfAbsent(ProducerConfig.MAX_BLOCK_MS_CONFIG, wait);
+    props.putIfAbsent(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, wait);
+    props.putIfAbsent(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, wait);
+    props.putIfAbsent(ProducerConfig.LINGER_MS_CONFIG, 0); // one record, waited for: no batch
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, config.bootstrapServers());
+    props.put(ProducerConfig.ACKS_CONFIG, "all");
+    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
     return props;
   }
 
@@ -240,10 +295,11 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
 
   /**
    * Why the loop stopped, if it stopped on its own: {@link PartitionCountChangedException}, the
-   * handler's exception (in an {@link IllegalStateException} naming the record), a non-transient
-   * database error, or a Kafka error. The runner's ERROR line names it without the messages of its
-   * causes (the handler's exception names only its class), which quote the records; this is the
-   * whole exception.
+   * handler's or a deserializer's exception (in an {@link IllegalStateException} naming the record;
+   * without a dead-letter topic), a send to the dead-letter topic that failed in a way a retry
+   * would repeat, a non-transient database error, or a Kafka error. The runner's ERROR line names
+   * it without the messages of its causes (the handler's exception names only its class), which
+   * quote the records; this is the whole exception.
    */
   public Option<Throwable> failure() {
     return Option.of(failure);

@@ -18,6 +18,19 @@ class ExactlyOnceConfigTest {
   }
 
   @Test
+  void theDeadLetterTopicIsOptInAndNotTheInputTopic() {
+    assertThat(builder().build().deadLetterTopic()).isEmpty();
+    assertThat(builder().deadLetterTopic("payments.dlt").build().deadLetterTopic())
+        .containsExactly("payments.dlt");
+    assertThatThrownBy(() -> builder().deadLetterTopic("payments"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("the topic the records come from");
+    assertThatThrownBy(() -> builder().deadLetterTopic("no spaces"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("not a Kafka topic name");
+  }
+
+  @Test
   void defaultsAreTheDocumentedOnes() {
     ExactlyOnceConfig config = builder().build();
     assertThat(config.transactionalId()).isEqualTo("enricher-1");

@@ -242,6 +242,7 @@ class OwnershipAttemptTokenContractIT {
         case APPLIED -> Finish.FINISHED;
         case REPLAY -> Finish.ALREADY_FINISHED;
         case FENCED -> Finish.STALE;
+        case DEAD_LETTERED -> throw new AssertionError("an apply never dead-letters: " + outcome);
       };
     }
 

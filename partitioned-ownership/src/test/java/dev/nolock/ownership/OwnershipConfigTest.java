@@ -164,6 +164,48 @@ class OwnershipConfigTest {
         .hasMessageContaining("the broker decides it");
   }
 
+  @Test
+  void theDeadLetterTopicIsOptInAndValidatedAsAKafkaTopicName() {
+    assertThat(builder().build().deadLetterTopic()).as("none by default: stop").isEmpty();
+    assertThat(builder().deadLetterTopic("orders.dlt").build().deadLetterTopic())
+        .contains("orders.dlt");
+    for (String bad : new String[] {"", "has space", "x/y", ".", "..", "a".repeat(250)}) {
+      assertThatThrownBy(() -> builder().deadLetterTopic(bad))
+          .as(bad)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("not a Kafka topic name")
+          .hasMessageContaining("orders.dlt");
+    }
+    assertThat(builder().deadLetterTopic("a".repeat(249)).build().deadLetterTopic()).hasSize(1);
+    assertThatThrownBy(() -> builder().deadLetterTopic("orders"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("the topic the records come from");
+  }
+
+  @Test
+  void deadLetterProducerSettingsTheGuaranteeRestsOnAreRefused() {
+    for (String key :
+        new String[] {
+          "acks", "enable.idempotence", "bootstrap.servers", "transactional.id", "value.serializer"
+        }) {
+      assertThatThrownBy(() -> builder().deadLetterTopic("d").deadLetterProducerProperty(key, "x"))
+          .as(key)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("belongs to the runner");
+    }
+    assertThat(
+            builder()
+                .deadLetterTopic("d")
+                .deadLetterProducerProperty("security.protocol", "SSL")
+                .build()
+                .deadLetterProducerProperties())
+        .containsEntry("security.protocol", "SSL");
+    assertThatThrownBy(
+            () -> builder().deadLetterProducerProperty("security.protocol", "SSL").build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("without deadLetterTopic");
+  }
+
   /**
    * Every public builder method, and the factory, given null in any one of its object parameters
    * (plain values in the others), throws an IllegalArgumentException that says null, never a

@@ -7,6 +7,8 @@ import dev.nolock.patterns.sql.SqlErrors;
 import java.time.Duration;
 import java.util.Objects;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.errors.RecordDeserializationException;
+import org.apache.kafka.common.errors.RecordDeserializationException.DeserializationExceptionOrigin;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
 
@@ -70,11 +72,54 @@ public final class ApplyTransaction<K, V> {
    *     lost answer, a timeout, a serialization failure, the session ended by the server, a write
    *     refused by a read-only server during a failover): whether the transaction committed is
    *     unknown; retry the same record with the same epoch
-   * @throws IllegalStateException the handler failed for good (the transaction rolled back), or the
-   *     table lost its primary key
+   * @throws RecordFailedException the handler failed for good (the transaction rolled back)
+   * @throws IllegalStateException the table lost its primary key
    * @throws DataAccessException any other database error (a missing table): retrying repeats it
    */
   public ApplyOutcome apply(ConsumerRecord<K, V> record, long epoch) {
+    return apply(record, epoch, tx -> handler.apply(record, tx, FencingToken.of(epoch)));
+  }
+
+  /**
+   * Applies a record the runner deserialized itself. One that could not be deserialized fails as a
+   * handler would, after the ownership and offset checks: a replay or a zombie's record is skipped
+   * as such, never reported as failed.
+   *
+   * @throws RecordFailedException the record cannot be read (the transaction rolled back)
+   */
+  public ApplyOutcome apply(RecordDecoder.Decoded<K, V> decoded, long epoch) {
+    if (decoded.failure() == null) {
+      return apply(decoded.record(), epoch);
+    }
+    RecordDeserializationException failure = decoded.failure();
+    return apply(
+        decoded.raw(),
+        epoch,
+        tx -> {
+          throw failure;
+        });
+  }
+
+  /**
+   * Records {@code record}, acknowledged by the dead-letter topic, as applied: the same ownership
+   * and offset checks as an apply, without the handler. {@link ApplyOutcome#DEAD_LETTERED} when the
+   * row moved; {@link ApplyOutcome#FENCED} or {@link ApplyOutcome#REPLAY} when it did not.
+   *
+   * @throws BackendUnavailableException as {@link #apply(ConsumerRecord, long)}: whether the offset
+   *     was recorded is unknown
+   */
+  public ApplyOutcome recordDeadLettered(ConsumerRecord<?, ?> record, long epoch) {
+    ApplyOutcome outcome = apply(record, epoch, tx -> {});
+    return outcome == ApplyOutcome.APPLIED ? ApplyOutcome.DEAD_LETTERED : outcome;
+  }
+
+  /** The work that runs in the transaction once the ownership update moved the row. */
+  @FunctionalInterface
+  private interface Work {
+    void run(DSLContext tx) throws Exception;
+  }
+
+  private ApplyOutcome apply(ConsumerRecord<?, ?> record, long epoch, Work work) {
     try {
       return dsl.transactionResult(
           cfg -> {
@@ -100,22 +145,38 @@ public final class ApplyTransaction<K, V> {
                   : ApplyOutcome.REPLAY;
             }
             try {
-              handler.apply(record, tx, FencingToken.of(epoch));
+              work.run(tx);
             } catch (Exception e) {
               throw new HandlerFailure(e);
             }
             return ApplyOutcome.APPLIED;
           });
     } catch (HandlerFailure e) {
+      if (e.getCause() instanceof RecordDeserializationException failure) {
+        boolean key = failure.origin() == DeserializationExceptionOrigin.KEY;
+        throw new RecordFailedException(
+            key
+                ? RecordFailedException.Stage.KEY_DESERIALIZER
+                : RecordFailedException.Stage.VALUE_DESERIALIZER,
+            "The "
+                + (key ? "key" : "value")
+                + " deserializer failed on "
+                + where(record)
+                + " (the transaction was rolled back). A record that can never be read blocks its"
+                + " partition: fix the deserializer, or set OwnershipConfig's deadLetterTopic to"
+                + " send such records there.",
+            failure);
+      }
       if (SqlErrors.isTransient(e.getCause())) {
         throw unknown(record, e.getCause());
       }
-      throw new IllegalStateException(
+      throw new RecordFailedException(
+          RecordFailedException.Stage.HANDLER,
           "The record handler failed on "
               + where(record)
-              + " (the transaction was rolled back; the runner stopped). A record that can never"
-              + " apply blocks its partition: handle it in the handler, e.g. in a dead-letter"
-              + " table.",
+              + " (the transaction was rolled back). A record that can never apply blocks its"
+              + " partition: handle it in the handler, e.g. in a dead-letter table, or set"
+              + " OwnershipConfig's deadLetterTopic to send such records there.",
           e.getCause());
     } catch (DataAccessException e) {
       if (SqlErrors.isTransient(e)) {

@@ -39,7 +39,9 @@ public interface OwnerEvents {
     /** A claim retried after a poll (a failed claim, or a fenced partition still assigned). */
     CLAIM_RETRY,
     /** An apply transaction whose outcome is unknown. */
-    APPLY
+    APPLY,
+    /** A send to the dead-letter topic that failed or timed out with a retriable error. */
+    DEAD_LETTER
   }
 
   /**

@@ -60,7 +60,9 @@ import org.slf4j.LoggerFactory;
  * it was sent), else rewind and poll again; run the {@link ApplyTransaction} (ownership and offset
  * check, then the handler); on {@link ApplyOutcome#FENCED} step aside from the partition at once;
  * when PostgreSQL failed and the outcome is unknown, rewind and retry the same record with the same
- * epoch after a backoff (a replay if the first send had committed).
+ * epoch after a backoff (a replay if the first send had committed). A record that fails for good
+ * (its deserializer or the handler throws) stops the runner, or with a dead-letter topic is sent
+ * there and then recorded as applied ({@link #deadLetter}).
  *
  * <p>Rebalance callbacks run inside {@code poll} on this same thread, so no apply is in flight when
  * a partition is revoked: the revoked partitions' positions are committed and they are dropped;
@@ -71,7 +73,12 @@ public final class OwnerLoop<K, V> {
   private static final Logger log = LoggerFactory.getLogger(OwnerLoop.class);
 
   private final OwnershipConfig config;
-  private final Consumer<K, V> consumer;
+  private final Consumer<byte[], byte[]> consumer;
+  private final RecordDecoder<K, V> decoder;
+
+  /** Null without a dead-letter topic: a record that fails for good stops the runner. */
+  private final DeadLetters deadLetters;
+
   private final DSLContext dsl;
   private final OwnerTable table;
   private final ApplyTransaction<K, V> applier;
@@ -161,7 +168,9 @@ public final class OwnerLoop<K, V> {
 
   public OwnerLoop(
       OwnershipConfig config,
-      Consumer<K, V> consumer,
+      Consumer<byte[], byte[]> consumer,
+      RecordDecoder<K, V> decoder,
+      DeadLetters deadLetters,
       DSLContext dsl,
       RecordHandler<K, V> handler,
       Safeguards safeguards,
@@ -169,6 +178,8 @@ public final class OwnerLoop<K, V> {
       OwnershipMetricsFactory metricsFactory) {
     this.config = config;
     this.consumer = consumer;
+    this.decoder = decoder;
+    this.deadLetters = deadLetters;
     this.dsl = dsl;
     this.table = new OwnerTable(config.tableName());
     this.events = events;
@@ -205,12 +216,29 @@ public final class OwnerLoop<K, V> {
     consumer.wakeup();
   }
 
-  /** Closes the consumer of a loop that never ran. */
+  /** Closes the clients of a loop that never ran. */
   public void closeUnstarted() {
     try {
       consumer.close(CloseOptions.timeout(Duration.ZERO));
     } catch (RuntimeException e) {
       log.debug("Closing an unstarted consumer failed: {}", e.toString());
+    }
+    closeQuietly();
+  }
+
+  /** The deserializers (the consumer would have closed them) and the dead-letter producer. */
+  private void closeQuietly() {
+    try {
+      decoder.close();
+    } catch (RuntimeException e) {
+      log.debug("Closing a deserializer failed: {}", e.toString());
+    }
+    if (deadLetters != null) {
+      try {
+        deadLetters.close();
+      } catch (RuntimeException e) {
+        log.debug("Closing the dead-letter producer failed: {}", e.toString());
+      }
     }
   }
 
@@ -257,7 +285,7 @@ public final class OwnerLoop<K, V> {
       while (!closing.get()) {
         endBackoffIfDue();
         pollSentNanos = clock.nanoTime();
-        ConsumerRecords<K, V> records = consumer.poll(nextPollTimeout());
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(nextPollTimeout());
         settled = false;
         throwIfFatal();
         checkPartitionCount();
@@ -356,7 +384,7 @@ public final class OwnerLoop<K, V> {
   // ---------------------------------------------------------------------------------------------
   // Applying
 
-  private void process(ConsumerRecords<K, V> records) {
+  private void process(ConsumerRecords<byte[], byte[]> records) {
     if (backingOff) {
       // A claim failed in this turn (its retry, or the claim in the rebalance callback inside
       // poll) after the poll had moved the positions past these records.
@@ -365,7 +393,7 @@ public final class OwnerLoop<K, V> {
     }
     Deadline deadline = Deadline.forHolder(clock, pollSentNanos, config.sessionTimeout());
     for (TopicPartition tp : records.partitions()) {
-      for (ConsumerRecord<K, V> record : records.records(tp)) {
+      for (ConsumerRecord<byte[], byte[]> record : records.records(tp)) {
         Owned o = owned.get(tp);
         if (o == null) {
           break; // not owned here (any more): a claim seeks to the table's position itself
@@ -387,7 +415,15 @@ public final class OwnerLoop<K, V> {
         events.beforeApply(tp.partition(), record.offset(), o.epoch);
         ApplyOutcome outcome;
         try {
-          outcome = applier.apply(record, o.epoch);
+          outcome = applier.apply(decoder.decode(record), o.epoch);
+        } catch (RecordFailedException failed) {
+          if (deadLetters == null) {
+            throw failed;
+          }
+          outcome = deadLetter(record, o.epoch, failed, records);
+          if (outcome == null) {
+            return;
+          }
         } catch (BackendUnavailableException unknown) {
           // Committed or not, the retry of the same record with the same epoch commits it once:
           // a replay if it had.
@@ -412,9 +448,72 @@ public final class OwnerLoop<K, V> {
             o.uncommitted = true;
             backendFailures = 0;
           }
+          case DEAD_LETTERED -> {
+            metrics.deadLettered(tp.partition());
+            o.nextOffset = record.offset() + 1;
+            o.uncommitted = true;
+            backendFailures = 0;
+          }
           case FENCED -> stepAside(tp, o);
         }
       }
+    }
+  }
+
+  /**
+   * A record that failed for good, with a dead-letter topic: send it there, then record its offset
+   * as applied. The order is the guarantee:
+   *
+   * <ol>
+   *   <li>Send it and wait for the broker's acknowledgement ({@link DeadLetters#send}). A send that
+   *       fails or times out leaves the record not handled: a retriable failure rewinds and backs
+   *       off, so the record is applied (and fails, and is sent) again; any other stops the runner.
+   *   <li>Record its offset in a transaction of its own with the apply's ownership and offset
+   *       checks ({@link ApplyTransaction#recordDeadLettered}): a zombie is refused ({@code
+   *       FENCED}) as its apply would be. An unknown outcome rewinds and backs off; the retry finds
+   *       the offset recorded ({@code REPLAY}, nothing sent) or sends the record again.
+   * </ol>
+   *
+   * <p>A crash or lost answer between the two sends the record again: at least once in the
+   * dead-letter topic.
+   *
+   * @return the outcome of step 2, or null when the batch was rewound for a backoff
+   */
+  private ApplyOutcome deadLetter(
+      ConsumerRecord<byte[], byte[]> record,
+      long epoch,
+      RecordFailedException failed,
+      ConsumerRecords<byte[], byte[]> records) {
+    String where = record.topic() + "-" + record.partition() + "@" + record.offset();
+    try {
+      deadLetters.send(record, failed);
+    } catch (DeadLetters.SendFailedException e) {
+      e.addSuppressed(failed);
+      if (!e.retriable()) {
+        throw e;
+      }
+      rewind(records);
+      startBackoff(
+          e.getCause(),
+          "sending " + where + " to the dead-letter topic",
+          OwnerEvents.BackoffCause.DEAD_LETTER);
+      return null;
+    }
+    log.warn(
+        "{} failed in its {} and was sent to the dead-letter topic {}: {}",
+        where,
+        failed.stage().header(),
+        deadLetters.topic(),
+        StopReason.describe(failed));
+    try {
+      return applier.recordDeadLettered(record, epoch);
+    } catch (BackendUnavailableException unknown) {
+      rewind(records);
+      startBackoff(
+          unknown.getCause(),
+          "recording " + where + " as dead-lettered",
+          OwnerEvents.BackoffCause.APPLY);
+      return null;
     }
   }
 
@@ -423,7 +522,7 @@ public final class OwnerLoop<K, V> {
    * been deleted since the fetch, the next poll fails with {@code OffsetOutOfRangeException}, as it
    * should: they were not applied.
    */
-  private void rewind(ConsumerRecords<K, V> records) {
+  private void rewind(ConsumerRecords<byte[], byte[]> records) {
     for (TopicPartition tp : records.partitions()) {
       Owned o = owned.get(tp);
       if (o != null) {
@@ -959,6 +1058,7 @@ public final class OwnerLoop<K, V> {
     } catch (RuntimeException e) {
       log.warn("Closing the consumer of owner {} failed: {}", owner, e.toString());
     }
+    closeQuietly();
     for (TopicPartition tp : List.copyOf(owned.keySet())) {
       release(tp, "closed");
     }

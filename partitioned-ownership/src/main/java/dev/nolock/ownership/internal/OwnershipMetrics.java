@@ -25,6 +25,7 @@ public final class OwnershipMetrics {
   private final MeterRegistry registry;
   private final Tags base;
   private final Counter[] applied;
+  private final Counter[] deadLettered;
   private final Counter[] replays;
   private final Counter[] fenced;
   private final Counter[] claims;
@@ -47,6 +48,7 @@ public final class OwnershipMetrics {
             TOPIC_TAG,
             topic);
     this.applied = new Counter[partitions];
+    this.deadLettered = new Counter[partitions];
     this.replays = new Counter[partitions];
     this.fenced = new Counter[partitions];
     this.claims = new Counter[partitions];
@@ -55,6 +57,11 @@ public final class OwnershipMetrics {
     for (int p = 0; p < partitions; p++) {
       Tags tags = base.and(PARTITION_TAG, Integer.toString(p));
       applied[p] = counter("records.applied", "Records whose state change committed", tags);
+      deadLettered[p] =
+          counter(
+              "records.dead.lettered",
+              "Records that failed for good, sent to the dead-letter topic and recorded as applied",
+              tags);
       replays[p] =
           counter("replays.skipped", "Records skipped: their offset was applied before", tags);
       fenced[p] =
@@ -103,6 +110,10 @@ public final class OwnershipMetrics {
 
   public void applied(int partition) {
     applied[partition].increment();
+  }
+
+  public void deadLettered(int partition) {
+    deadLettered[partition].increment();
   }
 
   public void replaySkipped(int partition) {

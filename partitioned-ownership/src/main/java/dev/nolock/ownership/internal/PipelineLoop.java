@@ -3,6 +3,7 @@ package dev.nolock.ownership.internal;
 import dev.nolock.ownership.ExactlyOnceConfig;
 import dev.nolock.ownership.Transform;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.RetryPolicy;
 import java.time.Duration;
 import java.util.LinkedHashMap;
@@ -21,6 +22,7 @@ import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.RecordDeserializationException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.slf4j.Logger;
@@ -44,6 +46,13 @@ import org.slf4j.LoggerFactory;
  * completes, fails otherwise (a fence, an abortable error: handled as above) or {@code
  * commitRetryTimeout} has passed since the first call, or the pipeline is closing; then it stops
  * with {@link BackendUnavailableException}: the transaction's outcome is unknown.
+ *
+ * <p>The clients carry bytes: the loop runs the deserializers and serializers itself, so that an
+ * input record that fails for good (a deserializer or the transform throws) keeps its bytes. With a
+ * dead-letter topic those bytes go there in the batch's transaction, with the input offsets, so the
+ * record is dead-lettered exactly once for {@code read_committed} readers, and a transaction that
+ * aborts takes its dead letters with it. Without one, the transaction is aborted and the loop
+ * stops.
  */
 public final class PipelineLoop<KI, VI, KO, VO> {
 
@@ -54,8 +63,10 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       RetryPolicy.custom().baseDelay(Duration.ofMillis(50)).maxDelay(Duration.ofSeconds(1)).build();
 
   private final ExactlyOnceConfig config;
-  private final Consumer<KI, VI> consumer;
-  private final Producer<KO, VO> producer;
+  private final Consumer<byte[], byte[]> consumer;
+  private final RecordDecoder<KI, VI> decoder;
+  private final Producer<byte[], byte[]> producer;
+  private final OutputSerializer<KO, VO> serializer;
   private final Transform<KI, VI, KO, VO> transform;
   private final PipelineMetrics metrics;
   private final AtomicBoolean closing = new AtomicBoolean();
@@ -64,13 +75,17 @@ public final class PipelineLoop<KI, VI, KO, VO> {
 
   public PipelineLoop(
       ExactlyOnceConfig config,
-      Consumer<KI, VI> consumer,
-      Producer<KO, VO> producer,
+      Consumer<byte[], byte[]> consumer,
+      RecordDecoder<KI, VI> decoder,
+      Producer<byte[], byte[]> producer,
+      OutputSerializer<KO, VO> serializer,
       Transform<KI, VI, KO, VO> transform,
       PipelineMetrics metrics) {
     this.config = config;
     this.consumer = consumer;
+    this.decoder = decoder;
     this.producer = producer;
+    this.serializer = serializer;
     this.transform = transform;
     this.metrics = metrics;
   }
@@ -112,7 +127,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     try {
       consumer.subscribe(List.of(config.inputTopic()));
       while (!closing.get()) {
-        ConsumerRecords<KI, VI> records = consumer.poll(config.pollTimeout());
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(config.pollTimeout());
         if (!records.isEmpty()) {
           transact(records);
         }
@@ -126,32 +141,31 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     }
   }
 
-  private void transact(ConsumerRecords<KI, VI> records) {
+  private void transact(ConsumerRecords<byte[], byte[]> records) {
     producer.beginTransaction();
     try {
-      for (ConsumerRecord<KI, VI> record : records) {
-        List<ProducerRecord<KO, VO>> outputs;
-        try {
-          outputs = transform.apply(record);
-        } catch (Exception e) {
+      int deadLettered = 0;
+      for (ConsumerRecord<byte[], byte[]> raw : records) {
+        RecordFailedException failed = transform(raw);
+        if (failed == null) {
+          continue;
+        }
+        if (config.deadLetterTopic().isEmpty()) {
           abortQuietly();
-          throw new IllegalStateException(
-              "The transform failed on "
-                  + record.topic()
-                  + "-"
-                  + record.partition()
-                  + "@"
-                  + record.offset()
-                  + "; the transaction was aborted and the pipeline stopped.",
-              e);
+          throw failed;
         }
-        for (ProducerRecord<KO, VO> output : outputs) {
-          producer.send(output);
-        }
+        producer.send(DeadLetters.record(config.deadLetterTopic().get(), raw, failed));
+        deadLettered++;
+        log.warn(
+            "{} failed in its {}; sent to the dead-letter topic {} in the batch's transaction: {}",
+            raw.topic() + "-" + raw.partition() + "@" + raw.offset(),
+            failed.stage().header(),
+            config.deadLetterTopic().get(),
+            StopReason.describe(failed));
       }
       producer.sendOffsetsToTransaction(nextOffsets(records), consumer.groupMetadata());
       untilNoTimeout("commit", producer::commitTransaction);
-      metrics.committed(records.count());
+      metrics.committed(records.count(), deadLettered);
     } catch (InterruptException e) {
       throw e; // not the transaction's failure: an interrupted commit must not be aborted either
     } catch (KafkaException e) {
@@ -159,9 +173,53 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     }
   }
 
-  private void recover(KafkaException failure, ConsumerRecords<KI, VI> records) {
-    log.info(
-        "Transaction of {} failed ({}); aborting it", config.transactionalId(), failure.toString());
+  /**
+   * Deserializes {@code raw}, transforms it and sends its outputs in the open transaction.
+   *
+   * @return null when it did; the failure when a deserializer or the transform threw (nothing of
+   *     this record was sent)
+   */
+  private RecordFailedException transform(ConsumerRecord<byte[], byte[]> raw) {
+    String where = raw.topic() + "-" + raw.partition() + "@" + raw.offset();
+    RecordDecoder.Decoded<KI, VI> decoded = decoder.decode(raw);
+    if (decoded.failure() != null) {
+      boolean key =
+          decoded.failure().origin()
+              == RecordDeserializationException.DeserializationExceptionOrigin.KEY;
+      return new RecordFailedException(
+          key
+              ? RecordFailedException.Stage.KEY_DESERIALIZER
+              : RecordFailedException.Stage.VALUE_DESERIALIZER,
+          "The "
+              + (key ? "key" : "value")
+              + " deserializer failed on "
+              + where
+              + "; the transaction was aborted and the pipeline stopped. Fix the deserializer, or"
+              + " set ExactlyOnceConfig's deadLetterTopic to send such records there.",
+          decoded.failure());
+    }
+    List<ProducerRecord<KO, VO>> outputs;
+    try {
+      outputs = transform.apply(decoded.record());
+    } catch (Exception e) {
+      return new RecordFailedException(
+          RecordFailedException.Stage.TRANSFORM,
+          "The transform failed on "
+              + where
+              + "; the transaction was aborted and the pipeline stopped. Fix the transform, or set"
+              + " ExactlyOnceConfig's deadLetterTopic to send such records there.",
+          e);
+    }
+    for (ProducerRecord<KO, VO> output : outputs) {
+      producer.send(serializer.serialize(output));
+    }
+    return null;
+  }
+
+  private void recover(KafkaException failure, ConsumerRecords<byte[], byte[]> records) {
+    // Class names only: the failure can be a serializer's, whose message quotes the output.
+    String failed = ErrorDescriber.describe(ErrorDescriber.classNames(), failure);
+    log.info("Transaction of {} failed ({}); aborting it", config.transactionalId(), failed);
     if (KafkaErrors.isFenced(failure)) {
       throw fencedBy(failure);
     }
@@ -184,10 +242,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       throw e; // the producer is in a fatal state
     }
     metrics.aborted();
-    log.warn(
-        "Transaction of {} aborted, batch rewound: {}",
-        config.transactionalId(),
-        failure.toString());
+    log.warn("Transaction of {} aborted, batch rewound: {}", config.transactionalId(), failed);
     rewind(records);
   }
 
@@ -284,7 +339,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   }
 
   /** Back to each partition's first record of this batch: where the aborted transaction began. */
-  private void rewind(ConsumerRecords<KI, VI> records) {
+  private void rewind(ConsumerRecords<byte[], byte[]> records) {
     for (TopicPartition tp : records.partitions()) {
       if (consumer.assignment().contains(tp)) {
         consumer.seek(tp, records.records(tp).get(0).offset());
@@ -315,6 +370,12 @@ public final class PipelineLoop<KI, VI, KO, VO> {
 
   private void closeAll() {
     closeProducer();
+    try {
+      decoder.close();
+      serializer.close();
+    } catch (RuntimeException e) {
+      log.debug("Closing a serializer or deserializer failed: {}", e.toString());
+    }
     try {
       consumer.close(CloseOptions.timeout(config.closeTimeout()));
     } catch (RuntimeException e) {

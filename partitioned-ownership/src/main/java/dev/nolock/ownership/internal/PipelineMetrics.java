@@ -18,6 +18,7 @@ public final class PipelineMetrics {
   private final Counter aborted;
   private final Counter fenced;
   private final Counter commitTimeouts;
+  private final Counter deadLettered;
 
   public PipelineMetrics(MeterRegistry registry, String instanceName, String topic) {
     Tags tags =
@@ -40,6 +41,13 @@ public final class PipelineMetrics {
             .description("Producers fenced by a newer one with the same transactional.id")
             .tags(tags)
             .register(registry);
+    this.deadLettered =
+        Counter.builder("nolock.ownership.records.dead.lettered")
+            .description(
+                "Input records that failed for good, committed to the dead-letter topic with the"
+                    + " input offsets in one transaction")
+            .tags(tags)
+            .register(registry);
     this.commitTimeouts =
         Counter.builder("nolock.ownership.commit.timeouts")
             .description(
@@ -57,9 +65,10 @@ public final class PipelineMetrics {
         .register(registry);
   }
 
-  public void committed(int inputRecords) {
+  public void committed(int inputRecords, int deadLetteredRecords) {
     committed.increment();
-    records.increment(inputRecords);
+    records.increment(inputRecords - deadLetteredRecords);
+    deadLettered.increment(deadLetteredRecords);
   }
 
   public void aborted() {

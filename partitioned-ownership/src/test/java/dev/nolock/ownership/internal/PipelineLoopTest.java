@@ -6,7 +6,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.ownership.ExactlyOnceConfig;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.testkit.CapturedStderr;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,9 +16,14 @@ import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
 
@@ -34,7 +41,7 @@ class PipelineLoopTest {
   private static final TopicPartition TP = new TopicPartition(TOPIC, 0);
 
   /** A mock producer whose commits and aborts time out as told, and that keeps Kafka's rule. */
-  private static final class TimingOutProducer extends MockProducer<String, String> {
+  private static final class TimingOutProducer extends MockProducer<byte[], byte[]> {
     int commitTimeoutsLeft;
     int abortTimeoutsLeft;
     int commitFailuresLeft;
@@ -42,7 +49,7 @@ class PipelineLoopTest {
     private String mustBeRetried;
 
     TimingOutProducer() {
-      super(true, null, new StringSerializer(), new StringSerializer());
+      super(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     }
 
     @Override
@@ -95,21 +102,29 @@ class PipelineLoopTest {
         .build();
   }
 
+  private static byte[] bytes(String text) {
+    return text.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static RecordDecoder<String, String> strings() {
+    return new RecordDecoder<>(new StringDeserializer(), new StringDeserializer());
+  }
+
   /** A consumer that is assigned the partition and returns one record at the first poll. */
-  private static MockConsumer<String, String> consumerWithOneRecord() {
-    MockConsumer<String, String> consumer = new MockConsumer<>("earliest");
+  private static MockConsumer<byte[], byte[]> consumerWithOneRecord() {
+    MockConsumer<byte[], byte[]> consumer = new MockConsumer<>("earliest");
     consumer.schedulePollTask(
         () -> {
           consumer.rebalance(List.of(TP));
           consumer.updateBeginningOffsets(Map.of(TP, 0L));
-          consumer.addRecord(new ConsumerRecord<>(TOPIC, 0, 0, "k", "v"));
+          consumer.addRecord(new ConsumerRecord<>(TOPIC, 0, 0, bytes("k"), bytes("v")));
         });
     return consumer;
   }
 
   @Test
   void aCommitThatNeverCompletesStopsThePipelineWithOutcomeUnknownAndIsNeverAborted() {
-    MockConsumer<String, String> consumer = consumerWithOneRecord();
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
     TimingOutProducer producer = new TimingOutProducer();
     producer.commitTimeoutsLeft = Integer.MAX_VALUE;
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
@@ -117,7 +132,9 @@ class PipelineLoopTest {
         new PipelineLoop<>(
             config(),
             consumer,
+            strings(),
             producer,
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> List.of(),
             new PipelineMetrics(registry, "group", TOPIC));
     loop.initTransactions();
@@ -139,7 +156,7 @@ class PipelineLoopTest {
 
   @Test
   void anAbortThatTimesOutIsCalledAgainAndThePipelineGoesOn() {
-    MockConsumer<String, String> consumer = consumerWithOneRecord();
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
     TimingOutProducer producer = new TimingOutProducer();
     producer.commitFailuresLeft = 1;
     producer.abortTimeoutsLeft = 2;
@@ -148,7 +165,9 @@ class PipelineLoopTest {
         new PipelineLoop<>(
             config(),
             consumer,
+            strings(),
             producer,
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> List.of(),
             new PipelineMetrics(registry, "group", TOPIC));
     loop.initTransactions();
@@ -170,5 +189,40 @@ class PipelineLoopTest {
                 .counter()
                 .count())
         .isEqualTo(1);
+  }
+
+  @Test
+  void aSerializerFailureIsLoggedByItsClassNamesNotItsMessage() {
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
+    Serializer<String> cardReader =
+        (topic, value) -> {
+          // A serializer's message quotes what it could not write, as a JSON mapper's does.
+          throw new SerializationException("cannot write card 4111-1111-1111-1111 in " + value);
+        };
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            config(),
+            consumer,
+            strings(),
+            producer,
+            new OutputSerializer<>(new StringSerializer(), cardReader),
+            record -> List.of(new ProducerRecord<>("out", record.key(), record.value())),
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.initTransactions();
+    consumer.schedulePollTask(loop::requestClose); // the poll after the aborted transaction
+
+    String logged;
+    try (CapturedStderr log = new CapturedStderr()) {
+      assertThatCode(loop::run).doesNotThrowAnyException();
+      logged = log.text();
+    }
+
+    assertThat(producer.transactionAborted()).as("the serializer failure aborted it").isTrue();
+    assertThat(logged)
+        .as("the loop names the serializer's exception by its class, not by its message")
+        .contains(SerializationException.class.getName())
+        .doesNotContain("4111");
   }
 }
