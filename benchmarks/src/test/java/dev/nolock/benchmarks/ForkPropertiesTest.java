@@ -27,7 +27,8 @@ class ForkPropertiesTest {
   @Test
   void anEmbeddedServersEndpointIsOne() {
     System.setProperty(Bench.REDIS_URI, "redis://127.0.0.1:6390");
-    assertThat(Servers.forkProperties()).containsExactly("-Dnolock.redis.uri=redis://127.0.0.1:6390");
+    assertThat(Servers.forkProperties())
+        .containsExactly("-Dnolock.redis.uri=redis://127.0.0.1:6390");
   }
 
   @Test

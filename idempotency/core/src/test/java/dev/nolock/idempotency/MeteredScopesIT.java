@@ -91,7 +91,8 @@ class MeteredScopesIT {
 
   @Test
   void theOverflowTagIsNoScope() {
-    assertThat(IdempotencyMetrics.OVERFLOW_SCOPE).hasSizeGreaterThan(IdempotencyKeys.MAX_SCOPE_LENGTH);
+    assertThat(IdempotencyMetrics.OVERFLOW_SCOPE)
+        .hasSizeGreaterThan(IdempotencyKeys.MAX_SCOPE_LENGTH);
     IdempotencyKeys<String> keys = keys(IdempotencyConfig.custom());
     assertThatThrownBy(
             () ->

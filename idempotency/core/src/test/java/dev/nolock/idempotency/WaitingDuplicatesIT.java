@@ -84,8 +84,8 @@ class WaitingDuplicatesIT {
     assertThat(observed.answeredAtOnce())
         .hasSize(5)
         .allSatisfy(o -> assertThat(o).isInstanceOf(Outcome.RequestInProgress.class));
-    assertThat(observed.waitersAfterRelease()).containsExactly(
-        new Outcome.Replayed<>("done"), new Outcome.Replayed<>("done"));
+    assertThat(observed.waitersAfterRelease())
+        .containsExactly(new Outcome.Replayed<>("done"), new Outcome.Replayed<>("done"));
   }
 
   /**
@@ -118,7 +118,9 @@ class WaitingDuplicatesIT {
     CountDownLatch wake = new CountDownLatch(1);
     IdempotencyKeys<String> waiting =
         waitingKeys(
-            IdempotencyConfig.custom().metrics(registry, "interrupted").maxWaitingWhileInProgress(1),
+            IdempotencyConfig.custom()
+                .metrics(registry, "interrupted")
+                .maxWaitingWhileInProgress(1),
             backedOff,
             d -> assertThat(wake.await(LATCH_WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue());
     ExecutorService pool = Executors.newFixedThreadPool(4);

@@ -64,7 +64,8 @@ final class ScopeMeters {
         return counters;
       }
       if (overflow == null) {
-        overflow = new IdempotencyMetrics(registry, instanceName, IdempotencyMetrics.OVERFLOW_SCOPE);
+        overflow =
+            new IdempotencyMetrics(registry, instanceName, IdempotencyMetrics.OVERFLOW_SCOPE);
         LOG.warn(
             "IdempotencyKeys with metrics name=\"{}\" has seen more than {} distinct scopes; the"
                 + " counters of further scopes are summed under the scope tag \"{}\". A scope"

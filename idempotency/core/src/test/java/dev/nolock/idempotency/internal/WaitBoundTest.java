@@ -100,8 +100,7 @@ class WaitBoundTest {
     assertThat(refusals).as("a call without waiting is never refused").hasValue(0);
   }
 
-  private Either<String, String> run(
-      RetryPolicy policy, Supplier<Either<String, String>> attempt) {
+  private Either<String, String> run(RetryPolicy policy, Supplier<Either<String, String>> attempt) {
     return bound.bounding(policy, refusals::incrementAndGet).run(clock, attempt);
   }
 }
