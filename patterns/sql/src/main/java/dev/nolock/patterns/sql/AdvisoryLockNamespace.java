@@ -6,6 +6,7 @@ import static org.jooq.impl.DSL.unquotedName;
 import static org.jooq.impl.DSL.val;
 
 import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.Names;
 import java.util.Objects;
 import java.util.regex.Pattern;
 import org.jooq.Field;
@@ -116,11 +117,13 @@ public final class AdvisoryLockNamespace {
   /**
    * The text hashed for {@code name}: {@code namespace + ':' + name}, or the bare name.
    *
-   * @throws IllegalArgumentException for a bare name framed like nolock's own inputs, with how to
-   *     fix it
+   * @param name not blank, at most {@value #MAX_NAME_LENGTH} characters, no control characters (the
+   *     rules of every name nolock sends to a backend, {@link Names#requireName})
+   * @throws IllegalArgumentException for a bad name, or a bare name framed like nolock's own
+   *     inputs, with how to fix it
    */
   public String hashInput(String name) {
-    Objects.requireNonNull(name, "name");
+    Names.requireName("advisory lock name", name, MAX_NAME_LENGTH);
     if (namespace != null) {
       return namespace + SEPARATOR + name;
     }
@@ -140,14 +143,35 @@ public final class AdvisoryLockNamespace {
     return name;
   }
 
-  /** {@code hashtextextended(:input, 0)} for {@code name}, the input ({@link #hashInput}) bound. */
+  /**
+   * {@code hashtextextended(:input, 0)} for {@code name}, the input ({@link #hashInput}) bound.
+   *
+   * @throws IllegalArgumentException as {@link #hashInput}: a bad name never reaches the server
+   */
   public Field<Long> key(String name) {
     return function(
         unquotedName("hashtextextended"), SQLDataType.BIGINT, val(hashInput(name)), inline(0L));
   }
 
+  /** Same namespace, or both {@link #unnamespaced()}: the same keys for the same names. */
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof AdvisoryLockNamespace that && Objects.equals(namespace, that.namespace);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hashCode(namespace);
+  }
+
+  /**
+   * {@code "AdvisoryLockNamespace[billing]"}, or {@code "AdvisoryLockNamespace.unnamespaced()"}:
+   * never the string of a namespace, so a log tells {@code of("unnamespaced")} from no namespace.
+   */
   @Override
   public String toString() {
-    return namespace == null ? "unnamespaced" : namespace;
+    return namespace == null
+        ? "AdvisoryLockNamespace.unnamespaced()"
+        : "AdvisoryLockNamespace[" + namespace + "]";
   }
 }

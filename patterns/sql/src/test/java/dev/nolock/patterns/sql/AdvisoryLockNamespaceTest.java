@@ -113,7 +113,55 @@ class AdvisoryLockNamespaceTest {
   }
 
   @Test
+  void aBadNameIsRefusedAtTheEdgeLikeEveryOtherName() {
+    for (AdvisoryLockNamespace space :
+        List.of(AdvisoryLockNamespace.LOCK, AdvisoryLockNamespace.unnamespaced())) {
+      for (String bad :
+          new String[] {
+            null,
+            "",
+            " ",
+            "a\u0000b",
+            "a\nb",
+            "a\uD800",
+            "k".repeat(AdvisoryLockNamespace.MAX_NAME_LENGTH + 1)
+          }) {
+        assertThatThrownBy(() -> space.key(bad))
+            .as("%s with name %s", space, bad)
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("advisory lock name");
+        assertThatThrownBy(() -> space.hashInput(bad)).isInstanceOf(IllegalArgumentException.class);
+      }
+    }
+    String longest = "k".repeat(AdvisoryLockNamespace.MAX_NAME_LENGTH);
+    assertThat(AdvisoryLockNamespace.LOCK.hashInput(longest)).isEqualTo("nolock.lock:" + longest);
+  }
+
+  @Test
+  void isAValue() {
+    assertThat(AdvisoryLockNamespace.of("billing"))
+        .isEqualTo(AdvisoryLockNamespace.of("billing"))
+        .hasSameHashCodeAs(AdvisoryLockNamespace.of("billing"))
+        .isNotEqualTo(AdvisoryLockNamespace.of("billing2"))
+        .isNotEqualTo(AdvisoryLockNamespace.unnamespaced());
+    assertThat(AdvisoryLockNamespace.unnamespaced())
+        .isEqualTo(AdvisoryLockNamespace.unnamespaced())
+        .isNotEqualTo(AdvisoryLockNamespace.of("unnamespaced"));
+  }
+
+  @Test
+  void toStringTellsUnnamespacedFromEveryNamespace() {
+    assertThat(AdvisoryLockNamespace.of("billing")).hasToString("AdvisoryLockNamespace[billing]");
+    assertThat(AdvisoryLockNamespace.LOCK).hasToString("AdvisoryLockNamespace[nolock.lock]");
+    assertThat(AdvisoryLockNamespace.unnamespaced())
+        .hasToString("AdvisoryLockNamespace.unnamespaced()");
+    assertThat(AdvisoryLockNamespace.unnamespaced().toString())
+        .isNotEqualTo(AdvisoryLockNamespace.of("unnamespaced").toString());
+  }
+
+  @Test
   void nolocksComponentsHaveDistinctNamespaces() {
+    assertThat(NOLOCKS).doesNotHaveDuplicates();
     assertThat(NOLOCKS).extracting(AdvisoryLockNamespace::toString).doesNotHaveDuplicates();
     assertThat(AdvisoryLockNamespace.QUEUE_SCHEMA.hashInput("orders"))
         .isEqualTo("nolock.queue.schema:orders");
@@ -126,7 +174,9 @@ class AdvisoryLockNamespaceTest {
   @Test
   void aNamespaceThatCouldBlurTheFramingIsRefused() {
     for (String bad :
-        new String[] {null, "", "a:b", ":", "Billing", ".a", "a b", "a\n", "x".repeat(64)}) {
+        new String[] {
+          null, "", "a\u0000", "a:b", ":", "Billing", ".a", "a b", "a\n", "x".repeat(64)
+        }) {
       assertThatThrownBy(() -> AdvisoryLockNamespace.of(bad))
           .as("namespace %s", bad)
           .isInstanceOf(IllegalArgumentException.class)
