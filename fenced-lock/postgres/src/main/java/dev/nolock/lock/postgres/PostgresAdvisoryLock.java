@@ -47,6 +47,15 @@ import org.jooq.exception.DataAccessException;
  * or {@link AdvisoryLockNamespace#unnamespaced()} for the bare name; only callers that use the same
  * namespace exclude each other.
  *
+ * <p>Changing the key: a transaction on one namespace and one on another (or on none) do not
+ * exclude each other; both get {@code Some} for the same key and both run the work. Earlier
+ * versions of {@link #tryInTransaction(DSLContext, String, SqlWork)} locked the bare {@code
+ * hashtextextended(key, 0)}, the same signature with another key. Switching namespace in either
+ * direction (upgrading from such a version, or moving between {@link
+ * AdvisoryLockNamespace#unnamespaced()}, the default and an application's namespace) therefore
+ * needs every process on the old key stopped before the first on the new key starts: no rolling
+ * deploy across a key change.
+ *
  * <p>Hash collisions: keys are hashed to 64 bits, so two different keys can map to the same lock.
  * That costs efficiency only (the two keys exclude each other now and then), never safety.
  *
