@@ -10,11 +10,11 @@ import org.slf4j.LoggerFactory;
  * The counters of each scope one executor has seen, for at most {@code maxScopes} scopes; scopes
  * beyond those share the counters tagged {@code scope=}{@link IdempotencyMetrics#OVERFLOW_SCOPE}.
  *
- * <p>Why: each scope is a tag value, and each tag value a series of seven counters that the
- * registry, and the metrics backend behind it, keep for good. Scopes are meant to name operations
- * (a handful per application); a caller that passes a per-request value instead (a tenant, a user,
- * anything from the request) would otherwise grow the registry without bound, one series per
- * request.
+ * <p>Why: each scope is a tag value, and each tag value a series of every counter of {@link
+ * IdempotencyMetrics} that the registry, and the metrics backend behind it, keep for good. Scopes
+ * are meant to name operations (a handful per application); a caller that passes a per-request
+ * value instead (a tenant, a user, anything from the request) would otherwise grow the registry
+ * without bound, one series per request.
  *
  * <ol>
  *   <li>A scope that has its counters gets them (a read of a concurrent map, no lock).
