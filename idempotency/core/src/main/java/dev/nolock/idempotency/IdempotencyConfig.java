@@ -367,7 +367,8 @@ public final class IdempotencyConfig {
      * would add series without bound. Later scopes share the counters tagged with a value that
      * starts with {@code _overflow} and is longer than any scope may be; the first of them logs one
      * WARN with the cap and the fix, not the scope (it may come from a request). The cap never
-     * refuses a call.
+     * refuses a call. It applies only to what is recorded: without {@link #metrics} no counter is
+     * kept per scope, so nothing is capped and nothing logged.
      */
     public Builder maxMeteredScopes(int scopes) {
       this.maxMeteredScopes =

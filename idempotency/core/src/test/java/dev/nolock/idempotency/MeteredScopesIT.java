@@ -89,6 +89,21 @@ class MeteredScopesIT {
     assertThat(registry.find(FIRST_RUNS).counters()).hasSize(scopes);
   }
 
+  /**
+   * Without a registry nothing is recorded, so nothing is capped: no per-scope counters are kept
+   * and no WARN names a metrics setting the caller never made.
+   */
+  @Test
+  void withoutARegistryThereIsNoCapAndNoWarning() {
+    String log;
+    try (CapturedStderr err = new CapturedStderr()) {
+      runOnceInEach(keys(IdempotencyConfig.custom().maxMeteredScopes(3)), 5);
+      log = err.text();
+    }
+
+    assertThat(log).doesNotContain("maxMeteredScopes").doesNotContain("distinct scopes");
+  }
+
   @Test
   void theOverflowTagIsNoScope() {
     assertThat(IdempotencyMetrics.OVERFLOW_SCOPE)

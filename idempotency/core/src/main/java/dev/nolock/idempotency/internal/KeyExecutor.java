@@ -77,7 +77,9 @@ public final class KeyExecutor<R> {
     this.timeout = Math.toIntExact(config.queryTimeout().toSeconds());
     this.registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
     this.scopes =
-        new ScopeMeters(registry, config.metricsInstanceName(), config.maxMeteredScopes());
+        config.meterRegistry().isDefined()
+            ? new ScopeMeters(registry, config.metricsInstanceName(), config.maxMeteredScopes())
+            : ScopeMeters.unmetered(registry, config.metricsInstanceName());
     this.waits = new WaitBound(config.maxWaitingWhileInProgress());
   }
 

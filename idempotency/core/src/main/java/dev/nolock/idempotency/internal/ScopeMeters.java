@@ -24,7 +24,9 @@ import org.slf4j.LoggerFactory;
  *       the cap and the fix, but not the scope: it may be a value an attacker chose.
  * </ol>
  *
- * The cap never fails a call: metering is not a reason to refuse a request. Thread-safe.
+ * The cap never fails a call: metering is not a reason to refuse a request. Without a registry
+ * ({@link #unmetered}) nothing is recorded, so there is nothing to cap: every scope shares one set
+ * of counters that keep nothing, and nothing is logged. Thread-safe.
  */
 final class ScopeMeters {
 
@@ -42,6 +44,17 @@ final class ScopeMeters {
     this.registry = registry;
     this.instanceName = instanceName;
     this.maxScopes = maxScopes;
+  }
+
+  /**
+   * For an executor without a registry: {@code keepsNothing} (a registry that records nothing) gets
+   * one set of counters, shared by every scope, so neither meters nor scopes accumulate, and no
+   * WARN names a metrics setting the caller never made.
+   */
+  static ScopeMeters unmetered(MeterRegistry keepsNothing, String instanceName) {
+    ScopeMeters none = new ScopeMeters(keepsNothing, instanceName, 0);
+    none.overflow = new IdempotencyMetrics(keepsNothing, instanceName, "");
+    return none;
   }
 
   IdempotencyMetrics forScope(String scope) {
