@@ -104,17 +104,23 @@ class MeteredScopesIT {
     assertThat(log).doesNotContain("maxMeteredScopes").doesNotContain("distinct scopes");
   }
 
+  /** A plain value that no scope can be: scopes starting with '_' are refused. */
   @Test
   void theOverflowTagIsNoScope() {
-    assertThat(IdempotencyMetrics.OVERFLOW_SCOPE)
-        .hasSizeGreaterThan(IdempotencyKeys.MAX_SCOPE_LENGTH);
+    assertThat(IdempotencyMetrics.OVERFLOW_SCOPE).isEqualTo("_overflow");
     IdempotencyKeys<String> keys = keys(IdempotencyConfig.custom());
-    assertThatThrownBy(
-            () ->
-                keys.execute(
-                    IdempotencyMetrics.OVERFLOW_SCOPE, "k", Fingerprint.of("f"), a -> "ok"))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("scope");
+    for (String reserved : new String[] {IdempotencyMetrics.OVERFLOW_SCOPE, "_", "_payments"}) {
+      assertThatThrownBy(() -> keys.execute(reserved, "k", Fingerprint.of("f"), a -> "ok"))
+          .as("scope %s", reserved)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("reserved for nolock's own tags")
+          .hasMessageContaining("\"payments.create\"");
+      assertThatThrownBy(() -> keys.forget(reserved, "k"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("reserved for nolock's own tags");
+    }
+    assertThat(keys.execute("payments_create", "k", Fingerprint.of("f"), a -> "ok"))
+        .isInstanceOf(Outcome.Completed.class);
   }
 
   private IdempotencyKeys<String> keys(IdempotencyConfig.Builder config) {
