@@ -80,7 +80,9 @@ public final class KeyExecutor<R> {
         config.meterRegistry().isDefined()
             ? new ScopeMeters(registry, config.metricsInstanceName(), config.maxMeteredScopes())
             : ScopeMeters.unmetered(registry, config.metricsInstanceName());
-    this.waits = new WaitBound(config.maxWaitingWhileInProgress());
+    this.waits =
+        new WaitBound(
+            safeguards.waitBound() ? config.maxWaitingWhileInProgress() : Integer.MAX_VALUE);
   }
 
   /**
