@@ -364,10 +364,11 @@ public final class IdempotencyConfig {
      * {@value IdempotencyConfig#MAX_BOUND}; default {@value
      * IdempotencyConfig#DEFAULT_MAX_METERED_SCOPES}. Each scope is a tag value, a series the
      * registry and the backend keep for good; a caller passing a per-request value as the scope
-     * would add series without bound. Later scopes share the counters tagged with a value that
-     * starts with {@code _overflow} and is longer than any scope may be; the first of them logs one
-     * WARN with the cap and the fix, not the scope (it may come from a request). The cap never
-     * refuses a call.
+     * would add series without bound. Later scopes share the counters tagged {@code _overflow} (no
+     * scope may start with {@code '_'}); the first of them logs one WARN with the cap and the fix,
+     * not the scope (it may come from a request). The cap never refuses a call. It applies only to
+     * what is recorded: without {@link #metrics} no counter is kept per scope, so nothing is capped
+     * and nothing logged.
      */
     public Builder maxMeteredScopes(int scopes) {
       this.maxMeteredScopes =

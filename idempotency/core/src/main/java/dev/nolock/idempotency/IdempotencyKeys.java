@@ -64,9 +64,8 @@ import org.jooq.impl.DSL;
  * operator {@linkplain #forget forgets} it, because a phase of it committed and a later request
  * must resume after that phase. Each takeover and each committed phase pushes the key's expiry out.
  *
- * <p>Keys: {@link #requireValidKey}. Scopes: at most {@value #MAX_SCOPE_LENGTH} characters, no
- * control characters; the scope is a metrics tag, so name the operation ({@code
- * "payments.create"}), never a per-request value (past {@link
+ * <p>Keys: {@link #requireValidKey}. Scopes: {@link #requireValidScope}; the scope is a metrics
+ * tag, so name the operation ({@code "payments.create"}), never a per-request value (past {@link
  * IdempotencyConfig.Builder#maxMeteredScopes} distinct scopes, the others share one series).
  * Immutable and thread-safe; give it a pool.
  *
@@ -170,7 +169,7 @@ public final class IdempotencyKeys<R> {
    * @param key the client's idempotency key; see {@link #requireValidKey}
    * @param fingerprint what identifies the request (see {@link Fingerprint})
    * @throws InvalidIdempotencyKeyException when the key is missing or malformed (HTTP 400)
-   * @throws IllegalArgumentException for a malformed scope
+   * @throws IllegalArgumentException for a malformed scope, or one starting with {@code '_'}
    * @throws NullPointerException for a null caller
    * @throws BackendUnavailableException when PostgreSQL cannot be reached, times out or aborts the
    *     transaction; retry later with the same key
@@ -204,7 +203,7 @@ public final class IdempotencyKeys<R> {
   public <X extends Exception> Outcome<R> execute(
       String scope, Caller caller, String key, Fingerprint fingerprint, Phases<R, X> phases)
       throws X {
-    Names.requireName("scope", scope, MAX_SCOPE_LENGTH);
+    requireValidScope(scope);
     requireCaller(caller);
     requireValidKey(key);
     Objects.requireNonNull(fingerprint, "fingerprint");
@@ -308,13 +307,13 @@ public final class IdempotencyKeys<R> {
    *     key: it does not exist (never used, purged, or already forgotten, also by an earlier send
    *     of this call whose answer was lost), it completed, or an attempt holds its lease
    * @throws InvalidIdempotencyKeyException when the key is malformed
-   * @throws IllegalArgumentException for a malformed scope
+   * @throws IllegalArgumentException for a malformed scope, or one starting with {@code '_'}
    * @throws NullPointerException for a null caller (an {@link AbandonedKey} carries its caller)
    * @throws BackendUnavailableException when PostgreSQL fails: whether the key was forgotten is
    *     unknown; call again (false then says it is gone, completed or held) or list to see
    */
   public boolean forget(String scope, Caller caller, String key) {
-    Names.requireName("scope", scope, MAX_SCOPE_LENGTH);
+    requireValidScope(scope);
     requireCaller(caller);
     requireValidKey(key);
     return executor.forget(scope, caller, key);
@@ -362,6 +361,27 @@ public final class IdempotencyKeys<R> {
       }
     }
     return key;
+  }
+
+  /**
+   * Checks a scope: the rules of every name ({@link Names#requireName}, at most {@value
+   * #MAX_SCOPE_LENGTH} characters), and no leading {@code '_'}, which is reserved for nolock's own
+   * values of the scope tag ({@code _overflow}), so that no scope's counters can be mistaken for
+   * them.
+   *
+   * @return {@code scope}
+   * @throws IllegalArgumentException naming the broken rule and how to fix the call
+   */
+  public static String requireValidScope(String scope) {
+    Names.requireName("scope", scope, MAX_SCOPE_LENGTH);
+    if (scope.startsWith("_")) {
+      throw new IllegalArgumentException(
+          "The scope \""
+              + scope
+              + "\" starts with '_': scopes starting with '_' are reserved for nolock's own tags"
+              + " (the metrics' overflow series). Name the operation, e.g. \"payments.create\".");
+    }
+    return scope;
   }
 
   @Override

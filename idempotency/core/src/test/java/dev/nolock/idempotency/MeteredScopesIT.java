@@ -89,21 +89,41 @@ class MeteredScopesIT {
     assertThat(registry.find(FIRST_RUNS).counters()).hasSize(scopes);
   }
 
+  /**
+   * Without a registry nothing is recorded, so nothing is capped: no per-scope counters are kept
+   * and no WARN names a metrics setting the caller never made.
+   */
+  @Test
+  void withoutARegistryThereIsNoCapAndNoWarning() {
+    String log;
+    try (CapturedStderr err = new CapturedStderr()) {
+      runOnceInEach(keys(IdempotencyConfig.custom().maxMeteredScopes(3)), 5);
+      log = err.text();
+    }
+
+    assertThat(log).doesNotContain("maxMeteredScopes").doesNotContain("distinct scopes");
+  }
+
+  /** A plain value that no scope can be: scopes starting with '_' are refused. */
   @Test
   void theOverflowTagIsNoScope() {
-    assertThat(IdempotencyMetrics.OVERFLOW_SCOPE)
-        .hasSizeGreaterThan(IdempotencyKeys.MAX_SCOPE_LENGTH);
+    assertThat(IdempotencyMetrics.OVERFLOW_SCOPE).isEqualTo("_overflow");
     IdempotencyKeys<String> keys = keys(IdempotencyConfig.custom());
-    assertThatThrownBy(
-            () ->
-                keys.execute(
-                    IdempotencyMetrics.OVERFLOW_SCOPE,
-                    Caller.anonymous(),
-                    "k",
-                    Fingerprint.of("f"),
-                    a -> "ok"))
-        .isInstanceOf(IllegalArgumentException.class)
-        .hasMessageContaining("scope");
+    for (String reserved : new String[] {IdempotencyMetrics.OVERFLOW_SCOPE, "_", "_payments"}) {
+      assertThatThrownBy(
+              () -> keys.execute(reserved, Caller.anonymous(), "k", Fingerprint.of("f"), a -> "ok"))
+          .as("scope %s", reserved)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("reserved for nolock's own tags")
+          .hasMessageContaining("\"payments.create\"");
+      assertThatThrownBy(() -> keys.forget(reserved, Caller.anonymous(), "k"))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("reserved for nolock's own tags");
+    }
+    assertThat(
+            keys.execute(
+                "payments_create", Caller.anonymous(), "k", Fingerprint.of("f"), a -> "ok"))
+        .isInstanceOf(Outcome.Completed.class);
   }
 
   private IdempotencyKeys<String> keys(IdempotencyConfig.Builder config) {

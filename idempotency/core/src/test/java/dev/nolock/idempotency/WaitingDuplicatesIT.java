@@ -2,6 +2,7 @@ package dev.nolock.idempotency;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.idempotency.internal.Safeguards;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.testkit.PostgresExtension;
@@ -10,15 +11,14 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.awaitility.Awaitility;
 import org.jooq.DSLContext;
 import org.junit.jupiter.api.BeforeAll;
@@ -89,8 +89,9 @@ class WaitingDuplicatesIT {
   }
 
   /**
-   * Negative control: with the bound out of the way (as many permits as duplicates) every duplicate
-   * waits, so the scenario does see more waiters than a bound would allow.
+   * Negative control: the same twenty duplicates under the default bound, with the bound switched
+   * off ({@link Safeguards#waitBound()}); every duplicate waits, so the scenario does see more
+   * waiters than a bound would allow.
    */
   @Test
   void withoutTheBoundEveryDuplicateWaits() throws Exception {
@@ -98,7 +99,7 @@ class WaitingDuplicatesIT {
 
     Observed observed =
         duplicatesOfAKeyInProgress(
-            IdempotencyConfig.custom().maxWaitingWhileInProgress(duplicates), duplicates);
+            IdempotencyConfig.custom(), new Safeguards(true, true, false), duplicates);
 
     assertThat(observed.waited()).isEqualTo(duplicates);
     assertThat(observed.answeredAtOnce()).isEmpty();
@@ -114,24 +115,26 @@ class WaitingDuplicatesIT {
   @Test
   void anInterruptedWaiterGivesItsPermitBack() throws Exception {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    Set<Thread> backedOff = ConcurrentHashMap.newKeySet();
     CountDownLatch wake = new CountDownLatch(1);
     IdempotencyKeys<String> waiting =
         waitingKeys(
             IdempotencyConfig.custom()
                 .metrics(registry, "interrupted")
                 .maxWaitingWhileInProgress(1),
-            backedOff,
+            Safeguards.ALL,
             d -> assertThat(wake.await(LATCH_WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue());
-    ExecutorService pool = Executors.newFixedThreadPool(4);
+    // Three threads (the holder, the first waiter, the refused call): the next duplicate runs on
+    // the thread of one that returned, the first waiter's maybe, and still counts as backed off
+    // only if it backed off itself.
+    ExecutorService pool = Executors.newFixedThreadPool(3);
     Holder holder = new Holder(pool);
     try {
       Duplicate first = Duplicate.start(pool, waiting, holder.key);
-      Awaitility.await().atMost(LATCH_WAIT).until(() -> first.backedOff(backedOff));
+      Awaitility.await().atMost(LATCH_WAIT).until(() -> first.backedOff());
       Duplicate refused = Duplicate.start(pool, waiting, holder.key);
       assertThat(refused.outcome().get(LATCH_WAIT.toSeconds(), TimeUnit.SECONDS))
           .isInstanceOf(Outcome.RequestInProgress.class);
-      assertThat(refused.backedOff(backedOff)).isFalse();
+      assertThat(refused.backedOff()).isFalse();
 
       first.thread().join().interrupt();
       assertThat(first.outcome().get(LATCH_WAIT.toSeconds(), TimeUnit.SECONDS))
@@ -141,10 +144,8 @@ class WaitingDuplicatesIT {
           .isTrue();
 
       Duplicate next = Duplicate.start(pool, waiting, holder.key);
-      Awaitility.await()
-          .atMost(LATCH_WAIT)
-          .until(() -> next.answered() || next.backedOff(backedOff));
-      assertThat(next.backedOff(backedOff)).as("the permit was given back").isTrue();
+      Awaitility.await().atMost(LATCH_WAIT).until(() -> next.answered() || next.backedOff());
+      assertThat(next.backedOff()).as("the permit was given back").isTrue();
       holder.finish();
       wake.countDown();
       assertThat(next.outcome().get(LATCH_WAIT.toSeconds(), TimeUnit.SECONDS))
@@ -172,8 +173,12 @@ class WaitingDuplicatesIT {
    */
   private Observed duplicatesOfAKeyInProgress(IdempotencyConfig.Builder config, int duplicates)
       throws Exception {
-    Set<Thread> backedOff = ConcurrentHashMap.newKeySet();
-    IdempotencyKeys<String> waiting = waitingKeys(config, backedOff);
+    return duplicatesOfAKeyInProgress(config, Safeguards.ALL, duplicates);
+  }
+
+  private Observed duplicatesOfAKeyInProgress(
+      IdempotencyConfig.Builder config, Safeguards safeguards, int duplicates) throws Exception {
+    IdempotencyKeys<String> waiting = waitingKeys(config, safeguards, LeaseClock.system()::sleep);
     ExecutorService pool = Executors.newFixedThreadPool(duplicates + 1);
     Holder holder = new Holder(pool);
     try {
@@ -185,11 +190,11 @@ class WaitingDuplicatesIT {
       // have done one or the other, the count of waiters could still grow.
       Awaitility.await()
           .atMost(LATCH_WAIT)
-          .until(() -> calls.stream().allMatch(c -> c.answered() || c.backedOff(backedOff)));
+          .until(() -> calls.stream().allMatch(c -> c.answered() || c.backedOff()));
       List<Outcome<String>> answeredAtOnce = new ArrayList<>();
       List<Duplicate> waiters = new ArrayList<>();
       for (Duplicate call : calls) {
-        if (call.backedOff(backedOff)) {
+        if (call.backedOff()) {
           waiters.add(call);
         } else {
           answeredAtOnce.add(call.outcome().get());
@@ -207,11 +212,6 @@ class WaitingDuplicatesIT {
     }
   }
 
-  private IdempotencyKeys<String> waitingKeys(
-      IdempotencyConfig.Builder config, Set<Thread> backedOff) {
-    return waitingKeys(config, backedOff, LeaseClock.system()::sleep);
-  }
-
   /** How a backoff passes. */
   private interface Backoff {
     void sleep(Duration duration) throws InterruptedException;
@@ -219,10 +219,11 @@ class WaitingDuplicatesIT {
 
   /**
    * An instance that waits while the key is in progress, for as long as a test may take; its clock
-   * adds each thread that backs off to {@code backedOff}, then lets {@code backoff} pass.
+   * marks the {@link Duplicate} running on the current thread as backed off, then lets {@code
+   * backoff} pass.
    */
   private IdempotencyKeys<String> waitingKeys(
-      IdempotencyConfig.Builder config, Set<Thread> backedOff, Backoff backoff) {
+      IdempotencyConfig.Builder config, Safeguards safeguards, Backoff backoff) {
     LeaseClock recordingClock =
         new LeaseClock() {
           @Override
@@ -232,11 +233,11 @@ class WaitingDuplicatesIT {
 
           @Override
           public void sleep(Duration duration) throws InterruptedException {
-            backedOff.add(Thread.currentThread());
+            Duplicate.RUNNING.get().marked().set(true);
             backoff.sleep(duration);
           }
         };
-    return IdempotencyKeys.create(
+    return IdempotencyKeys.withSafeguards(
         schema.dataSource(),
         config
             .lease(LEASE)
@@ -249,7 +250,9 @@ class WaitingDuplicatesIT {
                     .maxDelay(Duration.ofMillis(100))
                     .build())
             .build(),
-        ResultCodec.utf8());
+        ResultCodec.utf8(),
+        FailurePolicy.releaseOnEveryFailure(),
+        safeguards);
   }
 
   /** A fresh key held in progress by an action blocked until {@link #finish()}. */
@@ -291,21 +294,30 @@ class WaitingDuplicatesIT {
   }
 
   /**
-   * One duplicate call: the thread it runs on, its outcome, and whether that thread's interrupt
-   * flag was set when it returned.
+   * One duplicate call: the thread it runs on, its outcome, whether that thread's interrupt flag
+   * was set when it returned, and whether this call (not another that ran on the same pool thread)
+   * backed off.
    */
   private record Duplicate(
       CompletableFuture<Thread> thread,
       CompletableFuture<Outcome<String>> outcome,
-      CompletableFuture<Boolean> interruptedAfter) {
+      CompletableFuture<Boolean> interruptedAfter,
+      AtomicBoolean marked) {
+
+    /** The call running on this thread, for the clock to mark: set for exactly its duration. */
+    static final ThreadLocal<Duplicate> RUNNING = new ThreadLocal<>();
 
     static Duplicate start(ExecutorService pool, IdempotencyKeys<String> keys, String key) {
       Duplicate call =
           new Duplicate(
-              new CompletableFuture<>(), new CompletableFuture<>(), new CompletableFuture<>());
+              new CompletableFuture<>(),
+              new CompletableFuture<>(),
+              new CompletableFuture<>(),
+              new AtomicBoolean());
       pool.submit(
           () -> {
             call.thread().complete(Thread.currentThread());
+            RUNNING.set(call);
             try {
               call.outcome()
                   .complete(
@@ -319,6 +331,8 @@ class WaitingDuplicatesIT {
                           }));
             } catch (RuntimeException | Error e) {
               call.outcome().completeExceptionally(e);
+            } finally {
+              RUNNING.remove();
             }
             call.interruptedAfter().complete(Thread.currentThread().isInterrupted());
           });
@@ -329,8 +343,8 @@ class WaitingDuplicatesIT {
       return outcome.isDone();
     }
 
-    boolean backedOff(Set<Thread> backedOff) {
-      return thread.isDone() && backedOff.contains(thread.join());
+    boolean backedOff() {
+      return marked.get();
     }
   }
 }

@@ -9,8 +9,8 @@ import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlWork;
 import dev.nolock.patterns.sql.WorkThrew;
 import io.vavr.control.Option;
-import java.util.Objects;
 import org.jooq.DSLContext;
+import org.jooq.Field;
 import org.jooq.exception.DataAccessException;
 
 /**
@@ -47,6 +47,15 @@ import org.jooq.exception.DataAccessException;
  * or {@link AdvisoryLockNamespace#unnamespaced()} for the bare name; only callers that use the same
  * namespace exclude each other.
  *
+ * <p>Changing the key: a transaction on one namespace and one on another (or on none) do not
+ * exclude each other; both get {@code Some} for the same key and both run the work. Earlier
+ * versions of {@link #tryInTransaction(DSLContext, String, SqlWork)} locked the bare {@code
+ * hashtextextended(key, 0)}, the same signature with another key. Switching namespace in either
+ * direction (upgrading from such a version, or moving between {@link
+ * AdvisoryLockNamespace#unnamespaced()}, the default and an application's namespace) therefore
+ * needs every process on the old key stopped before the first on the new key starts: no rolling
+ * deploy across a key change.
+ *
  * <p>Hash collisions: keys are hashed to 64 bits, so two different keys can map to the same lock.
  * That costs efficiency only (the two keys exclude each other now and then), never safety.
  *
@@ -81,7 +90,9 @@ public final class PostgresAdvisoryLock {
    *     #MAX_KEY_LENGTH} characters, no control characters
    * @param work the critical section; it must do its writes on the context it is given
    * @return the work's result (which may be null), or none when the key is held
-   * @throws IllegalArgumentException for a bad key, with how to fix it
+   * @throws IllegalArgumentException for a null argument or a bad key, with how to fix it (also,
+   *     with {@link AdvisoryLockNamespace#unnamespaced()}, for a key framed like nolock's own,
+   *     {@code "nolock...:..."})
    * @throws BackendUnavailableException when the transaction could not start, the lock could not be
    *     asked for, or the commit failed (then nothing is known about whether the work took effect):
    *     retry later
@@ -107,20 +118,29 @@ public final class PostgresAdvisoryLock {
   public static <T, X extends Exception> Option<T> tryInTransaction(
       DSLContext dsl, AdvisoryLockNamespace namespace, String key, SqlWork<? extends T, X> work)
       throws X {
-    Objects.requireNonNull(dsl, "dsl");
+    if (dsl == null) {
+      throw new IllegalArgumentException(
+          "dsl is null: pass a PostgreSQL DSLContext over your pool, e.g."
+              + " DSL.using(dataSource, SQLDialect.POSTGRES), or the context of your transaction.");
+    }
     if (namespace == null) {
       throw new IllegalArgumentException(
           "The advisory-lock namespace is null: pass AdvisoryLockNamespace.LOCK (nolock's),"
               + " AdvisoryLockNamespace.of(\"yours\") or AdvisoryLockNamespace.unnamespaced().");
     }
     Names.requireName("advisory lock key", key, MAX_KEY_LENGTH);
-    Objects.requireNonNull(work, "work");
+    if (work == null) {
+      throw new IllegalArgumentException(
+          "work is null: pass the critical section to run under the lock, e.g. tx ->"
+              + " tx.update(INVOICES)...execute().");
+    }
+    // Built before the transaction: a name the namespace refuses never opens one.
+    Field<Boolean> tryLock = PgFunctions.tryAdvisoryXactLock(namespace, key);
     try {
       return dsl.transactionResult(
           configuration -> {
             DSLContext tx = configuration.dsl();
-            boolean locked =
-                tx.select(PgFunctions.tryAdvisoryXactLock(namespace, key)).fetchSingle().value1();
+            boolean locked = tx.select(tryLock).fetchSingle().value1();
             if (!locked) {
               return Option.none();
             }

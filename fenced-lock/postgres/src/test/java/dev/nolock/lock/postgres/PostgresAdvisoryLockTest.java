@@ -2,6 +2,7 @@ package dev.nolock.lock.postgres;
 
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
@@ -43,5 +44,40 @@ class PostgresAdvisoryLockTest {
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("namespace is null")
         .hasMessageContaining("AdvisoryLockNamespace.LOCK");
+  }
+
+  @Test
+  void aNullDslOrWorkIsRefusedLikeANullNamespace() {
+    assertThatThrownBy(() -> PostgresAdvisoryLock.tryInTransaction(null, "invoice-42", tx -> 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("dsl is null")
+        .hasMessageContaining("DSLContext");
+    assertThatThrownBy(
+            () ->
+                PostgresAdvisoryLock.<Integer, RuntimeException>tryInTransaction(
+                    detached, "invoice-42", null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("work is null");
+  }
+
+  @Test
+  void aNullKeyIsRefusedWithHowToFixIt() {
+    assertThatThrownBy(() -> PostgresAdvisoryLock.tryInTransaction(detached, null, tx -> 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("advisory lock key is null");
+  }
+
+  /** Refused before a transaction: {@code detached} would fail to start one otherwise. */
+  @Test
+  void anUnnamespacedKeyFramedAsNolocksOwnIsRefusedBeforeATransaction() {
+    assertThatThrownBy(
+            () ->
+                PostgresAdvisoryLock.tryInTransaction(
+                    detached,
+                    AdvisoryLockNamespace.unnamespaced(),
+                    "nolock.schedule.claims:public.runs/report",
+                    tx -> 1))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("reserved for nolock");
   }
 }

@@ -30,13 +30,11 @@ public final class IdempotencyMetrics {
 
   /**
    * The scope tag of the counters shared by the scopes beyond {@link
-   * dev.nolock.idempotency.IdempotencyConfig#maxMeteredScopes()}. Longer than {@link
-   * dev.nolock.idempotency.IdempotencyKeys#MAX_SCOPE_LENGTH}, so no scope can be it; it says what
-   * it is to whoever reads it on a dashboard.
+   * dev.nolock.idempotency.IdempotencyConfig#maxMeteredScopes()}. Plain (no spaces or punctuation
+   * that a metrics backend treats specially, such as Graphite's {@code ';'}); no scope can be it,
+   * because {@code IdempotencyKeys} refuses scopes that start with {@code '_'}.
    */
-  public static final String OVERFLOW_SCOPE =
-      "_overflow: more scopes than IdempotencyConfig maxMeteredScopes allows; a scope names an"
-          + " operation, not a request";
+  public static final String OVERFLOW_SCOPE = "_overflow";
 
   /**
    * The abandoned-keys gauges' states, per registry (held weakly: a registry that is dropped takes

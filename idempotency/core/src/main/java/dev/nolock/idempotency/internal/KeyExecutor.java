@@ -78,8 +78,12 @@ public final class KeyExecutor<R> {
     this.timeout = Math.toIntExact(config.queryTimeout().toSeconds());
     this.registry = config.meterRegistry().getOrElse(CompositeMeterRegistry::new);
     this.scopes =
-        new ScopeMeters(registry, config.metricsInstanceName(), config.maxMeteredScopes());
-    this.waits = new WaitBound(config.maxWaitingWhileInProgress());
+        config.meterRegistry().isDefined()
+            ? new ScopeMeters(registry, config.metricsInstanceName(), config.maxMeteredScopes())
+            : ScopeMeters.unmetered(registry, config.metricsInstanceName());
+    this.waits =
+        new WaitBound(
+            safeguards.waitBound() ? config.maxWaitingWhileInProgress() : Integer.MAX_VALUE);
   }
 
   /**

@@ -10,11 +10,11 @@ import org.slf4j.LoggerFactory;
  * The counters of each scope one executor has seen, for at most {@code maxScopes} scopes; scopes
  * beyond those share the counters tagged {@code scope=}{@link IdempotencyMetrics#OVERFLOW_SCOPE}.
  *
- * <p>Why: each scope is a tag value, and each tag value a series of seven counters that the
- * registry, and the metrics backend behind it, keep for good. Scopes are meant to name operations
- * (a handful per application); a caller that passes a per-request value instead (a tenant, a user,
- * anything from the request) would otherwise grow the registry without bound, one series per
- * request.
+ * <p>Why: each scope is a tag value, and each tag value a series of every counter of {@link
+ * IdempotencyMetrics} that the registry, and the metrics backend behind it, keep for good. Scopes
+ * are meant to name operations (a handful per application); a caller that passes a per-request
+ * value instead (a tenant, a user, anything from the request) would otherwise grow the registry
+ * without bound, one series per request.
  *
  * <ol>
  *   <li>A scope that has its counters gets them (a read of a concurrent map, no lock).
@@ -24,7 +24,9 @@ import org.slf4j.LoggerFactory;
  *       the cap and the fix, but not the scope: it may be a value an attacker chose.
  * </ol>
  *
- * The cap never fails a call: metering is not a reason to refuse a request. Thread-safe.
+ * The cap never fails a call: metering is not a reason to refuse a request. Without a registry
+ * ({@link #unmetered}) nothing is recorded, so there is nothing to cap: every scope shares one set
+ * of counters that keep nothing, and nothing is logged. Thread-safe.
  */
 final class ScopeMeters {
 
@@ -42,6 +44,17 @@ final class ScopeMeters {
     this.registry = registry;
     this.instanceName = instanceName;
     this.maxScopes = maxScopes;
+  }
+
+  /**
+   * For an executor without a registry: {@code keepsNothing} (a registry that records nothing) gets
+   * one set of counters, shared by every scope, so neither meters nor scopes accumulate, and no
+   * WARN names a metrics setting the caller never made.
+   */
+  static ScopeMeters unmetered(MeterRegistry keepsNothing, String instanceName) {
+    ScopeMeters none = new ScopeMeters(keepsNothing, instanceName, 0);
+    none.overflow = new IdempotencyMetrics(keepsNothing, instanceName, "");
+    return none;
   }
 
   IdempotencyMetrics forScope(String scope) {

@@ -12,7 +12,6 @@ import dev.nolock.idempotency.ResultCodec;
 import dev.nolock.idempotency.StoredResult;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.ErrorDescriber;
-import dev.nolock.patterns.Names;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -765,7 +764,7 @@ public final class IdempotentHttpHandler implements HttpHandler {
 
     private Builder(IdempotencyKeys<Reply> keys, String scope, Endpoint endpoint) {
       this.keys = Objects.requireNonNull(keys, "keys");
-      this.scope = Names.requireName("scope", scope, IdempotencyKeys.MAX_SCOPE_LENGTH);
+      this.scope = IdempotencyKeys.requireValidScope(scope);
       this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
     }
 

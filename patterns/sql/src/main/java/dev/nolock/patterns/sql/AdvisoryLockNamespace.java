@@ -5,6 +5,8 @@ import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.unquotedName;
 import static org.jooq.impl.DSL.val;
 
+import dev.nolock.patterns.Lease;
+import dev.nolock.patterns.Names;
 import java.util.Objects;
 import java.util.regex.Pattern;
 import org.jooq.Field;
@@ -16,12 +18,15 @@ import org.jooq.impl.SQLDataType;
  * advisory-lock space per database: before namespaces, the queue's schema lock on table {@code
  * "orders"} and an application's lock {@code hashtextextended('orders', 0)} were the same lock.
  *
- * <p>Guarantee: two different (namespace, name) pairs never give the same hash input, so they are
- * different locks up to a collision of the 64-bit hash (which costs efficiency, never safety: the
- * two merely exclude each other). The names of nolock's components ({@link #QUEUE_SCHEMA}, {@link
- * #SCHEDULE_CLAIMS}, {@link #LOCK}) are distinct and reserved: {@link #of} refuses them to callers.
- * Only {@link #unnamespaced()}, an explicit choice for interoperating with existing code, shares
- * the database-wide space again.
+ * <p>Guarantee: two different (namespace, name) pairs of {@link #of} and nolock's namespaces never
+ * give the same hash input, so they are different locks up to a collision of the 64-bit hash (which
+ * costs efficiency, never safety: the two merely exclude each other). The names of nolock's
+ * components ({@link #QUEUE_SCHEMA}, {@link #SCHEDULE_CLAIMS}, {@link #LOCK}) are distinct and
+ * reserved: {@link #of} refuses them, and {@link #unnamespaced()} refuses a bare name framed like
+ * theirs ({@code "nolock...:..."}), so no caller can take one of nolock's locks. {@link
+ * #unnamespaced()}, an explicit choice for interoperating with existing code, does share the
+ * database-wide space with every other bare-name user, and its name {@code "billing:x"} is {@code
+ * of("billing")}'s name {@code "x"}.
  *
  * <p>Algorithm of {@link #key}:
  *
@@ -37,6 +42,9 @@ public final class AdvisoryLockNamespace {
 
   /** Longest namespace accepted. */
   public static final int MAX_LENGTH = 63;
+
+  /** Longest name accepted (the text after the namespace). */
+  public static final int MAX_NAME_LENGTH = Lease.MAX_NAME_LENGTH;
 
   /** What separates the namespace from the name; no namespace contains it. */
   static final char SEPARATOR = ':';
@@ -98,26 +106,72 @@ public final class AdvisoryLockNamespace {
    * No namespace: the key of name {@code n} is {@code hashtextextended(n, 0)}, shared with every
    * other advisory-lock user of the database that hashes the bare name. Only for excluding existing
    * code that locks that key; any such user, and any name that happens to look like {@code
-   * "<namespace>:<name>"}, shares these locks.
+   * "<namespace>:<name>"} of an application's namespace, shares these locks. A name framed like
+   * nolock's own ({@code "nolock:..."}, {@code "nolock.<anything>:..."}) is refused: it would be
+   * the lock of one of nolock's components (a schedule's claims, a queue's schema creation).
    */
   public static AdvisoryLockNamespace unnamespaced() {
     return NONE;
   }
 
-  /** The text hashed for {@code name}: {@code namespace + ':' + name}, or the bare name. */
+  /**
+   * The text hashed for {@code name}: {@code namespace + ':' + name}, or the bare name.
+   *
+   * @param name not blank, at most {@value #MAX_NAME_LENGTH} characters, no control characters (the
+   *     rules of every name nolock sends to a backend, {@link Names#requireName})
+   * @throws IllegalArgumentException for a bad name, or a bare name framed like nolock's own
+   *     inputs, with how to fix it
+   */
   public String hashInput(String name) {
-    Objects.requireNonNull(name, "name");
-    return namespace == null ? name : namespace + SEPARATOR + name;
+    Names.requireName("advisory lock name", name, MAX_NAME_LENGTH);
+    if (namespace != null) {
+      return namespace + SEPARATOR + name;
+    }
+    int separator = name.indexOf(SEPARATOR);
+    String framed = separator < 0 ? null : name.substring(0, separator);
+    if (framed != null && (framed.equals(RESERVED) || framed.startsWith(RESERVED + "."))) {
+      throw new IllegalArgumentException(
+          "The unnamespaced advisory-lock name \""
+              + name
+              + "\" is the input of nolock's namespace \""
+              + framed
+              + "\", which is reserved for nolock's components: lock it in a namespace of your own,"
+              + " AdvisoryLockNamespace.of(\"yours\"), or pick a name that does not start with \""
+              + framed
+              + ":\".");
+    }
+    return name;
   }
 
-  /** {@code hashtextextended(:input, 0)} for {@code name}, the input ({@link #hashInput}) bound. */
+  /**
+   * {@code hashtextextended(:input, 0)} for {@code name}, the input ({@link #hashInput}) bound.
+   *
+   * @throws IllegalArgumentException as {@link #hashInput}: a bad name never reaches the server
+   */
   public Field<Long> key(String name) {
     return function(
         unquotedName("hashtextextended"), SQLDataType.BIGINT, val(hashInput(name)), inline(0L));
   }
 
+  /** Same namespace, or both {@link #unnamespaced()}: the same keys for the same names. */
+  @Override
+  public boolean equals(Object other) {
+    return other instanceof AdvisoryLockNamespace that && Objects.equals(namespace, that.namespace);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hashCode(namespace);
+  }
+
+  /**
+   * {@code "AdvisoryLockNamespace[billing]"}, or {@code "AdvisoryLockNamespace.unnamespaced()"}:
+   * never the string of a namespace, so a log tells {@code of("unnamespaced")} from no namespace.
+   */
   @Override
   public String toString() {
-    return namespace == null ? "unnamespaced" : namespace;
+    return namespace == null
+        ? "AdvisoryLockNamespace.unnamespaced()"
+        : "AdvisoryLockNamespace[" + namespace + "]";
   }
 }

@@ -3,9 +3,10 @@ package dev.nolock.patterns.sql;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.util.HashSet;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Set;
+import java.util.Map;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.Test;
@@ -21,37 +22,146 @@ class AdvisoryLockNamespaceTest {
   /**
    * Pairs that plain concatenation (with or without a separator) would hash alike: "ab" + "c" and
    * "a" + "bc"; a name containing the separator; nolock's namespaces against each other and against
-   * an application's with the same tail.
+   * an application's with the same tail; and names framed like nolock's inputs, which only {@link
+   * AdvisoryLockNamespace#unnamespaced()} could turn into one of them (it refuses them instead).
    */
   @Test
   void distinctPairsGiveDistinctHashInputs() {
-    List<AdvisoryLockNamespace> spaces =
+    Map<AdvisoryLockNamespace, String> spaces = new LinkedHashMap<>();
+    spaces.put(AdvisoryLockNamespace.of("ab"), "ab");
+    spaces.put(AdvisoryLockNamespace.of("a"), "a");
+    spaces.put(AdvisoryLockNamespace.of("a.b"), "a.b");
+    spaces.put(AdvisoryLockNamespace.of("queue.schema"), "queue.schema");
+    spaces.put(AdvisoryLockNamespace.QUEUE_SCHEMA, "nolock.queue.schema");
+    spaces.put(AdvisoryLockNamespace.SCHEDULE_CLAIMS, "nolock.schedule.claims");
+    spaces.put(AdvisoryLockNamespace.LOCK, "nolock.lock");
+    List<String> names =
         List.of(
-            AdvisoryLockNamespace.of("ab"),
-            AdvisoryLockNamespace.of("a"),
-            AdvisoryLockNamespace.of("a.b"),
-            AdvisoryLockNamespace.of("queue.schema"),
-            AdvisoryLockNamespace.QUEUE_SCHEMA,
-            AdvisoryLockNamespace.SCHEDULE_CLAIMS,
-            AdvisoryLockNamespace.LOCK);
-    List<String> names = List.of("c", "bc", "b:c", ":c", "b.c", "orders", "schema:orders", "x/y");
-    Set<String> inputs = new HashSet<>();
-    for (AdvisoryLockNamespace space : spaces) {
+            "c",
+            "bc",
+            "b:c",
+            ":c",
+            "b.c",
+            "orders",
+            "schema:orders",
+            "x/y",
+            "public.runs/report",
+            "nolock.schedule.claims:public.runs/report",
+            "nolock.queue.schema:orders",
+            "nolock.lock:invoice-42",
+            "nolock:c",
+            "nolock.x:c");
+    Map<String, String> inputs = new HashMap<>();
+    for (Map.Entry<AdvisoryLockNamespace, String> space : spaces.entrySet()) {
       for (String name : names) {
-        String input = space.hashInput(name);
-        assertThat(inputs.add(input))
-            .as("%s and %s give a new input, %s", space, name, input)
-            .isTrue();
+        String input = space.getKey().hashInput(name);
+        assertThat(inputs.put(input, space.getValue() + " with " + name))
+            .as("%s and %s give a new input, %s", space.getValue(), name, input)
+            .isNull();
         assertThat(input.substring(0, input.indexOf(':')))
             .as("the namespace read back from %s", input)
-            .isEqualTo(space.toString());
+            .isEqualTo(space.getValue());
         assertThat(input.substring(input.indexOf(':') + 1)).isEqualTo(name);
       }
+    }
+    for (String name : names) {
+      String input;
+      try {
+        input = AdvisoryLockNamespace.unnamespaced().hashInput(name);
+      } catch (IllegalArgumentException refused) {
+        continue;
+      }
+      String owner = inputs.get(input);
+      assertThat(owner == null || !owner.startsWith("nolock"))
+          .as("the bare name %s is the input of %s", name, owner)
+          .isTrue();
+    }
+  }
+
+  /**
+   * The one overlap the guarantee leaves: a bare name that looks like an application's framing is
+   * that application's lock (the reason to choose {@code unnamespaced()}: excluding such code).
+   */
+  @Test
+  void aBareNameCanBeAnApplicationsFramedInput() {
+    assertThat(AdvisoryLockNamespace.unnamespaced().hashInput("billing:invoice-42"))
+        .isEqualTo(AdvisoryLockNamespace.of("billing").hashInput("invoice-42"));
+  }
+
+  @Test
+  void unnamespacedRefusesANameFramedAsNolocksOwn() {
+    for (String framed :
+        new String[] {
+          "nolock.schedule.claims:public.runs/report",
+          "nolock.queue.schema:orders",
+          "nolock.lock:invoice-42",
+          "nolock:x",
+          "nolock.anything:x",
+          "nolock.:"
+        }) {
+      assertThatThrownBy(() -> AdvisoryLockNamespace.unnamespaced().hashInput(framed))
+          .as("bare name %s", framed)
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("reserved for nolock")
+          .hasMessageContaining("AdvisoryLockNamespace.of(");
+      assertThatThrownBy(() -> AdvisoryLockNamespace.unnamespaced().key(framed))
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+    for (String fine : new String[] {"nolock.lock", "nolockers:x", "x:nolock.lock:y", "nolock"}) {
+      assertThat(AdvisoryLockNamespace.unnamespaced().hashInput(fine)).isEqualTo(fine);
     }
   }
 
   @Test
+  void aBadNameIsRefusedAtTheEdgeLikeEveryOtherName() {
+    for (AdvisoryLockNamespace space :
+        List.of(AdvisoryLockNamespace.LOCK, AdvisoryLockNamespace.unnamespaced())) {
+      for (String bad :
+          new String[] {
+            null,
+            "",
+            " ",
+            "a\u0000b",
+            "a\nb",
+            "a\uD800",
+            "k".repeat(AdvisoryLockNamespace.MAX_NAME_LENGTH + 1)
+          }) {
+        assertThatThrownBy(() -> space.key(bad))
+            .as("%s with name %s", space, bad)
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining("advisory lock name");
+        assertThatThrownBy(() -> space.hashInput(bad)).isInstanceOf(IllegalArgumentException.class);
+      }
+    }
+    String longest = "k".repeat(AdvisoryLockNamespace.MAX_NAME_LENGTH);
+    assertThat(AdvisoryLockNamespace.LOCK.hashInput(longest)).isEqualTo("nolock.lock:" + longest);
+  }
+
+  @Test
+  void isAValue() {
+    assertThat(AdvisoryLockNamespace.of("billing"))
+        .isEqualTo(AdvisoryLockNamespace.of("billing"))
+        .hasSameHashCodeAs(AdvisoryLockNamespace.of("billing"))
+        .isNotEqualTo(AdvisoryLockNamespace.of("billing2"))
+        .isNotEqualTo(AdvisoryLockNamespace.unnamespaced());
+    assertThat(AdvisoryLockNamespace.unnamespaced())
+        .isEqualTo(AdvisoryLockNamespace.unnamespaced())
+        .isNotEqualTo(AdvisoryLockNamespace.of("unnamespaced"));
+  }
+
+  @Test
+  void toStringTellsUnnamespacedFromEveryNamespace() {
+    assertThat(AdvisoryLockNamespace.of("billing")).hasToString("AdvisoryLockNamespace[billing]");
+    assertThat(AdvisoryLockNamespace.LOCK).hasToString("AdvisoryLockNamespace[nolock.lock]");
+    assertThat(AdvisoryLockNamespace.unnamespaced())
+        .hasToString("AdvisoryLockNamespace.unnamespaced()");
+    assertThat(AdvisoryLockNamespace.unnamespaced().toString())
+        .isNotEqualTo(AdvisoryLockNamespace.of("unnamespaced").toString());
+  }
+
+  @Test
   void nolocksComponentsHaveDistinctNamespaces() {
+    assertThat(NOLOCKS).doesNotHaveDuplicates();
     assertThat(NOLOCKS).extracting(AdvisoryLockNamespace::toString).doesNotHaveDuplicates();
     assertThat(AdvisoryLockNamespace.QUEUE_SCHEMA.hashInput("orders"))
         .isEqualTo("nolock.queue.schema:orders");
@@ -64,7 +174,9 @@ class AdvisoryLockNamespaceTest {
   @Test
   void aNamespaceThatCouldBlurTheFramingIsRefused() {
     for (String bad :
-        new String[] {null, "", "a:b", ":", "Billing", ".a", "a b", "a\n", "x".repeat(64)}) {
+        new String[] {
+          null, "", "a\u0000", "a:b", ":", "Billing", ".a", "a b", "a\n", "x".repeat(64)
+        }) {
       assertThatThrownBy(() -> AdvisoryLockNamespace.of(bad))
           .as("namespace %s", bad)
           .isInstanceOf(IllegalArgumentException.class)
