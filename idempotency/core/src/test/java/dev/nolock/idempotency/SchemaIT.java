@@ -207,9 +207,10 @@ class SchemaIT {
   }
 
   /**
-   * The README's migration turns a table of the shape before callers into one the call accepts; a
-   * key completed before it replays for the anonymous caller only, and a principal sending the same
-   * key gets a run of its own.
+   * The README's migration turns a table of the shape before callers into one the call accepts;
+   * every row survives as an anonymous-caller row with a downstream key of its own; a key completed
+   * before it replays for the anonymous caller only, a principal sending the same key gets a run of
+   * its own, and a key in progress past a phase resumes after that phase.
    */
   @Test
   void theReadmesMigrationMakesOldRowsAnonymousCallerRows(PostgresSchema pg) {
@@ -225,10 +226,41 @@ class SchemaIT {
                 + " created_at, completed_at, expires_at) VALUES ('s', 'k', 'f', 'completed', 1,"
                 + " 1, 'finished', now(), 0, convert_to('stored', 'UTF8'), now(), now(),"
                 + " now() + interval '1 day')");
+    pg.dsl()
+        .execute(
+            "INSERT INTO old_keys (scope, idempotency_key, fingerprint, state, attempt_token,"
+                + " attempt_count, recovery_point, locked_until, created_at, expires_at) VALUES"
+                + " ('s', 'open', 'f', 'in_progress', 2, 1, 'first', now() - interval '1 minute',"
+                + " now(), now() + interval '1 day')");
 
     pg.dsl().execute(MIGRATION.replace("nolock_idempotency_keys", "old_keys"));
     IdempotencyKeys<String> keys = keys(pg, "old_keys");
     keys.createTableIfMissing();
+
+    assertThat(
+            pg.dsl()
+                .resultQuery(
+                    "SELECT idempotency_key, principal, downstream_key::text FROM old_keys"
+                        + " ORDER BY idempotency_key")
+                .fetch()
+                .map(r -> r.get(0) + "|" + r.get(1)))
+        .containsExactly("k|", "open|");
+    assertThat(
+            pg.dsl().fetchValue("SELECT count(DISTINCT downstream_key) FROM old_keys").toString())
+        .isEqualTo("2");
+    java.util.List<String> ran = new java.util.ArrayList<>();
+    Phases<String, RuntimeException> twoPhases =
+        Phases.builder()
+            .phase("first", a -> ran.add("first"))
+            .phase("second", a -> ran.add("second"))
+            .finish(a -> "resumed from " + a.resumedFrom());
+    assertThat(keys.execute("s", Caller.anonymous(), "open", Fingerprint.of("f"), twoPhases))
+        .isInstanceOfSatisfying(
+            Outcome.Completed.class,
+            done -> assertThat(done.result()).isEqualTo("resumed from first"));
+    assertThat(ran)
+        .as("the phase committed before the migration is not run again")
+        .containsExactly("second");
 
     assertThat(keys.execute("s", Caller.anonymous(), "k", Fingerprint.of("f"), a -> "ran"))
         .isEqualTo(new Outcome.Replayed<>("stored"));
