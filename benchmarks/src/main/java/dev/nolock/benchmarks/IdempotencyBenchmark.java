@@ -81,22 +81,27 @@ public class IdempotencyBenchmark {
   private static final String INTERVAL_MS =
       "cast(interval '0 years 0 mons 0 days 0 hours 0 mins 0.001 secs' as interval day to second)";
 
-  /** {@code KeyTable.claim} as jOOQ renders it. */
+  /**
+   * {@code KeyTable.claim} as jOOQ renders it, takeover included ({@code
+   * IdempotencyBenchmarkSqlTest} compares them). Binds: scope, principal, key, fingerprint,
+   * downstream key, retention (ms), lease (ms).
+   */
   static final String CLAIM =
       "insert into \"nolock_idempotency_keys\" as \"k\" (\"scope\", \"principal\","
           + " \"idempotency_key\", \"fingerprint\", \"state\", \"downstream_key\","
-          + " \"attempt_token\", \"attempt_count\", \"recovery_point\", \"locked_until\","
-          + " \"created_at\", \"expires_at\") values (?, ?, ?, ?, 'in_progress', ?,"
-          + " nextval('\"nolock_idempotency_keys_attempt_seq\"'), 1, 'started',"
-          + " (clock_timestamp() + (? * "
+          + " \"attempt_token\", \"recovery_point\", \"created_at\", \"expires_at\","
+          + " \"attempt_count\", \"locked_until\") values (?, ?, ?, ?, 'in_progress',"
+          + " cast(? as uuid), nextval('\"nolock_idempotency_keys_attempt_seq\"'), 'started',"
+          + " clock_timestamp(), (clock_timestamp() + (? * "
           + INTERVAL_MS
-          + ")), clock_timestamp(), (clock_timestamp() + (? * "
+          + ")), 1, (clock_timestamp() + (? * "
           + INTERVAL_MS
           + "))) on conflict (\"scope\", \"principal\", \"idempotency_key\") do update set"
-          + " \"attempt_token\" = excluded.\"attempt_token\", \"attempt_count\" ="
+          + " \"attempt_token\" = excluded.\"attempt_token\", \"expires_at\" ="
+          + " greatest(\"k\".\"expires_at\", excluded.\"expires_at\"), \"attempt_count\" ="
           + " (\"k\".\"attempt_count\" + 1), \"locked_until\" = excluded.\"locked_until\" where"
-          + " (\"k\".\"state\" = 'in_progress' and \"k\".\"locked_until\" <= clock_timestamp() and"
-          + " \"k\".\"fingerprint\" = excluded.\"fingerprint\") returning \"attempt_token\","
+          + " (\"k\".\"locked_until\" <= clock_timestamp() and \"k\".\"state\" = 'in_progress'"
+          + " and \"k\".\"fingerprint\" = excluded.\"fingerprint\") returning \"attempt_token\","
           + " \"attempt_count\", \"recovery_point\", \"downstream_key\"";
 
   /** {@code KeyTable.read} as jOOQ renders it. */
@@ -181,8 +186,8 @@ public class IdempotencyBenchmark {
         claim.setString(3, key);
         claim.setString(4, FINGERPRINT.value());
         claim.setObject(5, UUID.randomUUID());
-        claim.setLong(6, LEASE_MILLIS);
-        claim.setLong(7, RETENTION_MILLIS);
+        claim.setLong(6, RETENTION_MILLIS);
+        claim.setLong(7, LEASE_MILLIS);
         try (ResultSet row = claim.executeQuery()) {
           if (row.next()) {
             token = row.getLong(1);

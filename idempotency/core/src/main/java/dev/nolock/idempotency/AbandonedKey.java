@@ -10,6 +10,9 @@ import java.util.Objects;
  * it must resume after the committed phases instead of running them again; an operator reconciles
  * it and may then {@linkplain IdempotencyKeys#forget forget} it.
  *
+ * <p>Its {@code toString()} shows neither the key nor the caller (like {@link Attempt}'s): it ends
+ * up in logs, and an anonymous caller's key is a bearer secret for its stored result.
+ *
  * @param scope the key's scope
  * @param caller who owns the key
  * @param key the idempotency key
@@ -35,5 +38,20 @@ public record AbandonedKey(
     Objects.requireNonNull(recoveryPoint, "recoveryPoint");
     Objects.requireNonNull(createdAt, "createdAt");
     Objects.requireNonNull(retentionEndedAt, "retentionEndedAt");
+  }
+
+  @Override
+  public String toString() {
+    return "AbandonedKey[scope="
+        + scope
+        + ", recoveryPoint="
+        + recoveryPoint
+        + ", attempts="
+        + attempts
+        + ", createdAt="
+        + createdAt
+        + ", retentionEndedAt="
+        + retentionEndedAt
+        + "]";
   }
 }

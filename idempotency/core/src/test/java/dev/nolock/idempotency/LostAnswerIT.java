@@ -207,6 +207,13 @@ class LostAnswerIT {
         .isInstanceOf(BackendUnavailableException.class)
         .hasMessageContaining("claiming key");
     assertThat(Ledger.rows(dsl, SCOPE, key)).as("nothing ran").isEmpty();
+    String firstClaims =
+        dsl.fetchValue(
+                "SELECT downstream_key::text FROM nolock_idempotency_keys WHERE scope = ? AND"
+                    + " principal = '' AND idempotency_key = ?",
+                SCOPE,
+                key)
+            .toString();
 
     // The claim committed: the key is leased by an attempt nobody runs.
     Outcome<String> tooSoon =
@@ -217,12 +224,21 @@ class LostAnswerIT {
         .isLessThanOrEqualTo(IdempotencyConfig.DEFAULT_LEASE);
 
     databaseClock.advance(IdempotencyConfig.DEFAULT_LEASE);
+    List<String> downstreamKeys = new ArrayList<>();
     Outcome<String> retry =
-        keys.execute(SCOPE, Caller.anonymous(), key, REQUEST, PaymentPhases.of(null));
+        keys.execute(
+            SCOPE,
+            Caller.anonymous(),
+            key,
+            REQUEST,
+            PaymentPhases.of(null, CHARGED, () -> {}, downstreamKeys::add));
 
     assertThat(retry).isInstanceOf(Outcome.Completed.class);
     assertThat(((Outcome.Completed<String>) retry).result()).isEqualTo("paid by attempt 2");
     assertOneOfEach(key);
+    assertThat(downstreamKeys)
+        .as("the takeover calls the provider with the key of the claim whose answer was lost")
+        .containsExactly(firstClaims);
   }
 
   @Test

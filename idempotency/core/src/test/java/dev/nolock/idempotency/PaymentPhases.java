@@ -1,5 +1,6 @@
 package dev.nolock.idempotency;
 
+import java.util.function.Consumer;
 import org.jooq.DSLContext;
 
 /**
@@ -26,8 +27,22 @@ final class PaymentPhases {
 
   /** The same, and the phase named {@code holdIn} runs {@code hold} after its ledger write. */
   static Phases<String, RuntimeException> of(String failIn, String holdIn, Runnable hold) {
+    return of(failIn, holdIn, hold, downstreamKey -> {});
+  }
+
+  /**
+   * The same, and the charge phase hands the downstream key it would send the provider to {@code
+   * provider}.
+   */
+  static Phases<String, RuntimeException> of(
+      String failIn, String holdIn, Runnable hold, Consumer<String> provider) {
     return Phases.builder()
-        .phase(CHARGED, attempt -> step(attempt, CHARGED, "charge", failIn, holdIn, hold))
+        .phase(
+            CHARGED,
+            attempt -> {
+              provider.accept(attempt.idempotencyKeyForDownstream());
+              step(attempt, CHARGED, "charge", failIn, holdIn, hold);
+            })
         .phase(
             RECEIPT_SENT, attempt -> step(attempt, RECEIPT_SENT, "receipt", failIn, holdIn, hold))
         .finish(

@@ -116,7 +116,7 @@ class SchemaIT {
               SchemaMismatchException.class,
               e ->
                   assertThat(e.problem())
-                      .isEqualTo("no unique key on (scope, principal, idempotency_key)"));
+                      .startsWith("no unique key on (scope, principal, idempotency_key)"));
     }
   }
 
@@ -156,16 +156,61 @@ class SchemaIT {
             SchemaMismatchException.class,
             e ->
                 assertThat(e.problem())
-                    .isEqualTo("no unique key on (scope, principal, idempotency_key)"));
+                    .isEqualTo(
+                        "no unique key on (scope, principal, idempotency_key); unique constraint"
+                            + " half_migrated_keys_pkey on (scope, idempotency_key) is on fewer"
+                            + " columns than the key (scope, principal, idempotency_key), so it"
+                            + " refuses rows the key keeps apart; drop it: ALTER TABLE"
+                            + " half_migrated_keys DROP CONSTRAINT half_migrated_keys_pkey"));
     assertThat(indexes(pg.dsl(), "shared_keys"))
         .as("nothing was created on the refused table")
         .containsExactly("shared_keys_pkey");
   }
 
   /**
-   * The README's migration turns a table of the shape before callers into one the call accepts; a
-   * key completed before it replays for the anonymous caller only, and a principal sending the same
-   * key gets a run of its own.
+   * A table migrated halfway, the old primary key on {@code (scope, idempotency_key)} kept beside a
+   * new unique index on {@code (scope, principal, idempotency_key)}, is refused with the statement
+   * that drops the old key: on it a second caller sending the first one's key would fail the claim
+   * with a unique violation (a 500, a lockout, and a sign that the key exists). Before, it was
+   * accepted, and that claim failed.
+   */
+  @Test
+  void aTableThatKeepsTheOldKeyBesideTheNewOneIsRefused(PostgresSchema pg) {
+    pg.dsl()
+        .execute(
+            "CREATE TABLE both_keys ("
+                + COLUMNS.formatted("timestamptz")
+                + ", PRIMARY KEY (scope, idempotency_key))");
+    pg.dsl()
+        .execute(
+            "CREATE UNIQUE INDEX both_keys_caller ON both_keys (scope, principal,"
+                + " idempotency_key)");
+
+    assertThatThrownBy(() -> keys(pg, "both_keys").createTableIfMissing())
+        .isInstanceOfSatisfying(
+            SchemaMismatchException.class,
+            e ->
+                assertThat(e.problem())
+                    .isEqualTo(
+                        "unique constraint both_keys_pkey on (scope, idempotency_key) is on fewer"
+                            + " columns than the key (scope, principal, idempotency_key), so it"
+                            + " refuses rows the key keeps apart; drop it: ALTER TABLE both_keys"
+                            + " DROP CONSTRAINT both_keys_pkey"));
+    pg.dsl().execute("ALTER TABLE both_keys DROP CONSTRAINT both_keys_pkey");
+    IdempotencyKeys<String> keys = keys(pg, "both_keys");
+    keys.createTableIfMissing();
+    assertThat(keys.execute("s", Caller.of("alice"), "k", Fingerprint.of("f"), a -> "a"))
+        .isInstanceOf(Outcome.Completed.class);
+    assertThat(keys.execute("s", Caller.of("bob"), "k", Fingerprint.of("f"), a -> "b"))
+        .as("the other caller's claim on the same key, once the old key is dropped")
+        .isInstanceOf(Outcome.Completed.class);
+  }
+
+  /**
+   * The README's migration turns a table of the shape before callers into one the call accepts;
+   * every row survives as an anonymous-caller row with a downstream key of its own; a key completed
+   * before it replays for the anonymous caller only, a principal sending the same key gets a run of
+   * its own, and a key in progress past a phase resumes after that phase.
    */
   @Test
   void theReadmesMigrationMakesOldRowsAnonymousCallerRows(PostgresSchema pg) {
@@ -181,10 +226,41 @@ class SchemaIT {
                 + " created_at, completed_at, expires_at) VALUES ('s', 'k', 'f', 'completed', 1,"
                 + " 1, 'finished', now(), 0, convert_to('stored', 'UTF8'), now(), now(),"
                 + " now() + interval '1 day')");
+    pg.dsl()
+        .execute(
+            "INSERT INTO old_keys (scope, idempotency_key, fingerprint, state, attempt_token,"
+                + " attempt_count, recovery_point, locked_until, created_at, expires_at) VALUES"
+                + " ('s', 'open', 'f', 'in_progress', 2, 1, 'first', now() - interval '1 minute',"
+                + " now(), now() + interval '1 day')");
 
     pg.dsl().execute(MIGRATION.replace("nolock_idempotency_keys", "old_keys"));
     IdempotencyKeys<String> keys = keys(pg, "old_keys");
     keys.createTableIfMissing();
+
+    assertThat(
+            pg.dsl()
+                .resultQuery(
+                    "SELECT idempotency_key, principal, downstream_key::text FROM old_keys"
+                        + " ORDER BY idempotency_key")
+                .fetch()
+                .map(r -> r.get(0) + "|" + r.get(1)))
+        .containsExactly("k|", "open|");
+    assertThat(
+            pg.dsl().fetchValue("SELECT count(DISTINCT downstream_key) FROM old_keys").toString())
+        .isEqualTo("2");
+    java.util.List<String> ran = new java.util.ArrayList<>();
+    Phases<String, RuntimeException> twoPhases =
+        Phases.builder()
+            .phase("first", a -> ran.add("first"))
+            .phase("second", a -> ran.add("second"))
+            .finish(a -> "resumed from " + a.resumedFrom());
+    assertThat(keys.execute("s", Caller.anonymous(), "open", Fingerprint.of("f"), twoPhases))
+        .isInstanceOfSatisfying(
+            Outcome.Completed.class,
+            done -> assertThat(done.result()).isEqualTo("resumed from first"));
+    assertThat(ran)
+        .as("the phase committed before the migration is not run again")
+        .containsExactly("second");
 
     assertThat(keys.execute("s", Caller.anonymous(), "k", Fingerprint.of("f"), a -> "ran"))
         .isEqualTo(new Outcome.Replayed<>("stored"));

@@ -49,7 +49,7 @@ import java.util.stream.Stream;
  *       </td></tr>
  *   <tr><td>key missing or malformed</td><td>400</td><td>{@code Connection: close} when a
  *       body may follow: see {@link #handle}</td></tr>
- *   <tr><td>{@link Builder#principal} found no principal (null or empty)</td><td>401</td>
+ *   <tr><td>{@link Builder#principal} found no principal (null, empty or blank)</td><td>401</td>
  *       <td>as for 400</td></tr>
  *   <tr><td>repeat while the first is in progress, or a stale attempt</td><td>409</td>
  *       <td>{@code Retry-After}</td></tr>
@@ -386,9 +386,9 @@ public final class IdempotentHttpHandler implements HttpHandler {
    * client that stops sending turns into a thread held for ever.
    *
    * <p>The caller is settled before the body is read: a request for which {@link Builder#principal}
-   * returns null or the empty string is answered 401 and nothing runs or is stored (run as
-   * anonymous, it would share the key space the handler was configured to keep apart). Put the
-   * authentication in front of the handler (an {@code Authenticator} on the context answers 401
+   * returns null, the empty string or a blank one is answered 401 and nothing runs or is stored
+   * (run as anonymous, it would share the key space the handler was configured to keep apart). Put
+   * the authentication in front of the handler (an {@code Authenticator} on the context answers 401
    * with its challenge); the 401 here is the fallback for a request that got past it without a
    * principal. A principal function that throws, or returns a principal {@link Caller#of} refuses,
    * is answered 500, nothing stored.
@@ -535,14 +535,14 @@ public final class IdempotentHttpHandler implements HttpHandler {
 
   /**
    * The anonymous caller in anonymous mode; else the principal's, or null when the principal
-   * function found none (null or empty).
+   * function found none (null, empty or blank: a blank one names nobody).
    */
   private Caller callerOf(HttpExchange exchange) {
     if (principal == null) {
       return Caller.anonymous();
     }
     String who = principal.apply(exchange);
-    return who == null || who.isEmpty() ? null : Caller.of(who);
+    return who == null || who.isBlank() ? null : Caller.of(who);
   }
 
   /**
@@ -770,10 +770,17 @@ public final class IdempotentHttpHandler implements HttpHandler {
 
     /**
      * Who sent the request, from your authentication (e.g. {@code exchange.getPrincipal() == null ?
-     * null : exchange.getPrincipal().getName()}), never from what the client says about itself.
+     * null : exchange.getPrincipal().getUsername()}), never from what the client says about itself.
      * Each principal gets a key space of its own ({@link Caller#of}): the same key from two
-     * principals is two independent requests. A request for which it returns null or the empty
-     * string is answered 401, nothing run or stored.
+     * principals is two independent requests. A request for which it returns null, the empty string
+     * or a blank one is answered 401, nothing run or stored.
+     *
+     * <p>The string must be stable: the same caller must get the same string on every request, for
+     * as long as its keys are kept. Any change in how it is derived (the user name instead of
+     * {@code getName()}'s {@code realm:username}, a renamed realm, case folding, an id instead of a
+     * name) moves every in-flight key to a key space of its own: a retry then runs as a new
+     * request, and its foreign calls run again (a double charge). Change it only once no key is in
+     * progress and the clients' retry window has passed.
      */
     public Builder principal(Function<HttpExchange, String> principal) {
       Objects.requireNonNull(principal, "principal");

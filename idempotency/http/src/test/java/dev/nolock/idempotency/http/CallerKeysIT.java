@@ -88,7 +88,13 @@ class CallerKeysIT {
                           .value1();
                   return Reply.json(201, "{\"order\":" + id + "}");
                 })
-            .principal(e -> e.getRequestHeaders().getFirst(USER))
+            // "blank" stands for an authentication that yields only spaces (a header would be
+            // trimmed on the way).
+            .principal(
+                e -> {
+                  String user = e.getRequestHeaders().getFirst(USER);
+                  return "blank".equals(user) ? "   " : user;
+                })
             .build();
     serverThreads = Executors.newFixedThreadPool(4);
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 16);
@@ -190,20 +196,31 @@ class CallerKeysIT {
   }
 
   /**
-   * A request for which the principal function finds no caller is answered 401 and nothing runs or
-   * is stored: running it as anonymous would put it in the shared key space the handler was
-   * configured to avoid. Before: the handler threw and the client got no answer.
+   * A request for which the principal function finds no caller (null, empty or blank) is answered
+   * 401 and nothing runs or is stored, neither the endpoint's row nor a key row: running it as
+   * anonymous would put it in the shared key space the handler was configured to avoid. Before: the
+   * handler threw and the client got no answer; then a blank principal was answered 500.
    */
   @Test
   void aRequestWithoutAPrincipalIs401AndNothingRuns() throws Exception {
     String key = UUID.randomUUID().toString();
     HttpResponse<String> missing = post(null, key, "chair");
     HttpResponse<String> empty = post("", key, "chair");
+    HttpResponse<String> blank = post("blank", key, "chair");
 
     assertThat(missing.statusCode()).isEqualTo(401);
     assertThat(empty.statusCode()).isEqualTo(401);
+    assertThat(blank.statusCode()).isEqualTo(401);
     assertThat(missing.headers().firstValue("Content-Type")).contains("application/problem+json");
+    assertThat(keyRows(key)).as("key rows stored, for any caller").isZero();
     assertThat(orderRows(key)).isZero();
     assertThat(post("a", key, "chair").statusCode()).isEqualTo(201);
+    assertThat(keyRows(key)).isEqualTo(1);
+  }
+
+  private int keyRows(String key) {
+    return dsl.fetchCount(
+        table(name("nolock_idempotency_keys")),
+        field(name("idempotency_key"), String.class).eq(key));
   }
 }

@@ -39,10 +39,15 @@ import org.jooq.Record;
  *       do not name it;
  *   <li>if a unique key is declared: a valid, immediate unique index (a primary key or a unique
  *       constraint) whose key columns are exactly those, without a predicate or an expression. It
- *       is what {@code ON CONFLICT (...)} needs and what lets one row per key through.
+ *       is what {@code ON CONFLICT (...)} needs and what lets one row per key through;
+ *   <li>if a unique key is declared: no unique index or constraint (partial, deferrable or not yet
+ *       valid ones included) on a strict subset of its columns, such as a primary key left from an
+ *       older, narrower key: it would refuse rows the key keeps apart with a unique violation that
+ *       the key's {@code ON CONFLICT} does not catch. Each is named with the statement that drops
+ *       it.
  * </ul>
  *
- * <p>Algorithm of {@link #problems}, two catalog reads, each bounded by the query timeout:
+ * <p>Algorithm of {@link #problems}, three catalog reads, each bounded by the query timeout:
  *
  * <ol>
  *   <li>{@code SELECT attname, format_type(atttypid, atttypmod), attnotnull, atthasdef OR
@@ -55,6 +60,9 @@ import org.jooq.Record;
  *       i.indisunique AND i.indimmediate AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS
  *       NULL AND i.indnkeyatts = :n AND} the sorted names of its key columns (the first {@code
  *       indnkeyatts} of {@code indkey}; the others are {@code INCLUDE} columns) {@code = :names)}.
+ *   <li>The unique indexes without expressions on the table whose key column names are contained in
+ *       the key's ({@code <@}) but do not contain them all, each with its constraint, if any
+ *       ({@code pg_constraint.conindid}).
  * </ol>
  *
  * Immutable: each {@code column} or {@code uniqueKey} returns a new shape.
@@ -185,8 +193,11 @@ public final class TableShape {
                 "column " + name + " is NOT NULL without a default, and nolock does not write it");
           }
         });
-    if (!uniqueKey.isEmpty() && !keyed(dsl, regclass, timeout)) {
-      problems.add("no unique key on (" + String.join(", ", uniqueKey) + ")");
+    if (!uniqueKey.isEmpty()) {
+      if (!keyed(dsl, regclass, timeout)) {
+        problems.add("no unique key on (" + String.join(", ", uniqueKey) + ")");
+      }
+      problems.addAll(stricterKeys(dsl, regclass, timeout));
     }
     return problems;
   }
@@ -221,6 +232,50 @@ public final class TableShape {
             .queryTimeout(timeout)
             .fetchOne(0, Boolean.class);
     return Boolean.TRUE.equals(found);
+  }
+
+  /**
+   * The unique indexes whose key columns are a strict subset of the key, each with the statement
+   * that drops it: such an index refuses rows the key keeps apart, with a unique violation that the
+   * key's {@code ON CONFLICT} does not catch. Partial, deferrable and not yet valid ones count too
+   * (PostgreSQL checks uniqueness against each of them); an index with expressions is left out, as
+   * its columns cannot be compared by name.
+   */
+  private List<String> stricterKeys(DSLContext dsl, String regclass, int timeout) {
+    List<String> found = new ArrayList<>();
+    for (Record r :
+        dsl.resultQuery(
+                "SELECT i.indexrelid::regclass::text AS index, quote_ident(c.conname) AS con,"
+                    + " i.indrelid::regclass::text AS tbl, k.names FROM pg_index i"
+                    + " CROSS JOIN LATERAL (SELECT array_agg(a.attname::text ORDER BY k.n) AS names"
+                    + " FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k (attnum, n)"
+                    + " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum"
+                    + " WHERE k.n <= i.indnkeyatts) AS k"
+                    + " LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid"
+                    + " AND c.conrelid = i.indrelid AND c.contype IN ('p', 'u')"
+                    + " WHERE i.indrelid = to_regclass({0}) AND i.indisunique"
+                    + " AND i.indexprs IS NULL AND k.names <@ {1}::text[]"
+                    + " AND NOT k.names @> {1}::text[] ORDER BY 1",
+                val(regclass), val(uniqueKey.toArray(String[]::new)))
+            .queryTimeout(timeout)
+            .fetch()) {
+      String constraint = r.get("con", String.class);
+      found.add(
+          (constraint == null ? "unique index " : "unique constraint ")
+              + (constraint == null ? r.get("index", String.class) : constraint)
+              + " on ("
+              + String.join(", ", r.get("names", String[].class))
+              + ") is on fewer columns than the key ("
+              + String.join(", ", uniqueKey)
+              + "), so it refuses rows the key keeps apart; drop it: "
+              + (constraint == null
+                  ? "DROP INDEX " + r.get("index", String.class)
+                  : "ALTER TABLE "
+                      + r.get("tbl", String.class)
+                      + " DROP CONSTRAINT "
+                      + constraint));
+    }
+    return found;
   }
 
   /** True when a column of PostgreSQL type {@code actual} holds every value of {@code wanted}. */
