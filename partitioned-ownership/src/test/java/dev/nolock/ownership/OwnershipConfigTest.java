@@ -206,6 +206,15 @@ class OwnershipConfigTest {
         .hasMessageContaining("without deadLetterTopic");
   }
 
+  @Test
+  void maxConsecutiveDeadLettersIsAtLeastOne() {
+    assertThatThrownBy(() -> builder().maxConsecutiveDeadLetters(0))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at least 1");
+    assertThat(builder().build().maxConsecutiveDeadLetters())
+        .isEqualTo(OwnershipConfig.DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS);
+  }
+
   /**
    * Every public builder method, and the factory, given null in any one of its object parameters
    * (plain values in the others), throws an IllegalArgumentException that says null, never a

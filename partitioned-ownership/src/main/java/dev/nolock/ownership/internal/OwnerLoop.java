@@ -136,6 +136,10 @@ public final class OwnerLoop<K, V> {
 
   private int backendFailures;
   private long backoffUntilNanos;
+
+  /** Records dead-lettered since the last applied one: the circuit breaker's count. */
+  private int consecutiveDeadLetters;
+
   private boolean backingOff;
   private long lastCommitNanos;
   private RuntimeException fatal;
@@ -417,8 +421,11 @@ public final class OwnerLoop<K, V> {
         try {
           outcome = applier.apply(decoder.decode(record), o.epoch);
         } catch (RecordFailedException failed) {
-          if (deadLetters == null) {
+          if (deadLetters == null || !failed.deadLetterable()) {
             throw failed;
+          }
+          if (consecutiveDeadLetters >= config.maxConsecutiveDeadLetters()) {
+            throw breakerTripped(failed);
           }
           outcome = deadLetter(record, o.epoch, failed, records);
           if (outcome == null) {
@@ -437,6 +444,7 @@ public final class OwnerLoop<K, V> {
         events.outcome(tp.partition(), record.offset(), o.epoch, outcome);
         switch (outcome) {
           case APPLIED -> {
+            consecutiveDeadLetters = 0;
             metrics.applied(tp.partition());
             o.nextOffset = record.offset() + 1;
             o.uncommitted = true;
@@ -449,6 +457,7 @@ public final class OwnerLoop<K, V> {
             backendFailures = 0;
           }
           case DEAD_LETTERED -> {
+            consecutiveDeadLetters++;
             metrics.deadLettered(tp.partition());
             o.nextOffset = record.offset() + 1;
             o.uncommitted = true;
@@ -515,6 +524,21 @@ public final class OwnerLoop<K, V> {
           OwnerEvents.BackoffCause.APPLY);
       return null;
     }
+  }
+
+  private IllegalStateException breakerTripped(RecordFailedException failed) {
+    IllegalStateException stop =
+        new IllegalStateException(
+            "The runner dead-lettered "
+                + consecutiveDeadLetters
+                + " records in a row (maxConsecutiveDeadLetters) and the next one failed too ("
+                + failed.getMessage()
+                + "). So many failures in a row look systemic (a bug, a dependency refusing every"
+                + " call), not poison records: the runner stops as it would without a dead-letter"
+                + " topic. Fix the cause and restart; the dead-lettered records may need a replay.",
+            failed.getCause());
+    stop.addSuppressed(failed);
+    return stop;
   }
 
   /**
