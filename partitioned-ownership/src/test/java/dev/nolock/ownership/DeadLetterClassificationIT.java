@@ -8,6 +8,7 @@ import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.ConnectException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -25,6 +26,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.awaitility.Awaitility;
@@ -34,7 +36,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * With a dead-letter topic, only a poison record goes there: a transient failure (a backend that
  * says "retry later", a deserializer whose schema registry is unreachable) is retried, a schema
- * error stops the runner, and a run of dead letters that looks systemic stops the runner.
+ * error stops the runner, a serializer failure is the input record's failure, and a run of dead
+ * letters that looks systemic stops the runner.
  */
 @ExtendWith({KafkaExtension.class, PostgresExtension.class})
 class DeadLetterClassificationIT {
@@ -261,5 +264,88 @@ class DeadLetterClassificationIT {
         .extracting(r -> header(r, "nolock.dlt.offset"))
         .containsExactly("1", "3", "4");
     assertThat(ledger.appliesPerOffset(0)).containsOnlyKeys(0L, 2L);
+  }
+
+  private static ExactlyOnceConfig.Builder pipelineConfig(KafkaBroker kafka, String input) {
+    return ExactlyOnceConfig.custom(kafka.bootstrapServers(), input, "p-" + input, "tx-" + input)
+        .sessionTimeout(TestOwners.SESSION_TIMEOUT)
+        .maxPollInterval(Duration.ofSeconds(30))
+        .pollTimeout(Duration.ofMillis(200))
+        .transactionTimeout(Duration.ofSeconds(30))
+        .closeTimeout(Duration.ofSeconds(10))
+        .metrics(new SimpleMeterRegistry(), "test");
+  }
+
+  /** Fails for "cmd-4!" every time. */
+  private static final Serializer<String> FAILS_ON_FOUR =
+      (topic, value) -> {
+        if (value.equals("cmd-4!")) {
+          throw new IllegalArgumentException("cannot write " + value);
+        }
+        return value.getBytes(StandardCharsets.UTF_8);
+      };
+
+  private static Transform<String, String, String, String> exclaim(String output) {
+    return record -> List.of(new ProducerRecord<>(output, record.key(), record.value() + "!"));
+  }
+
+  @Test
+  void withoutADeadLetterTopicASerializerFailureStopsThePipeline(KafkaBroker kafka)
+      throws Exception {
+    String input = kafka.createTopic(kafka.uniqueTopicName("cls-ser-in"), 1);
+    String output = kafka.createTopic(kafka.uniqueTopicName("cls-ser-out"), 1);
+    produce(kafka, input, commands(8));
+    try (ExactlyOncePipeline<String, String, String, String> pipeline =
+        ExactlyOncePipeline.create(
+            pipelineConfig(kafka, input).build(),
+            new StringDeserializer(),
+            new StringDeserializer(),
+            new StringSerializer(),
+            FAILS_ON_FOUR,
+            exclaim(output))) {
+      pipeline.start();
+      assertThat(pipeline.awaitTermination(Duration.ofSeconds(15)))
+          .as("the pipeline stopped instead of transforming the batch again and again")
+          .isTrue();
+      assertThat(pipeline.failure().toJavaOptional())
+          .get()
+          .isInstanceOfSatisfying(
+              RecordFailedException.class,
+              e -> {
+                assertThat(e)
+                    .hasMessageContaining(input + "-0@4")
+                    .hasMessageContaining("serializer");
+                assertThat(e.stage()).isEqualTo(RecordFailedException.Stage.SERIALIZER);
+              });
+    }
+    assertThat(readAll(kafka, output)).as("the batch was aborted").isEmpty();
+  }
+
+  @Test
+  void withADeadLetterTopicASerializerFailureDeadLettersItsInput(KafkaBroker kafka)
+      throws Exception {
+    String input = kafka.createTopic(kafka.uniqueTopicName("cls-serdlt-in"), 1);
+    String output = kafka.createTopic(kafka.uniqueTopicName("cls-serdlt-out"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-serdlt-dlt"), 1);
+    produce(kafka, input, commands(8));
+    try (ExactlyOncePipeline<String, String, String, String> pipeline =
+        ExactlyOncePipeline.create(
+            pipelineConfig(kafka, input).deadLetterTopic(dlt).build(),
+            new StringDeserializer(),
+            new StringDeserializer(),
+            new StringSerializer(),
+            FAILS_ON_FOUR,
+            exclaim(output))) {
+      pipeline.start();
+      Awaitility.await("7 outputs").atMost(WAIT).until(() -> readAll(kafka, output).size() >= 7);
+      assertThat(pipeline.isRunning()).isTrue();
+    }
+    assertThat(readAll(kafka, output))
+        .extracting(r -> new String(r.value(), StandardCharsets.UTF_8))
+        .containsExactly("cmd-0!", "cmd-1!", "cmd-2!", "cmd-3!", "cmd-5!", "cmd-6!", "cmd-7!");
+    List<ConsumerRecord<byte[], byte[]>> dead = readAll(kafka, dlt);
+    assertThat(dead).extracting(r -> header(r, "nolock.dlt.offset")).containsExactly("4");
+    assertThat(header(dead.get(0), "nolock.dlt.stage")).isEqualTo("serializer");
+    assertThat(new String(dead.get(0).value(), StandardCharsets.UTF_8)).isEqualTo("cmd-4");
   }
 }

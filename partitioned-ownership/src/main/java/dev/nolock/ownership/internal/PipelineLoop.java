@@ -6,6 +6,7 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.RetryPolicy;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -238,10 +239,11 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   }
 
   /**
-   * Deserializes {@code raw}, transforms it and sends its outputs in the open transaction.
+   * Deserializes {@code raw}, transforms it, serializes its outputs and sends them in the open
+   * transaction.
    *
-   * @return null when it did; the failure when a deserializer or the transform threw (nothing of
-   *     this record was sent)
+   * @return null when it did; the failure when a deserializer, the transform or a serializer threw
+   *     (nothing of this record was sent)
    * @throws TransientRecordFailure that failure was transient ({@link RecordFailures}): the batch
    *     must be tried again after a backoff, the record never dead-lettered
    */
@@ -278,8 +280,26 @@ public final class PipelineLoop<KI, VI, KO, VO> {
               + " ExactlyOnceConfig's deadLetterTopic to send such records there.",
           e);
     }
-    for (ProducerRecord<KO, VO> output : outputs) {
-      producer.send(serializer.serialize(output));
+    // All outputs are serialized before any is sent, so a record whose serializer fails has sent
+    // nothing and can be dead-lettered whole.
+    List<ProducerRecord<byte[], byte[]>> serialized = new ArrayList<>(outputs.size());
+    try {
+      for (ProducerRecord<KO, VO> output : outputs) {
+        serialized.add(serializer.serialize(output));
+      }
+    } catch (RuntimeException e) {
+      return failed(
+          RecordFailedException.Stage.SERIALIZER,
+          where,
+          "A serializer failed on an output of "
+              + where
+              + "; the transaction was aborted and the pipeline stopped. Fix the serializer or the"
+              + " transform, or set ExactlyOnceConfig's deadLetterTopic to send such input records"
+              + " there.",
+          e);
+    }
+    for (ProducerRecord<byte[], byte[]> output : serialized) {
+      producer.send(output);
     }
     return null;
   }

@@ -3,11 +3,11 @@ package dev.nolock.ownership.internal;
 import org.apache.kafka.common.errors.RecordDeserializationException;
 
 /**
- * A record failed for good: a deserializer, the handler or the transform threw something a retry
- * would repeat ({@link RecordFailures}). The apply rolled back (the pipeline's transaction: see
- * {@link PipelineLoop}). Without a dead-letter topic the runner stops with it; with one, the record
- * is sent there. The message names the record, never its data; the cause is the deserializer's
- * ({@link RecordDeserializationException}) or the handler's exception.
+ * A record failed for good: a deserializer, the handler, the transform or a serializer threw
+ * something a retry would repeat ({@link RecordFailures}). The apply rolled back (the pipeline's
+ * transaction: see {@link PipelineLoop}). Without a dead-letter topic the runner stops with it;
+ * with one, the record is sent there. The message names the record, never its data; the cause is
+ * the deserializer's ({@link RecordDeserializationException}) or the handler's exception.
  */
 public final class RecordFailedException extends IllegalStateException {
 
@@ -18,7 +18,8 @@ public final class RecordFailedException extends IllegalStateException {
     KEY_DESERIALIZER("key-deserializer"),
     VALUE_DESERIALIZER("value-deserializer"),
     HANDLER("handler"),
-    TRANSFORM("transform");
+    TRANSFORM("transform"),
+    SERIALIZER("serializer");
 
     private final String header;
 
