@@ -128,6 +128,12 @@ public final class OwnershipConfig {
           "deadLetterProducerProperty(...) was set without deadLetterTopic(...): set the"
               + " dead-letter topic too, or remove the producer settings.");
     }
+    for (String wait :
+        new String[] {
+          ProducerConfig.MAX_BLOCK_MS_CONFIG, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG
+        }) {
+      requireWithinPollInterval(wait, deadLetterProducerProperties.get(wait), maxPollInterval);
+    }
     if (safetyMargin.compareTo(sessionTimeout) >= 0) {
       throw new IllegalArgumentException(
           "safetyMargin ("
@@ -202,6 +208,37 @@ public final class OwnershipConfig {
    * A dead-letter topic: a Kafka topic name, not {@code source} (the runner would read its own dead
    * letters back as commands); shared with ExactlyOnceConfig.
    */
+  /**
+   * The runner's thread waits for each dead-letter send ({@code producer.send} blocks up to {@code
+   * max.block.ms}); a wait longer than {@code maxPollInterval} would make the member leave the
+   * group while it waits.
+   */
+  private static void requireWithinPollInterval(
+      String key, Object value, Duration maxPollInterval) {
+    if (value == null) {
+      return;
+    }
+    long millis;
+    try {
+      millis = Long.parseLong(value.toString().trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          "The dead-letter producer setting '" + key + "' must be a number of milliseconds", e);
+    }
+    if (millis > maxPollInterval.toMillis()) {
+      throw new IllegalArgumentException(
+          "The dead-letter producer setting '"
+              + key
+              + "' ("
+              + millis
+              + " ms) is longer than maxPollInterval ("
+              + maxPollInterval.toMillis()
+              + " ms): the runner's thread waits for each dead-letter send, so it would be taken"
+              + " out of the group while waiting. Set it to at most maxPollInterval (the wait for"
+              + " the acknowledgement is also cut at the batch's point of no return).");
+    }
+  }
+
   static String requireDeadLetterTopic(String deadLetterTopic, String source) {
     if (deadLetterTopic == null
         || !TOPIC.matcher(deadLetterTopic).matches()
@@ -608,8 +645,11 @@ public final class OwnershipConfig {
     /**
      * Any other setting of the dead-letter producer: security ({@code security.protocol}, {@code
      * sasl.*}, {@code ssl.*}), {@code client.id}, or its timeouts ({@code max.block.ms} and {@code
-     * delivery.timeout.ms} default to the session timeout: the runner's thread waits that long at
-     * most for each). The settings the guarantee rests on are refused.
+     * delivery.timeout.ms} default to the session timeout, and may be at most {@code
+     * maxPollInterval}, checked by {@link #build()}). The runner's thread waits for the
+     * acknowledgement only until the batch's point of no return; a send not acknowledged by then is
+     * not taken as handled (the record is tried again). The settings the guarantee rests on are
+     * refused.
      */
     public Builder deadLetterProducerProperty(String key, Object value) {
       required(key, "A null setting key: pass the Kafka setting's name, e.g. \"client.id\"");

@@ -427,7 +427,7 @@ public final class OwnerLoop<K, V> {
           if (consecutiveDeadLetters >= config.maxConsecutiveDeadLetters()) {
             throw breakerTripped(failed);
           }
-          outcome = deadLetter(record, o.epoch, failed, records);
+          outcome = deadLetter(record, o.epoch, failed, records, deadline);
           if (outcome == null) {
             return;
           }
@@ -474,9 +474,11 @@ public final class OwnerLoop<K, V> {
    * as applied. The order is the guarantee:
    *
    * <ol>
-   *   <li>Send it and wait for the broker's acknowledgement ({@link DeadLetters#send}). A send that
-   *       fails or times out leaves the record not handled: a retriable failure rewinds and backs
-   *       off, so the record is applied (and fails, and is sent) again; any other stops the runner.
+   *   <li>Send it and wait for the broker's acknowledgement ({@link DeadLetters#send}), at most
+   *       until the batch's point of no return. A send that fails or times out, or is not
+   *       acknowledged in that time, leaves the record not handled: a retriable failure rewinds and
+   *       backs off, so the record is applied (and fails, and is sent) again; any other stops the
+   *       runner.
    *   <li>Record its offset in a transaction of its own with the apply's ownership and offset
    *       checks ({@link ApplyTransaction#recordDeadLettered}): a zombie is refused ({@code
    *       FENCED}) as its apply would be. An unknown outcome rewinds and backs off; the retry finds
@@ -492,10 +494,19 @@ public final class OwnerLoop<K, V> {
       ConsumerRecord<byte[], byte[]> record,
       long epoch,
       RecordFailedException failed,
-      ConsumerRecords<byte[], byte[]> records) {
+      ConsumerRecords<byte[], byte[]> records,
+      Deadline deadline) {
     String where = record.topic() + "-" + record.partition() + "@" + record.offset();
+    // The send waits no longer than the batch may still run: past that, the partition may belong
+    // to another member, and this thread must poll again.
+    Duration wait = deadline.remaining().minus(config.safetyMargin());
+    if (wait.isNegative() || wait.isZero()) {
+      log.debug("Point of no return passed before dead-lettering {}: polling first", where);
+      rewind(records);
+      return null;
+    }
     try {
-      deadLetters.send(record, failed);
+      deadLetters.send(record, failed, wait);
     } catch (DeadLetters.SendFailedException e) {
       e.addSuppressed(failed);
       if (!e.retriable()) {
