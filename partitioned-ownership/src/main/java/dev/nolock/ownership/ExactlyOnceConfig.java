@@ -60,6 +60,7 @@ public final class ExactlyOnceConfig {
   private final Map<String, Object> consumerProperties;
   private final Map<String, Object> producerProperties;
   private final String deadLetterTopic;
+  private final int maxConsecutiveDeadLetters;
 
   private ExactlyOnceConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -78,6 +79,7 @@ public final class ExactlyOnceConfig {
     this.consumerProperties = Map.copyOf(b.consumerProperties);
     this.producerProperties = Map.copyOf(b.producerProperties);
     this.deadLetterTopic = b.deadLetterTopic;
+    this.maxConsecutiveDeadLetters = b.maxConsecutiveDeadLetters;
     if (maxPollInterval.compareTo(sessionTimeout) < 0) {
       throw new IllegalArgumentException(
           "maxPollInterval ("
@@ -170,6 +172,14 @@ public final class ExactlyOnceConfig {
     return Option.of(deadLetterTopic);
   }
 
+  /**
+   * How many input records in a row the pipeline dead-letters before it stops, from {@link
+   * Builder#maxConsecutiveDeadLetters}.
+   */
+  public int maxConsecutiveDeadLetters() {
+    return maxConsecutiveDeadLetters;
+  }
+
   @Override
   public String toString() {
     return "ExactlyOnceConfig[input="
@@ -199,6 +209,7 @@ public final class ExactlyOnceConfig {
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
     private final Map<String, Object> producerProperties = new LinkedHashMap<>();
     private String deadLetterTopic;
+    private int maxConsecutiveDeadLetters = OwnershipConfig.DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS;
 
     private Builder(
         String bootstrapServers, String inputTopic, String groupId, String transactionalId) {
@@ -334,18 +345,39 @@ public final class ExactlyOnceConfig {
     }
 
     /**
-     * Sends an input record that fails for good (its key or value deserializer throws, or the
-     * transform does) to {@code deadLetterTopic} instead of stopping the pipeline, in the batch's
-     * transaction, with the input offsets: exactly once for {@code read_committed} readers of the
-     * dead-letter topic, as the outputs are. The record goes with its original key and value bytes
-     * and headers, plus {@code nolock.dlt.*} headers naming its topic, partition, offset and the
-     * exception's class names (never its message). The topic must exist; a send to it that fails
-     * aborts the transaction, and the batch is tried again, never skipped.
+     * Sends an input record that fails for good (its key or value deserializer, the transform or a
+     * serializer of one of its outputs throws a failure that is the record's own) to {@code
+     * deadLetterTopic} instead of stopping the pipeline, in the batch's transaction, with the input
+     * offsets: exactly once for {@code read_committed} readers of the dead-letter topic, as the
+     * outputs are. The record goes with its original key and value bytes and headers, plus {@code
+     * nolock.dlt.*} headers naming its topic, partition, offset and the exception's class names
+     * (never its message). The topic must exist; a send to it that fails aborts the transaction,
+     * and the batch is tried again, never skipped.
      *
      * @param deadLetterTopic a Kafka topic name other than the input topic
      */
     public Builder deadLetterTopic(String deadLetterTopic) {
       this.deadLetterTopic = OwnershipConfig.requireDeadLetterTopic(deadLetterTopic, inputTopic);
+      return this;
+    }
+
+    /**
+     * A circuit breaker for the dead-letter topic: once this many input records in a row were
+     * dead-lettered (none transformed between them), the next one that fails aborts the transaction
+     * and stops the pipeline, as without a dead-letter topic: so many failures are a systemic
+     * fault, not poison records. A transformed record starts the count again. Default {@value
+     * OwnershipConfig#DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS}.
+     *
+     * @param max at least 1
+     */
+    public Builder maxConsecutiveDeadLetters(int max) {
+      if (max < 1) {
+        throw new IllegalArgumentException(
+            "maxConsecutiveDeadLetters must be at least 1, got "
+                + max
+                + "; to stop at the first failed record, leave deadLetterTopic unset");
+      }
+      this.maxConsecutiveDeadLetters = max;
       return this;
     }
 

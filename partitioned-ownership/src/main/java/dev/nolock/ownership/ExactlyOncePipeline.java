@@ -38,9 +38,13 @@ import org.slf4j.LoggerFactory;
  * transactional.id} fences the older one ({@link #start()} returns only after that). A fenced
  * producer is closed and the pipeline stops ({@link #fenced()}).
  *
- * <p>An input record that fails for good (a deserializer or the transform throws) aborts the
- * transaction and stops the pipeline, unless {@link ExactlyOnceConfig.Builder#deadLetterTopic} is
- * set: then its bytes go there in the same transaction as the input offsets, exactly once.
+ * <p>An input record that fails for good (a deserializer, the transform or a serializer of one of
+ * its outputs throws) aborts the transaction and stops the pipeline, unless {@link
+ * ExactlyOnceConfig.Builder#deadLetterTopic} is set: then its bytes go there in the same
+ * transaction as the input offsets, exactly once. A transient failure (an unreachable schema
+ * registry) is retried after a backoff and a schema error, an interrupt or an {@link Error} stops
+ * the pipeline, never dead-lettered; so does a failure after {@link
+ * ExactlyOnceConfig#maxConsecutiveDeadLetters()} dead letters in a row.
  *
  * <p>A transaction that fails otherwise is aborted and its inputs transformed again. A commit that
  * times out is not: the broker may be completing it, so the pipeline calls {@code

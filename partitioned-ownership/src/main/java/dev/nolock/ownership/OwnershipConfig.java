@@ -90,8 +90,13 @@ public final class OwnershipConfig {
   private final String metricsInstanceName;
   private final LeaseClock clock;
   private final Map<String, Object> consumerProperties;
+
+  /** The default of {@link Builder#maxConsecutiveDeadLetters}. */
+  public static final int DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS = 10;
+
   private final String deadLetterTopic;
   private final Map<String, Object> deadLetterProducerProperties;
+  private final int maxConsecutiveDeadLetters;
 
   private OwnershipConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -117,10 +122,17 @@ public final class OwnershipConfig {
     this.consumerProperties = Map.copyOf(b.consumerProperties);
     this.deadLetterTopic = b.deadLetterTopic;
     this.deadLetterProducerProperties = Map.copyOf(b.deadLetterProducerProperties);
+    this.maxConsecutiveDeadLetters = b.maxConsecutiveDeadLetters;
     if (deadLetterTopic == null && !deadLetterProducerProperties.isEmpty()) {
       throw new IllegalArgumentException(
           "deadLetterProducerProperty(...) was set without deadLetterTopic(...): set the"
               + " dead-letter topic too, or remove the producer settings.");
+    }
+    for (String wait :
+        new String[] {
+          ProducerConfig.MAX_BLOCK_MS_CONFIG, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG
+        }) {
+      requireWithinPollInterval(wait, deadLetterProducerProperties.get(wait), maxPollInterval);
     }
     if (safetyMargin.compareTo(sessionTimeout) >= 0) {
       throw new IllegalArgumentException(
@@ -196,6 +208,37 @@ public final class OwnershipConfig {
    * A dead-letter topic: a Kafka topic name, not {@code source} (the runner would read its own dead
    * letters back as commands); shared with ExactlyOnceConfig.
    */
+  /**
+   * The runner's thread waits for each dead-letter send ({@code producer.send} blocks up to {@code
+   * max.block.ms}); a wait longer than {@code maxPollInterval} would make the member leave the
+   * group while it waits.
+   */
+  private static void requireWithinPollInterval(
+      String key, Object value, Duration maxPollInterval) {
+    if (value == null) {
+      return;
+    }
+    long millis;
+    try {
+      millis = Long.parseLong(value.toString().trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          "The dead-letter producer setting '" + key + "' must be a number of milliseconds", e);
+    }
+    if (millis > maxPollInterval.toMillis()) {
+      throw new IllegalArgumentException(
+          "The dead-letter producer setting '"
+              + key
+              + "' ("
+              + millis
+              + " ms) is longer than maxPollInterval ("
+              + maxPollInterval.toMillis()
+              + " ms): the runner's thread waits for each dead-letter send, so it would be taken"
+              + " out of the group while waiting. Set it to at most maxPollInterval (the wait for"
+              + " the acknowledgement is also cut at the batch's point of no return).");
+    }
+  }
+
   static String requireDeadLetterTopic(String deadLetterTopic, String source) {
     if (deadLetterTopic == null
         || !TOPIC.matcher(deadLetterTopic).matches()
@@ -336,6 +379,14 @@ public final class OwnershipConfig {
     return deadLetterProducerProperties;
   }
 
+  /**
+   * How many records in a row one runner dead-letters before it stops, from {@link
+   * Builder#maxConsecutiveDeadLetters}.
+   */
+  public int maxConsecutiveDeadLetters() {
+    return maxConsecutiveDeadLetters;
+  }
+
   /** True when the extra settings select KIP-848's {@code group.protocol=consumer}. */
   public boolean usesConsumerGroupProtocol() {
     Object protocol = consumerProperties.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG);
@@ -381,6 +432,7 @@ public final class OwnershipConfig {
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
     private String deadLetterTopic;
     private final Map<String, Object> deadLetterProducerProperties = new LinkedHashMap<>();
+    private int maxConsecutiveDeadLetters = DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS;
 
     private Builder(String bootstrapServers, String topic, String groupId) {
       this.bootstrapServers = requireBootstrapServers(bootstrapServers);
@@ -566,19 +618,22 @@ public final class OwnershipConfig {
 
     /**
      * Sends a record that fails for good to {@code deadLetterTopic} instead of stopping the runner:
-     * one whose key or value deserializer throws, or whose handler throws anything but a transient
-     * database failure (those are retried, as without this setting). The record goes with its
-     * original key and value bytes and headers, plus {@code nolock.dlt.*} headers naming its topic,
-     * partition, offset and the exception's class names (never its message); once the broker has
-     * acknowledged it, the record's offset is recorded as applied, fenced by the owner epoch like
-     * any apply, and the partition moves on.
+     * one whose key or value deserializer or handler throws a failure that is the record's own (a
+     * transient failure is retried, and a schema or privilege error, an interrupt or an {@link
+     * Error} stops the runner, as without this setting). The record goes with its original key and
+     * value bytes and headers, plus {@code nolock.dlt.*} headers naming its topic, partition,
+     * offset and the exception's class names (never its message); once the broker has acknowledged
+     * it, the record's offset is recorded as applied, fenced by the owner epoch like any apply, and
+     * the partition moves on.
      *
-     * <p>At least once: a runner that stops or loses its database answer between the
-     * acknowledgement and the offset write sends the record again, so consumers of the dead-letter
-     * topic dedupe by the {@code nolock.dlt.topic}, {@code nolock.dlt.partition} and {@code
-     * nolock.dlt.offset} headers. A send that fails or times out is never taken as handled: a
-     * retriable failure backs off and tries the record again, any other stops the runner. The topic
-     * must exist (create it like the commands topic); by default nothing is sent anywhere.
+     * <p>At least once, and "failed at least once": a runner that stops, is fenced or loses its
+     * database answer between the acknowledgement and the offset write leaves the record to the
+     * next attempt, which runs the handler again and may apply it; a tool that replays dead letters
+     * must check whether the record was applied first. Consumers of the dead-letter topic dedupe by
+     * the {@code nolock.dlt.topic}, {@code nolock.dlt.partition} and {@code nolock.dlt.offset}
+     * headers. A send that fails or times out is never taken as handled: a retriable failure backs
+     * off and tries the record again, any other stops the runner. The topic must exist (create it
+     * like the commands topic); by default nothing is sent anywhere.
      *
      * @param deadLetterTopic a Kafka topic name other than the commands topic
      */
@@ -590,8 +645,11 @@ public final class OwnershipConfig {
     /**
      * Any other setting of the dead-letter producer: security ({@code security.protocol}, {@code
      * sasl.*}, {@code ssl.*}), {@code client.id}, or its timeouts ({@code max.block.ms} and {@code
-     * delivery.timeout.ms} default to the session timeout: the runner's thread waits that long at
-     * most for each). The settings the guarantee rests on are refused.
+     * delivery.timeout.ms} default to the session timeout, and may be at most {@code
+     * maxPollInterval}, checked by {@link #build()}). The runner's thread waits for the
+     * acknowledgement only until the batch's point of no return; a send not acknowledged by then is
+     * not taken as handled (the record is tried again). The settings the guarantee rests on are
+     * refused.
      */
     public Builder deadLetterProducerProperty(String key, Object value) {
       required(key, "A null setting key: pass the Kafka setting's name, e.g. \"client.id\"");
@@ -606,6 +664,26 @@ public final class OwnershipConfig {
             "The dead-letter producer setting '" + key + "' belongs to the runner; use " + instead);
       }
       deadLetterProducerProperties.put(key, value);
+      return this;
+    }
+
+    /**
+     * A circuit breaker for the dead-letter topic: once one runner has dead-lettered this many
+     * records in a row (no record applied between them), the next record that fails stops the
+     * runner, as it would without a dead-letter topic, for so many failures are a systemic fault (a
+     * bug just deployed, a dependency refusing every call), not poison records. An applied record
+     * starts the count again. Default {@value #DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS}.
+     *
+     * @param max at least 1
+     */
+    public Builder maxConsecutiveDeadLetters(int max) {
+      if (max < 1) {
+        throw new IllegalArgumentException(
+            "maxConsecutiveDeadLetters must be at least 1, got "
+                + max
+                + "; to stop at the first failed record, leave deadLetterTopic unset");
+      }
+      this.maxConsecutiveDeadLetters = max;
       return this;
     }
 

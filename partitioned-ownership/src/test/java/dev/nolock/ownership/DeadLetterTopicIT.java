@@ -363,7 +363,9 @@ class DeadLetterTopicIT {
     Serializer<String> failingOnceAfterTheUnreadable =
         (topic, value) -> {
           if (unreadableSeen.get() && failedOnce.compareAndSet(false, true)) {
-            throw new SerializationException("cannot write " + value);
+            // Transient (a schema registry unreachable): aborted and retried, not dead-lettered.
+            throw new SerializationException(
+                "cannot write " + value, new java.io.IOException("registry unreachable"));
           }
           return strings.serialize(topic, value);
         };

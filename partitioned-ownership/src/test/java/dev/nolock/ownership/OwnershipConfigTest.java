@@ -206,6 +206,42 @@ class OwnershipConfigTest {
         .hasMessageContaining("without deadLetterTopic");
   }
 
+  @Test
+  void deadLetterWaitsLongerThanThePollIntervalAreRefused() {
+    for (String key : new String[] {"max.block.ms", "delivery.timeout.ms"}) {
+      for (Object tooLong : new Object[] {60_001, "60001", 60_001L}) {
+        assertThatThrownBy(
+                () ->
+                    builder()
+                        .maxPollInterval(Duration.ofSeconds(60))
+                        .deadLetterTopic("d")
+                        .deadLetterProducerProperty(key, tooLong)
+                        .build())
+            .as(key + "=" + tooLong)
+            .isInstanceOf(IllegalArgumentException.class)
+            .hasMessageContaining(key)
+            .hasMessageContaining("maxPollInterval");
+      }
+      assertThat(
+              builder()
+                  .maxPollInterval(Duration.ofSeconds(60))
+                  .deadLetterTopic("d")
+                  .deadLetterProducerProperty(key, 60_000)
+                  .build()
+                  .deadLetterProducerProperties())
+          .containsEntry(key, 60_000);
+    }
+  }
+
+  @Test
+  void maxConsecutiveDeadLettersIsAtLeastOne() {
+    assertThatThrownBy(() -> builder().maxConsecutiveDeadLetters(0))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("at least 1");
+    assertThat(builder().build().maxConsecutiveDeadLetters())
+        .isEqualTo(OwnershipConfig.DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS);
+  }
+
   /**
    * Every public builder method, and the factory, given null in any one of its object parameters
    * (plain values in the others), throws an IllegalArgumentException that says null, never a

@@ -68,11 +68,14 @@ public final class ApplyTransaction<K, V> {
   /**
    * Applies {@code record} if its partition is still owned here with {@code epoch}.
    *
-   * @throws BackendUnavailableException PostgreSQL failed in a way worth retrying (unreachable, a
-   *     lost answer, a timeout, a serialization failure, the session ended by the server, a write
+   * @throws BackendUnavailableException the handler or a deserializer failed transiently ({@link
+   *     RecordFailures.Verdict#RETRY}), or PostgreSQL failed in a way worth retrying (unreachable,
+   *     a lost answer, a timeout, a serialization failure, the session ended by the server, a write
    *     refused by a read-only server during a failover): whether the transaction committed is
    *     unknown; retry the same record with the same epoch
-   * @throws RecordFailedException the handler failed for good (the transaction rolled back)
+   * @throws RecordFailedException the handler failed for good (the transaction rolled back); {@link
+   *     RecordFailedException#deadLetterable()} says whether the record is poison ({@link
+   *     RecordFailures})
    * @throws IllegalStateException the table lost its primary key
    * @throws DataAccessException any other database error (a missing table): retrying repeats it
    */
@@ -152,7 +155,13 @@ public final class ApplyTransaction<K, V> {
             return ApplyOutcome.APPLIED;
           });
     } catch (HandlerFailure e) {
-      if (e.getCause() instanceof RecordDeserializationException failure) {
+      Throwable cause = e.getCause();
+      RecordFailures.Verdict verdict = RecordFailures.classify(cause);
+      if (verdict == RecordFailures.Verdict.RETRY) {
+        throw transientFailure(record, cause);
+      }
+      boolean poison = verdict == RecordFailures.Verdict.DEAD_LETTER;
+      if (cause instanceof RecordDeserializationException failure) {
         boolean key = failure.origin() == DeserializationExceptionOrigin.KEY;
         throw new RecordFailedException(
             key
@@ -165,19 +174,22 @@ public final class ApplyTransaction<K, V> {
                 + " (the transaction was rolled back). A record that can never be read blocks its"
                 + " partition: fix the deserializer, or set OwnershipConfig's deadLetterTopic to"
                 + " send such records there.",
-            failure);
-      }
-      if (SqlErrors.isTransient(e.getCause())) {
-        throw unknown(record, e.getCause());
+            failure,
+            poison);
       }
       throw new RecordFailedException(
           RecordFailedException.Stage.HANDLER,
           "The record handler failed on "
               + where(record)
-              + " (the transaction was rolled back). A record that can never apply blocks its"
-              + " partition: handle it in the handler, e.g. in a dead-letter table, or set"
-              + " OwnershipConfig's deadLetterTopic to send such records there.",
-          e.getCause());
+              + " (the transaction was rolled back). "
+              + (poison
+                  ? "A record that can never apply blocks its partition: handle it in the handler,"
+                      + " e.g. in a dead-letter table, or set OwnershipConfig's deadLetterTopic to"
+                      + " send such records there."
+                  : "The failure (a schema or privilege error, an interrupt, an Error) is not the"
+                      + " record's, so it is never dead-lettered: fix the cause and restart."),
+          cause,
+          poison);
     } catch (DataAccessException e) {
       if (SqlErrors.isTransient(e)) {
         throw unknown(record, e);
@@ -192,6 +204,17 @@ public final class ApplyTransaction<K, V> {
             + where(record)
             + "; whether the apply committed is unknown. Retry the same record with the same"
             + " epoch: the offset check makes the retry a replay if it had.",
+        e);
+  }
+
+  private static BackendUnavailableException transientFailure(
+      ConsumerRecord<?, ?> record, Throwable e) {
+    return new BackendUnavailableException(
+        "Applying "
+            + where(record)
+            + " failed transiently (a backend to retry later, a timeout, an I/O failure); the"
+            + " transaction was rolled back, or its outcome is unknown. Retry the same record with"
+            + " the same epoch: the offset check makes the retry a replay if it had committed.",
         e);
   }
 

@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -63,15 +64,31 @@ public final class DeadLetters implements AutoCloseable {
   }
 
   /**
-   * Sends {@code raw} with the headers that say why, and returns once the broker acknowledged it.
+   * Sends {@code raw} with the headers that say why, and returns once the broker acknowledged it,
+   * waiting at most {@code wait} (also bounded by {@code max.block.ms} and {@code
+   * delivery.timeout.ms}).
    *
    * @throws SendFailedException the send failed, or timed out ({@code max.block.ms}, {@code
    *     delivery.timeout.ms}): it may or may not be in the topic
    */
-  public void send(ConsumerRecord<byte[], byte[]> raw, RecordFailedException failure) {
+  public void send(
+      ConsumerRecord<byte[], byte[]> raw, RecordFailedException failure, Duration wait) {
     String where = raw.topic() + "-" + raw.partition() + "@" + raw.offset();
     try {
-      producer.send(record(topic, raw, failure)).get();
+      producer.send(record(topic, raw, failure)).get(wait.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      throw new SendFailedException(
+          "Sending "
+              + where
+              + " to the dead-letter topic "
+              + topic
+              + " was not acknowledged within "
+              + wait.toMillis()
+              + " ms (the runner's deadline); it is not recorded as applied, and may or may not be"
+              + " in "
+              + topic,
+          e,
+          true);
     } catch (ExecutionException e) {
       Throwable why = e.getCause() == null ? e : e.getCause();
       throw failed(where, why);

@@ -2,13 +2,13 @@ package dev.nolock.ownership.internal;
 
 import java.util.Objects;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Serializer;
 
 /**
  * What {@code KafkaProducer.send} does with its serializers, for the pipeline's producer, which
- * carries bytes so that dead letters can share its transaction. A serializer's failure is a {@link
- * SerializationException}, as there, so the transaction is aborted and the batch tried again.
+ * carries bytes so that dead letters can share its transaction. A serializer's exception is thrown
+ * as is: {@link PipelineLoop} makes it the input record's failure (stage {@code serializer}),
+ * dead-lettered or stopping the pipeline, never a batch aborted and transformed again at once.
  */
 public final class OutputSerializer<K, V> implements AutoCloseable {
 
@@ -21,16 +21,8 @@ public final class OutputSerializer<K, V> implements AutoCloseable {
   }
 
   public ProducerRecord<byte[], byte[]> serialize(ProducerRecord<K, V> output) {
-    byte[] key;
-    byte[] value;
-    try {
-      key = keySerializer.serialize(output.topic(), output.headers(), output.key());
-      value = valueSerializer.serialize(output.topic(), output.headers(), output.value());
-    } catch (SerializationException e) {
-      throw e;
-    } catch (RuntimeException e) {
-      throw new SerializationException("Serializing an output to " + output.topic() + " failed", e);
-    }
+    byte[] key = keySerializer.serialize(output.topic(), output.headers(), output.key());
+    byte[] value = valueSerializer.serialize(output.topic(), output.headers(), output.value());
     return new ProducerRecord<>(
         output.topic(), output.partition(), output.timestamp(), key, value, output.headers());
   }

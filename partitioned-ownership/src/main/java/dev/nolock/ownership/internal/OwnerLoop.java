@@ -136,6 +136,10 @@ public final class OwnerLoop<K, V> {
 
   private int backendFailures;
   private long backoffUntilNanos;
+
+  /** Records dead-lettered since the last applied one: the circuit breaker's count. */
+  private int consecutiveDeadLetters;
+
   private boolean backingOff;
   private long lastCommitNanos;
   private RuntimeException fatal;
@@ -417,10 +421,13 @@ public final class OwnerLoop<K, V> {
         try {
           outcome = applier.apply(decoder.decode(record), o.epoch);
         } catch (RecordFailedException failed) {
-          if (deadLetters == null) {
+          if (deadLetters == null || !failed.deadLetterable()) {
             throw failed;
           }
-          outcome = deadLetter(record, o.epoch, failed, records);
+          if (consecutiveDeadLetters >= config.maxConsecutiveDeadLetters()) {
+            throw breakerTripped(failed);
+          }
+          outcome = deadLetter(record, o.epoch, failed, records, deadline);
           if (outcome == null) {
             return;
           }
@@ -437,6 +444,7 @@ public final class OwnerLoop<K, V> {
         events.outcome(tp.partition(), record.offset(), o.epoch, outcome);
         switch (outcome) {
           case APPLIED -> {
+            consecutiveDeadLetters = 0;
             metrics.applied(tp.partition());
             o.nextOffset = record.offset() + 1;
             o.uncommitted = true;
@@ -449,6 +457,7 @@ public final class OwnerLoop<K, V> {
             backendFailures = 0;
           }
           case DEAD_LETTERED -> {
+            consecutiveDeadLetters++;
             metrics.deadLettered(tp.partition());
             o.nextOffset = record.offset() + 1;
             o.uncommitted = true;
@@ -465,9 +474,11 @@ public final class OwnerLoop<K, V> {
    * as applied. The order is the guarantee:
    *
    * <ol>
-   *   <li>Send it and wait for the broker's acknowledgement ({@link DeadLetters#send}). A send that
-   *       fails or times out leaves the record not handled: a retriable failure rewinds and backs
-   *       off, so the record is applied (and fails, and is sent) again; any other stops the runner.
+   *   <li>Send it and wait for the broker's acknowledgement ({@link DeadLetters#send}), at most
+   *       until the batch's point of no return. A send that fails or times out, or is not
+   *       acknowledged in that time, leaves the record not handled: a retriable failure rewinds and
+   *       backs off, so the record is applied (and fails, and is sent) again; any other stops the
+   *       runner.
    *   <li>Record its offset in a transaction of its own with the apply's ownership and offset
    *       checks ({@link ApplyTransaction#recordDeadLettered}): a zombie is refused ({@code
    *       FENCED}) as its apply would be. An unknown outcome rewinds and backs off; the retry finds
@@ -483,10 +494,19 @@ public final class OwnerLoop<K, V> {
       ConsumerRecord<byte[], byte[]> record,
       long epoch,
       RecordFailedException failed,
-      ConsumerRecords<byte[], byte[]> records) {
+      ConsumerRecords<byte[], byte[]> records,
+      Deadline deadline) {
     String where = record.topic() + "-" + record.partition() + "@" + record.offset();
+    // The send waits no longer than the batch may still run: past that, the partition may belong
+    // to another member, and this thread must poll again.
+    Duration wait = deadline.remaining().minus(config.safetyMargin());
+    if (wait.isNegative() || wait.isZero()) {
+      log.debug("Point of no return passed before dead-lettering {}: polling first", where);
+      rewind(records);
+      return null;
+    }
     try {
-      deadLetters.send(record, failed);
+      deadLetters.send(record, failed, wait);
     } catch (DeadLetters.SendFailedException e) {
       e.addSuppressed(failed);
       if (!e.retriable()) {
@@ -515,6 +535,21 @@ public final class OwnerLoop<K, V> {
           OwnerEvents.BackoffCause.APPLY);
       return null;
     }
+  }
+
+  private IllegalStateException breakerTripped(RecordFailedException failed) {
+    IllegalStateException stop =
+        new IllegalStateException(
+            "The runner dead-lettered "
+                + consecutiveDeadLetters
+                + " records in a row (maxConsecutiveDeadLetters) and the next one failed too ("
+                + failed.getMessage()
+                + "). So many failures in a row look systemic (a bug, a dependency refusing every"
+                + " call), not poison records: the runner stops as it would without a dead-letter"
+                + " topic. Fix the cause and restart; the dead-lettered records may need a replay.",
+            failed.getCause());
+    stop.addSuppressed(failed);
+    return stop;
   }
 
   /**

@@ -6,10 +6,13 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.RetryPolicy;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.Consumer;
@@ -52,7 +55,9 @@ import org.slf4j.LoggerFactory;
  * dead-letter topic those bytes go there in the batch's transaction, with the input offsets, so the
  * record is dead-lettered exactly once for {@code read_committed} readers, and a transaction that
  * aborts takes its dead letters with it. Without one, the transaction is aborted and the loop
- * stops.
+ * stops. A failure that is not the record's ({@link RecordFailures}) is never dead-lettered: a
+ * transient one aborts, rewinds and backs off; a schema error, an interrupt or an {@link Error}
+ * stops the loop. {@code maxConsecutiveDeadLetters} dead letters in a row stop it too.
  */
 public final class PipelineLoop<KI, VI, KO, VO> {
 
@@ -70,6 +75,12 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   private final Transform<KI, VI, KO, VO> transform;
   private final PipelineMetrics metrics;
   private final AtomicBoolean closing = new AtomicBoolean();
+  private final CountDownLatch closed = new CountDownLatch(1);
+  private int transientFailures;
+
+  /** Input records dead-lettered since the last one transformed: the circuit breaker's count. */
+  private int consecutiveDeadLetters;
+
   private volatile boolean fenced;
   private boolean producerClosed;
 
@@ -119,6 +130,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
 
   public void requestClose() {
     closing.set(true);
+    closed.countDown();
     consumer.wakeup();
   }
 
@@ -142,20 +154,27 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   }
 
   private void transact(ConsumerRecords<byte[], byte[]> records) {
+    int deadLetteredBefore = consecutiveDeadLetters;
     producer.beginTransaction();
     try {
       int deadLettered = 0;
       for (ConsumerRecord<byte[], byte[]> raw : records) {
         RecordFailedException failed = transform(raw);
         if (failed == null) {
+          consecutiveDeadLetters = 0;
           continue;
         }
-        if (config.deadLetterTopic().isEmpty()) {
+        if (config.deadLetterTopic().isEmpty() || !failed.deadLetterable()) {
           abortQuietly();
           throw failed;
         }
+        if (consecutiveDeadLetters >= config.maxConsecutiveDeadLetters()) {
+          abortQuietly();
+          throw breakerTripped(failed);
+        }
         producer.send(DeadLetters.record(config.deadLetterTopic().get(), raw, failed));
         deadLettered++;
+        consecutiveDeadLetters++;
         log.warn(
             "{} failed in its {}; sent to the dead-letter topic {} in the batch's transaction: {}",
             raw.topic() + "-" + raw.partition() + "@" + raw.offset(),
@@ -166,18 +185,67 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       producer.sendOffsetsToTransaction(nextOffsets(records), consumer.groupMetadata());
       untilNoTimeout("commit", producer::commitTransaction);
       metrics.committed(records.count(), deadLettered);
+      transientFailures = 0;
     } catch (InterruptException e) {
       throw e; // not the transaction's failure: an interrupted commit must not be aborted either
+    } catch (TransientRecordFailure e) {
+      consecutiveDeadLetters = deadLetteredBefore;
+      retryLater(e, records);
     } catch (KafkaException e) {
+      consecutiveDeadLetters = deadLetteredBefore;
       recover(e, records);
     }
   }
 
   /**
-   * Deserializes {@code raw}, transforms it and sends its outputs in the open transaction.
+   * A record failed transiently ({@link RecordFailures.Verdict#RETRY}): abort, rewind and wait a
+   * backoff before the batch is transformed again, so a registry or backend that is down is neither
+   * dead-lettered against nor called in a hot loop.
+   */
+  private void retryLater(TransientRecordFailure e, ConsumerRecords<byte[], byte[]> records) {
+    abortQuietly();
+    rewind(records);
+    transientFailures++;
+    Duration delay = RETRY.backoff(transientFailures, ThreadLocalRandom.current());
+    log.warn(
+        "{}; transaction aborted, batch rewound, trying again in {} ms: {}",
+        e.getMessage(),
+        delay.toMillis(),
+        ErrorDescriber.describe(ErrorDescriber.classNames(), e.getCause()));
+    try {
+      if (closed.await(delay.toMillis(), TimeUnit.MILLISECONDS)) {
+        return; // requestClose(): the loop ends at its next check
+      }
+    } catch (InterruptedException interrupted) {
+      Thread.currentThread().interrupt();
+      throw new InterruptException(interrupted);
+    }
+  }
+
+  private IllegalStateException breakerTripped(RecordFailedException failed) {
+    IllegalStateException stop =
+        new IllegalStateException(
+            "The pipeline dead-lettered "
+                + consecutiveDeadLetters
+                + " input records in a row (maxConsecutiveDeadLetters) and the next one failed too"
+                + " ("
+                + failed.getMessage()
+                + "). So many failures in a row look systemic, not poison records: the"
+                + " transaction was aborted and the pipeline stopped, as without a dead-letter"
+                + " topic. Fix the cause and restart.",
+            failed.getCause());
+    stop.addSuppressed(failed);
+    return stop;
+  }
+
+  /**
+   * Deserializes {@code raw}, transforms it, serializes its outputs and sends them in the open
+   * transaction.
    *
-   * @return null when it did; the failure when a deserializer or the transform threw (nothing of
-   *     this record was sent)
+   * @return null when it did; the failure when a deserializer, the transform or a serializer threw
+   *     (nothing of this record was sent)
+   * @throws TransientRecordFailure that failure was transient ({@link RecordFailures}): the batch
+   *     must be tried again after a backoff, the record never dead-lettered
    */
   private RecordFailedException transform(ConsumerRecord<byte[], byte[]> raw) {
     String where = raw.topic() + "-" + raw.partition() + "@" + raw.offset();
@@ -186,10 +254,11 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       boolean key =
           decoded.failure().origin()
               == RecordDeserializationException.DeserializationExceptionOrigin.KEY;
-      return new RecordFailedException(
+      return failed(
           key
               ? RecordFailedException.Stage.KEY_DESERIALIZER
               : RecordFailedException.Stage.VALUE_DESERIALIZER,
+          where,
           "The "
               + (key ? "key" : "value")
               + " deserializer failed on "
@@ -202,18 +271,48 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     try {
       outputs = transform.apply(decoded.record());
     } catch (Exception e) {
-      return new RecordFailedException(
+      return failed(
           RecordFailedException.Stage.TRANSFORM,
+          where,
           "The transform failed on "
               + where
               + "; the transaction was aborted and the pipeline stopped. Fix the transform, or set"
               + " ExactlyOnceConfig's deadLetterTopic to send such records there.",
           e);
     }
-    for (ProducerRecord<KO, VO> output : outputs) {
-      producer.send(serializer.serialize(output));
+    // All outputs are serialized before any is sent, so a record whose serializer fails has sent
+    // nothing and can be dead-lettered whole.
+    List<ProducerRecord<byte[], byte[]>> serialized = new ArrayList<>(outputs.size());
+    try {
+      for (ProducerRecord<KO, VO> output : outputs) {
+        serialized.add(serializer.serialize(output));
+      }
+    } catch (RuntimeException e) {
+      return failed(
+          RecordFailedException.Stage.SERIALIZER,
+          where,
+          "A serializer failed on an output of "
+              + where
+              + "; the transaction was aborted and the pipeline stopped. Fix the serializer or the"
+              + " transform, or set ExactlyOnceConfig's deadLetterTopic to send such input records"
+              + " there.",
+          e);
+    }
+    for (ProducerRecord<byte[], byte[]> output : serialized) {
+      producer.send(output);
     }
     return null;
+  }
+
+  private static RecordFailedException failed(
+      RecordFailedException.Stage stage, String where, String message, Throwable cause) {
+    RecordFailures.Verdict verdict = RecordFailures.classify(cause);
+    if (verdict == RecordFailures.Verdict.RETRY) {
+      throw new TransientRecordFailure(
+          "The " + stage.header() + " failed transiently on " + where, cause);
+    }
+    return new RecordFailedException(
+        stage, message, cause, verdict == RecordFailures.Verdict.DEAD_LETTER);
   }
 
   private void recover(KafkaException failure, ConsumerRecords<byte[], byte[]> records) {
@@ -380,6 +479,15 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       consumer.close(CloseOptions.timeout(config.closeTimeout()));
     } catch (RuntimeException e) {
       log.warn("Closing the consumer failed: {}", e.toString());
+    }
+  }
+
+  /** A record's failure that a retry can cure: the batch is aborted and tried again later. */
+  private static final class TransientRecordFailure extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    TransientRecordFailure(String message, Throwable cause) {
+      super(message, cause);
     }
   }
 }

@@ -1,0 +1,351 @@
+package dev.nolock.ownership;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.nolock.ownership.internal.RecordFailedException;
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.testkit.KafkaBroker;
+import dev.nolock.testkit.KafkaExtension;
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.ConnectException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * With a dead-letter topic, only a poison record goes there: a transient failure (a backend that
+ * says "retry later", a deserializer whose schema registry is unreachable) is retried, a schema
+ * error stops the runner, a serializer failure is the input record's failure, and a run of dead
+ * letters that looks systemic stops the runner.
+ */
+@ExtendWith({KafkaExtension.class, PostgresExtension.class})
+class DeadLetterClassificationIT {
+
+  private static final Duration WAIT = Duration.ofSeconds(30);
+
+  /** {@code values} on partition 0, keys "key-i". */
+  private static void produce(KafkaBroker kafka, String topic, List<String> values)
+      throws Exception {
+    Properties props = new Properties();
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    props.put(ProducerConfig.ACKS_CONFIG, "all");
+    try (KafkaProducer<String, String> producer =
+        new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+      for (int i = 0; i < values.size(); i++) {
+        producer.send(new ProducerRecord<>(topic, 0, "key-" + i, values.get(i))).get();
+      }
+    }
+  }
+
+  private static List<String> commands(int count) {
+    List<String> values = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      values.add("cmd-" + i);
+    }
+    return values;
+  }
+
+  /** Every record in {@code topic} ({@code read_committed}), once its end offset is reached. */
+  private static List<ConsumerRecord<byte[], byte[]>> readAll(KafkaBroker kafka, String topic) {
+    Properties props = new Properties();
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> consumer =
+        new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+      TopicPartition tp = new TopicPartition(topic, 0);
+      consumer.assign(List.of(tp));
+      consumer.seekToBeginning(List.of(tp));
+      Awaitility.await("the end of " + topic)
+          .atMost(WAIT)
+          .until(
+              () -> {
+                consumer.poll(Duration.ofMillis(100)).forEach(read::add);
+                return consumer.position(tp) >= consumer.endOffsets(List.of(tp)).get(tp);
+              });
+    }
+    return read;
+  }
+
+  private static String header(ConsumerRecord<?, ?> record, String name) {
+    return new String(record.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
+  }
+
+  private PartitionOwner<String, String> owner(
+      KafkaBroker kafka,
+      PostgresSchema pg,
+      String topic,
+      OwnershipConfig.Builder config,
+      Deserializer<String> values,
+      RecordHandler<String, String> handler) {
+    PartitionOwner<String, String> owner =
+        PartitionOwner.create(
+            pg.dataSource(), config.build(), new StringDeserializer(), values, handler);
+    owner.createTableIfMissing();
+    return owner;
+  }
+
+  @Test
+  void aBackendThatSaysRetryLaterIsRetriedNotDeadLettered(KafkaBroker kafka, PostgresSchema pg)
+      throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-retry"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-retry-dlt"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    produce(kafka, topic, commands(5));
+    RecordHandler<String, String> write = ledger.handler();
+    AtomicInteger unavailable = new AtomicInteger(2);
+    RecordHandler<String, String> handler =
+        (record, tx, epoch) -> {
+          if (record.offset() == 2 && unavailable.getAndDecrement() > 0) {
+            throw new BackendUnavailableException(
+                "Redis unreachable; retry later", new IllegalStateException("no connection"));
+          }
+          write.apply(record, tx, epoch);
+        };
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "retry").deadLetterTopic(dlt),
+            new StringDeserializer(),
+            handler)) {
+      owner.start();
+      Awaitility.await("all 5 offsets handled")
+          .atMost(WAIT)
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 5);
+    }
+    assertThat(unavailable.get()).as("the backend failed twice").isNegative();
+    assertThat(ledger.appliesPerOffset(0))
+        .containsOnlyKeys(0L, 1L, 2L, 3L, 4L)
+        .allSatisfy((offset, applies) -> assertThat(applies).isEqualTo(1));
+    assertThat(readAll(kafka, dlt)).as("nothing dead-lettered").isEmpty();
+  }
+
+  @Test
+  void aMissingTableStopsTheRunnerAndIsNotDeadLettered(KafkaBroker kafka, PostgresSchema pg)
+      throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-schema"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-schema-dlt"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    produce(kafka, topic, commands(5));
+    RecordHandler<String, String> write = ledger.handler();
+    RecordHandler<String, String> handler =
+        (record, tx, epoch) -> {
+          if (record.offset() == 2) {
+            tx.execute("INSERT INTO table_of_the_next_deploy VALUES (1)"); // 42P01
+          }
+          write.apply(record, tx, epoch);
+        };
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "schema")
+                .deadLetterTopic(dlt),
+            new StringDeserializer(),
+            handler)) {
+      owner.start();
+      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
+      assertThat(owner.failure().toJavaOptional())
+          .get()
+          .isInstanceOfSatisfying(
+              RecordFailedException.class, e -> assertThat(e).hasMessageContaining(topic + "-0@2"));
+    }
+    assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(1);
+    assertThat(readAll(kafka, dlt)).as("nothing dead-lettered").isEmpty();
+  }
+
+  @Test
+  void aDeserializerWhoseRegistryIsUnreachableIsRetriedNotDeadLettered(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-registry"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-registry-dlt"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    produce(kafka, topic, commands(5));
+    AtomicInteger unreachable = new AtomicInteger(2);
+    StringDeserializer strings = new StringDeserializer();
+    Deserializer<String> registryClient =
+        (t, data) -> {
+          String value = strings.deserialize(t, data);
+          if (value.equals("cmd-2") && unreachable.getAndDecrement() > 0) {
+            throw new SerializationException(
+                "Error retrieving schema", new ConnectException("Connection refused"));
+          }
+          return value;
+        };
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "registry")
+                .deadLetterTopic(dlt),
+            registryClient,
+            ledger.handler())) {
+      owner.start();
+      Awaitility.await("all 5 offsets handled")
+          .atMost(WAIT)
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 5);
+    }
+    assertThat(ledger.appliesPerOffset(0))
+        .containsOnlyKeys(0L, 1L, 2L, 3L, 4L)
+        .allSatisfy((offset, applies) -> assertThat(applies).isEqualTo(1));
+    assertThat(readAll(kafka, dlt)).as("nothing dead-lettered").isEmpty();
+  }
+
+  @Test
+  void aRunOfDeadLettersPastTheLimitStopsTheRunner(KafkaBroker kafka, PostgresSchema pg)
+      throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-breaker"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-breaker-dlt"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    produce(
+        kafka, topic, List.of("cmd-0", "poison-1", "cmd-2", "poison-3", "poison-4", "poison-5"));
+    RecordHandler<String, String> write = ledger.handler();
+    RecordHandler<String, String> handler =
+        (record, tx, epoch) -> {
+          if (record.value().startsWith("poison")) {
+            throw new IllegalArgumentException("cannot apply " + record.value());
+          }
+          write.apply(record, tx, epoch);
+        };
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "breaker")
+                .deadLetterTopic(dlt)
+                .maxConsecutiveDeadLetters(2),
+            new StringDeserializer(),
+            handler)) {
+      owner.start();
+      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
+      assertThat(owner.failure().toJavaOptional())
+          .get()
+          .satisfies(
+              e ->
+                  assertThat(e)
+                      .hasMessageContaining("maxConsecutiveDeadLetters")
+                      .hasMessageContaining(topic + "-0@5"));
+    }
+    assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied())
+        .as("stopped at the third failure in a row; the applied cmd-2 had reset the count")
+        .isEqualTo(4);
+    assertThat(readAll(kafka, dlt))
+        .extracting(r -> header(r, "nolock.dlt.offset"))
+        .containsExactly("1", "3", "4");
+    assertThat(ledger.appliesPerOffset(0)).containsOnlyKeys(0L, 2L);
+  }
+
+  private static ExactlyOnceConfig.Builder pipelineConfig(KafkaBroker kafka, String input) {
+    return ExactlyOnceConfig.custom(kafka.bootstrapServers(), input, "p-" + input, "tx-" + input)
+        .sessionTimeout(TestOwners.SESSION_TIMEOUT)
+        .maxPollInterval(Duration.ofSeconds(30))
+        .pollTimeout(Duration.ofMillis(200))
+        .transactionTimeout(Duration.ofSeconds(30))
+        .closeTimeout(Duration.ofSeconds(10))
+        .metrics(new SimpleMeterRegistry(), "test");
+  }
+
+  /** Fails for "cmd-4!" every time. */
+  private static final Serializer<String> FAILS_ON_FOUR =
+      (topic, value) -> {
+        if (value.equals("cmd-4!")) {
+          throw new IllegalArgumentException("cannot write " + value);
+        }
+        return value.getBytes(StandardCharsets.UTF_8);
+      };
+
+  private static Transform<String, String, String, String> exclaim(String output) {
+    return record -> List.of(new ProducerRecord<>(output, record.key(), record.value() + "!"));
+  }
+
+  @Test
+  void withoutADeadLetterTopicASerializerFailureStopsThePipeline(KafkaBroker kafka)
+      throws Exception {
+    String input = kafka.createTopic(kafka.uniqueTopicName("cls-ser-in"), 1);
+    String output = kafka.createTopic(kafka.uniqueTopicName("cls-ser-out"), 1);
+    produce(kafka, input, commands(8));
+    try (ExactlyOncePipeline<String, String, String, String> pipeline =
+        ExactlyOncePipeline.create(
+            pipelineConfig(kafka, input).build(),
+            new StringDeserializer(),
+            new StringDeserializer(),
+            new StringSerializer(),
+            FAILS_ON_FOUR,
+            exclaim(output))) {
+      pipeline.start();
+      assertThat(pipeline.awaitTermination(Duration.ofSeconds(15)))
+          .as("the pipeline stopped instead of transforming the batch again and again")
+          .isTrue();
+      assertThat(pipeline.failure().toJavaOptional())
+          .get()
+          .isInstanceOfSatisfying(
+              RecordFailedException.class,
+              e -> {
+                assertThat(e)
+                    .hasMessageContaining(input + "-0@4")
+                    .hasMessageContaining("serializer");
+                assertThat(e.stage()).isEqualTo(RecordFailedException.Stage.SERIALIZER);
+              });
+    }
+    assertThat(readAll(kafka, output)).as("the batch was aborted").isEmpty();
+  }
+
+  @Test
+  void withADeadLetterTopicASerializerFailureDeadLettersItsInput(KafkaBroker kafka)
+      throws Exception {
+    String input = kafka.createTopic(kafka.uniqueTopicName("cls-serdlt-in"), 1);
+    String output = kafka.createTopic(kafka.uniqueTopicName("cls-serdlt-out"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-serdlt-dlt"), 1);
+    produce(kafka, input, commands(8));
+    try (ExactlyOncePipeline<String, String, String, String> pipeline =
+        ExactlyOncePipeline.create(
+            pipelineConfig(kafka, input).deadLetterTopic(dlt).build(),
+            new StringDeserializer(),
+            new StringDeserializer(),
+            new StringSerializer(),
+            FAILS_ON_FOUR,
+            exclaim(output))) {
+      pipeline.start();
+      Awaitility.await("7 outputs").atMost(WAIT).until(() -> readAll(kafka, output).size() >= 7);
+      assertThat(pipeline.isRunning()).isTrue();
+    }
+    assertThat(readAll(kafka, output))
+        .extracting(r -> new String(r.value(), StandardCharsets.UTF_8))
+        .containsExactly("cmd-0!", "cmd-1!", "cmd-2!", "cmd-3!", "cmd-5!", "cmd-6!", "cmd-7!");
+    List<ConsumerRecord<byte[], byte[]>> dead = readAll(kafka, dlt);
+    assertThat(dead).extracting(r -> header(r, "nolock.dlt.offset")).containsExactly("4");
+    assertThat(header(dead.get(0), "nolock.dlt.stage")).isEqualTo("serializer");
+    assertThat(new String(dead.get(0).value(), StandardCharsets.UTF_8)).isEqualTo("cmd-4");
+  }
+}

@@ -1,0 +1,38 @@
+package dev.nolock.ownership.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A dead-letter send the broker does not acknowledge is waited for only as long as the runner's
+ * deadline allows, and then reported as not handled (retriable), never as sent.
+ */
+class DeadLettersWaitTest {
+
+  @Test
+  void aSendNotAcknowledgedWithinTheWaitIsNotHandled() {
+    MockProducer<byte[], byte[]> neverAcknowledges =
+        new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
+    DeadLetters deadLetters = new DeadLetters(neverAcknowledges, "dlt");
+    ConsumerRecord<byte[], byte[]> raw =
+        new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
+    RecordFailedException failed =
+        new RecordFailedException(
+            RecordFailedException.Stage.HANDLER, "failed", new IllegalArgumentException(), true);
+
+    assertThatThrownBy(() -> deadLetters.send(raw, failed, Duration.ofMillis(50)))
+        .isInstanceOfSatisfying(
+            DeadLetters.SendFailedException.class,
+            e -> {
+              assertThat(e.retriable()).as("tried again after a backoff").isTrue();
+              assertThat(e).hasMessageContaining("in-0@7").hasMessageContaining("not acknowledged");
+            });
+    assertThat(neverAcknowledges.history()).as("the send was made, its outcome unknown").hasSize(1);
+  }
+}
