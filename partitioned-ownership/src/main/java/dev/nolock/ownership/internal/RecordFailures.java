@@ -30,10 +30,10 @@ import org.jooq.exception.DataAccessException;
  *   <li>A transient SQL failure ({@link SQLTransientException}, {@link SQLRecoverableException}, a
  *       SQLState {@link SqlErrors} calls {@code TRANSIENT}), a Kafka {@link RetriableException},
  *       nolock's {@link BackendUnavailableException} or {@link LeaseLostException}, or a network
- *       failure (an exception of {@code java.net}, an {@link InterruptedIOException}, an {@link
- *       SSLException}): {@link Verdict#RETRY}. Other {@code IOException}s (a JSON or protobuf parse
- *       error, {@code EOFException}, {@code CharacterCodingException}) are bad data, not a network
- *       fault.
+ *       failure (an exception of {@code java.net} but a malformed URL or URI, an {@link
+ *       InterruptedIOException}, an {@link SSLException}): {@link Verdict#RETRY}. Other {@code
+ *       IOException}s (a JSON or protobuf parse error, {@code EOFException}, {@code
+ *       CharacterCodingException}) are bad data, not a network fault.
  *   <li>Without a dead-letter topic: {@link Verdict#STOP}.
  *   <li>A deserializer or serializer failure (bad bytes in or out are the record's fault): {@link
  *       Verdict#DEAD_LETTER}.
@@ -122,6 +122,12 @@ public final class RecordFailures {
 
   /** A failure of the connection, not of the bytes: a retry over a new connection can succeed. */
   private static boolean network(Throwable t) {
+    // A malformed URL or URI is in java.net but is the data's fault: a retry repeats it forever.
+    if (t instanceof java.net.MalformedURLException || t instanceof java.net.URISyntaxException) {
+      return false;
+    }
+    // The package catches what has no common type (e.g. java.net.http.HttpTimeoutException); the
+    // instanceof checks catch a driver's own subclasses outside it.
     return t.getClass().getName().startsWith("java.net.")
         || t instanceof java.net.SocketException
         || t instanceof java.net.UnknownHostException

@@ -66,6 +66,8 @@ class RecordFailuresTest {
   @Test
   void aParseFailureInAHandlerIsNotRetriedForeverNorDeadLettered() {
     assertThat(of(new ParseFailure(), HANDLER, true)).isEqualTo(STOP);
+    assertThat(of(new java.net.MalformedURLException("no protocol"), HANDLER, true))
+        .isEqualTo(STOP);
   }
 
   @Test
@@ -103,8 +105,7 @@ class RecordFailuresTest {
   @Test
   void thePredicateMarksPoisonOnlyAfterStopAndRetryRules() {
     Predicate<Throwable> poison = t -> t instanceof Poison || t.getCause() instanceof Poison;
-    assertThat(RecordFailures.classify(new Poison(), HANDLER, true, poison))
-        .isEqualTo(DEAD_LETTER);
+    assertThat(RecordFailures.classify(new Poison(), HANDLER, true, poison)).isEqualTo(DEAD_LETTER);
     assertThat(RecordFailures.classify(new Poison(), HANDLER, false, poison)).isEqualTo(STOP);
     Predicate<Throwable> everything = t -> true;
     assertThat(
@@ -131,8 +132,7 @@ class RecordFailuresTest {
   @Test
   void aBackendOrTransientSqlFailureIsRetried() {
     assertThat(of(new BackendUnavailableException("down", null), HANDLER, true)).isEqualTo(RETRY);
-    assertThat(of(new BackendUnavailableException("down", null), HANDLER, false))
-        .isEqualTo(RETRY);
+    assertThat(of(new BackendUnavailableException("down", null), HANDLER, false)).isEqualTo(RETRY);
     assertThat(of(new SQLException("serialization", "40001"), HANDLER, true)).isEqualTo(RETRY);
   }
 }
