@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Predicate;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
 
@@ -61,6 +62,7 @@ public final class ExactlyOnceConfig {
   private final Map<String, Object> producerProperties;
   private final String deadLetterTopic;
   private final int maxConsecutiveDeadLetters;
+  private final Predicate<Throwable> deadLetterWhen;
 
   private ExactlyOnceConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -80,6 +82,9 @@ public final class ExactlyOnceConfig {
     this.producerProperties = Map.copyOf(b.producerProperties);
     this.deadLetterTopic = b.deadLetterTopic;
     this.maxConsecutiveDeadLetters = b.maxConsecutiveDeadLetters;
+    this.deadLetterWhen = b.deadLetterWhen;
+    OwnershipConfig.requireDeadLetterTopicFor(
+        "deadLetterWhen", deadLetterTopic, b.deadLetterWhen != OwnershipConfig.NO_POISON);
     if (maxPollInterval.compareTo(sessionTimeout) < 0) {
       throw new IllegalArgumentException(
           "maxPollInterval ("
@@ -180,6 +185,14 @@ public final class ExactlyOnceConfig {
     return maxConsecutiveDeadLetters;
   }
 
+  /**
+   * Which transform exceptions mark their input record as poison, from {@link
+   * Builder#deadLetterWhen}; by default none.
+   */
+  public Predicate<Throwable> deadLetterWhen() {
+    return deadLetterWhen;
+  }
+
   @Override
   public String toString() {
     return "ExactlyOnceConfig[input="
@@ -210,6 +223,7 @@ public final class ExactlyOnceConfig {
     private final Map<String, Object> producerProperties = new LinkedHashMap<>();
     private String deadLetterTopic;
     private int maxConsecutiveDeadLetters = OwnershipConfig.DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS;
+    private Predicate<Throwable> deadLetterWhen = OwnershipConfig.NO_POISON;
 
     private Builder(
         String bootstrapServers, String inputTopic, String groupId, String transactionalId) {
@@ -345,14 +359,18 @@ public final class ExactlyOnceConfig {
     }
 
     /**
-     * Sends an input record that fails for good (its key or value deserializer, the transform or a
-     * serializer of one of its outputs throws a failure that is the record's own) to {@code
+     * Sends an input record that is known to be poison (its key or value deserializer or a
+     * serializer of one of its outputs fails on its bytes, or the transform fails with a SQLState
+     * of class 22 or 23 or with an exception {@link #deadLetterWhen} marks) to {@code
      * deadLetterTopic} instead of stopping the pipeline, in the batch's transaction, with the input
      * offsets: exactly once for {@code read_committed} readers of the dead-letter topic, as the
      * outputs are. The record goes with its original key and value bytes and headers, plus {@code
      * nolock.dlt.*} headers naming its topic, partition, offset and the exception's class names
-     * (never its message). The topic must exist; a send to it that fails aborts the transaction,
-     * and the batch is tried again, never skipped.
+     * (never its message). A transient failure (a network exception, a Kafka retriable exception, a
+     * backend unavailable, a transient SQLState) aborts the batch and retries it after a backoff;
+     * an {@link Error}, an interrupt, a schema error and any other transform exception stop the
+     * pipeline, as without this setting. The topic must exist; a send to it that fails aborts the
+     * transaction, and the batch is tried again, never skipped.
      *
      * @param deadLetterTopic a Kafka topic name other than the input topic
      */
@@ -362,11 +380,12 @@ public final class ExactlyOnceConfig {
     }
 
     /**
-     * A circuit breaker for the dead-letter topic: once this many input records in a row were
-     * dead-lettered (none transformed between them), the next one that fails aborts the transaction
-     * and stops the pipeline, as without a dead-letter topic: so many failures are a systemic
-     * fault, not poison records. A transformed record starts the count again. Default {@value
-     * OwnershipConfig#DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS}.
+     * A circuit breaker for the dead-letter topic, per pipeline (one {@code ExactlyOncePipeline}
+     * instance, counting across all its input partitions): once this many input records in a row
+     * were dead-lettered (none transformed between them), the next one that fails aborts the
+     * transaction and stops the pipeline, as without a dead-letter topic: so many failures are a
+     * systemic fault, not poison records. A record transformed in any of its partitions starts the
+     * count again. Default {@value OwnershipConfig#DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS}.
      *
      * @param max at least 1
      */
@@ -378,6 +397,25 @@ public final class ExactlyOnceConfig {
                 + "; to stop at the first failed record, leave deadLetterTopic unset");
       }
       this.maxConsecutiveDeadLetters = max;
+      return this;
+    }
+
+    /**
+     * Which transform exceptions mean the input record itself is poison, so that it goes to {@link
+     * #deadLetterTopic} instead of stopping the pipeline. By default none: only a deserializer or
+     * serializer failure and a transform failure whose cause chain holds a SQLState of class 22 or
+     * 23 are dead-lettered, and any other transform exception stops the pipeline.
+     *
+     * <p>Consulted only after the fixed rules: an {@link Error}, an interrupt or a schema error
+     * stops the pipeline, and a transient failure is retried, whatever the predicate says. Mark
+     * only exceptions that no retry or fix elsewhere can cure: a record marked here is skipped. An
+     * exception the predicate throws stops the pipeline. Requires {@link #deadLetterTopic}.
+     *
+     * @param poison tested on the transform's exception as thrown
+     */
+    public Builder deadLetterWhen(Predicate<Throwable> poison) {
+      this.deadLetterWhen =
+          required(poison, "A null deadLetterWhen: pass a predicate, e.g. e -> e instanceof X");
       return this;
     }
 

@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.function.Predicate;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -97,6 +98,7 @@ public final class OwnershipConfig {
   private final String deadLetterTopic;
   private final Map<String, Object> deadLetterProducerProperties;
   private final int maxConsecutiveDeadLetters;
+  private final Predicate<Throwable> deadLetterWhen;
 
   private OwnershipConfig(Builder b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -123,6 +125,8 @@ public final class OwnershipConfig {
     this.deadLetterTopic = b.deadLetterTopic;
     this.deadLetterProducerProperties = Map.copyOf(b.deadLetterProducerProperties);
     this.maxConsecutiveDeadLetters = b.maxConsecutiveDeadLetters;
+    this.deadLetterWhen = b.deadLetterWhen;
+    requireDeadLetterTopicFor("deadLetterWhen", deadLetterTopic, b.deadLetterWhen != NO_POISON);
     if (deadLetterTopic == null && !deadLetterProducerProperties.isEmpty()) {
       throw new IllegalArgumentException(
           "deadLetterProducerProperty(...) was set without deadLetterTopic(...): set the"
@@ -205,10 +209,6 @@ public final class OwnershipConfig {
   }
 
   /**
-   * A dead-letter topic: a Kafka topic name, not {@code source} (the runner would read its own dead
-   * letters back as commands); shared with ExactlyOnceConfig.
-   */
-  /**
    * The runner's thread waits for each dead-letter send ({@code producer.send} blocks up to {@code
    * max.block.ms}); a wait longer than {@code maxPollInterval} would make the member leave the
    * group while it waits.
@@ -236,6 +236,25 @@ public final class OwnershipConfig {
               + " ms): the runner's thread waits for each dead-letter send, so it would be taken"
               + " out of the group while waiting. Set it to at most maxPollInterval (the wait for"
               + " the acknowledgement is also cut at the batch's point of no return).");
+    }
+  }
+
+  /**
+   * A dead-letter topic: a Kafka topic name, not {@code source} (the runner would read its own dead
+   * letters back as commands); shared with ExactlyOnceConfig.
+   */
+  /** The default of {@link Builder#deadLetterWhen}: no handler exception is known poison. */
+  static final Predicate<Throwable> NO_POISON = failure -> false;
+
+  /** Refuses a dead-letter setting made without the topic; shared with ExactlyOnceConfig. */
+  static void requireDeadLetterTopicFor(String setting, String deadLetterTopic, boolean set) {
+    if (deadLetterTopic == null && set) {
+      throw new IllegalArgumentException(
+          setting
+              + "(...) was set without deadLetterTopic(...): set the dead-letter topic too, or"
+              + " remove "
+              + setting
+              + ".");
     }
   }
 
@@ -387,6 +406,14 @@ public final class OwnershipConfig {
     return maxConsecutiveDeadLetters;
   }
 
+  /**
+   * Which handler exceptions mark their record as poison, from {@link Builder#deadLetterWhen}; by
+   * default none.
+   */
+  public Predicate<Throwable> deadLetterWhen() {
+    return deadLetterWhen;
+  }
+
   /** True when the extra settings select KIP-848's {@code group.protocol=consumer}. */
   public boolean usesConsumerGroupProtocol() {
     Object protocol = consumerProperties.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG);
@@ -433,6 +460,7 @@ public final class OwnershipConfig {
     private String deadLetterTopic;
     private final Map<String, Object> deadLetterProducerProperties = new LinkedHashMap<>();
     private int maxConsecutiveDeadLetters = DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS;
+    private Predicate<Throwable> deadLetterWhen = NO_POISON;
 
     private Builder(String bootstrapServers, String topic, String groupId) {
       this.bootstrapServers = requireBootstrapServers(bootstrapServers);
@@ -559,7 +587,11 @@ public final class OwnershipConfig {
       return this;
     }
 
-    /** How long {@link PartitionOwner#close()} waits for the loop to stop; 1 s to 5 min. */
+    /**
+     * How long {@link PartitionOwner#close()} waits for the loop to stop, and how long the
+     * dead-letter producer may then deliver a send still pending (one not acknowledged by the point
+     * of no return, so not recorded as applied); 1 s to 5 min.
+     */
     public Builder closeTimeout(Duration closeTimeout) {
       this.closeTimeout =
           between("closeTimeout", closeTimeout, Duration.ofSeconds(1), Duration.ofMinutes(5));
@@ -617,14 +649,17 @@ public final class OwnershipConfig {
     }
 
     /**
-     * Sends a record that fails for good to {@code deadLetterTopic} instead of stopping the runner:
-     * one whose key or value deserializer or handler throws a failure that is the record's own (a
-     * transient failure is retried, and a schema or privilege error, an interrupt or an {@link
-     * Error} stops the runner, as without this setting). The record goes with its original key and
-     * value bytes and headers, plus {@code nolock.dlt.*} headers naming its topic, partition,
-     * offset and the exception's class names (never its message); once the broker has acknowledged
-     * it, the record's offset is recorded as applied, fenced by the owner epoch like any apply, and
-     * the partition moves on.
+     * Sends a record that is known to be poison to {@code deadLetterTopic} instead of stopping the
+     * runner: one whose key or value deserializer fails (bad bytes), or whose handler fails with a
+     * SQLState of class 22 or 23 (a value or constraint the record broke) or with an exception
+     * {@link #deadLetterWhen} marks. A transient failure (a transient SQLState, a network
+     * exception, a Kafka retriable exception, a backend unavailable) is retried; a schema or
+     * privilege error, an interrupt, an {@link Error} and any other handler exception stop the
+     * runner, as without this setting: what is not known to be the record's fault is never skipped.
+     * The record goes with its original key and value bytes and headers, plus {@code nolock.dlt.*}
+     * headers naming its topic, partition, offset and the exception's class names (never its
+     * message); once the broker has acknowledged it, the record's offset is recorded as applied,
+     * fenced by the owner epoch like any apply, and the partition moves on.
      *
      * <p>At least once, and "failed at least once": a runner that stops, is fenced or loses its
      * database answer between the acknowledgement and the offset write leaves the record to the
@@ -647,9 +682,10 @@ public final class OwnershipConfig {
      * sasl.*}, {@code ssl.*}), {@code client.id}, or its timeouts ({@code max.block.ms} and {@code
      * delivery.timeout.ms} default to the session timeout, and may be at most {@code
      * maxPollInterval}, checked by {@link #build()}). The runner's thread waits for the
-     * acknowledgement only until the batch's point of no return; a send not acknowledged by then is
-     * not taken as handled (the record is tried again). The settings the guarantee rests on are
-     * refused.
+     * acknowledgement only until the batch's point of no return, measured again after {@code
+     * producer.send} returns (which may block up to {@code max.block.ms}); a send not acknowledged
+     * by then, or that returned past it, is not taken as handled (the record is tried again). The
+     * settings the guarantee rests on are refused.
      */
     public Builder deadLetterProducerProperty(String key, Object value) {
       required(key, "A null setting key: pass the Kafka setting's name, e.g. \"client.id\"");
@@ -668,11 +704,13 @@ public final class OwnershipConfig {
     }
 
     /**
-     * A circuit breaker for the dead-letter topic: once one runner has dead-lettered this many
-     * records in a row (no record applied between them), the next record that fails stops the
-     * runner, as it would without a dead-letter topic, for so many failures are a systemic fault (a
-     * bug just deployed, a dependency refusing every call), not poison records. An applied record
-     * starts the count again. Default {@value #DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS}.
+     * A circuit breaker for the dead-letter topic: once one runner (one {@code PartitionOwner}
+     * instance, counting across all the partitions it owns) has dead-lettered this many records in
+     * a row (no record applied between them), the next record that fails stops the runner, as it
+     * would without a dead-letter topic, for so many failures are a systemic fault (a bug just
+     * deployed, a dependency refusing every call), not poison records. A record applied in any of
+     * its partitions starts the count again; each runner of the group counts on its own. Default
+     * {@value #DEFAULT_MAX_CONSECUTIVE_DEAD_LETTERS}.
      *
      * @param max at least 1
      */
@@ -684,6 +722,30 @@ public final class OwnershipConfig {
                 + "; to stop at the first failed record, leave deadLetterTopic unset");
       }
       this.maxConsecutiveDeadLetters = max;
+      return this;
+    }
+
+    /**
+     * Which handler exceptions mean the record itself is poison, so that it goes to {@link
+     * #deadLetterTopic} instead of stopping the runner. By default none: only a deserializer
+     * failure and a handler failure whose cause chain holds a SQLState of class 22 or 23 (a value
+     * or constraint the record broke) are dead-lettered, and any other handler exception stops the
+     * runner, as without a dead-letter topic.
+     *
+     * <p>Consulted only after the fixed rules: an {@link Error}, an interrupt or a schema or
+     * privilege error (SQLState class 42) stops the runner, and a transient failure (a transient
+     * SQLState, a Kafka retriable exception, a backend unavailable, a lost lease, a network
+     * exception) is retried, whatever the predicate says. Mark only exceptions that no retry or fix
+     * elsewhere can cure (a validation error of the record's content): a record marked here is
+     * skipped, which is worse than a stop if the fault was not the record's. An exception the
+     * predicate throws stops the runner. Requires {@link #deadLetterTopic}.
+     *
+     * @param poison tested on the handler's exception as thrown (walk {@code getCause()} to look
+     *     inside wrappers)
+     */
+    public Builder deadLetterWhen(Predicate<Throwable> poison) {
+      this.deadLetterWhen =
+          required(poison, "A null deadLetterWhen: pass a predicate, e.g. e -> e instanceof X");
       return this;
     }
 

@@ -62,10 +62,12 @@ import org.slf4j.LoggerFactory;
  * <p>A record that fails for good (its deserializer or the handler throws) stops the runner, unless
  * {@link OwnershipConfig.Builder#deadLetterTopic} is set: then it is sent there, and recorded as
  * applied once the broker has acknowledged it (at least once in the dead-letter topic; a dead
- * letter means the record failed at least once, not that it was never applied). A transient failure
- * is retried and a schema error, an interrupt or an {@link Error} stops the runner, never
- * dead-lettered; so does a failure after {@link OwnershipConfig#maxConsecutiveDeadLetters()} dead
- * letters in a row.
+ * letter means the record failed at least once, not that it was never applied). Only a record known
+ * to be poison is dead-lettered: a deserializer failure, a handler failure with a SQLState of class
+ * 22 or 23, or one {@link OwnershipConfig.Builder#deadLetterWhen} marks. A transient failure is
+ * retried; a schema error, an interrupt, an {@link Error} and any other handler exception stop the
+ * runner, as without the topic; so does a failure after {@link
+ * OwnershipConfig#maxConsecutiveDeadLetters()} dead letters in a row.
  *
  * <p>Lifecycle: {@link #create}, {@link #createTableIfMissing()} (or your migration), {@link
  * #start()}, and {@link #close()}. The loop runs on one thread of its own; watch {@link
@@ -115,7 +117,8 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
                               deadLetterProducerProperties(config),
                               new ByteArraySerializer(),
                               new ByteArraySerializer()),
-                          topic))
+                          topic,
+                          config.closeTimeout()))
               .getOrNull();
     } catch (RuntimeException e) {
       consumer.close(CloseOptions.timeout(Duration.ZERO));

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.ownership.internal.RecordFailedException;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
@@ -182,6 +183,97 @@ class DeadLetterClassificationIT {
   }
 
   @Test
+  void anUnknownHandlerFailureStopsTheRunnerEvenWithADeadLetterTopic(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-unknown"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-unknown-dlt"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    produce(kafka, topic, commands(5));
+    RecordHandler<String, String> write = ledger.handler();
+    RecordHandler<String, String> handler =
+        (record, tx, epoch) -> {
+          if (record.offset() == 2) {
+            // Not known to be the record's fault (a bug, a dependency's state): never skipped.
+            throw new IllegalStateException("the cache is not warmed up");
+          }
+          write.apply(record, tx, epoch);
+        };
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "unknown")
+                .deadLetterTopic(dlt),
+            new StringDeserializer(),
+            handler)) {
+      owner.start();
+      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
+      assertThat(owner.failure().toJavaOptional())
+          .get()
+          .isInstanceOfSatisfying(
+              RecordFailedException.class,
+              e -> {
+                assertThat(e).hasMessageContaining(topic + "-0@2");
+                assertThat(e).hasMessageContaining("deadLetterWhen");
+                assertThat(e.deadLetterable()).isFalse();
+              });
+    }
+    assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(1);
+    assertThat(readAll(kafka, dlt)).as("nothing dead-lettered").isEmpty();
+    assertThat(ledger.appliesPerOffset(0)).containsOnlyKeys(0L, 1L);
+  }
+
+  @Test
+  void aHandlerThatFailsPastThePointOfNoReturnBacksOffBeforeTryingAgain(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-slow"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-slow-dlt"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    produce(kafka, topic, commands(5));
+    ManualLeaseClock clock = new ManualLeaseClock();
+    AtomicInteger slowFailuresLeft = new AtomicInteger(1);
+    RecordHandler<String, String> write = ledger.handler();
+    RecordHandler<String, String> handler =
+        (record, tx, epoch) -> {
+          if (record.offset() == 2) {
+            if (slowFailuresLeft.getAndDecrement() > 0) {
+              clock.advance(TestOwners.SESSION_TIMEOUT); // it took a whole session to fail
+            }
+            throw new IllegalArgumentException("cannot apply " + record.value());
+          }
+          write.apply(record, tx, epoch);
+        };
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "slow")
+                .clock(clock)
+                .metrics(metrics, "slow")
+                .deadLetterTopic(dlt)
+                .deadLetterWhen(e -> e instanceof IllegalArgumentException),
+            new StringDeserializer(),
+            handler)) {
+      owner.start();
+      Awaitility.await("a backoff, counted, not a hot loop of polls")
+          .atMost(WAIT)
+          .until(() -> metrics.get("nolock.ownership.backend.failures").counter().count() == 1);
+      clock.advance(Duration.ofMinutes(1)); // the backoff is over
+      Awaitility.await("all 5 offsets handled")
+          .atMost(WAIT)
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 5);
+    }
+    assertThat(readAll(kafka, dlt))
+        .extracting(r -> header(r, "nolock.dlt.offset"))
+        .containsExactly("2");
+  }
+
+  @Test
   void aDeserializerWhoseRegistryIsUnreachableIsRetriedNotDeadLettered(
       KafkaBroker kafka, PostgresSchema pg) throws Exception {
     String topic = kafka.createTopic(kafka.uniqueTopicName("cls-registry"), 1);
@@ -244,6 +336,7 @@ class DeadLetterClassificationIT {
             topic,
             TestOwners.config(kafka.bootstrapServers(), topic, group, "breaker")
                 .deadLetterTopic(dlt)
+                .deadLetterWhen(e -> e instanceof IllegalArgumentException)
                 .maxConsecutiveDeadLetters(2),
             new StringDeserializer(),
             handler)) {

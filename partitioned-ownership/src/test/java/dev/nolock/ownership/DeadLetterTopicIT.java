@@ -40,6 +40,8 @@ import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.awaitility.Awaitility;
+import org.jooq.exception.DataAccessException;
+import org.jooq.exception.DataException;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -77,7 +79,8 @@ class DeadLetterTopicIT {
     return (record, tx, epoch) -> {
       write.apply(record, tx, epoch); // rolled back with the failure below
       if (record.value().startsWith("poison")) {
-        throw new IllegalArgumentException("cannot apply " + record.value());
+        // A value PostgreSQL refuses (SQLState 22P02): a data error, the record's own fault.
+        tx.execute("SELECT CAST(? AS integer)", record.value());
       }
     };
   }
@@ -195,8 +198,7 @@ class DeadLetterTopicIT {
     assertThat(header(poison, "nolock.dlt.partition")).isEqualTo("0");
     assertThat(header(poison, "nolock.dlt.offset")).isEqualTo("3");
     assertThat(header(poison, "nolock.dlt.stage")).isEqualTo("handler");
-    assertThat(header(poison, "nolock.dlt.exception"))
-        .isEqualTo(IllegalArgumentException.class.getName());
+    assertThat(header(poison, "nolock.dlt.exception")).isEqualTo(DataException.class.getName());
     ConsumerRecord<byte[], byte[]> unreadable = dead.get(1);
     assertThat(text(unreadable.key())).isEqualTo("key-6");
     assertThat(text(unreadable.value())).as("bytes no deserializer read").isEqualTo(UNREADABLE);
@@ -239,7 +241,7 @@ class DeadLetterTopicIT {
                 e -> {
                   assertThat(e).hasMessageContaining(topic + "-0@3");
                   assertThat(e).hasMessageContaining("deadLetterTopic");
-                  assertThat(e.getCause()).isInstanceOf(IllegalArgumentException.class);
+                  assertThat(e.getCause()).isInstanceOf(DataAccessException.class);
                 });
       }
       assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied())
@@ -365,7 +367,7 @@ class DeadLetterTopicIT {
           if (unreadableSeen.get() && failedOnce.compareAndSet(false, true)) {
             // Transient (a schema registry unreachable): aborted and retried, not dead-lettered.
             throw new SerializationException(
-                "cannot write " + value, new java.io.IOException("registry unreachable"));
+                "cannot write " + value, new java.net.ConnectException("registry unreachable"));
           }
           return strings.serialize(topic, value);
         };
@@ -373,7 +375,10 @@ class DeadLetterTopicIT {
     try (CapturedStderr log = new CapturedStderr();
         ExactlyOncePipeline<String, String, String, String> pipeline =
             ExactlyOncePipeline.create(
-                pipelineConfig(kafka, input, "dlt-" + input, metrics).deadLetterTopic(dlt).build(),
+                pipelineConfig(kafka, input, "dlt-" + input, metrics)
+                    .deadLetterTopic(dlt)
+                    .deadLetterWhen(e -> e instanceof IllegalArgumentException)
+                    .build(),
                 new StringDeserializer(),
                 strict,
                 new StringSerializer(),
@@ -458,7 +463,9 @@ class DeadLetterTopicIT {
               (record, tx, epoch) -> {},
               safeguards,
               timeout,
-              timeout);
+              timeout,
+              false,
+              failure -> false);
       outcomes.put(
           safeguards,
           zombie.recordDeadLettered(new ConsumerRecord<>(topic, 0, 0L, "k", "v"), stale));

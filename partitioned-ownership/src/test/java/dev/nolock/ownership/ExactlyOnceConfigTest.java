@@ -31,6 +31,26 @@ class ExactlyOnceConfigTest {
   }
 
   @Test
+  void deadLetterWhenMarksNoExceptionByDefaultAndNeedsTheTopic() {
+    assertThat(builder().deadLetterTopic("d").build().deadLetterWhen().test(new RuntimeException()))
+        .isFalse();
+    assertThat(
+            builder()
+                .deadLetterTopic("d")
+                .deadLetterWhen(e -> e instanceof IllegalArgumentException)
+                .build()
+                .deadLetterWhen()
+                .test(new IllegalArgumentException()))
+        .isTrue();
+    assertThatThrownBy(() -> builder().deadLetterWhen(e -> true).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("deadLetterWhen(...) was set without deadLetterTopic");
+    assertThatThrownBy(() -> builder().deadLetterWhen(null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("A null deadLetterWhen");
+  }
+
+  @Test
   void defaultsAreTheDocumentedOnes() {
     ExactlyOnceConfig config = builder().build();
     assertThat(config.transactionalId()).isEqualTo("enricher-1");

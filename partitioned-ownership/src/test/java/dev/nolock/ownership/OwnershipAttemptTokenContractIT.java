@@ -235,7 +235,9 @@ class OwnershipAttemptTokenContractIT {
                       epoch.owner()),
               safeguards,
               TIMEOUT,
-              TIMEOUT);
+              TIMEOUT,
+              false,
+              failure -> false);
       ApplyOutcome outcome =
           apply.apply(new ConsumerRecord<>(epoch.topic(), 0, 0L, "key", "command"), epoch.value());
       return switch (outcome) {

@@ -207,6 +207,26 @@ class OwnershipConfigTest {
   }
 
   @Test
+  void deadLetterWhenMarksNoExceptionByDefaultAndNeedsTheTopic() {
+    assertThat(builder().deadLetterTopic("d").build().deadLetterWhen().test(new RuntimeException()))
+        .isFalse();
+    assertThat(
+            builder()
+                .deadLetterTopic("d")
+                .deadLetterWhen(e -> e instanceof IllegalArgumentException)
+                .build()
+                .deadLetterWhen()
+                .test(new IllegalArgumentException()))
+        .isTrue();
+    assertThatThrownBy(() -> builder().deadLetterWhen(e -> true).build())
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("deadLetterWhen(...) was set without deadLetterTopic");
+    assertThatThrownBy(() -> builder().deadLetterWhen(null))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("A null deadLetterWhen");
+  }
+
+  @Test
   void deadLetterWaitsLongerThanThePollIntervalAreRefused() {
     for (String key : new String[] {"max.block.ms", "delivery.timeout.ms"}) {
       for (Object tooLong : new Object[] {60_001, "60001", 60_001L}) {

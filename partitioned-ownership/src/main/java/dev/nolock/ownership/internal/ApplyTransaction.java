@@ -6,6 +6,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.sql.SqlErrors;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.Predicate;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.errors.RecordDeserializationException;
 import org.apache.kafka.common.errors.RecordDeserializationException.DeserializationExceptionOrigin;
@@ -45,6 +46,8 @@ public final class ApplyTransaction<K, V> {
   private final Safeguards safeguards;
   private final Duration statementTimeout;
   private final Duration idleTimeout;
+  private final boolean deadLetterTopic;
+  private final Predicate<? super Throwable> deadLetterWhen;
 
   public ApplyTransaction(
       DSLContext dsl,
@@ -54,7 +57,9 @@ public final class ApplyTransaction<K, V> {
       RecordHandler<K, V> handler,
       Safeguards safeguards,
       Duration statementTimeout,
-      Duration idleTimeout) {
+      Duration idleTimeout,
+      boolean deadLetterTopic,
+      Predicate<? super Throwable> deadLetterWhen) {
     this.dsl = Objects.requireNonNull(dsl, "dsl");
     this.table = Objects.requireNonNull(table, "table");
     this.group = Objects.requireNonNull(group, "group");
@@ -63,6 +68,8 @@ public final class ApplyTransaction<K, V> {
     this.safeguards = Objects.requireNonNull(safeguards, "safeguards");
     this.statementTimeout = Objects.requireNonNull(statementTimeout, "statementTimeout");
     this.idleTimeout = Objects.requireNonNull(idleTimeout, "idleTimeout");
+    this.deadLetterTopic = deadLetterTopic;
+    this.deadLetterWhen = Objects.requireNonNull(deadLetterWhen, "deadLetterWhen");
   }
 
   /**
@@ -155,47 +162,58 @@ public final class ApplyTransaction<K, V> {
             return ApplyOutcome.APPLIED;
           });
     } catch (HandlerFailure e) {
-      Throwable cause = e.getCause();
-      RecordFailures.Verdict verdict = RecordFailures.classify(cause);
-      if (verdict == RecordFailures.Verdict.RETRY) {
-        throw transientFailure(record, cause);
-      }
-      boolean poison = verdict == RecordFailures.Verdict.DEAD_LETTER;
-      if (cause instanceof RecordDeserializationException failure) {
-        boolean key = failure.origin() == DeserializationExceptionOrigin.KEY;
-        throw new RecordFailedException(
-            key
-                ? RecordFailedException.Stage.KEY_DESERIALIZER
-                : RecordFailedException.Stage.VALUE_DESERIALIZER,
-            "The "
-                + (key ? "key" : "value")
-                + " deserializer failed on "
-                + where(record)
-                + " (the transaction was rolled back). A record that can never be read blocks its"
-                + " partition: fix the deserializer, or set OwnershipConfig's deadLetterTopic to"
-                + " send such records there.",
-            failure,
-            poison);
-      }
-      throw new RecordFailedException(
-          RecordFailedException.Stage.HANDLER,
-          "The record handler failed on "
-              + where(record)
-              + " (the transaction was rolled back). "
-              + (poison
-                  ? "A record that can never apply blocks its partition: handle it in the handler,"
-                      + " e.g. in a dead-letter table, or set OwnershipConfig's deadLetterTopic to"
-                      + " send such records there."
-                  : "The failure (a schema or privilege error, an interrupt, an Error) is not the"
-                      + " record's, so it is never dead-lettered: fix the cause and restart."),
-          cause,
-          poison);
+      throw failure(record, e.getCause());
     } catch (DataAccessException e) {
       if (SqlErrors.isTransient(e)) {
         throw unknown(record, e);
       }
       throw e;
     }
+  }
+
+  /**
+   * What the handler's or deserializer's {@code cause} means ({@link RecordFailures}): a transient
+   * failure to retry, or a failure for good, dead-letterable or not. The stop message suggests the
+   * dead-letter topic only when it would take this record.
+   */
+  private RuntimeException failure(ConsumerRecord<?, ?> record, Throwable cause) {
+    RecordFailedException.Stage stage =
+        cause instanceof RecordDeserializationException failure
+            ? failure.origin() == DeserializationExceptionOrigin.KEY
+                ? RecordFailedException.Stage.KEY_DESERIALIZER
+                : RecordFailedException.Stage.VALUE_DESERIALIZER
+            : RecordFailedException.Stage.HANDLER;
+    RecordFailures.Verdict verdict =
+        RecordFailures.classify(cause, stage, deadLetterTopic, deadLetterWhen);
+    if (verdict == RecordFailures.Verdict.RETRY) {
+      return transientFailure(record, cause);
+    }
+    boolean poison = verdict == RecordFailures.Verdict.DEAD_LETTER;
+    String fix =
+        RecordFailures.deadLetterable(cause, stage, deadLetterWhen)
+            ? " A record that can never apply blocks its partition: "
+                + (stage == RecordFailedException.Stage.HANDLER
+                    ? "handle it in the handler, e.g. in a dead-letter table, or set"
+                    : "fix the deserializer, or set")
+                + " OwnershipConfig's deadLetterTopic to send such records there."
+            : " The failure is not known to be the record's own (a bug, a schema or privilege"
+                + " error, an interrupt, an Error), so it is never dead-lettered: fix the cause"
+                + (stage == RecordFailedException.Stage.HANDLER
+                    ? ", or mark the exception with OwnershipConfig's deadLetterWhen if it"
+                        + " means the record is poison,"
+                    : "")
+                + " and restart.";
+    String what =
+        stage == RecordFailedException.Stage.HANDLER
+            ? "The record handler"
+            : "The "
+                + (stage == RecordFailedException.Stage.KEY_DESERIALIZER ? "key" : "value")
+                + " deserializer";
+    return new RecordFailedException(
+        stage,
+        what + " failed on " + where(record) + " (the transaction was rolled back)." + fix,
+        cause,
+        poison);
   }
 
   private static BackendUnavailableException unknown(ConsumerRecord<?, ?> record, Throwable e) {

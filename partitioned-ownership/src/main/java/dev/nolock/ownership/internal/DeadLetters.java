@@ -5,10 +5,13 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RecordDeserializationException;
@@ -37,6 +40,7 @@ public final class DeadLetters implements AutoCloseable {
 
   private final Producer<byte[], byte[]> producer;
   private final String topic;
+  private final Duration closeTimeout;
 
   /** The send failed or its outcome is unknown; the record must not be taken as handled. */
   public static final class SendFailedException extends KafkaException {
@@ -54,9 +58,13 @@ public final class DeadLetters implements AutoCloseable {
     }
   }
 
-  public DeadLetters(Producer<byte[], byte[]> producer, String topic) {
+  /**
+   * @param closeTimeout how long {@link #close()} may deliver a send still pending
+   */
+  public DeadLetters(Producer<byte[], byte[]> producer, String topic, Duration closeTimeout) {
     this.producer = Objects.requireNonNull(producer, "producer");
     this.topic = Objects.requireNonNull(topic, "topic");
+    this.closeTimeout = Objects.requireNonNull(closeTimeout, "closeTimeout");
   }
 
   public String topic() {
@@ -64,18 +72,36 @@ public final class DeadLetters implements AutoCloseable {
   }
 
   /**
-   * Sends {@code raw} with the headers that say why, and returns once the broker acknowledged it,
-   * waiting at most {@code wait} (also bounded by {@code max.block.ms} and {@code
-   * delivery.timeout.ms}).
+   * Sends {@code raw} with the headers that say why, and returns once the broker acknowledged it
+   * within the caller's time:
    *
+   * <ol>
+   *   <li>{@code producer.send}, which may block up to {@code max.block.ms} (metadata, a full
+   *       buffer).
+   *   <li>{@code timeLeft} is asked again once it returns, so the block counts against the caller's
+   *       time; none left: the outcome is unknown, and the send is reported as a retriable failure,
+   *       never as acknowledged.
+   *   <li>The acknowledgement is awaited at most that long (also bounded by {@code
+   *       delivery.timeout.ms}).
+   * </ol>
+   *
+   * @param timeLeft the time the caller may still spend, asked after the send returned
    * @throws SendFailedException the send failed, or timed out ({@code max.block.ms}, {@code
-   *     delivery.timeout.ms}): it may or may not be in the topic
+   *     delivery.timeout.ms}, {@code timeLeft}): it may or may not be in the topic
    */
   public void send(
-      ConsumerRecord<byte[], byte[]> raw, RecordFailedException failure, Duration wait) {
+      ConsumerRecord<byte[], byte[]> raw,
+      RecordFailedException failure,
+      Supplier<Duration> timeLeft) {
     String where = raw.topic() + "-" + raw.partition() + "@" + raw.offset();
+    Duration wait = Duration.ZERO;
     try {
-      producer.send(record(topic, raw, failure)).get(wait.toNanos(), TimeUnit.NANOSECONDS);
+      Future<RecordMetadata> ack = producer.send(record(topic, raw, failure));
+      wait = timeLeft.get();
+      if (wait.isNegative() || wait.isZero()) {
+        throw new java.util.concurrent.TimeoutException("send() returned with no time left");
+      }
+      ack.get(wait.toNanos(), TimeUnit.NANOSECONDS);
     } catch (java.util.concurrent.TimeoutException e) {
       throw new SendFailedException(
           "Sending "
@@ -83,9 +109,9 @@ public final class DeadLetters implements AutoCloseable {
               + " to the dead-letter topic "
               + topic
               + " was not acknowledged within "
-              + wait.toMillis()
-              + " ms (the runner's deadline); it is not recorded as applied, and may or may not be"
-              + " in "
+              + Math.max(0, wait.toMillis())
+              + " ms (the runner's deadline, after send() returned); it is not recorded as applied,"
+              + " and may or may not be in "
               + topic,
           e,
           true);
@@ -143,9 +169,15 @@ public final class DeadLetters implements AutoCloseable {
     headers.add(name, value.getBytes(StandardCharsets.UTF_8));
   }
 
-  /** Every send was waited for, so nothing is pending that a longer close would deliver. */
+  /**
+   * Closes the producer, delivering for at most {@code closeTimeout} a send still pending: one
+   * whose wait was cut at the runner's deadline. Such a record was not recorded as applied, so the
+   * next attempt sends it again whether or not this delivery happens: delivered, it is a duplicate
+   * (dead letters are at least once); dropped, nothing is lost. The bound keeps a broker that is
+   * down from holding the runner's thread.
+   */
   @Override
   public void close() {
-    producer.close(Duration.ZERO);
+    producer.close(closeTimeout);
   }
 }

@@ -40,7 +40,10 @@ public interface OwnerEvents {
     CLAIM_RETRY,
     /** An apply transaction whose outcome is unknown. */
     APPLY,
-    /** A send to the dead-letter topic that failed or timed out with a retriable error. */
+    /**
+     * A send to the dead-letter topic that failed or timed out with a retriable error, or that had
+     * no time left before the point of no return.
+     */
     DEAD_LETTER
   }
 

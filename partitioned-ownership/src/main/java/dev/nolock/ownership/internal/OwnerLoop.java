@@ -6,6 +6,7 @@ import dev.nolock.ownership.PartitionCountChangedException;
 import dev.nolock.ownership.RecordHandler;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseLostException;
@@ -206,7 +207,9 @@ public final class OwnerLoop<K, V> {
             handler,
             safeguards,
             config.queryTimeout(),
-            config.transactionIdleTimeout());
+            config.transactionIdleTimeout(),
+            deadLetters != null,
+            config.deadLetterWhen());
   }
 
   /** The partitions owned here and their epochs; safe to call from any thread. */
@@ -501,12 +504,23 @@ public final class OwnerLoop<K, V> {
     // to another member, and this thread must poll again.
     Duration wait = deadline.remaining().minus(config.safetyMargin());
     if (wait.isNegative() || wait.isZero()) {
-      log.debug("Point of no return passed before dead-lettering {}: polling first", where);
+      // The handler failed past the point of no return. Polling at once and applying again would
+      // loop as fast as the handler fails, forever if it is always this slow: back off, and say so.
       rewind(records);
+      Duration delay = backOff(OwnerEvents.BackoffCause.DEAD_LETTER);
+      log.warn(
+          "{} failed in its {} after the batch's point of no return (sessionTimeout minus"
+              + " safetyMargin), so there is no time left to dead-letter it; retrying in {} ms. A"
+              + " handler slower than that to fail can never be dead-lettered: raise"
+              + " sessionTimeout. The failure: {}",
+          where,
+          failed.stage().header(),
+          delay.toMillis(),
+          ErrorDescriber.describe(ErrorDescriber.classNames(), failed.getCause()));
       return null;
     }
     try {
-      deadLetters.send(record, failed, wait);
+      deadLetters.send(record, failed, () -> deadline.remaining().minus(config.safetyMargin()));
     } catch (DeadLetters.SendFailedException e) {
       e.addSuppressed(failed);
       if (!e.retriable()) {
@@ -896,6 +910,23 @@ public final class OwnerLoop<K, V> {
    * outage of any length only keeps the runner waiting.
    */
   private void startBackoff(Throwable cause, String during, OwnerEvents.BackoffCause why) {
+    Duration delay = backOff(why);
+    log.warn(
+        "Failed while {} (failure {} in a row); retrying in {} ms: {}",
+        during,
+        backendFailures,
+        delay.toMillis(),
+        // The SQLState and the server's primary message, or class names: the cause can be the
+        // handler's own exception, whose message may quote the record.
+        SqlErrors.serverMessage(cause));
+  }
+
+  /**
+   * Pauses the assigned partitions for the next backoff delay, counted as a backend failure.
+   *
+   * @return the delay
+   */
+  private Duration backOff(OwnerEvents.BackoffCause why) {
     if (backendFailures < Integer.MAX_VALUE) {
       backendFailures++;
     }
@@ -905,14 +936,7 @@ public final class OwnerLoop<K, V> {
     metrics.backendFailure();
     events.backingOff(backendFailures, delay, why);
     consumer.pause(consumer.assignment());
-    log.warn(
-        "Failed while {} (failure {} in a row); retrying in {} ms: {}",
-        during,
-        backendFailures,
-        delay.toMillis(),
-        // The SQLState and the server's primary message, or class names: the cause can be the
-        // handler's own exception, whose message may quote the record.
-        SqlErrors.serverMessage(cause));
+    return delay;
   }
 
   private void endBackoffIfDue() {

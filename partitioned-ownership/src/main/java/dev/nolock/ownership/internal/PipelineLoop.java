@@ -55,9 +55,10 @@ import org.slf4j.LoggerFactory;
  * dead-letter topic those bytes go there in the batch's transaction, with the input offsets, so the
  * record is dead-lettered exactly once for {@code read_committed} readers, and a transaction that
  * aborts takes its dead letters with it. Without one, the transaction is aborted and the loop
- * stops. A failure that is not the record's ({@link RecordFailures}) is never dead-lettered: a
- * transient one aborts, rewinds and backs off; a schema error, an interrupt or an {@link Error}
- * stops the loop. {@code maxConsecutiveDeadLetters} dead letters in a row stop it too.
+ * stops. A failure not known to be the record's ({@link RecordFailures}) is never dead-lettered:
+ * with a dead-letter topic a transient one aborts (as {@link #recover} does), rewinds and backs
+ * off; anything else stops the loop. {@code maxConsecutiveDeadLetters} dead letters in a row stop
+ * it too.
  */
 public final class PipelineLoop<KI, VI, KO, VO> {
 
@@ -155,8 +156,11 @@ public final class PipelineLoop<KI, VI, KO, VO> {
 
   private void transact(ConsumerRecords<byte[], byte[]> records) {
     int deadLetteredBefore = consecutiveDeadLetters;
-    producer.beginTransaction();
+    // Thrown after the try, so that a fence its abort reveals is not taken for the batch's.
+    RuntimeException stop = null;
     try {
+      // Inside the try: a fenced producer fails here, and recover() reports the fence.
+      producer.beginTransaction();
       int deadLettered = 0;
       for (ConsumerRecord<byte[], byte[]> raw : records) {
         RecordFailedException failed = transform(raw);
@@ -165,12 +169,12 @@ public final class PipelineLoop<KI, VI, KO, VO> {
           continue;
         }
         if (config.deadLetterTopic().isEmpty() || !failed.deadLetterable()) {
-          abortQuietly();
-          throw failed;
+          stop = failed;
+          break;
         }
         if (consecutiveDeadLetters >= config.maxConsecutiveDeadLetters()) {
-          abortQuietly();
-          throw breakerTripped(failed);
+          stop = breakerTripped(failed);
+          break;
         }
         producer.send(DeadLetters.record(config.deadLetterTopic().get(), raw, failed));
         deadLettered++;
@@ -182,10 +186,12 @@ public final class PipelineLoop<KI, VI, KO, VO> {
             config.deadLetterTopic().get(),
             StopReason.describe(failed));
       }
-      producer.sendOffsetsToTransaction(nextOffsets(records), consumer.groupMetadata());
-      untilNoTimeout("commit", producer::commitTransaction);
-      metrics.committed(records.count(), deadLettered);
-      transientFailures = 0;
+      if (stop == null) {
+        producer.sendOffsetsToTransaction(nextOffsets(records), consumer.groupMetadata());
+        untilNoTimeout("commit", producer::commitTransaction);
+        metrics.committed(records.count(), deadLettered);
+        transientFailures = 0;
+      }
     } catch (InterruptException e) {
       throw e; // not the transaction's failure: an interrupted commit must not be aborted either
     } catch (TransientRecordFailure e) {
@@ -195,15 +201,19 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       consecutiveDeadLetters = deadLetteredBefore;
       recover(e, records);
     }
+    if (stop != null) {
+      throw abortToStop(stop);
+    }
   }
 
   /**
    * A record failed transiently ({@link RecordFailures.Verdict#RETRY}): abort, rewind and wait a
    * backoff before the batch is transformed again, so a registry or backend that is down is neither
-   * dead-lettered against nor called in a hot loop.
+   * dead-lettered against nor called in a hot loop. The abort is {@link #recover}'s: called again
+   * while it times out, and a fence it reveals stops the loop as fenced.
    */
   private void retryLater(TransientRecordFailure e, ConsumerRecords<byte[], byte[]> records) {
-    abortQuietly();
+    abort(e);
     rewind(records);
     transientFailures++;
     Duration delay = RETRY.backoff(transientFailures, ThreadLocalRandom.current());
@@ -263,8 +273,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
               + (key ? "key" : "value")
               + " deserializer failed on "
               + where
-              + "; the transaction was aborted and the pipeline stopped. Fix the deserializer, or"
-              + " set ExactlyOnceConfig's deadLetterTopic to send such records there.",
+              + "; the transaction was aborted and the pipeline stopped. Fix the deserializer",
           decoded.failure());
     }
     List<ProducerRecord<KO, VO>> outputs;
@@ -276,8 +285,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
           where,
           "The transform failed on "
               + where
-              + "; the transaction was aborted and the pipeline stopped. Fix the transform, or set"
-              + " ExactlyOnceConfig's deadLetterTopic to send such records there.",
+              + "; the transaction was aborted and the pipeline stopped. Fix the transform",
           e);
     }
     // All outputs are serialized before any is sent, so a record whose serializer fails has sent
@@ -294,8 +302,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
           "A serializer failed on an output of "
               + where
               + "; the transaction was aborted and the pipeline stopped. Fix the serializer or the"
-              + " transform, or set ExactlyOnceConfig's deadLetterTopic to send such input records"
-              + " there.",
+              + " transform",
           e);
     }
     for (ProducerRecord<byte[], byte[]> output : serialized) {
@@ -304,15 +311,33 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     return null;
   }
 
-  private static RecordFailedException failed(
-      RecordFailedException.Stage stage, String where, String message, Throwable cause) {
-    RecordFailures.Verdict verdict = RecordFailures.classify(cause);
+  /**
+   * The record's failure in {@code stage}, as {@link RecordFailures} decides; the stop message
+   * suggests the dead-letter topic only when it would take this record.
+   *
+   * @param what what failed and what to fix, e.g. "The transform failed on in-0@7; ... Fix the
+   *     transform"
+   */
+  private RecordFailedException failed(
+      RecordFailedException.Stage stage, String where, String what, Throwable cause) {
+    RecordFailures.Verdict verdict =
+        RecordFailures.classify(
+            cause, stage, config.deadLetterTopic().isDefined(), config.deadLetterWhen());
     if (verdict == RecordFailures.Verdict.RETRY) {
       throw new TransientRecordFailure(
           "The " + stage.header() + " failed transiently on " + where, cause);
     }
+    String fix =
+        RecordFailures.deadLetterable(cause, stage, config.deadLetterWhen())
+            ? ", or set ExactlyOnceConfig's deadLetterTopic to send such input records there."
+            : (stage == RecordFailedException.Stage.TRANSFORM
+                    ? ", or mark the exception with ExactlyOnceConfig's deadLetterWhen if it means"
+                        + " the input record is poison"
+                    : "")
+                + ". The failure is not known to be the record's own (a bug, a schema error, an"
+                + " interrupt, an Error), so it is never dead-lettered.";
     return new RecordFailedException(
-        stage, message, cause, verdict == RecordFailures.Verdict.DEAD_LETTER);
+        stage, what + fix, cause, verdict == RecordFailures.Verdict.DEAD_LETTER);
   }
 
   private void recover(KafkaException failure, ConsumerRecords<byte[], byte[]> records) {
@@ -327,20 +352,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     }
     // Abortable, or possibly fenced (InvalidProducerEpochException on Kafka 4.x): the abort
     // tells which.
-    try {
-      untilNoTimeout("abort", producer::abortTransaction);
-    } catch (ProducerFencedException e) {
-      e.addSuppressed(failure);
-      throw fencedBy(e);
-    } catch (KafkaException e) {
-      if (KafkaErrors.isFenced(e)) {
-        e.addSuppressed(failure);
-        throw fencedBy(e);
-      }
-      e.addSuppressed(failure);
-      throw e; // the producer is in a fatal state
-    }
-    metrics.aborted();
+    abort(failure);
     log.warn("Transaction of {} aborted, batch rewound: {}", config.transactionalId(), failed);
     rewind(records);
   }
@@ -428,13 +440,43 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     return e;
   }
 
-  private void abortQuietly() {
+  /**
+   * Aborts the open transaction after {@code failure}, so that the batch can be tried again: the
+   * abort is called again while it times out ({@link #untilNoTimeout}), as Kafka requires.
+   *
+   * @throws KafkaException the abort found a fence ({@link #fenced()} is then set) or left the
+   *     producer in a fatal state, with {@code failure} suppressed
+   */
+  private void abort(RuntimeException failure) {
+    try {
+      untilNoTimeout("abort", producer::abortTransaction);
+    } catch (KafkaException e) {
+      e.addSuppressed(failure);
+      if (KafkaErrors.isFenced(e)) {
+        throw fencedBy(e);
+      }
+      throw e; // the producer is in a fatal state
+    }
+    metrics.aborted();
+  }
+
+  /**
+   * Aborts the open transaction before the loop stops for {@code stop}, once: the producer closes
+   * with the loop, which ends the transaction anyway. A fence the abort reveals is what the loop
+   * stops for, so that {@link #fenced()} tells; any other abort failure rides along, suppressed.
+   */
+  private RuntimeException abortToStop(RuntimeException stop) {
     try {
       producer.abortTransaction();
       metrics.aborted();
     } catch (KafkaException e) {
-      log.debug("Abort after a transform failure failed: {}", e.toString());
+      if (KafkaErrors.isFenced(e)) {
+        e.addSuppressed(stop);
+        return fencedBy(e);
+      }
+      stop.addSuppressed(e);
     }
+    return stop;
   }
 
   /** Back to each partition's first record of this batch: where the aborted transaction began. */

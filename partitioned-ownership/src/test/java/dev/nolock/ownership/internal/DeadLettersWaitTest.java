@@ -19,14 +19,14 @@ class DeadLettersWaitTest {
   void aSendNotAcknowledgedWithinTheWaitIsNotHandled() {
     MockProducer<byte[], byte[]> neverAcknowledges =
         new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
-    DeadLetters deadLetters = new DeadLetters(neverAcknowledges, "dlt");
+    DeadLetters deadLetters = new DeadLetters(neverAcknowledges, "dlt", Duration.ZERO);
     ConsumerRecord<byte[], byte[]> raw =
         new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
     RecordFailedException failed =
         new RecordFailedException(
             RecordFailedException.Stage.HANDLER, "failed", new IllegalArgumentException(), true);
 
-    assertThatThrownBy(() -> deadLetters.send(raw, failed, Duration.ofMillis(50)))
+    assertThatThrownBy(() -> deadLetters.send(raw, failed, () -> Duration.ofMillis(50)))
         .isInstanceOfSatisfying(
             DeadLetters.SendFailedException.class,
             e -> {
@@ -34,5 +34,24 @@ class DeadLettersWaitTest {
               assertThat(e).hasMessageContaining("in-0@7").hasMessageContaining("not acknowledged");
             });
     assertThat(neverAcknowledges.history()).as("the send was made, its outcome unknown").hasSize(1);
+  }
+
+  @Test
+  void aSendThatReturnsPastTheDeadlineIsNotHandledEvenIfAcknowledged() {
+    MockProducer<byte[], byte[]> acknowledgesAtOnce =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    DeadLetters deadLetters = new DeadLetters(acknowledgesAtOnce, "dlt", Duration.ZERO);
+    ConsumerRecord<byte[], byte[]> raw =
+        new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
+    RecordFailedException failed =
+        new RecordFailedException(
+            RecordFailedException.Stage.HANDLER, "failed", new IllegalArgumentException(), true);
+
+    // send() blocked (max.block.ms) until the batch's point of no return had passed.
+    assertThatThrownBy(() -> deadLetters.send(raw, failed, () -> Duration.ZERO))
+        .as("past the point of no return the offset must not be recorded")
+        .isInstanceOfSatisfying(
+            DeadLetters.SendFailedException.class,
+            e -> assertThat(e.retriable()).as("tried again after a backoff").isTrue());
   }
 }

@@ -8,17 +8,21 @@ import dev.nolock.ownership.ExactlyOnceConfig;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.testkit.CapturedStderr;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.UncheckedIOException;
+import java.net.ConnectException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -53,6 +57,12 @@ class PipelineLoopTest {
     }
 
     @Override
+    public void beginTransaction() {
+      keepKafkasRule("beginTransaction");
+      super.beginTransaction();
+    }
+
+    @Override
     public void commitTransaction() {
       enter("commitTransaction");
       if (commitTimeoutsLeft > 0) {
@@ -80,6 +90,10 @@ class PipelineLoopTest {
 
     private void enter(String operation) {
       calls.add(operation);
+      keepKafkasRule(operation);
+    }
+
+    private void keepKafkasRule(String operation) {
       if (mustBeRetried != null && !mustBeRetried.equals(operation)) {
         throw new IllegalStateException(
             "Cannot attempt operation `"
@@ -100,6 +114,17 @@ class PipelineLoopTest {
     return ExactlyOnceConfig.custom("127.0.0.1:9", TOPIC, "group", "tx")
         .commitRetryTimeout(Duration.ofSeconds(1))
         .build();
+  }
+
+  private static ExactlyOnceConfig withDeadLetterTopic() {
+    return ExactlyOnceConfig.custom("127.0.0.1:9", TOPIC, "group", "tx")
+        .commitRetryTimeout(Duration.ofSeconds(1))
+        .deadLetterTopic("dlt")
+        .build();
+  }
+
+  private static UncheckedIOException refused() {
+    return new UncheckedIOException(new ConnectException("connection refused"));
   }
 
   private static byte[] bytes(String text) {
@@ -229,5 +254,83 @@ class PipelineLoopTest {
     assertThat(producer.transactionAborted()).as("the serializer failure aborted it").isTrue();
     assertThat(producer.history()).as("nothing of the record was sent").isEmpty();
     assertThat(logged).as("nothing logs the serializer's message").doesNotContain("4111");
+  }
+
+  @Test
+  void aTransientFailureWhoseAbortTimesOutCallsTheAbortAgainThenRetriesTheBatch() {
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
+    TimingOutProducer producer = new TimingOutProducer();
+    producer.abortTimeoutsLeft = 1;
+    AtomicInteger calls = new AtomicInteger();
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            withDeadLetterTopic(),
+            consumer,
+            strings(),
+            producer,
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
+            record -> {
+              if (calls.incrementAndGet() == 1) {
+                throw refused();
+              }
+              return List.of();
+            },
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.initTransactions();
+    consumer.schedulePollTask(
+        () -> consumer.addRecord(new ConsumerRecord<>(TOPIC, 0, 0, bytes("k"), bytes("v"))));
+    consumer.schedulePollTask(loop::requestClose);
+
+    assertThatCode(loop::run)
+        .as("the abort that timed out is called again before the next transaction begins")
+        .doesNotThrowAnyException();
+    assertThat(producer.calls)
+        .containsExactly("abortTransaction", "abortTransaction", "commitTransaction");
+    assertThat(calls).hasValue(2);
+  }
+
+  @Test
+  void aFenceFoundByTheAbortAfterATransientFailureStopsThePipelineAsFenced() {
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
+    TimingOutProducer producer = new TimingOutProducer();
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            withDeadLetterTopic(),
+            consumer,
+            strings(),
+            producer,
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
+            record -> {
+              producer.fenceProducer(); // a newer pipeline took the transactional id meanwhile
+              throw refused();
+            },
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.initTransactions();
+    consumer.schedulePollTask(loop::requestClose);
+
+    assertThatThrownBy(loop::run).isInstanceOf(ProducerFencedException.class);
+    assertThat(loop.fenced()).as("fenced() tells the caller why it stopped").isTrue();
+  }
+
+  @Test
+  void aStopThatADeadLetterTopicCannotHelpDoesNotSuggestOne() {
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            config(),
+            consumer,
+            strings(),
+            new TimingOutProducer(),
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
+            record -> {
+              throw new IllegalStateException("a bug");
+            },
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.initTransactions();
+
+    assertThatThrownBy(loop::run)
+        .isInstanceOf(RecordFailedException.class)
+        .hasMessageContaining("deadLetterWhen")
+        .hasMessageNotContaining("deadLetterTopic");
   }
 }
