@@ -2,21 +2,26 @@ package dev.nolock.schedule;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.schedule.internal.RunTable;
 import dev.nolock.testkit.HeldAdvisoryLock;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.jooq.impl.DSL;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The advisory lock that serialises a job's claims is in the schedule's own namespace: another
- * application's advisory lock on {@code hashtextextended('<table>/<job>', 0)} (the key before the
- * namespace existed) does not hold a claim up, while a holder of the schedule's own key does. That
+ * The advisory lock that serialises a job's claims is in the schedule's own namespace, keyed on the
+ * table's OID: another application's advisory lock on {@code hashtextextended('<table>/<job>', 0)}
+ * (the key before the namespace existed) does not hold a claim up, while a holder of the schedule's
+ * own key, {@code 'nolock.schedule.claims:' || <table's oid> || '/' || <job>}, does. That the key
+ * follows the table rather than its spelling is {@link ClaimLockTableSpellingIT}'s. That
  * overlapping claims of a job still take turns, and what goes wrong without the lock, is {@link
  * ConcurrentClaimIT}'s.
  */
@@ -52,9 +57,10 @@ class ClaimLockKeyIT {
   @Test
   void theSchedulesOwnKeyStillBlocksAClaim() throws Exception {
     String job = "own-key";
+    long oid = tableOid();
     Pass pass;
     try (HeldAdvisoryLock sameJob =
-        HeldAdvisoryLock.hold(schema.jdbcUrl(), "nolock.schedule.claims:" + table + "/" + job)) {
+        HeldAdvisoryLock.hold(schema.jdbcUrl(), "nolock.schedule.claims:" + oid + "/" + job)) {
       pass = startDuePass(job);
 
       assertThat(sameJob.blocks(pass.outcomes))
@@ -62,6 +68,15 @@ class ClaimLockKeyIT {
           .isTrue();
     }
     assertThat(pass.finish()).singleElement().isInstanceOf(RunOutcome.Finished.class);
+  }
+
+  /** Creates the table unless it exists and reads its OID. */
+  private long tableOid() {
+    new RunTable(table, Duration.ofSeconds(5)).createIfMissing(schema.dsl());
+    return schema
+        .dsl()
+        .resultQuery("SELECT to_regclass({0})::oid::bigint", DSL.val(table))
+        .fetchOne(0, Long.class);
   }
 
   /** A pass of {@code job} with one time due, running. */

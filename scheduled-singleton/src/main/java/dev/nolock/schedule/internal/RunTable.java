@@ -227,20 +227,35 @@ public final class RunTable {
   }
 
   /**
-   * Serialises the claims of {@code jobName} until the transaction ends: {@code SELECT
-   * pg_advisory_xact_lock(hashtextextended('nolock.schedule.claims:' || :table || '/' || :job,
-   * 0))}, the whole input bound ({@link AdvisoryLockNamespace#SCHEDULE_CLAIMS}; the table, a
-   * validated identifier, has no {@code '/'}, so table and job can be read back). Run it as the
-   * first statement of the claim's transaction, on its own: under READ COMMITTED the {@link #claim}
-   * that follows takes its snapshot after the lock is granted, so it sees every claim of the job
-   * that committed before, including one of another time still open when this one started (a
-   * statement's snapshot does not see uncommitted rows, and {@code ON CONFLICT} waits only for a
+   * Serialises the claims of {@code jobName} on this table until the transaction ends. Run it as
+   * the first statement of the claim's transaction, on its own: under READ COMMITTED the {@link
+   * #claim} that follows takes its snapshot after the lock is granted, so it sees every claim of
+   * the job that committed before, including one of another time still open when this one started
+   * (a statement's snapshot does not see uncommitted rows, and {@code ON CONFLICT} waits only for a
    * row of the same key).
+   *
+   * <ol>
+   *   <li>Resolve the table as the claim will, on this connection's search path: {@code CAST(:table
+   *       AS regclass)}, the quoted configured name bound. The key follows the table, not its
+   *       spelling, so instances configured with {@code runs} and {@code public.runs} (or with
+   *       search paths that lead to the same table) take the same lock. A missing table fails the
+   *       statement ({@code relation "..." does not exist}, SQLState 42P01, as the claim's insert
+   *       would): {@code to_regclass} would give null, {@code hashtextextended} of null is null,
+   *       and {@code pg_advisory_xact_lock(null)} returns without locking anything.
+   *   <li>{@code SELECT pg_advisory_xact_lock(hashtextextended(:namespace || oid::text || :rest,
+   *       0))} in the same statement, with {@code :namespace} {@code 'nolock.schedule.claims:'}
+   *       ({@link AdvisoryLockNamespace#SCHEDULE_CLAIMS}) and {@code :rest} {@code '/' || job}
+   *       bound. The input is the namespace's framing ({@link AdvisoryLockNamespace#key(Field)}),
+   *       so it stays within the namespace; inside it, the OID is digits only, so its first {@code
+   *       '/'} ends the OID and (OID, job) can be read back.
+   * </ol>
    */
   public void lockClaims(DSLContext dsl, String jobName) {
+    Field<String> oid =
+        field("CAST({0} AS regclass)::oid::text", String.class, val(SqlNames.regclass(qualified)));
     dsl.resultQuery(
             "SELECT pg_advisory_xact_lock({0})",
-            AdvisoryLockNamespace.SCHEDULE_CLAIMS.key(tableName + "/" + jobName))
+            AdvisoryLockNamespace.SCHEDULE_CLAIMS.key(oid.concat(val("/" + jobName))))
         .queryTimeout(timeoutSeconds)
         .fetch();
   }

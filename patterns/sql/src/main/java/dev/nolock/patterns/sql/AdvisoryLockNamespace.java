@@ -56,7 +56,10 @@ public final class AdvisoryLockNamespace {
   public static final AdvisoryLockNamespace QUEUE_SCHEMA =
       new AdvisoryLockNamespace("nolock.queue.schema");
 
-  /** The claims of a scheduled job, per {@code table/job} ({@code scheduled-singleton}). */
+  /**
+   * The claims of a scheduled job, per table OID and job, {@code oid/job} ({@code
+   * scheduled-singleton}).
+   */
   public static final AdvisoryLockNamespace SCHEDULE_CLAIMS =
       new AdvisoryLockNamespace("nolock.schedule.claims");
 
@@ -151,6 +154,30 @@ public final class AdvisoryLockNamespace {
   public Field<Long> key(String name) {
     return function(
         unquotedName("hashtextextended"), SQLDataType.BIGINT, val(hashInput(name)), inline(0L));
+  }
+
+  /**
+   * {@code hashtextextended(:namespace || ':' || name, 0)} for a name the statement computes on the
+   * server (e.g. from a table's OID), the namespace bound. The framing is {@link #key(String)}'s:
+   * the namespace has no {@code ':'}, so the first {@code ':'} still ends it, and a server-side
+   * name stays inside this namespace whatever it evaluates to. The caller makes the name injective
+   * within its own namespace; it reaches the server unchecked, so it is only for nolock's own
+   * namespaces and {@link #of} ones, never {@link #unnamespaced()} (whose reserved-name check needs
+   * the name in hand).
+   *
+   * @throws IllegalStateException on {@link #unnamespaced()}
+   */
+  public Field<Long> key(Field<String> name) {
+    if (namespace == null) {
+      throw new IllegalStateException(
+          "An unnamespaced advisory-lock key needs its name in hand: pass a String to key(...),"
+              + " or use a namespace of your own, AdvisoryLockNamespace.of(\"yours\").");
+    }
+    return function(
+        unquotedName("hashtextextended"),
+        SQLDataType.BIGINT,
+        val(namespace + SEPARATOR).concat(Objects.requireNonNull(name, "name")),
+        inline(0L));
   }
 
   /** Same namespace, or both {@link #unnamespaced()}: the same keys for the same names. */

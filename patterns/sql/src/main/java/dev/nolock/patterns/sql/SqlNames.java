@@ -73,7 +73,7 @@ public final class SqlNames {
    * statements are: each part (validated by {@link #requireSqlIdentifier}) double-quoted, so that a
    * keyword stays a name.
    */
-  static String regclass(Name name) {
+  public static String regclass(Name name) {
     return Arrays.stream(name.getName())
         .map(part -> '"' + part + '"')
         .collect(Collectors.joining("."));

@@ -200,6 +200,25 @@ class AdvisoryLockNamespaceTest {
     assertThat(AdvisoryLockNamespace.unnamespaced().hashInput("orders")).isEqualTo("orders");
   }
 
+  /** A name computed on the server keeps the namespace's framing, the namespace bound. */
+  @Test
+  void aServerSideNameIsFramedByTheBoundNamespace() {
+    var query =
+        DSL.select(
+            AdvisoryLockNamespace.SCHEDULE_CLAIMS.key(DSL.field("n.oid::text", String.class)));
+
+    assertThat(DSL.using(SQLDialect.POSTGRES).render(query))
+        .startsWith("select hashtextextended(")
+        .contains("?")
+        .contains("n.oid::text")
+        .endsWith(", 0)");
+    assertThat(DSL.using(SQLDialect.POSTGRES).extractBindValues(query))
+        .containsExactly("nolock.schedule.claims:");
+    assertThatThrownBy(() -> AdvisoryLockNamespace.unnamespaced().key(DSL.field("n", String.class)))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("of(\"yours\")");
+  }
+
   @Test
   void theInputIsBound() {
     String sql =
