@@ -360,16 +360,16 @@ public final class ExactlyOnceConfig {
 
     /**
      * Sends an input record that is known to be poison (its key or value deserializer or a
-     * serializer of one of its outputs fails on its bytes, or the transform fails with a SQLState
-     * of class 22 or 23 or with an exception {@link #deadLetterWhen} marks) to {@code
-     * deadLetterTopic} instead of stopping the pipeline, in the batch's transaction, with the input
-     * offsets: exactly once for {@code read_committed} readers of the dead-letter topic, as the
-     * outputs are. The record goes with its original key and value bytes and headers, plus {@code
-     * nolock.dlt.*} headers naming its topic, partition, offset and the exception's class names
-     * (never its message). A transient failure (a network exception, a Kafka retriable exception, a
-     * backend unavailable, a transient SQLState) aborts the batch and retries it after a backoff;
-     * an {@link Error}, an interrupt, a schema error and any other transform exception stop the
-     * pipeline, as without this setting. The topic must exist; a send to it that fails aborts the
+     * serializer of one of its outputs fails on its bytes, or it fails with an exception {@link
+     * #deadLetterWhen} marks) to {@code deadLetterTopic} instead of stopping the pipeline, in the
+     * batch's transaction, with the input offsets: exactly once for {@code read_committed} readers
+     * of the dead-letter topic, as the outputs are. The record goes with its original key and value
+     * bytes and headers, plus {@code nolock.dlt.*} headers naming its topic, partition, offset and
+     * the exception's class names (never its message). A transient failure (a network exception, a
+     * Kafka retriable exception, a backend unavailable, a transient SQLState) aborts the batch and
+     * retries it after a backoff; an {@link Error}, an interrupt, a schema error, a de- or
+     * serializer failure of unknown cause and any transform exception not marked stop the pipeline,
+     * as without this setting. The topic must exist; a send to it that fails aborts the
      * transaction, and the batch is tried again, never skipped.
      *
      * @param deadLetterTopic a Kafka topic name other than the input topic
@@ -390,28 +390,24 @@ public final class ExactlyOnceConfig {
      * @param max at least 1
      */
     public Builder maxConsecutiveDeadLetters(int max) {
-      if (max < 1) {
-        throw new IllegalArgumentException(
-            "maxConsecutiveDeadLetters must be at least 1, got "
-                + max
-                + "; to stop at the first failed record, leave deadLetterTopic unset");
-      }
-      this.maxConsecutiveDeadLetters = max;
+      this.maxConsecutiveDeadLetters = OwnershipConfig.requireMaxConsecutiveDeadLetters(max);
       return this;
     }
 
     /**
-     * Which transform exceptions mean the input record itself is poison, so that it goes to {@link
+     * Which failures mean the input record itself is poison, so that it goes to {@link
      * #deadLetterTopic} instead of stopping the pipeline. By default none: only a deserializer or
-     * serializer failure and a transform failure whose cause chain holds a SQLState of class 22 or
-     * 23 are dead-lettered, and any other transform exception stops the pipeline.
+     * serializer failure whose cause says the bytes are bad (a parse error) is dead-lettered, and
+     * any other failure stops the pipeline (or is retried). A transform failure is never
+     * dead-lettered unless marked here, not even a SQL data error (class 22 or 23).
      *
-     * <p>Consulted only after the fixed rules: an {@link Error}, an interrupt or a schema error
-     * stops the pipeline, and a transient failure is retried, whatever the predicate says. Mark
-     * only exceptions that no retry or fix elsewhere can cure: a record marked here is skipped. An
-     * exception the predicate throws stops the pipeline. Requires {@link #deadLetterTopic}.
+     * <p>Consulted once per failure, and only after the fixed rules: an {@link Error}, an interrupt
+     * or a schema error stops the pipeline, and a transient failure is retried, whatever the
+     * predicate says. Mark only exceptions that no retry or fix elsewhere can cure: a record marked
+     * here is skipped. An exception the predicate throws stops the pipeline, with the record's
+     * failure as its cause. Requires {@link #deadLetterTopic}.
      *
-     * @param poison tested on the transform's exception as thrown
+     * @param poison tested on the transform's, deserializer's or serializer's exception as thrown
      */
     public Builder deadLetterWhen(Predicate<Throwable> poison) {
       this.deadLetterWhen =

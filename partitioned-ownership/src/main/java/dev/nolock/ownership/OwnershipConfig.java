@@ -239,12 +239,19 @@ public final class OwnershipConfig {
     }
   }
 
-  /**
-   * A dead-letter topic: a Kafka topic name, not {@code source} (the runner would read its own dead
-   * letters back as commands); shared with ExactlyOnceConfig.
-   */
   /** The default of {@link Builder#deadLetterWhen}: no handler exception is known poison. */
   static final Predicate<Throwable> NO_POISON = failure -> false;
+
+  /** At least 1; shared with ExactlyOnceConfig. */
+  static int requireMaxConsecutiveDeadLetters(int max) {
+    if (max < 1) {
+      throw new IllegalArgumentException(
+          "maxConsecutiveDeadLetters must be at least 1, got "
+              + max
+              + "; to stop at the first failed record, leave deadLetterTopic unset");
+    }
+    return max;
+  }
 
   /** Refuses a dead-letter setting made without the topic; shared with ExactlyOnceConfig. */
   static void requireDeadLetterTopicFor(String setting, String deadLetterTopic, boolean set) {
@@ -258,6 +265,10 @@ public final class OwnershipConfig {
     }
   }
 
+  /**
+   * A dead-letter topic: a Kafka topic name, not {@code source} (the runner would read its own dead
+   * letters back as commands); shared with ExactlyOnceConfig.
+   */
   static String requireDeadLetterTopic(String deadLetterTopic, String source) {
     if (deadLetterTopic == null
         || !TOPIC.matcher(deadLetterTopic).matches()
@@ -588,9 +599,9 @@ public final class OwnershipConfig {
     }
 
     /**
-     * How long {@link PartitionOwner#close()} waits for the loop to stop, and how long the
-     * dead-letter producer may then deliver a send still pending (one not acknowledged by the point
-     * of no return, so not recorded as applied); 1 s to 5 min.
+     * How long {@link PartitionOwner#close()} waits for the loop to stop; the dead-letter producer
+     * may deliver a send still pending (one not acknowledged by the point of no return, so not
+     * recorded as applied) only in what is left of it once the consumer has closed; 1 s to 5 min.
      */
     public Builder closeTimeout(Duration closeTimeout) {
       this.closeTimeout =
@@ -650,16 +661,17 @@ public final class OwnershipConfig {
 
     /**
      * Sends a record that is known to be poison to {@code deadLetterTopic} instead of stopping the
-     * runner: one whose key or value deserializer fails (bad bytes), or whose handler fails with a
-     * SQLState of class 22 or 23 (a value or constraint the record broke) or with an exception
-     * {@link #deadLetterWhen} marks. A transient failure (a transient SQLState, a network
-     * exception, a Kafka retriable exception, a backend unavailable) is retried; a schema or
-     * privilege error, an interrupt, an {@link Error} and any other handler exception stop the
-     * runner, as without this setting: what is not known to be the record's fault is never skipped.
-     * The record goes with its original key and value bytes and headers, plus {@code nolock.dlt.*}
-     * headers naming its topic, partition, offset and the exception's class names (never its
-     * message); once the broker has acknowledged it, the record's offset is recorded as applied,
-     * fenced by the owner epoch like any apply, and the partition moves on.
+     * runner: one whose key or value deserializer fails on its bytes (a parse error, Kafka's own
+     * {@code SerializationException}), or whose failure {@link #deadLetterWhen} marks. A transient
+     * failure (a transient SQLState, a network exception, a Kafka retriable exception, a backend
+     * unavailable) is retried; a schema or privilege error, an interrupt, an {@link Error}, a
+     * deserializer failure of unknown cause (a schema registry that answered an error) and any
+     * handler exception not marked stop the runner (a handler's {@code IOException} is retried), as
+     * without this setting: what is not known to be the record's fault is never skipped. The record
+     * goes with its original key and value bytes and headers, plus {@code nolock.dlt.*} headers
+     * naming its topic, partition, offset and the exception's class names (never its message); once
+     * the broker has acknowledged it, the record's offset is recorded as applied, fenced by the
+     * owner epoch like any apply, and the partition moves on.
      *
      * <p>At least once, and "failed at least once": a runner that stops, is fenced or loses its
      * database answer between the acknowledgement and the offset write leaves the record to the
@@ -715,33 +727,31 @@ public final class OwnershipConfig {
      * @param max at least 1
      */
     public Builder maxConsecutiveDeadLetters(int max) {
-      if (max < 1) {
-        throw new IllegalArgumentException(
-            "maxConsecutiveDeadLetters must be at least 1, got "
-                + max
-                + "; to stop at the first failed record, leave deadLetterTopic unset");
-      }
-      this.maxConsecutiveDeadLetters = max;
+      this.maxConsecutiveDeadLetters = requireMaxConsecutiveDeadLetters(max);
       return this;
     }
 
     /**
-     * Which handler exceptions mean the record itself is poison, so that it goes to {@link
-     * #deadLetterTopic} instead of stopping the runner. By default none: only a deserializer
-     * failure and a handler failure whose cause chain holds a SQLState of class 22 or 23 (a value
-     * or constraint the record broke) are dead-lettered, and any other handler exception stops the
-     * runner, as without a dead-letter topic.
+     * Which failures mean the record itself is poison, so that it goes to {@link #deadLetterTopic}
+     * instead of stopping the runner. By default none: only a deserializer failure whose cause says
+     * the bytes are bad (a parse error) is dead-lettered, and any other failure stops the runner
+     * (or is retried), as without a dead-letter topic. A handler failure is never dead-lettered
+     * unless marked here, not even a SQL data error (class 22 or 23): a migration that adds a
+     * constraint, a parent row in a partition not applied yet or a writer outside nolock raise
+     * those for good records too.
      *
-     * <p>Consulted only after the fixed rules: an {@link Error}, an interrupt or a schema or
-     * privilege error (SQLState class 42) stops the runner, and a transient failure (a transient
-     * SQLState, a Kafka retriable exception, a backend unavailable, a lost lease, a network
-     * exception) is retried, whatever the predicate says. Mark only exceptions that no retry or fix
-     * elsewhere can cure (a validation error of the record's content): a record marked here is
-     * skipped, which is worse than a stop if the fault was not the record's. An exception the
-     * predicate throws stops the runner. Requires {@link #deadLetterTopic}.
+     * <p>Consulted once per failure, and only after the fixed rules: an {@link Error}, an interrupt
+     * or a schema or privilege error (SQLState class 42) stops the runner, and a transient failure
+     * (a transient SQLState, a Kafka retriable exception, a backend unavailable, a lost lease, a
+     * network exception) is retried, whatever the predicate says. It is consulted before a
+     * handler's other {@code IOException}s are retried, so a parse error of the handler's own can
+     * be marked. Mark only exceptions that no retry or fix elsewhere can cure (a validation error
+     * of the record's content): a record marked here is skipped, which is worse than a stop if the
+     * fault was not the record's. An exception the predicate throws stops the runner, with the
+     * record's failure as its cause. Requires {@link #deadLetterTopic}.
      *
-     * @param poison tested on the handler's exception as thrown (walk {@code getCause()} to look
-     *     inside wrappers)
+     * @param poison tested on the handler's or deserializer's exception as thrown (walk {@code
+     *     getCause()} to look inside wrappers)
      */
     public Builder deadLetterWhen(Predicate<Throwable> poison) {
       this.deadLetterWhen =

@@ -63,10 +63,10 @@ import org.slf4j.LoggerFactory;
  * {@link OwnershipConfig.Builder#deadLetterTopic} is set: then it is sent there, and recorded as
  * applied once the broker has acknowledged it (at least once in the dead-letter topic; a dead
  * letter means the record failed at least once, not that it was never applied). Only a record known
- * to be poison is dead-lettered: a deserializer failure, a handler failure with a SQLState of class
- * 22 or 23, or one {@link OwnershipConfig.Builder#deadLetterWhen} marks. A transient failure is
- * retried; a schema error, an interrupt, an {@link Error} and any other handler exception stop the
- * runner, as without the topic; so does a failure after {@link
+ * to be poison is dead-lettered: a deserializer failure on the bytes (a parse error), or one {@link
+ * OwnershipConfig.Builder#deadLetterWhen} marks. A transient failure is retried; a schema error, an
+ * interrupt, an {@link Error}, a failure of unknown cause and any handler exception not marked stop
+ * the runner, as without the topic; so does a failure after {@link
  * OwnershipConfig#maxConsecutiveDeadLetters()} dead letters in a row.
  *
  * <p>Lifecycle: {@link #create}, {@link #createTableIfMissing()} (or your migration), {@link
@@ -117,8 +117,7 @@ public final class PartitionOwner<K, V> implements AutoCloseable {
                               deadLetterProducerProperties(config),
                               new ByteArraySerializer(),
                               new ByteArraySerializer()),
-                          topic,
-                          config.closeTimeout()))
+                          topic))
               .getOrNull();
     } catch (RuntimeException e) {
       consumer.close(CloseOptions.timeout(Duration.ZERO));

@@ -10,12 +10,15 @@ import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.ConnectException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -310,6 +313,145 @@ class DeadLetterClassificationIT {
         .containsOnlyKeys(0L, 1L, 2L, 3L, 4L)
         .allSatisfy((offset, applies) -> assertThat(applies).isEqualTo(1));
     assertThat(readAll(kafka, dlt)).as("nothing dead-lettered").isEmpty();
+  }
+
+  /** Like a schema registry client's exception for an HTTP 500: neither I/O nor the bytes. */
+  static final class RegistryAnswered extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    RegistryAnswered() {
+      super("Internal Server Error; error code: 50001");
+    }
+  }
+
+  @Test
+  void aDeserializerWhoseRegistryAnsweredAnErrorStopsTheRunnerAndIsNotDeadLettered(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-registry500"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-registry500-dlt"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    produce(kafka, topic, commands(5));
+    StringDeserializer strings = new StringDeserializer();
+    Deserializer<String> registryClient =
+        (t, data) -> {
+          String value = strings.deserialize(t, data);
+          if (value.equals("cmd-2")) {
+            throw new SerializationException("Error retrieving schema", new RegistryAnswered());
+          }
+          return value;
+        };
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "registry500")
+                .deadLetterTopic(dlt),
+            registryClient,
+            ledger.handler())) {
+      owner.start();
+      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
+      assertThat(owner.failure().toJavaOptional())
+          .get()
+          .isInstanceOfSatisfying(
+              RecordFailedException.class,
+              e -> {
+                assertThat(e).hasMessageContaining(topic + "-0@2");
+                assertThat(e.deadLetterable()).isFalse();
+              });
+    }
+    assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(1);
+    assertThat(readAll(kafka, dlt)).as("a good record is never skipped").isEmpty();
+  }
+
+  @Test
+  void aConstraintThatAMigrationAddedStopsTheRunnerAndIsNotDeadLettered(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-migration"), 1);
+    String dlt = kafka.createTopic(kafka.uniqueTopicName("cls-migration-dlt"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    pg.dsl().execute("CREATE TABLE shipments (id text PRIMARY KEY, carrier text)");
+    produce(kafka, topic, commands(5));
+    RecordHandler<String, String> write = ledger.handler();
+    AtomicBoolean migrated = new AtomicBoolean();
+    RecordHandler<String, String> handler =
+        (record, tx, epoch) -> {
+          if (record.offset() == 2 && migrated.compareAndSet(false, true)) {
+            // A migration ran ahead of the deploy that fills carrier: from here on every record
+            // fails with 23514, good ones included.
+            pg.dsl()
+                .execute(
+                    "ALTER TABLE shipments ADD CONSTRAINT carrier_set"
+                        + " CHECK (carrier IS NOT NULL) NOT VALID");
+          }
+          write.apply(record, tx, epoch);
+          tx.execute("INSERT INTO shipments (id) VALUES (?)", record.value());
+        };
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "migration")
+                .deadLetterTopic(dlt),
+            new StringDeserializer(),
+            handler)) {
+      owner.start();
+      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
+      assertThat(owner.failure().toJavaOptional())
+          .get()
+          .isInstanceOfSatisfying(
+              RecordFailedException.class, e -> assertThat(e).hasMessageContaining(topic + "-0@2"));
+    }
+    assertThat(readAll(kafka, dlt)).as("good records are never skipped").isEmpty();
+    assertThat(ledger.appliesPerOffset(0)).containsOnlyKeys(0L, 1L);
+  }
+
+  /** Like Apache HttpClient's NoHttpResponseException: a lost connection that is no java.net. */
+  static final class NoHttpResponse extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    NoHttpResponse() {
+      super("The target server failed to respond");
+    }
+  }
+
+  @Test
+  void withoutADeadLetterTopicAHandlersIoFailureIsRetriedAsBefore(
+      KafkaBroker kafka, PostgresSchema pg) throws Exception {
+    String topic = kafka.createTopic(kafka.uniqueTopicName("cls-io"), 1);
+    String group = "owners-" + topic;
+    AppliedLedger ledger = AppliedLedger.fresh(pg.dsl());
+    produce(kafka, topic, commands(5));
+    RecordHandler<String, String> write = ledger.handler();
+    AtomicInteger lostResponses = new AtomicInteger(1);
+    RecordHandler<String, String> handler =
+        (record, tx, epoch) -> {
+          if (record.offset() == 2 && lostResponses.getAndDecrement() > 0) {
+            throw new UncheckedIOException(new NoHttpResponse());
+          }
+          write.apply(record, tx, epoch);
+        };
+    try (PartitionOwner<String, String> owner =
+        owner(
+            kafka,
+            pg,
+            topic,
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "io"),
+            new StringDeserializer(),
+            handler)) {
+      owner.start();
+      Awaitility.await("all 5 offsets handled")
+          .atMost(WAIT)
+          .until(() -> OwnerRows.appliedThrough(pg.dsl(), group, topic) == 5);
+      assertThat(owner.failure().toJavaOptional()).as("the runner did not stop").isEmpty();
+    }
+    assertThat(lostResponses.get()).as("the response was lost once").isNegative();
+    assertThat(ledger.appliesPerOffset(0))
+        .containsOnlyKeys(0L, 1L, 2L, 3L, 4L)
+        .allSatisfy((offset, applies) -> assertThat(applies).isEqualTo(1));
   }
 
   @Test

@@ -7,6 +7,7 @@ import dev.nolock.ownership.internal.ApplyTransaction;
 import dev.nolock.ownership.internal.OwnerTable;
 import dev.nolock.ownership.internal.RecordFailedException;
 import dev.nolock.ownership.internal.Safeguards;
+import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.testkit.CapturedStderr;
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
@@ -79,10 +80,16 @@ class DeadLetterTopicIT {
     return (record, tx, epoch) -> {
       write.apply(record, tx, epoch); // rolled back with the failure below
       if (record.value().startsWith("poison")) {
-        // A value PostgreSQL refuses (SQLState 22P02): a data error, the record's own fault.
+        // A value PostgreSQL refuses (SQLState 22P02): a data error, which this test's
+        // deadLetterWhen marks as the record's own fault (nolock never assumes that on its own).
         tx.execute("SELECT CAST(? AS integer)", record.value());
       }
     };
+  }
+
+  /** The README's predicate for a handler whose data errors can only come from the record. */
+  private static boolean dataError(Throwable failure) {
+    return SqlErrors.classify(failure) == SqlErrors.Kind.DATA;
   }
 
   /** 10 records on partition 0: "cmd-i", the poison at 3 and the unreadable one at 6. */
@@ -159,6 +166,7 @@ class DeadLetterTopicIT {
                 pg.dataSource(),
                 TestOwners.config(kafka.bootstrapServers(), topic, group, "dlt")
                     .deadLetterTopic(dlt)
+                    .deadLetterWhen(DeadLetterTopicIT::dataError)
                     .metrics(metrics, "dlt")
                     .build(),
                 new StringDeserializer(),
@@ -290,6 +298,7 @@ class DeadLetterTopicIT {
             pg.dataSource(),
             TestOwners.config(kafka.bootstrapServers(), topic, group, "dlt-missing")
                 .deadLetterTopic(dlt)
+                .deadLetterWhen(DeadLetterTopicIT::dataError)
                 .deadLetterProducerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, 300)
                 .metrics(metrics, "dlt-missing")
                 .build(),

@@ -173,8 +173,8 @@ public final class ApplyTransaction<K, V> {
 
   /**
    * What the handler's or deserializer's {@code cause} means ({@link RecordFailures}): a transient
-   * failure to retry, or a failure for good, dead-letterable or not. The stop message suggests the
-   * dead-letter topic only when it would take this record.
+   * failure to retry, or a failure for good, dead-letterable or not. For a deserializer the stop
+   * message suggests the dead-letter topic alone only when it would take this record.
    */
   private RuntimeException failure(ConsumerRecord<?, ?> record, Throwable cause) {
     RecordFailedException.Stage stage =
@@ -190,19 +190,17 @@ public final class ApplyTransaction<K, V> {
     }
     boolean poison = verdict == RecordFailures.Verdict.DEAD_LETTER;
     String fix =
-        RecordFailures.deadLetterable(cause, stage, deadLetterWhen)
-            ? " A record that can never apply blocks its partition: "
-                + (stage == RecordFailedException.Stage.HANDLER
-                    ? "handle it in the handler, e.g. in a dead-letter table, or set"
-                    : "fix the deserializer, or set")
-                + " OwnershipConfig's deadLetterTopic to send such records there."
-            : " The failure is not known to be the record's own (a bug, a schema or privilege"
-                + " error, an interrupt, an Error), so it is never dead-lettered: fix the cause"
-                + (stage == RecordFailedException.Stage.HANDLER
-                    ? ", or mark the exception with OwnershipConfig's deadLetterWhen if it"
-                        + " means the record is poison,"
-                    : "")
-                + " and restart.";
+        stage == RecordFailedException.Stage.HANDLER
+            ? " A record that can never apply blocks its partition: handle it in the handler, e.g."
+                + " in a dead-letter table, or set OwnershipConfig's deadLetterTopic and mark such"
+                + " failures with deadLetterWhen. Any other failure: fix the cause and restart."
+            : RecordFailures.badBytes(cause, stage)
+                ? " A record that can never be read blocks its partition: fix the deserializer, or"
+                    + " set OwnershipConfig's deadLetterTopic to send such records there."
+                : " The failure is not known to be the record's bytes (e.g. a schema registry that"
+                    + " failed), so it is never dead-lettered on its own: fix the cause and"
+                    + " restart, or mark it with OwnershipConfig's deadLetterWhen (beside"
+                    + " deadLetterTopic) if it means the record is poison.";
     String what =
         stage == RecordFailedException.Stage.HANDLER
             ? "The record handler"

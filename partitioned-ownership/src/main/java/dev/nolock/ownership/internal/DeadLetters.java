@@ -29,7 +29,7 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * read survives whole), its headers, then the {@code nolock.dlt.*} headers below. No message of the
  * failure and no data beyond the record's own: the exception is named by its class names only.
  */
-public final class DeadLetters implements AutoCloseable {
+public final class DeadLetters {
 
   public static final String TOPIC_HEADER = "nolock.dlt.topic";
   public static final String PARTITION_HEADER = "nolock.dlt.partition";
@@ -40,7 +40,6 @@ public final class DeadLetters implements AutoCloseable {
 
   private final Producer<byte[], byte[]> producer;
   private final String topic;
-  private final Duration closeTimeout;
 
   /** The send failed or its outcome is unknown; the record must not be taken as handled. */
   public static final class SendFailedException extends KafkaException {
@@ -58,13 +57,9 @@ public final class DeadLetters implements AutoCloseable {
     }
   }
 
-  /**
-   * @param closeTimeout how long {@link #close()} may deliver a send still pending
-   */
-  public DeadLetters(Producer<byte[], byte[]> producer, String topic, Duration closeTimeout) {
+  public DeadLetters(Producer<byte[], byte[]> producer, String topic) {
     this.producer = Objects.requireNonNull(producer, "producer");
     this.topic = Objects.requireNonNull(topic, "topic");
-    this.closeTimeout = Objects.requireNonNull(closeTimeout, "closeTimeout");
   }
 
   public String topic() {
@@ -170,14 +165,15 @@ public final class DeadLetters implements AutoCloseable {
   }
 
   /**
-   * Closes the producer, delivering for at most {@code closeTimeout} a send still pending: one
-   * whose wait was cut at the runner's deadline. Such a record was not recorded as applied, so the
-   * next attempt sends it again whether or not this delivery happens: delivered, it is a duplicate
-   * (dead letters are at least once); dropped, nothing is lost. The bound keeps a broker that is
-   * down from holding the runner's thread.
+   * Closes the producer, delivering for at most {@code atMost} a send still pending: one whose wait
+   * was cut at the runner's deadline. Such a record was not recorded as applied, so the next
+   * attempt sends it again whether or not this delivery happens: delivered, it is a duplicate (dead
+   * letters are at least once); dropped, nothing is lost. The bound keeps a broker that is down
+   * from holding the runner's thread.
+   *
+   * @param atMost what is left of the runner's close timeout
    */
-  @Override
-  public void close() {
-    producer.close(closeTimeout);
+  public void close(Duration atMost) {
+    producer.close(atMost);
   }
 }

@@ -230,11 +230,15 @@ public final class OwnerLoop<K, V> {
     } catch (RuntimeException e) {
       log.debug("Closing an unstarted consumer failed: {}", e.toString());
     }
-    closeQuietly();
+    closeQuietly(Duration.ZERO); // nothing was sent
   }
 
   /** The deserializers (the consumer would have closed them) and the dead-letter producer. */
-  private void closeQuietly() {
+  /**
+   * @param deadLetterBudget how long a dead letter still pending may be delivered: what is left of
+   *     the close timeout, which {@code PartitionOwner.close()} promises as a whole
+   */
+  private void closeQuietly(Duration deadLetterBudget) {
     try {
       decoder.close();
     } catch (RuntimeException e) {
@@ -242,7 +246,7 @@ public final class OwnerLoop<K, V> {
     }
     if (deadLetters != null) {
       try {
-        deadLetters.close();
+        deadLetters.close(deadLetterBudget);
       } catch (RuntimeException e) {
         log.debug("Closing the dead-letter producer failed: {}", e.toString());
       }
@@ -1099,6 +1103,7 @@ public final class OwnerLoop<K, V> {
   }
 
   private void shutdown() {
+    long start = System.nanoTime();
     if (watchdog != null) {
       watchdog.close();
     }
@@ -1117,7 +1122,8 @@ public final class OwnerLoop<K, V> {
     } catch (RuntimeException e) {
       log.warn("Closing the consumer of owner {} failed: {}", owner, e.toString());
     }
-    closeQuietly();
+    Duration left = config.closeTimeout().minusNanos(System.nanoTime() - start);
+    closeQuietly(left.isNegative() ? Duration.ZERO : left);
     for (TopicPartition tp : List.copyOf(owned.keySet())) {
       release(tp, "closed");
     }

@@ -64,7 +64,10 @@ public final class PipelineLoop<KI, VI, KO, VO> {
 
   private static final Logger log = LoggerFactory.getLogger(PipelineLoop.class);
 
-  /** Between calls of a timed-out commit or abort; each call itself waits {@code max.block.ms}. */
+  /**
+   * Between calls of a timed-out commit or abort (each call itself waits {@code max.block.ms}), and
+   * before a batch whose transaction failed is tried again.
+   */
   private static final RetryPolicy RETRY =
       RetryPolicy.custom().baseDelay(Duration.ofMillis(50)).maxDelay(Duration.ofSeconds(1)).build();
 
@@ -215,13 +218,22 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   private void retryLater(TransientRecordFailure e, ConsumerRecords<byte[], byte[]> records) {
     abort(e);
     rewind(records);
+    backOff(e.getMessage(), e.getCause());
+  }
+
+  /**
+   * Waits before the rewound batch is tried again, longer after each failure in a row, so that a
+   * failure that repeats (a backend that is down, a dead letter the broker always refuses) is not
+   * retried in a hot loop. Returns early on {@link #requestClose()}.
+   */
+  private void backOff(String what, Throwable cause) {
     transientFailures++;
     Duration delay = RETRY.backoff(transientFailures, ThreadLocalRandom.current());
     log.warn(
         "{}; transaction aborted, batch rewound, trying again in {} ms: {}",
-        e.getMessage(),
+        what,
         delay.toMillis(),
-        ErrorDescriber.describe(ErrorDescriber.classNames(), e.getCause()));
+        ErrorDescriber.describe(ErrorDescriber.classNames(), cause));
     try {
       if (closed.await(delay.toMillis(), TimeUnit.MILLISECONDS)) {
         return; // requestClose(): the loop ends at its next check
@@ -328,14 +340,12 @@ public final class PipelineLoop<KI, VI, KO, VO> {
           "The " + stage.header() + " failed transiently on " + where, cause);
     }
     String fix =
-        RecordFailures.deadLetterable(cause, stage, config.deadLetterWhen())
+        RecordFailures.badBytes(cause, stage)
             ? ", or set ExactlyOnceConfig's deadLetterTopic to send such input records there."
-            : (stage == RecordFailedException.Stage.TRANSFORM
-                    ? ", or mark the exception with ExactlyOnceConfig's deadLetterWhen if it means"
-                        + " the input record is poison"
-                    : "")
-                + ". The failure is not known to be the record's own (a bug, a schema error, an"
-                + " interrupt, an Error), so it is never dead-lettered.";
+            : ", or set ExactlyOnceConfig's deadLetterTopic and mark the exception with its"
+                + " deadLetterWhen if it means the input record is poison. A failure not known to"
+                + " be the record's own (a bug, a schema error, an interrupt, an Error) is never"
+                + " dead-lettered on its own.";
     return new RecordFailedException(
         stage, what + fix, cause, verdict == RecordFailures.Verdict.DEAD_LETTER);
   }
@@ -353,8 +363,8 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     // Abortable, or possibly fenced (InvalidProducerEpochException on Kafka 4.x): the abort
     // tells which.
     abort(failure);
-    log.warn("Transaction of {} aborted, batch rewound: {}", config.transactionalId(), failed);
     rewind(records);
+    backOff("Transaction of " + config.transactionalId() + " failed", failure);
   }
 
   /**

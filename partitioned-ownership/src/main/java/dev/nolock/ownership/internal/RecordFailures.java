@@ -3,14 +3,22 @@ package dev.nolock.ownership.internal;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.sql.SqlErrors;
+import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.nio.BufferUnderflowException;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Set;
 import java.util.function.Predicate;
 import javax.net.ssl.SSLException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.SerializationException;
 import org.jooq.exception.DataAccessException;
 
 /**
@@ -25,22 +33,31 @@ import org.jooq.exception.DataAccessException;
  *   <li>An {@link Error}, an {@link InterruptedException} or Kafka's {@link InterruptException},
  *       the thread's interrupt flag set, or an outermost SQLState that {@link SqlErrors} calls
  *       {@code SCHEMA}: {@link Verdict#STOP}.
- *   <li>Without a dead-letter topic, only a handler failure goes on; any other stage stops, as
- *       before dead-letter topics existed.
- *   <li>A transient SQL failure ({@link SQLTransientException}, {@link SQLRecoverableException}, a
- *       SQLState {@link SqlErrors} calls {@code TRANSIENT}), a Kafka {@link RetriableException},
- *       nolock's {@link BackendUnavailableException} or {@link LeaseLostException}, or a network
- *       failure (an exception of {@code java.net} but a malformed URL or URI, an {@link
- *       InterruptedIOException}, an {@link SSLException}): {@link Verdict#RETRY}. Other {@code
- *       IOException}s (a JSON or protobuf parse error, {@code EOFException}, {@code
- *       CharacterCodingException}) are bad data, not a network fault.
- *   <li>Without a dead-letter topic: {@link Verdict#STOP}.
- *   <li>A deserializer or serializer failure (bad bytes in or out are the record's fault): {@link
- *       Verdict#DEAD_LETTER}.
- *   <li>A handler or transform failure with a SQLState of class 22 or 23 (a value or constraint the
- *       record broke; {@link SqlErrors} {@code DATA}), or one the user's {@code deadLetterWhen}
- *       predicate marks as poison: {@link Verdict#DEAD_LETTER}.
- *   <li>Anything else: {@link Verdict#STOP}, as without a dead-letter topic.
+ *   <li>Without a dead-letter topic, a deserializer, transform or serializer failure: {@link
+ *       Verdict#STOP}, as before dead-letter topics existed.
+ *   <li>A transient failure: a SQL one ({@link SQLTransientException}, {@link
+ *       SQLRecoverableException}, a SQLState {@link SqlErrors} calls {@code TRANSIENT}), a Kafka
+ *       {@link RetriableException}, nolock's {@link BackendUnavailableException} or {@link
+ *       LeaseLostException}, or a network failure (an exception of {@code java.net} but a malformed
+ *       URL or URI, an {@link InterruptedIOException}, an {@link SSLException}): {@link
+ *       Verdict#RETRY}. The user's predicate cannot override this: a broad one would otherwise skip
+ *       every record while the database is down.
+ *   <li>With a dead-letter topic, the user's {@code deadLetterWhen} predicate marks the failure:
+ *       {@link Verdict#DEAD_LETTER}.
+ *   <li>A handler or transform failure with any other {@link IOException} in the chain: {@link
+ *       Verdict#RETRY}, as before dead-letter topics existed. User code's I/O failures are mostly a
+ *       client's lost connection ({@code NoHttpResponseException} is no {@code java.net} class); a
+ *       handler that parses the record's bytes itself marks its parse error with the predicate.
+ *   <li>With a dead-letter topic, a deserializer or serializer failure whose chain says the bytes
+ *       are bad: an {@link IOException} (a JSON or protobuf parse error, {@code EOFException}), or
+ *       a root cause that is Kafka's {@link SerializationException} (the serializer's own verdict),
+ *       an {@link IllegalArgumentException} or a {@link BufferUnderflowException}: {@link
+ *       Verdict#DEAD_LETTER}. Any other cause (a schema registry that answered HTTP 500 or 401: its
+ *       client's own exception) is unknown.
+ *   <li>Anything else: {@link Verdict#STOP}, as without a dead-letter topic. In particular a SQL
+ *       data error (class 22 or 23) is not taken as the record's fault: a migration that added a
+ *       constraint, a parent row in a partition not yet applied, or a writer outside nolock cause
+ *       it for good records too.
  * </ol>
  */
 public final class RecordFailures {
@@ -58,47 +75,72 @@ public final class RecordFailures {
   private RecordFailures() {}
 
   /**
-   * The verdict on {@code failure} in {@code stage}; see the class Javadoc.
+   * The verdict on {@code failure} in {@code stage}; see the class Javadoc. Calls {@code
+   * deadLetterWhen} at most once, and only with a dead-letter topic.
    *
    * @param deadLetterTopic whether a dead-letter topic is configured
-   * @param deadLetterWhen the user's poison predicate, consulted for handler and transform failures
-   *     only after steps 1 to 3; an exception it throws propagates (the runner stops)
+   * @param deadLetterWhen the user's poison predicate
+   * @throws IllegalStateException when the predicate throws: caused by {@code failure}, with the
+   *     predicate's exception suppressed, so that neither hides the other (the runner stops)
    */
   public static Verdict classify(
       Throwable failure,
       RecordFailedException.Stage stage,
       boolean deadLetterTopic,
       Predicate<? super Throwable> deadLetterWhen) {
-    String state = outermostState(failure);
     if (Thread.currentThread().isInterrupted()
         || any(failure, RecordFailures::stops)
-        || SqlErrors.classify(state) == SqlErrors.Kind.SCHEMA) {
+        || SqlErrors.classify(outermostState(failure)) == SqlErrors.Kind.SCHEMA) {
       return Verdict.STOP;
     }
-    boolean code =
-        stage == RecordFailedException.Stage.HANDLER
-            || stage == RecordFailedException.Stage.TRANSFORM;
     if (!deadLetterTopic && stage != RecordFailedException.Stage.HANDLER) {
       return Verdict.STOP;
     }
-    if (any(failure, RecordFailures::retriable)) {
+    if (any(failure, RecordFailures::transientFailure)) {
       return Verdict.RETRY;
     }
-    if (!deadLetterTopic) {
-      return Verdict.STOP;
-    }
-    if (!code || SqlErrors.classify(state) == SqlErrors.Kind.DATA || deadLetterWhen.test(failure)) {
+    if (deadLetterTopic && marked(failure, stage, deadLetterWhen)) {
       return Verdict.DEAD_LETTER;
     }
-    return Verdict.STOP;
+    if (isCode(stage)) {
+      return any(failure, t -> t instanceof IOException) ? Verdict.RETRY : Verdict.STOP;
+    }
+    return badBytes(failure) ? Verdict.DEAD_LETTER : Verdict.STOP;
   }
 
-  /** Whether {@code failure} would be dead-lettered had a dead-letter topic been configured. */
-  public static boolean deadLetterable(
-      Throwable failure,
-      RecordFailedException.Stage stage,
-      Predicate<? super Throwable> deadLetterWhen) {
-    return classify(failure, stage, true, deadLetterWhen) == Verdict.DEAD_LETTER;
+  /**
+   * Whether a deserializer's or serializer's {@code failure} is dead-lettered by the fixed rules
+   * with a dead-letter topic (for the stop message, which suggests the topic only when it would
+   * take the record). False for the handler and the transform: only the user's predicate
+   * dead-letters their failures.
+   */
+  public static boolean badBytes(Throwable failure, RecordFailedException.Stage stage) {
+    return !isCode(stage) && classify(failure, stage, true, t -> false) == Verdict.DEAD_LETTER;
+  }
+
+  private static boolean isCode(RecordFailedException.Stage stage) {
+    return stage == RecordFailedException.Stage.HANDLER
+        || stage == RecordFailedException.Stage.TRANSFORM;
+  }
+
+  private static boolean marked(
+      Throwable failure, RecordFailedException.Stage stage, Predicate<? super Throwable> when) {
+    try {
+      return when.test(failure);
+    } catch (RuntimeException e) {
+      IllegalStateException thrown =
+          new IllegalStateException(
+              "deadLetterWhen threw "
+                  + e.getClass().getName()
+                  + " while classifying a "
+                  + stage.header()
+                  + " failure (the cause; the predicate's exception is suppressed). The runner"
+                  + " stops: make the predicate total, e.g. return false for exceptions it does"
+                  + " not know.",
+              failure);
+      thrown.addSuppressed(e);
+      throw thrown;
+    }
   }
 
   private static boolean stops(Throwable t) {
@@ -107,7 +149,7 @@ public final class RecordFailures {
         || t instanceof InterruptException;
   }
 
-  private static boolean retriable(Throwable t) {
+  private static boolean transientFailure(Throwable t) {
     return t instanceof SQLTransientException
         || t instanceof SQLRecoverableException
         || (t instanceof SQLException sql
@@ -135,28 +177,39 @@ public final class RecordFailures {
         || t instanceof SSLException;
   }
 
+  /** Rule 6: the chain says the bytes themselves are bad (network failures were rule 3). */
+  private static boolean badBytes(Throwable failure) {
+    if (any(failure, t -> t instanceof IOException)) {
+      return true;
+    }
+    List<Throwable> chain = chain(failure);
+    Throwable root = chain.get(chain.size() - 1);
+    return root instanceof SerializationException
+        || root instanceof IllegalArgumentException
+        || root instanceof BufferUnderflowException;
+  }
+
   /** The outermost SQLState in the chain, as {@link SqlErrors#classify(Throwable)} reads it. */
   private static String outermostState(Throwable failure) {
-    for (Throwable t = failure; t != null; t = t.getCause()) {
+    for (Throwable t : chain(failure)) {
       if (t instanceof SQLException sql && sql.getSQLState() != null) {
         return sql.getSQLState();
-      }
-      if (t.getCause() == t) {
-        break;
       }
     }
     return failure instanceof DataAccessException dae ? dae.sqlState() : null;
   }
 
   private static boolean any(Throwable failure, Predicate<Throwable> test) {
-    for (Throwable t = failure; t != null; t = t.getCause()) {
-      if (test.test(t)) {
-        return true;
-      }
-      if (t.getCause() == t) {
-        break;
-      }
+    return chain(failure).stream().anyMatch(test);
+  }
+
+  /** {@code failure} and its causes, each once: a cause chain can loop back on itself. */
+  private static List<Throwable> chain(Throwable failure) {
+    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+    List<Throwable> chain = new ArrayList<>();
+    for (Throwable t = failure; t != null && seen.add(t); t = t.getCause()) {
+      chain.add(t);
     }
-    return false;
+    return chain;
   }
 }

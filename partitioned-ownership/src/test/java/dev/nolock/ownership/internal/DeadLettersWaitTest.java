@@ -19,7 +19,7 @@ class DeadLettersWaitTest {
   void aSendNotAcknowledgedWithinTheWaitIsNotHandled() {
     MockProducer<byte[], byte[]> neverAcknowledges =
         new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
-    DeadLetters deadLetters = new DeadLetters(neverAcknowledges, "dlt", Duration.ZERO);
+    DeadLetters deadLetters = new DeadLetters(neverAcknowledges, "dlt");
     ConsumerRecord<byte[], byte[]> raw =
         new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
     RecordFailedException failed =
@@ -40,7 +40,7 @@ class DeadLettersWaitTest {
   void aSendThatReturnsPastTheDeadlineIsNotHandledEvenIfAcknowledged() {
     MockProducer<byte[], byte[]> acknowledgesAtOnce =
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
-    DeadLetters deadLetters = new DeadLetters(acknowledgesAtOnce, "dlt", Duration.ZERO);
+    DeadLetters deadLetters = new DeadLetters(acknowledgesAtOnce, "dlt");
     ConsumerRecord<byte[], byte[]> raw =
         new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
     RecordFailedException failed =

@@ -217,6 +217,47 @@ class PipelineLoopTest {
   }
 
   @Test
+  void aTransactionThatKeepsFailingIsTriedAgainAfterABackoffNotInAHotLoop() {
+    // E.g. a dead letter the broker refuses as too large once the nolock.dlt.* headers are added:
+    // each attempt fails the same way, with an abortable error.
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
+    TimingOutProducer producer = new TimingOutProducer();
+    producer.commitFailuresLeft = 2;
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            config(),
+            consumer,
+            strings(),
+            producer,
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
+            record -> List.of(),
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.initTransactions();
+    for (int again = 0; again < 2; again++) {
+      consumer.schedulePollTask(
+          () -> consumer.addRecord(new ConsumerRecord<>(TOPIC, 0, 0, bytes("k"), bytes("v"))));
+    }
+    consumer.schedulePollTask(loop::requestClose);
+
+    String logged;
+    try (CapturedStderr log = new CapturedStderr()) {
+      assertThatCode(loop::run).doesNotThrowAnyException();
+      logged = log.text();
+    }
+
+    assertThat(producer.calls)
+        .containsExactly(
+            "commitTransaction",
+            "abortTransaction",
+            "commitTransaction",
+            "abortTransaction",
+            "commitTransaction");
+    assertThat(logged.split("transaction aborted, batch rewound, trying again in", -1))
+        .as("each failed transaction waits a backoff before the batch is tried again")
+        .hasSize(3);
+  }
+
+  @Test
   void aSerializerFailureStopsTheLoopWithoutItsMessage() {
     MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
     Serializer<String> cardReader =
@@ -331,6 +372,7 @@ class PipelineLoopTest {
     assertThatThrownBy(loop::run)
         .isInstanceOf(RecordFailedException.class)
         .hasMessageContaining("deadLetterWhen")
-        .hasMessageNotContaining("deadLetterTopic");
+        .as("a dead-letter topic alone would not take it")
+        .hasMessageNotContaining("to send such input records there");
   }
 }

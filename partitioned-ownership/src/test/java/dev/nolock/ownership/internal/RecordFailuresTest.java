@@ -8,15 +8,18 @@ import static dev.nolock.ownership.internal.RecordFailures.Verdict.DEAD_LETTER;
 import static dev.nolock.ownership.internal.RecordFailures.Verdict.RETRY;
 import static dev.nolock.ownership.internal.RecordFailures.Verdict.STOP;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.patterns.BackendUnavailableException;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.nio.ByteBuffer;
 import java.sql.SQLException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RecordDeserializationException;
+import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.record.TimestampType;
 import org.junit.jupiter.api.Test;
 
@@ -35,6 +38,24 @@ class RecordFailuresTest {
 
   static final class Poison extends RuntimeException {
     private static final long serialVersionUID = 1L;
+  }
+
+  /** Like Apache HttpClient's NoHttpResponseException: a lost connection outside java.net. */
+  static final class NoHttpResponse extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    NoHttpResponse() {
+      super("The target server failed to respond");
+    }
+  }
+
+  /** Like a schema registry client's exception for an HTTP 500 answer: a checked non-I/O one. */
+  static final class RegistryAnswered extends Exception {
+    private static final long serialVersionUID = 1L;
+
+    RegistryAnswered(int status) {
+      super("Internal Server Error; error code: " + status);
+    }
   }
 
   private static RecordDeserializationException deserializer(Throwable cause) {
@@ -64,10 +85,55 @@ class RecordFailuresTest {
   }
 
   @Test
-  void aParseFailureInAHandlerIsNotRetriedForeverNorDeadLettered() {
-    assertThat(of(new ParseFailure(), HANDLER, true)).isEqualTo(STOP);
-    assertThat(of(new java.net.MalformedURLException("no protocol"), HANDLER, true))
-        .isEqualTo(STOP);
+  void kafkasOwnVerdictOnTheBytesIsDeadLettered() {
+    // IntegerDeserializer: "Size of data received by IntegerDeserializer is not 4", no cause.
+    assertThat(of(deserializer(new SerializationException("size")), VALUE_DESERIALIZER, true))
+        .isEqualTo(DEAD_LETTER);
+    // UUIDDeserializer: SerializationException("Error parsing data into UUID", IAE).
+    Throwable uuid =
+        deserializer(new SerializationException("uuid", new IllegalArgumentException("bad")));
+    assertThat(of(uuid, VALUE_DESERIALIZER, true)).isEqualTo(DEAD_LETTER);
+    assertThat(of(new SerializationException("cannot write"), SERIALIZER, true))
+        .isEqualTo(DEAD_LETTER);
+  }
+
+  @Test
+  void aDeserializerFailureOfUnknownCauseStopsEvenWithATopic() {
+    // A schema registry answering HTTP 500, 429 or 401 says nothing about the record's bytes.
+    Throwable failure =
+        deserializer(
+            new SerializationException("Error retrieving schema", new RegistryAnswered(500)));
+    assertThat(of(failure, VALUE_DESERIALIZER, true)).isEqualTo(STOP);
+    assertThat(RecordFailures.badBytes(failure, VALUE_DESERIALIZER)).isFalse();
+    assertThat(
+            RecordFailures.classify(
+                failure,
+                VALUE_DESERIALIZER,
+                true,
+                t ->
+                    t.getCause() instanceof SerializationException s
+                        && s.getCause() instanceof RegistryAnswered))
+        .as("the user may still mark it")
+        .isEqualTo(DEAD_LETTER);
+  }
+
+  @Test
+  void anIoFailureInTheHandlerIsRetriedAsBeforeDeadLetterTopicsExisted() {
+    assertThat(of(new NoHttpResponse(), HANDLER, false)).isEqualTo(RETRY);
+    assertThat(of(new RuntimeException(new NoHttpResponse()), HANDLER, true)).isEqualTo(RETRY);
+    assertThat(of(new ParseFailure(), TRANSFORM, true)).isEqualTo(RETRY);
+    assertThat(of(new NoHttpResponse(), VALUE_DESERIALIZER, true))
+        .as("in a deserializer an IOException that is no network failure is bad bytes")
+        .isEqualTo(DEAD_LETTER);
+  }
+
+  @Test
+  void aParseFailureInTheHandlerIsDeadLetteredOnlyWhenMarked() {
+    Predicate<Throwable> parse = t -> t instanceof ParseFailure;
+    assertThat(RecordFailures.classify(new ParseFailure(), HANDLER, true, parse))
+        .isEqualTo(DEAD_LETTER);
+    assertThat(RecordFailures.classify(new NoHttpResponse(), HANDLER, true, parse))
+        .isEqualTo(RETRY);
   }
 
   @Test
@@ -88,12 +154,23 @@ class RecordFailuresTest {
   }
 
   @Test
-  void aDataErrorInTheHandlerIsDeadLettered() {
-    assertThat(of(new SQLException("duplicate key", "23505"), HANDLER, true))
+  void aDataErrorInTheHandlerIsNotTakenAsTheRecordsFault() {
+    // A migration's NOT NULL or CHECK, a parent row in a partition not applied yet, a writer
+    // outside nolock: good records fail with these too.
+    for (String state : new String[] {"23502", "23514", "23503", "23505", "22P02"}) {
+      assertThat(of(new SQLException("refused", state), HANDLER, true)).as(state).isEqualTo(STOP);
+      assertThat(of(new RuntimeException(new SQLException("refused", state)), TRANSFORM, true))
+          .as(state)
+          .isEqualTo(STOP);
+    }
+    assertThat(
+            RecordFailures.classify(
+                new SQLException("bad", "22P02"),
+                HANDLER,
+                true,
+                t -> t instanceof SQLException e && "22P02".equals(e.getSQLState())))
+        .as("unless the user marks it")
         .isEqualTo(DEAD_LETTER);
-    assertThat(of(new RuntimeException(new SQLException("bad", "22P02")), TRANSFORM, true))
-        .isEqualTo(DEAD_LETTER);
-    assertThat(of(new SQLException("duplicate key", "23505"), HANDLER, false)).isEqualTo(STOP);
   }
 
   @Test
@@ -118,6 +195,48 @@ class RecordFailuresTest {
         .isEqualTo(STOP);
     assertThat(RecordFailures.classify(new AssertionError(), HANDLER, true, everything))
         .isEqualTo(STOP);
+  }
+
+  @Test
+  void thePredicateIsCalledOnceAndOnlyWithATopic() {
+    AtomicInteger calls = new AtomicInteger();
+    Predicate<Throwable> counting =
+        t -> {
+          calls.incrementAndGet();
+          return false;
+        };
+    RecordFailures.classify(new IllegalStateException("bug"), HANDLER, true, counting);
+    assertThat(calls).hasValue(1);
+    RecordFailures.classify(new IllegalStateException("bug"), HANDLER, false, counting);
+    assertThat(calls).as("without a topic nothing is dead-lettered: not asked").hasValue(1);
+  }
+
+  @Test
+  void aPredicateThatThrowsDoesNotHideTheRecordsFailure() {
+    IllegalStateException handlers = new IllegalStateException("the handler's");
+    NullPointerException predicates = new NullPointerException("the predicate's");
+    assertThatThrownBy(
+            () ->
+                RecordFailures.classify(
+                    handlers,
+                    HANDLER,
+                    true,
+                    t -> {
+                      throw predicates;
+                    }))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("deadLetterWhen threw java.lang.NullPointerException")
+        .hasCause(handlers)
+        .satisfies(e -> assertThat(e.getSuppressed()).containsExactly(predicates));
+  }
+
+  @Test
+  void aCauseChainThatLoopsIsReadOnce() {
+    RuntimeException a = new RuntimeException("a");
+    RuntimeException b = new RuntimeException("b", a);
+    a.initCause(b);
+    assertThat(of(a, HANDLER, true)).isEqualTo(STOP);
+    assertThat(of(deserializer(a), VALUE_DESERIALIZER, true)).isEqualTo(STOP);
   }
 
   @Test
