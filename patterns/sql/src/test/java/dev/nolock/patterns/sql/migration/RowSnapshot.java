@@ -11,7 +11,9 @@ import org.jooq.DSLContext;
 
 /**
  * Every row of every table of one schema (but the {@code ignored} ones), each as its {@code
- * to_jsonb} text, sorted per table, with the table's columns: what an upgrade must keep.
+ * to_jsonb} text, sorted per table, with the table's columns; and where each sequence stands
+ * ({@code last_value}, {@code is_called}: an identity's, or the idempotency keys' attempt tokens,
+ * which must never be handed out twice). What an upgrade must keep.
  */
 public record RowSnapshot(String schema, Map<String, Table> tables) {
 
@@ -29,7 +31,10 @@ public record RowSnapshot(String schema, Map<String, Table> tables) {
 
   /** The number of rows in all tables. */
   public int rowCount() {
-    return tables.values().stream().mapToInt(t -> t.rows().size()).sum();
+    return tables.values().stream()
+        .filter(t -> !t.columns().isEmpty())
+        .mapToInt(t -> t.rows().size())
+        .sum();
   }
 
   /**
@@ -41,8 +46,16 @@ public record RowSnapshot(String schema, Map<String, Table> tables) {
   public void assertKeptIn(DSLContext dsl) {
     List<String> problems = new ArrayList<>();
     List<String> now = tables(dsl, schema, Set.of());
+    List<String> sequencesNow = sequences(dsl, schema);
     tables.forEach(
         (table, before) -> {
+          if (before.columns().isEmpty()) {
+            String position = sequencesNow.contains(table) ? position(dsl, schema, table) : "gone";
+            if (!before.rows().contains(position)) {
+              problems.add("sequence " + table + " was at " + before.rows() + ", now " + position);
+            }
+            return;
+          }
           if (!now.contains(table)) {
             problems.add("table " + table + " is gone (it had " + before.rows().size() + " rows)");
             return;
@@ -84,6 +97,23 @@ public record RowSnapshot(String schema, Map<String, Table> tables) {
                 + " AND NOT c.relname = ANY ({1}::text[]) ORDER BY 1",
             val(schema), val(ignored.toArray(String[]::new)))
         .fetch(0, String.class);
+  }
+
+  private static List<String> sequences(DSLContext dsl, String schema) {
+    return dsl.resultQuery(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                + " WHERE n.nspname = {0} AND c.relkind = 'S' ORDER BY 1",
+            val(schema))
+        .fetch(0, String.class);
+  }
+
+  private static String position(DSLContext dsl, String schema, String sequence) {
+    return dsl.resultQuery(
+            "SELECT 'last_value=' || last_value || ' is_called=' || is_called FROM "
+                + quote(schema)
+                + "."
+                + quote(sequence))
+        .fetchSingle(0, String.class);
   }
 
   private static List<String> columns(DSLContext dsl, String schema, String table) {
