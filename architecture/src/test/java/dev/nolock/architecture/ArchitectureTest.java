@@ -34,8 +34,25 @@ import java.util.Set;
  * Redis lock backend, not to the fenced lock's core. A module's {@code internal} package is its
  * own: another module that needs something from it needs it as public API of the owning module.
  */
-@AnalyzeClasses(packages = "dev.nolock", importOptions = ImportOption.DoNotIncludeTests.class)
+@AnalyzeClasses(
+    packages = "dev.nolock",
+    importOptions = {
+      ImportOption.DoNotIncludeTests.class,
+      ArchitectureTest.DoNotIncludeTestJars.class
+    })
 class ArchitectureTest {
+
+  /**
+   * Leaves out a module's test-jar ({@code *-tests.jar}, on this module's classpath for the tests
+   * that share its helpers): test classes, not production ones. {@link
+   * ImportOption.DoNotIncludeTests} recognises only test-class folders.
+   */
+  static final class DoNotIncludeTestJars implements ImportOption {
+    @Override
+    public boolean includes(com.tngtech.archunit.core.importer.Location location) {
+      return !location.contains("-tests.jar");
+    }
+  }
 
   static final String PATTERNS = "dev.nolock.patterns";
   static final String PATTERNS_SQL = "dev.nolock.patterns.sql";

@@ -1,0 +1,118 @@
+package dev.nolock.idempotency;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.nolock.patterns.sql.migration.MigrationSchema;
+import dev.nolock.patterns.sql.migration.NolockMigrations;
+import dev.nolock.patterns.sql.migration.SchemaSnapshot;
+import dev.nolock.patterns.sql.migration.UpgradeCheck;
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.flywaydb.core.api.CoreMigrationType;
+import org.flywaydb.core.api.output.MigrateResult;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The keys table's shipped migrations ({@code db/migration/nolock/idempotency}): the schema they
+ * make is the one {@link IdempotencyKeys#createTableIfMissing} makes (the attempt-token sequence
+ * included), they adopt a table it made, and a later migration must keep completed keys and keys in
+ * progress.
+ */
+@ExtendWith(PostgresExtension.class)
+class IdempotencyMigrationsIT {
+
+  private static final NolockMigrations IDEMPOTENCY = NolockMigrations.IDEMPOTENCY;
+  private static final Set<String> HISTORY = Set.of(IDEMPOTENCY.historyTable());
+  private static final String SCOPE = "payments.create";
+  private static final Fingerprint REQUEST = Fingerprint.of("request-1");
+
+  @Test
+  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) {
+    keys(pg.dataSource()).createTableIfMissing();
+    try (MigrationSchema migrated = MigrationSchema.fresh(pg)) {
+      IDEMPOTENCY.flyway(migrated.dataSource(), migrated.name()).load().migrate();
+
+      SchemaSnapshot.assertSameShape(
+          SchemaSnapshot.of(pg.dsl(), pg.schemaName(), Set.of()),
+          SchemaSnapshot.of(pg.dsl(), migrated.name(), HISTORY));
+    }
+  }
+
+  @Test
+  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) {
+    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
+      keys(schema.dataSource()).createTableIfMissing();
+      SchemaSnapshot made = SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of());
+
+      MigrateResult adopted =
+          IDEMPOTENCY
+              .flyway(schema.dataSource(), schema.name())
+              .baselineOnMigrate(true)
+              .baselineVersion("1")
+              .load()
+              .migrate();
+
+      assertThat(adopted.migrationsExecuted).isZero();
+      var history = IDEMPOTENCY.flyway(schema.dataSource(), schema.name()).load().info().applied();
+      assertThat(history).hasSize(1);
+      assertThat(history[0].getType()).isEqualTo(CoreMigrationType.BASELINE);
+      assertThat(history[0].getVersion().getVersion()).isEqualTo("1");
+      SchemaSnapshot.assertSameShape(made, SchemaSnapshot.of(pg.dsl(), schema.name(), HISTORY));
+    }
+  }
+
+  /**
+   * Live: a completed key, and a key in progress whose first phase committed and whose last phase
+   * failed. After the upgrade the completed key replays its result, and the key in progress resumes
+   * after its first phase without running it again.
+   */
+  @Test
+  void laterMigrationsKeepCompletedAndInProgressKeys(PostgresSchema pg) throws Exception {
+    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
+      IdempotencyKeys<String> keys = keys(schema.dataSource());
+      AtomicInteger charges = new AtomicInteger();
+      AtomicInteger finishes = new AtomicInteger();
+      Phases<String, RuntimeException> payment =
+          Phases.builder()
+              .phase("charged", attempt -> charges.incrementAndGet())
+              .finish(
+                  attempt -> {
+                    if (finishes.incrementAndGet() == 1) {
+                      throw new IllegalStateException("the receipt service is down");
+                    }
+                    return "paid";
+                  });
+      UpgradeCheck.assertUpgradeKeepsLiveState(
+          IDEMPOTENCY,
+          schema,
+          new UpgradeCheck.Live() {
+            @Override
+            public void create() {
+              assertThat(keys.execute(SCOPE, Caller.of("alice"), "k-done", REQUEST, a -> "done"))
+                  .isInstanceOf(Outcome.Completed.class);
+              assertThatThrownBy(
+                      () -> keys.execute(SCOPE, Caller.of("alice"), "k-open", REQUEST, payment))
+                  .hasMessageContaining("the receipt service is down");
+            }
+
+            @Override
+            public void stillWorks() {
+              assertThat(keys.execute(SCOPE, Caller.of("alice"), "k-done", REQUEST, a -> "again"))
+                  .isEqualTo(new Outcome.Replayed<>("done"));
+              assertThat(keys.execute(SCOPE, Caller.of("alice"), "k-open", REQUEST, payment))
+                  .isInstanceOf(Outcome.Completed.class);
+              assertThat(charges).as("the committed phase did not run again").hasValue(1);
+            }
+          });
+    }
+  }
+
+  private static IdempotencyKeys<String> keys(DataSource dataSource) {
+    return IdempotencyKeys.create(dataSource, IdempotencyConfig.ofDefaults(), ResultCodec.utf8());
+  }
+}
