@@ -19,8 +19,9 @@ import java.util.Objects;
  *   <li>Immediately before each protected write, call {@link #checkPointOfNoReturn(Duration,
  *       Duration)}: it throws {@link LeaseLostException} unless {@code remaining - safetyMargin >
  *       expectedWriteTime}.
- *   <li>Send the write with the lease's {@link FencingToken}; the resource's {@link Fence} refuses
- *       it if a pause landed between step 2 and the write and someone else took over meanwhile.
+ *   <li>Send the write with the lease's {@link FencingToken}; the resource's {@code
+ *       dev.nolock.patterns.sql.Fence} refuses it if a pause landed between step 2 and the write
+ *       and someone else took over meanwhile.
  * </ol>
  *
  * <p>Immutable and thread-safe. Arithmetic is done on differences of {@code nanoTime} readings, so

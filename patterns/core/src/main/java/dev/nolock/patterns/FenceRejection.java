@@ -1,8 +1,9 @@
 package dev.nolock.patterns;
 
 /**
- * A protected write refused by a {@link Fence}: the fence had already accepted a newer token for
- * the lock, or the same token from another owner. Nothing the write would have done was written.
+ * A protected write refused by a {@code dev.nolock.patterns.sql.Fence}: the fence had already
+ * accepted a newer token for the lock, or the same token from another owner. Nothing the write
+ * would have done was written.
  *
  * <p>The holder that gets this has lost its lease (whatever its own clock says) and must stop
  * writing; see {@link LeaseLostException}.

@@ -2,11 +2,10 @@ package dev.nolock.patterns;
 
 /**
  * What a fenced write that carried a {@link WriteId} did when the fence did not refuse it (see
- * {@link Fence#write(org.jooq.DSLContext, Lease, WriteId, dev.nolock.patterns.sql.SqlWork)}):
- * either this call ran the writes and committed them ({@link Applied}), or an earlier call with the
- * same lock name and write id had already committed them and this one ran nothing ({@link
- * AlreadyWritten}). A stale lease whose write id is not recorded is neither: that is a {@link
- * FenceRejection}.
+ * {@code dev.nolock.patterns.sql.Fence.write}): either this call ran the writes and committed them
+ * ({@link Applied}), or an earlier call with the same lock name and write id had already committed
+ * them and this one ran nothing ({@link AlreadyWritten}). A stale lease whose write id is not
+ * recorded is neither: that is a {@link FenceRejection}.
  *
  * @param <T> the result type of the caller's writes
  */

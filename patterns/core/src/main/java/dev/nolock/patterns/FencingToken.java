@@ -7,7 +7,7 @@ package dev.nolock.patterns;
  * <p>Guarantee: the backend that issued two tokens for the same name issued the larger one later.
  * The resource that remembers the highest token it has accepted can therefore refuse a holder whose
  * lease ran out while it was paused (GC, SIGSTOP, a network stall): that holder's token is lower
- * than the one the next holder already wrote with. See {@link Fence}.
+ * than the one the next holder already wrote with. See {@code dev.nolock.patterns.sql.Fence}.
  *
  * <p>Every backend hands out this one type: a PostgreSQL counter, a Redis {@code INCR}, an etcd
  * create revision, a DynamoDB counter attribute, a Kubernetes {@code leaseTransitions}. Tokens

@@ -8,9 +8,10 @@ import java.util.HexFormat;
  *
  * <p>Why per grant: a backend can hand a token out again (a Redis restart without persistence, a
  * lease item deleted by an operator), and then two threads of one process could hold grants with
- * equal tokens. If both carried the process's owner, the {@link Fence} would take one for the other
- * and both would write, and one thread's renew or release would act on the other's lease. With a
- * nonce per grant, an equal token passes the fence only for the very same grant.
+ * equal tokens. If both carried the process's owner, the {@code dev.nolock.patterns.sql.Fence}
+ * would take one for the other and both would write, and one thread's renew or release would act on
+ * the other's lease. With a nonce per grant, an equal token passes the fence only for the very same
+ * grant.
  *
  * <p>The nonce is 64 random bits from {@link SecureRandom}; a process owner may be at most {@link
  * #MAX_PROCESS_OWNER_LENGTH} characters, so that the grant owner fits {@link

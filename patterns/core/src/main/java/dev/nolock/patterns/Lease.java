@@ -6,10 +6,10 @@ import java.util.Objects;
  * What a holder received from a lock or lease backend: which lock, who holds it, the {@link
  * FencingToken} of this grant and the holder's {@link Deadline}.
  *
- * <p>The token and owner go with every protected write (see {@link Fence}); the deadline is checked
- * before each one ({@link Deadline#checkPointOfNoReturn}). The owner identifies one holder process
- * uniquely (never just a host name: two processes on one host would look alike), because the fence
- * accepts an equal token only from the same owner.
+ * <p>The token and owner go with every protected write (see {@code dev.nolock.patterns.sql.Fence});
+ * the deadline is checked before each one ({@link Deadline#checkPointOfNoReturn}). The owner
+ * identifies one holder process uniquely (never just a host name: two processes on one host would
+ * look alike), because the fence accepts an equal token only from the same owner.
  *
  * @param name the lock name
  * @param owner the unique identity of the holder

@@ -40,7 +40,7 @@ import java.time.Duration;
  * portable way to read it. After a suspend a holder can therefore believe it still has time left
  * while the server has already expired its lease and granted it to someone else. No clock closes
  * that gap, and none closes the one between a passed check and the write that follows it: that is
- * why correctness needs the {@link Fence} at the resource, and why {@link
+ * why correctness needs the {@code dev.nolock.patterns.sql.Fence} at the resource, and why {@link
  * Deadline#checkPointOfNoReturn} only reduces how often the fence has to act.
  */
 @FunctionalInterface

@@ -2,13 +2,13 @@ package dev.nolock.patterns;
 
 /**
  * The caller's name for one intended fenced write, repeated on every retry of that write, so that a
- * {@link Fence} can tell a retry whose earlier attempt committed from a new write: see {@link
- * Fence#write(org.jooq.DSLContext, Lease, WriteId, dev.nolock.patterns.sql.SqlWork)}.
+ * {@code dev.nolock.patterns.sql.Fence} can tell a retry whose earlier attempt committed from a new
+ * write: see {@code Fence.write}.
  *
  * <p>Choose it once, before the first attempt (a UUID, or a business key such as {@code
  * "credit-order-42"}), and pass the same id to every retry of that write, under the same lease or a
  * new one; a different write of the same lock needs a different id, for as long as the fence keeps
- * ids ({@link Fence#forgetWritesOlderThan}). At most {@value #MAX_LENGTH} characters, not blank.
+ * ids ({@code Fence.forgetWritesOlderThan}). At most {@value #MAX_LENGTH} characters, not blank.
  *
  * @param value the id, compared exactly (case-sensitive)
  */
