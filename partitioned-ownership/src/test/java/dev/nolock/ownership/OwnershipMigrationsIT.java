@@ -5,16 +5,13 @@ import static org.jooq.impl.DSL.name;
 
 import dev.nolock.ownership.internal.OwnerTable;
 import dev.nolock.ownership.internal.Safeguards;
+import dev.nolock.patterns.sql.migration.MigrationChecks;
 import dev.nolock.patterns.sql.migration.MigrationSchema;
 import dev.nolock.patterns.sql.migration.NolockMigrations;
-import dev.nolock.patterns.sql.migration.SchemaSnapshot;
 import dev.nolock.patterns.sql.migration.UpgradeCheck;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
-import java.util.Set;
-import org.flywaydb.core.api.CoreMigrationType;
-import org.flywaydb.core.api.output.MigrateResult;
 import org.jooq.DSLContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -29,43 +26,19 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class OwnershipMigrationsIT {
 
   private static final NolockMigrations OWNERSHIP = NolockMigrations.OWNERSHIP;
-  private static final Set<String> HISTORY = Set.of(OWNERSHIP.historyTable());
   private static final Duration TIMEOUT = Duration.ofSeconds(5);
   private static final OwnerTable OWNERS = new OwnerTable(name(OwnershipConfig.DEFAULT_TABLE));
 
   @Test
-  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) {
-    OWNERS.createTableIfMissing(pg.dsl(), TIMEOUT);
-    try (MigrationSchema migrated = MigrationSchema.fresh(pg)) {
-      OWNERSHIP.flyway(migrated.dataSource(), migrated.name()).load().migrate();
-
-      SchemaSnapshot.assertSameShape(
-          SchemaSnapshot.of(pg.dsl(), pg.schemaName(), Set.of()),
-          SchemaSnapshot.of(pg.dsl(), migrated.name(), HISTORY));
-    }
+  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) throws Exception {
+    MigrationChecks.makeWhatCreateTableIfMissingMakes(
+        OWNERSHIP, pg, schema -> OWNERS.createTableIfMissing(schema.dsl(), TIMEOUT));
   }
 
   @Test
-  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) {
-    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
-      OWNERS.createTableIfMissing(schema.dsl(), TIMEOUT);
-      SchemaSnapshot made = SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of());
-
-      MigrateResult adopted =
-          OWNERSHIP
-              .flyway(schema.dataSource(), schema.name())
-              .baselineOnMigrate(true)
-              .baselineVersion("1")
-              .load()
-              .migrate();
-
-      assertThat(adopted.migrationsExecuted).isZero();
-      var history = OWNERSHIP.flyway(schema.dataSource(), schema.name()).load().info().applied();
-      assertThat(history).hasSize(1);
-      assertThat(history[0].getType()).isEqualTo(CoreMigrationType.BASELINE);
-      assertThat(history[0].getVersion().getVersion()).isEqualTo("1");
-      SchemaSnapshot.assertSameShape(made, SchemaSnapshot.of(pg.dsl(), schema.name(), HISTORY));
-    }
+  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) throws Exception {
+    MigrationChecks.adoptWhatCreateTableIfMissingMade(
+        OWNERSHIP, pg, schema -> OWNERS.createTableIfMissing(schema.dsl(), TIMEOUT));
   }
 
   /**

@@ -2,22 +2,19 @@ package dev.nolock.schedule;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.patterns.sql.migration.MigrationChecks;
 import dev.nolock.patterns.sql.migration.MigrationSchema;
 import dev.nolock.patterns.sql.migration.NolockMigrations;
-import dev.nolock.patterns.sql.migration.SchemaSnapshot;
 import dev.nolock.patterns.sql.migration.UpgradeCheck;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Instant;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.flywaydb.core.api.CoreMigrationType;
-import org.flywaydb.core.api.output.MigrateResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -30,43 +27,26 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class ScheduleMigrationsIT {
 
   private static final NolockMigrations SCHEDULE = NolockMigrations.SCHEDULE;
-  private static final Set<String> HISTORY = Set.of(SCHEDULE.historyTable());
   private static final CronSchedule EVERY_MINUTE = CronSchedule.unix("* * * * *");
 
   @Test
-  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) {
-    instance(pg.dataSource(), new MutableClock(Instant.now()), run -> {}).createTableIfMissing();
-    try (MigrationSchema migrated = MigrationSchema.fresh(pg)) {
-      SCHEDULE.flyway(migrated.dataSource(), migrated.name()).load().migrate();
-
-      SchemaSnapshot.assertSameShape(
-          SchemaSnapshot.of(pg.dsl(), pg.schemaName(), Set.of()),
-          SchemaSnapshot.of(pg.dsl(), migrated.name(), HISTORY));
-    }
+  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) throws Exception {
+    MigrationChecks.makeWhatCreateTableIfMissingMakes(
+        SCHEDULE,
+        pg,
+        schema ->
+            instance(schema.dataSource(), new MutableClock(Instant.now()), run -> {})
+                .createTableIfMissing());
   }
 
   @Test
-  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) {
-    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
-      instance(schema.dataSource(), new MutableClock(Instant.now()), run -> {})
-          .createTableIfMissing();
-      SchemaSnapshot made = SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of());
-
-      MigrateResult adopted =
-          SCHEDULE
-              .flyway(schema.dataSource(), schema.name())
-              .baselineOnMigrate(true)
-              .baselineVersion("1")
-              .load()
-              .migrate();
-
-      assertThat(adopted.migrationsExecuted).isZero();
-      var history = SCHEDULE.flyway(schema.dataSource(), schema.name()).load().info().applied();
-      assertThat(history).hasSize(1);
-      assertThat(history[0].getType()).isEqualTo(CoreMigrationType.BASELINE);
-      assertThat(history[0].getVersion().getVersion()).isEqualTo("1");
-      SchemaSnapshot.assertSameShape(made, SchemaSnapshot.of(pg.dsl(), schema.name(), HISTORY));
-    }
+  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) throws Exception {
+    MigrationChecks.adoptWhatCreateTableIfMissingMade(
+        SCHEDULE,
+        pg,
+        schema ->
+            instance(schema.dataSource(), new MutableClock(Instant.now()), run -> {})
+                .createTableIfMissing());
   }
 
   /**

@@ -3,6 +3,7 @@ package dev.nolock.queue;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.patterns.sql.migration.MigrationChecks;
 import dev.nolock.patterns.sql.migration.MigrationSchema;
 import dev.nolock.patterns.sql.migration.NolockMigrations;
 import dev.nolock.patterns.sql.migration.SchemaSnapshot;
@@ -16,9 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
-import org.flywaydb.core.api.CoreMigrationType;
 import org.flywaydb.core.api.exception.FlywayValidateException;
-import org.flywaydb.core.api.output.MigrateResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -39,15 +38,9 @@ class QueueMigrationsIT {
   private static final String V1 = "V1__create_jobs_table.sql";
 
   @Test
-  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) {
-    queue(pg.dataSource()).createTableIfMissing();
-    try (MigrationSchema migrated = MigrationSchema.fresh(pg)) {
-      QUEUE.flyway(migrated.dataSource(), migrated.name()).load().migrate();
-
-      SchemaSnapshot.assertSameShape(
-          SchemaSnapshot.of(pg.dsl(), pg.schemaName(), Set.of()),
-          SchemaSnapshot.of(pg.dsl(), migrated.name(), HISTORY));
-    }
+  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) throws Exception {
+    MigrationChecks.makeWhatCreateTableIfMissingMakes(
+        QUEUE, pg, schema -> queue(schema.dataSource()).createTableIfMissing());
   }
 
   /**
@@ -91,26 +84,9 @@ class QueueMigrationsIT {
   }
 
   @Test
-  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) {
-    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
-      queue(schema.dataSource()).createTableIfMissing();
-      SchemaSnapshot made = SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of());
-
-      MigrateResult adopted =
-          QUEUE
-              .flyway(schema.dataSource(), schema.name())
-              .baselineOnMigrate(true)
-              .baselineVersion("1")
-              .load()
-              .migrate();
-
-      assertThat(adopted.migrationsExecuted).isZero();
-      var history = QUEUE.flyway(schema.dataSource(), schema.name()).load().info().applied();
-      assertThat(history).hasSize(1);
-      assertThat(history[0].getType()).isEqualTo(CoreMigrationType.BASELINE);
-      assertThat(history[0].getVersion().getVersion()).isEqualTo("1");
-      SchemaSnapshot.assertSameShape(made, SchemaSnapshot.of(pg.dsl(), schema.name(), HISTORY));
-    }
+  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) throws Exception {
+    MigrationChecks.adoptWhatCreateTableIfMissingMade(
+        QUEUE, pg, schema -> queue(schema.dataSource()).createTableIfMissing());
   }
 
   @Test

@@ -3,17 +3,14 @@ package dev.nolock.idempotency;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.patterns.sql.migration.MigrationChecks;
 import dev.nolock.patterns.sql.migration.MigrationSchema;
 import dev.nolock.patterns.sql.migration.NolockMigrations;
-import dev.nolock.patterns.sql.migration.SchemaSnapshot;
 import dev.nolock.patterns.sql.migration.UpgradeCheck;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.flywaydb.core.api.CoreMigrationType;
-import org.flywaydb.core.api.output.MigrateResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -27,43 +24,19 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class IdempotencyMigrationsIT {
 
   private static final NolockMigrations IDEMPOTENCY = NolockMigrations.IDEMPOTENCY;
-  private static final Set<String> HISTORY = Set.of(IDEMPOTENCY.historyTable());
   private static final String SCOPE = "payments.create";
   private static final Fingerprint REQUEST = Fingerprint.of("request-1");
 
   @Test
-  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) {
-    keys(pg.dataSource()).createTableIfMissing();
-    try (MigrationSchema migrated = MigrationSchema.fresh(pg)) {
-      IDEMPOTENCY.flyway(migrated.dataSource(), migrated.name()).load().migrate();
-
-      SchemaSnapshot.assertSameShape(
-          SchemaSnapshot.of(pg.dsl(), pg.schemaName(), Set.of()),
-          SchemaSnapshot.of(pg.dsl(), migrated.name(), HISTORY));
-    }
+  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) throws Exception {
+    MigrationChecks.makeWhatCreateTableIfMissingMakes(
+        IDEMPOTENCY, pg, schema -> keys(schema.dataSource()).createTableIfMissing());
   }
 
   @Test
-  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) {
-    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
-      keys(schema.dataSource()).createTableIfMissing();
-      SchemaSnapshot made = SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of());
-
-      MigrateResult adopted =
-          IDEMPOTENCY
-              .flyway(schema.dataSource(), schema.name())
-              .baselineOnMigrate(true)
-              .baselineVersion("1")
-              .load()
-              .migrate();
-
-      assertThat(adopted.migrationsExecuted).isZero();
-      var history = IDEMPOTENCY.flyway(schema.dataSource(), schema.name()).load().info().applied();
-      assertThat(history).hasSize(1);
-      assertThat(history[0].getType()).isEqualTo(CoreMigrationType.BASELINE);
-      assertThat(history[0].getVersion().getVersion()).isEqualTo("1");
-      SchemaSnapshot.assertSameShape(made, SchemaSnapshot.of(pg.dsl(), schema.name(), HISTORY));
-    }
+  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) throws Exception {
+    MigrationChecks.adoptWhatCreateTableIfMissingMade(
+        IDEMPOTENCY, pg, schema -> keys(schema.dataSource()).createTableIfMissing());
   }
 
   /**

@@ -4,16 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.sql.migration.MigrationChecks;
 import dev.nolock.patterns.sql.migration.MigrationSchema;
 import dev.nolock.patterns.sql.migration.NolockMigrations;
-import dev.nolock.patterns.sql.migration.SchemaSnapshot;
 import dev.nolock.patterns.sql.migration.UpgradeCheck;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
-import java.util.Set;
-import org.flywaydb.core.api.CoreMigrationType;
-import org.flywaydb.core.api.output.MigrateResult;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -26,41 +23,18 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class LockMigrationsIT {
 
   private static final NolockMigrations LOCK = NolockMigrations.LOCK;
-  private static final Set<String> HISTORY = Set.of(LOCK.historyTable());
   private static final Duration HOUR = Duration.ofHours(1);
 
   @Test
-  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) {
-    PostgresLockBackend.create(pg.dataSource()).createTableIfMissing();
-    try (MigrationSchema migrated = MigrationSchema.fresh(pg)) {
-      LOCK.flyway(migrated.dataSource(), migrated.name()).load().migrate();
-
-      SchemaSnapshot.assertSameShape(
-          SchemaSnapshot.of(pg.dsl(), pg.schemaName(), Set.of()),
-          SchemaSnapshot.of(pg.dsl(), migrated.name(), HISTORY));
-    }
+  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) throws Exception {
+    MigrationChecks.makeWhatCreateTableIfMissingMakes(
+        LOCK, pg, schema -> PostgresLockBackend.create(schema.dataSource()).createTableIfMissing());
   }
 
   @Test
-  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) {
-    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
-      PostgresLockBackend.create(schema.dataSource()).createTableIfMissing();
-      SchemaSnapshot made = SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of());
-
-      MigrateResult adopted =
-          LOCK.flyway(schema.dataSource(), schema.name())
-              .baselineOnMigrate(true)
-              .baselineVersion("1")
-              .load()
-              .migrate();
-
-      assertThat(adopted.migrationsExecuted).isZero();
-      var history = LOCK.flyway(schema.dataSource(), schema.name()).load().info().applied();
-      assertThat(history).hasSize(1);
-      assertThat(history[0].getType()).isEqualTo(CoreMigrationType.BASELINE);
-      assertThat(history[0].getVersion().getVersion()).isEqualTo("1");
-      SchemaSnapshot.assertSameShape(made, SchemaSnapshot.of(pg.dsl(), schema.name(), HISTORY));
-    }
+  void theMigrationsAdoptATableCreateTableIfMissingMade(PostgresSchema pg) throws Exception {
+    MigrationChecks.adoptWhatCreateTableIfMissingMade(
+        LOCK, pg, schema -> PostgresLockBackend.create(schema.dataSource()).createTableIfMissing());
   }
 
   @Test

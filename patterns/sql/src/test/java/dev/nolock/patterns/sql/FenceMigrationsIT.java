@@ -9,16 +9,13 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.patterns.WriteId;
+import dev.nolock.patterns.sql.migration.MigrationChecks;
 import dev.nolock.patterns.sql.migration.MigrationSchema;
 import dev.nolock.patterns.sql.migration.NolockMigrations;
-import dev.nolock.patterns.sql.migration.SchemaSnapshot;
 import dev.nolock.patterns.sql.migration.UpgradeCheck;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
-import java.util.Set;
-import org.flywaydb.core.api.CoreMigrationType;
-import org.flywaydb.core.api.output.MigrateResult;
 import org.jooq.DSLContext;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -32,43 +29,19 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class FenceMigrationsIT {
 
   private static final NolockMigrations FENCE = NolockMigrations.FENCE;
-  private static final Set<String> HISTORY = Set.of(FENCE.historyTable());
 
   private final Fence fence = Fence.onTable(Fence.DEFAULT_TABLE);
 
   @Test
-  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) {
-    fence.createTableIfMissing(pg.dsl());
-    try (MigrationSchema migrated = MigrationSchema.fresh(pg)) {
-      FENCE.flyway(migrated.dataSource(), migrated.name()).load().migrate();
-
-      SchemaSnapshot.assertSameShape(
-          SchemaSnapshot.of(pg.dsl(), pg.schemaName(), Set.of()),
-          SchemaSnapshot.of(pg.dsl(), migrated.name(), HISTORY));
-    }
+  void theMigrationsMakeWhatCreateTableIfMissingMakes(PostgresSchema pg) throws Exception {
+    MigrationChecks.makeWhatCreateTableIfMissingMakes(
+        FENCE, pg, schema -> fence.createTableIfMissing(schema.dsl()));
   }
 
   @Test
-  void theMigrationsAdoptTablesCreateTableIfMissingMade(PostgresSchema pg) {
-    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
-      fence.createTableIfMissing(schema.dsl());
-      SchemaSnapshot made = SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of());
-
-      MigrateResult adopted =
-          FENCE
-              .flyway(schema.dataSource(), schema.name())
-              .baselineOnMigrate(true)
-              .baselineVersion("1")
-              .load()
-              .migrate();
-
-      assertThat(adopted.migrationsExecuted).isZero();
-      var history = FENCE.flyway(schema.dataSource(), schema.name()).load().info().applied();
-      assertThat(history).hasSize(1);
-      assertThat(history[0].getType()).isEqualTo(CoreMigrationType.BASELINE);
-      assertThat(history[0].getVersion().getVersion()).isEqualTo("1");
-      SchemaSnapshot.assertSameShape(made, SchemaSnapshot.of(pg.dsl(), schema.name(), HISTORY));
-    }
+  void theMigrationsAdoptTablesCreateTableIfMissingMade(PostgresSchema pg) throws Exception {
+    MigrationChecks.adoptWhatCreateTableIfMissingMade(
+        FENCE, pg, schema -> fence.createTableIfMissing(schema.dsl()));
   }
 
   @Test
