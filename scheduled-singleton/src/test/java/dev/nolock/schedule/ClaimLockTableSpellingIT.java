@@ -2,15 +2,11 @@ package dev.nolock.schedule;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.awaitility.Awaitility.await;
 
 import dev.nolock.schedule.internal.RunTable;
+import dev.nolock.testkit.HeldAdvisoryLock;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
@@ -35,7 +31,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class ClaimLockTableSpellingIT {
 
   private static final CronSchedule EVERY_MINUTE = CronSchedule.unix("* * * * *");
-  private static final Duration WAIT = Duration.ofSeconds(30);
 
   private final PostgresSchema schema;
 
@@ -48,7 +43,7 @@ class ClaimLockTableSpellingIT {
     String job = "spelled-twice";
     new RunTable("spelling_runs", Duration.ofSeconds(5)).createIfMissing(schema.dsl());
     Pass pass;
-    try (HeldClaimLock bare = HeldClaimLock.take(schema.jdbcUrl(), "spelling_runs", job)) {
+    try (HeldAdvisoryLock bare = claimLock(schema.jdbcUrl(), "spelling_runs", job)) {
       pass = startDuePass(schema.schemaName() + ".spelling_runs", job);
 
       assertThat(bare.blocks(pass.outcomes))
@@ -65,7 +60,7 @@ class ClaimLockTableSpellingIT {
   void theClaimLockOfAnotherTableDoesNotHoldAClaimUp() throws Exception {
     String job = "other-table";
     schema.dsl().execute("CREATE TABLE other_runs (id int)");
-    try (HeldClaimLock other = HeldClaimLock.take(schema.jdbcUrl(), "other_runs", job)) {
+    try (HeldAdvisoryLock other = claimLock(schema.jdbcUrl(), "other_runs", job)) {
       Pass pass = startDuePass(schema.schemaName() + ".control_runs", job);
 
       assertThat(other.blocks(pass.outcomes))
@@ -90,55 +85,14 @@ class ClaimLockTableSpellingIT {
   }
 
   /** A claim lock taken by {@link RunTable#lockClaims} in a transaction left open. */
-  private record HeldClaimLock(String jdbcUrl, Connection connection, int pid)
-      implements AutoCloseable {
-
-    static HeldClaimLock take(String jdbcUrl, String table, String job) throws SQLException {
-      Connection connection = DriverManager.getConnection(jdbcUrl);
-      try {
-        connection.setAutoCommit(false);
-        new RunTable(table, Duration.ofSeconds(5))
-            .lockClaims(DSL.using(connection, SQLDialect.POSTGRES), job);
-        try (PreparedStatement st = connection.prepareStatement("SELECT pg_backend_pid()");
-            ResultSet row = st.executeQuery()) {
-          row.next();
-          return new HeldClaimLock(jdbcUrl, connection, row.getInt(1));
-        }
-      } catch (SQLException | RuntimeException e) {
-        connection.close();
-        throw e;
-      }
-    }
-
-    /** True when a backend waits for this transaction's locks, false when the call returned. */
-    boolean blocks(CompletableFuture<?> call) throws SQLException {
-      await("the claim returns or waits for the held claim lock")
-          .atMost(WAIT)
-          .until(() -> call.isDone() || blocked() > 0);
-      return blocked() > 0;
-    }
-
-    private int blocked() throws SQLException {
-      try (Connection observer = DriverManager.getConnection(jdbcUrl);
-          PreparedStatement count =
-              observer.prepareStatement(
-                  "SELECT count(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))")) {
-        count.setInt(1, pid);
-        try (ResultSet row = count.executeQuery()) {
-          row.next();
-          return row.getInt(1);
-        }
-      }
-    }
-
-    @Override
-    public void close() throws SQLException {
-      try {
-        connection.rollback();
-      } finally {
-        connection.close();
-      }
-    }
+  private static HeldAdvisoryLock claimLock(String jdbcUrl, String table, String job)
+      throws SQLException {
+    return HeldAdvisoryLock.holdBy(
+        jdbcUrl,
+        "the claim lock of " + table + "/" + job,
+        connection ->
+            new RunTable(table, Duration.ofSeconds(5))
+                .lockClaims(DSL.using(connection, SQLDialect.POSTGRES), job));
   }
 
   private record Pass(ScheduledSingleton instance, CompletableFuture<List<RunOutcome>> outcomes) {

@@ -27,13 +27,19 @@ public final class HeldAdvisoryLock implements AutoCloseable {
   private final String jdbcUrl;
   private final Connection connection;
   private final int pid;
-  private final String input;
+  private final String what;
 
-  private HeldAdvisoryLock(String jdbcUrl, Connection connection, int pid, String input) {
+  private HeldAdvisoryLock(String jdbcUrl, Connection connection, int pid, String what) {
     this.jdbcUrl = jdbcUrl;
     this.connection = connection;
     this.pid = pid;
-    this.input = input;
+    this.what = what;
+  }
+
+  /** Takes locks on a connection whose transaction is open (autocommit off). */
+  @FunctionalInterface
+  public interface LockTaker {
+    void take(Connection connection) throws SQLException;
   }
 
   /**
@@ -41,17 +47,36 @@ public final class HeldAdvisoryLock implements AutoCloseable {
    * {@code hashtextextended(input, 0)} in it; the lock lasts until {@link #close()}.
    */
   public static HeldAdvisoryLock hold(String jdbcUrl, String input) throws SQLException {
+    return holdBy(
+        jdbcUrl,
+        "the advisory lock on \"" + input + "\"",
+        connection -> {
+          try (PreparedStatement lock =
+              connection.prepareStatement("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))")) {
+            lock.setString(1, input);
+            lock.executeQuery().close();
+          }
+        });
+  }
+
+  /**
+   * Opens a connection to {@code jdbcUrl}, begins a transaction and lets {@code taker} take the
+   * locks the code under test takes (e.g. its own statement for a key computed by the server); they
+   * last until {@link #close()}. The transaction must hold nothing else another backend could wait
+   * for.
+   *
+   * @param what the locks, for the wait's message
+   */
+  public static HeldAdvisoryLock holdBy(String jdbcUrl, String what, LockTaker taker)
+      throws SQLException {
     Connection connection = DriverManager.getConnection(jdbcUrl);
     try {
       connection.setAutoCommit(false);
-      try (PreparedStatement lock =
-          connection.prepareStatement(
-              "SELECT pg_advisory_xact_lock(hashtextextended(?, 0)), pg_backend_pid()")) {
-        lock.setString(1, input);
-        try (ResultSet row = lock.executeQuery()) {
-          row.next();
-          return new HeldAdvisoryLock(jdbcUrl, connection, row.getInt(2), input);
-        }
+      taker.take(connection);
+      try (PreparedStatement self = connection.prepareStatement("SELECT pg_backend_pid()");
+          ResultSet row = self.executeQuery()) {
+        row.next();
+        return new HeldAdvisoryLock(jdbcUrl, connection, row.getInt(1), what);
       }
     } catch (SQLException | RuntimeException e) {
       connection.close();
@@ -65,7 +90,7 @@ public final class HeldAdvisoryLock implements AutoCloseable {
    * when the call returned without being blocked.
    */
   public boolean blocks(Future<?> call) throws SQLException {
-    await("the call returns or waits for the advisory lock on \"" + input + "\"")
+    await("the call returns or waits for " + what)
         .atMost(WAIT)
         .until(() -> call.isDone() || blockedBackends() > 0);
     return blockedBackends() > 0;

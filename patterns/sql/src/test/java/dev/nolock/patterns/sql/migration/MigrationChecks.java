@@ -38,8 +38,8 @@ public final class MigrationChecks {
   }
 
   /**
-   * A schema that {@code create} made is adopted by a baseline at version 1: no migration runs,
-   * the history holds the baseline alone, and the schema is unchanged but for the history table.
+   * A schema that {@code create} made is adopted by a baseline at version 1: no migration runs, the
+   * history holds the baseline alone, and the schema is unchanged but for the history table.
    */
   public static void adoptWhatCreateTableIfMissingMade(
       NolockMigrations module, PostgresSchema pg, Creator create) throws Exception {
