@@ -661,17 +661,19 @@ public final class OwnershipConfig {
 
     /**
      * Sends a record that is known to be poison to {@code deadLetterTopic} instead of stopping the
-     * runner: one whose key or value deserializer fails on its bytes (a parse error, Kafka's own
-     * {@code SerializationException}), or whose failure {@link #deadLetterWhen} marks. A transient
-     * failure (a transient SQLState, a network exception, a Kafka retriable exception, a backend
-     * unavailable) is retried; a schema or privilege error, an interrupt, an {@link Error}, a
-     * deserializer failure of unknown cause (a schema registry that answered an error) and any
-     * handler exception not marked stop the runner (a handler's {@code IOException} is retried), as
-     * without this setting: what is not known to be the record's fault is never skipped. The record
-     * goes with its original key and value bytes and headers, plus {@code nolock.dlt.*} headers
-     * naming its topic, partition, offset and the exception's class names (never its message); once
-     * the broker has acknowledged it, the record's offset is recorded as applied, fenced by the
-     * owner epoch like any apply, and the partition moves on.
+     * runner: one whose key or value deserializer fails with a parse error of its bytes (an {@code
+     * EOFException}, a {@code CharacterCodingException}, Jackson's {@code StreamReadException},
+     * protobuf's {@code InvalidProtocolBufferException}), or whose failure {@link #deadLetterWhen}
+     * marks. A transient failure (a transient SQLState, a network exception, a Kafka retriable
+     * exception, a backend unavailable) is retried; a schema or privilege error, an interrupt, an
+     * {@link Error}, a deserializer failure that is no parse error (a schema registry that answered
+     * an error, a data-binding mismatch after a deploy) and any handler exception not marked stop
+     * the runner (a handler's {@code IOException} is retried), as without this setting: what is not
+     * known to be the record's fault is never skipped. The record goes with its original key and
+     * value bytes and headers, plus {@code nolock.dlt.*} headers naming its topic, partition,
+     * offset and the exception's class names (never its message); once the broker has acknowledged
+     * it, the record's offset is recorded as applied, fenced by the owner epoch like any apply, and
+     * the partition moves on.
      *
      * <p>At least once, and "failed at least once": a runner that stops, is fenced or loses its
      * database answer between the acknowledgement and the offset write leaves the record to the
@@ -733,12 +735,12 @@ public final class OwnershipConfig {
 
     /**
      * Which failures mean the record itself is poison, so that it goes to {@link #deadLetterTopic}
-     * instead of stopping the runner. By default none: only a deserializer failure whose cause says
-     * the bytes are bad (a parse error) is dead-lettered, and any other failure stops the runner
-     * (or is retried), as without a dead-letter topic. A handler failure is never dead-lettered
-     * unless marked here, not even a SQL data error (class 22 or 23): a migration that adds a
-     * constraint, a parent row in a partition not applied yet or a writer outside nolock raise
-     * those for good records too.
+     * instead of stopping the runner. By default none: only a deserializer failure caused by a
+     * parse error of the bytes is dead-lettered ({@link #deadLetterTopic} lists them), and any
+     * other failure stops the runner (or is retried), as without a dead-letter topic. A handler
+     * failure is never dead-lettered unless marked here, not even a SQL data error (class 22 or
+     * 23): a migration that adds a constraint, a parent row in a partition not applied yet or a
+     * writer outside nolock raise those for good records too.
      *
      * <p>Consulted once per failure, and only after the fixed rules: an {@link Error}, an interrupt
      * or a schema or privilege error (SQLState class 42) stops the runner, and a transient failure
@@ -747,10 +749,13 @@ public final class OwnershipConfig {
      * handler's other {@code IOException}s are retried, so a parse error of the handler's own can
      * be marked. Mark only exceptions that no retry or fix elsewhere can cure (a validation error
      * of the record's content): a record marked here is skipped, which is worse than a stop if the
-     * fault was not the record's. An exception the predicate throws stops the runner, with the
-     * record's failure as its cause. Requires {@link #deadLetterTopic}.
+     * fault was not the record's. An exception the predicate throws stops the runner, naming the
+     * record, with the record's failure as its cause; a predicate that is slow delays the record
+     * like a slow handler (past the batch's point of no return, the record is tried again).
+     * Requires {@link #deadLetterTopic}.
      *
-     * @param poison tested on the handler's or deserializer's exception as thrown (walk {@code
+     * @param poison tested on the handler's exception as thrown, or for a deserializer on Kafka's
+     *     {@code RecordDeserializationException} whose cause is the deserializer's (walk {@code
      *     getCause()} to look inside wrappers)
      */
     public Builder deadLetterWhen(Predicate<Throwable> poison) {

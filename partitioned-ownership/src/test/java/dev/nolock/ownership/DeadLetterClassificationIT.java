@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.ownership.internal.RecordFailedException;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Causes;
 import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.testkit.KafkaBroker;
 import dev.nolock.testkit.KafkaExtension;
@@ -557,7 +558,7 @@ class DeadLetterClassificationIT {
   }
 
   @Test
-  void withADeadLetterTopicASerializerFailureDeadLettersItsInput(KafkaBroker kafka)
+  void withADeadLetterTopicASerializerFailureMarkedAsPoisonDeadLettersItsInput(KafkaBroker kafka)
       throws Exception {
     String input = kafka.createTopic(kafka.uniqueTopicName("cls-serdlt-in"), 1);
     String output = kafka.createTopic(kafka.uniqueTopicName("cls-serdlt-out"), 1);
@@ -565,7 +566,13 @@ class DeadLetterClassificationIT {
     produce(kafka, input, commands(8));
     try (ExactlyOncePipeline<String, String, String, String> pipeline =
         ExactlyOncePipeline.create(
-            pipelineConfig(kafka, input).deadLetterTopic(dlt).build(),
+            pipelineConfig(kafka, input)
+                .deadLetterTopic(dlt)
+                // A serializer's input is the transform's output: only the user knows whether its
+                // failure is the input record's fault.
+                .deadLetterWhen(
+                    e -> Causes.of(e).stream().anyMatch(IllegalArgumentException.class::isInstance))
+                .build(),
             new StringDeserializer(),
             new StringDeserializer(),
             new StringSerializer(),

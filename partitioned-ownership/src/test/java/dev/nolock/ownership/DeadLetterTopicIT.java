@@ -14,6 +14,7 @@ import dev.nolock.testkit.KafkaExtension;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.EOFException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -63,13 +64,15 @@ class DeadLetterTopicIT {
   /** Offset 6's value: the deserializer throws, quoting it. */
   private static final String UNREADABLE = "garbage for card " + CARD;
 
-  /** Reads values as strings, except those starting with "garbage", as a strict parser would. */
+  /** Reads values as strings, except those starting with "garbage": a parse error of the bytes. */
   private static final class StrictDeserializer implements Deserializer<String> {
     @Override
     public String deserialize(String topic, byte[] data) {
       String text = new String(data, StandardCharsets.UTF_8);
       if (text.startsWith("garbage")) {
-        throw new SerializationException("cannot read command '" + text + "'");
+        // As a JSON or protobuf parser reports input that ends too early.
+        throw new SerializationException(
+            "cannot read command '" + text + "'", new EOFException("unexpected end of input"));
       }
       return text;
     }

@@ -184,23 +184,30 @@ public final class ApplyTransaction<K, V> {
                 : RecordFailedException.Stage.VALUE_DESERIALIZER
             : RecordFailedException.Stage.HANDLER;
     RecordFailures.Verdict verdict =
-        RecordFailures.classify(cause, stage, deadLetterTopic, deadLetterWhen);
+        RecordFailures.classify(cause, stage, where(record), deadLetterTopic, deadLetterWhen);
     if (verdict == RecordFailures.Verdict.RETRY) {
       return transientFailure(record, cause);
     }
     boolean poison = verdict == RecordFailures.Verdict.DEAD_LETTER;
+    String mark =
+        deadLetterTopic
+            ? "mark such failures with OwnershipConfig's deadLetterWhen"
+            : "set OwnershipConfig's deadLetterTopic and mark such failures with its"
+                + " deadLetterWhen";
     String fix =
         stage == RecordFailedException.Stage.HANDLER
             ? " A record that can never apply blocks its partition: handle it in the handler, e.g."
-                + " in a dead-letter table, or set OwnershipConfig's deadLetterTopic and mark such"
-                + " failures with deadLetterWhen. Any other failure: fix the cause and restart."
+                + " in a dead-letter table, or "
+                + mark
+                + ". Any other failure: fix the cause and restart."
             : RecordFailures.badBytes(cause, stage)
                 ? " A record that can never be read blocks its partition: fix the deserializer, or"
                     + " set OwnershipConfig's deadLetterTopic to send such records there."
-                : " The failure is not known to be the record's bytes (e.g. a schema registry that"
-                    + " failed), so it is never dead-lettered on its own: fix the cause and"
-                    + " restart, or mark it with OwnershipConfig's deadLetterWhen (beside"
-                    + " deadLetterTopic) if it means the record is poison.";
+                : " The failure is not known to be the record's bytes (a data-binding mismatch"
+                    + " after a deploy, a schema registry that failed), so it is never"
+                    + " dead-lettered on its own: fix the cause and restart, or "
+                    + mark
+                    + " if it means the record is poison.";
     String what =
         stage == RecordFailedException.Stage.HANDLER
             ? "The record handler"

@@ -4,8 +4,8 @@ import dev.nolock.patterns.ErrorDescriber;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -40,6 +40,9 @@ public final class DeadLetters {
 
   private final Producer<byte[], byte[]> producer;
   private final String topic;
+
+  /** Completed by {@link #stopWaiting()}: a wait for an acknowledgement ends at once. */
+  private final CompletableFuture<Void> closing = new CompletableFuture<>();
 
   /** The send failed or its outcome is unknown; the record must not be taken as handled. */
   public static final class SendFailedException extends KafkaException {
@@ -77,7 +80,7 @@ public final class DeadLetters {
    *       time; none left: the outcome is unknown, and the send is reported as a retriable failure,
    *       never as acknowledged.
    *   <li>The acknowledgement is awaited at most that long (also bounded by {@code
-   *       delivery.timeout.ms}).
+   *       delivery.timeout.ms}), and no longer than until {@link #stopWaiting()}.
    * </ol>
    *
    * @param timeLeft the time the caller may still spend, asked after the send returned
@@ -91,12 +94,33 @@ public final class DeadLetters {
     String where = raw.topic() + "-" + raw.partition() + "@" + raw.offset();
     Duration wait = Duration.ZERO;
     try {
-      Future<RecordMetadata> ack = producer.send(record(topic, raw, failure));
+      CompletableFuture<RecordMetadata> ack = new CompletableFuture<>();
+      producer.send(
+          record(topic, raw, failure),
+          (metadata, failed) -> {
+            if (failed != null) {
+              ack.completeExceptionally(failed);
+            } else {
+              ack.complete(metadata);
+            }
+          });
       wait = timeLeft.get();
       if (wait.isNegative() || wait.isZero()) {
         throw new java.util.concurrent.TimeoutException("send() returned with no time left");
       }
-      ack.get(wait.toNanos(), TimeUnit.NANOSECONDS);
+      CompletableFuture.anyOf(ack, closing).get(wait.toNanos(), TimeUnit.NANOSECONDS);
+      if (!ack.isDone()) {
+        throw new SendFailedException(
+            "The runner is closing: sending "
+                + where
+                + " to the dead-letter topic "
+                + topic
+                + " was not acknowledged yet; it is not recorded as applied, and may or may not be"
+                + " in "
+                + topic,
+            null,
+            true);
+      }
     } catch (java.util.concurrent.TimeoutException e) {
       throw new SendFailedException(
           "Sending "
@@ -116,7 +140,7 @@ public final class DeadLetters {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new InterruptException(e);
-    } catch (InterruptException e) {
+    } catch (InterruptException | SendFailedException e) {
       throw e;
     } catch (KafkaException e) {
       throw failed(where, e);
@@ -162,6 +186,14 @@ public final class DeadLetters {
 
   private static void add(Headers headers, String name, String value) {
     headers.add(name, value.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /**
+   * Ends every wait for an acknowledgement, now and later, as not acknowledged: the runner is
+   * closing, and its close must not wait for the broker beyond its own timeout.
+   */
+  public void stopWaiting() {
+    closing.complete(null);
   }
 
   /**

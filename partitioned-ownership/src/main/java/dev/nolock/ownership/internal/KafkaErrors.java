@@ -1,5 +1,6 @@
 package dev.nolock.ownership.internal;
 
+import dev.nolock.patterns.Causes;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
@@ -32,14 +33,6 @@ public final class KafkaErrors {
   }
 
   private static boolean has(Throwable failure, Class<? extends Throwable> type) {
-    for (Throwable t = failure; t != null; t = t.getCause()) {
-      if (type.isInstance(t)) {
-        return true;
-      }
-      if (t.getCause() == t) {
-        break;
-      }
-    }
-    return false;
+    return Causes.of(failure).stream().anyMatch(type::isInstance);
   }
 }

@@ -94,6 +94,10 @@ public final class OwnerLoop<K, V> {
   private final RetryPolicy backoff;
 
   private final AtomicBoolean closing = new AtomicBoolean();
+
+  /** When {@link #requestClose()} was called ({@link System#nanoTime()}); read once closing. */
+  private volatile long closeRequestedAt;
+
   private final String topic;
   private final String group;
   private final String owner;
@@ -219,7 +223,11 @@ public final class OwnerLoop<K, V> {
 
   /** Asks the loop to stop; safe to call from any thread. */
   public void requestClose() {
+    closeRequestedAt = System.nanoTime();
     closing.set(true);
+    if (deadLetters != null) {
+      deadLetters.stopWaiting();
+    }
     consumer.wakeup();
   }
 
@@ -1103,7 +1111,9 @@ public final class OwnerLoop<K, V> {
   }
 
   private void shutdown() {
-    long start = System.nanoTime();
+    // The close timeout counts from close(), which waits for it; a stop of the loop's own counts
+    // from here.
+    long start = closing.get() ? closeRequestedAt : System.nanoTime();
     if (watchdog != null) {
       watchdog.close();
     }

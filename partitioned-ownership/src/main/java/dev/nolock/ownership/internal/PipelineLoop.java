@@ -80,6 +80,13 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   private final PipelineMetrics metrics;
   private final AtomicBoolean closing = new AtomicBoolean();
   private final CountDownLatch closed = new CountDownLatch(1);
+
+  /** Waits one backoff; true when {@link #requestClose()} came meanwhile. */
+  interface Pause {
+    boolean pause(Duration delay) throws InterruptedException;
+  }
+
+  private Pause pause = delay -> closed.await(delay.toMillis(), TimeUnit.MILLISECONDS);
   private int transientFailures;
 
   /** Input records dead-lettered since the last one transformed: the circuit breaker's count. */
@@ -125,6 +132,11 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   /** True once this pipeline's producer was fenced by a newer one. */
   public boolean fenced() {
     return fenced;
+  }
+
+  /** Replaces the wait of each backoff, for tests that look at the waits; before {@link #run}. */
+  void pauseWith(Pause pause) {
+    this.pause = pause;
   }
 
   /** Closes the clients of a loop that never ran. */
@@ -235,7 +247,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
         delay.toMillis(),
         ErrorDescriber.describe(ErrorDescriber.classNames(), cause));
     try {
-      if (closed.await(delay.toMillis(), TimeUnit.MILLISECONDS)) {
+      if (pause.pause(delay)) {
         return; // requestClose(): the loop ends at its next check
       }
     } catch (InterruptedException interrupted) {
@@ -334,7 +346,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       RecordFailedException.Stage stage, String where, String what, Throwable cause) {
     RecordFailures.Verdict verdict =
         RecordFailures.classify(
-            cause, stage, config.deadLetterTopic().isDefined(), config.deadLetterWhen());
+            cause, stage, where, config.deadLetterTopic().isDefined(), config.deadLetterWhen());
     if (verdict == RecordFailures.Verdict.RETRY) {
       throw new TransientRecordFailure(
           "The " + stage.header() + " failed transiently on " + where, cause);
@@ -342,9 +354,12 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     String fix =
         RecordFailures.badBytes(cause, stage)
             ? ", or set ExactlyOnceConfig's deadLetterTopic to send such input records there."
-            : ", or set ExactlyOnceConfig's deadLetterTopic and mark the exception with its"
-                + " deadLetterWhen if it means the input record is poison. A failure not known to"
-                + " be the record's own (a bug, a schema error, an interrupt, an Error) is never"
+            : (config.deadLetterTopic().isDefined()
+                    ? ", or mark the exception with ExactlyOnceConfig's deadLetterWhen"
+                    : ", or set ExactlyOnceConfig's deadLetterTopic and mark the exception with its"
+                        + " deadLetterWhen")
+                + " if it means the input record is poison. A failure not known to be the"
+                + " record's own (a bug, a schema error, an interrupt, an Error) is never"
                 + " dead-lettered on its own.";
     return new RecordFailedException(
         stage, what + fix, cause, verdict == RecordFailures.Verdict.DEAD_LETTER);

@@ -1,24 +1,23 @@
 package dev.nolock.ownership.internal;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Causes;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.sql.SqlErrors;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.nio.BufferUnderflowException;
+import java.io.UTFDataFormatException;
+import java.nio.charset.CharacterCodingException;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
 import java.util.function.Predicate;
 import javax.net.ssl.SSLException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RetriableException;
-import org.apache.kafka.common.errors.SerializationException;
 import org.jooq.exception.DataAccessException;
 
 /**
@@ -27,7 +26,8 @@ import org.jooq.exception.DataAccessException;
  * anything unknown behaves as without a dead-letter topic, for silently skipping a good record is
  * the worst outcome.
  *
- * <p>The rule, first match wins, each looking at the whole cause chain:
+ * <p>The rule, first match wins, each looking at the whole cause chain (each exception once: a
+ * chain can loop):
  *
  * <ol>
  *   <li>An {@link Error}, an {@link InterruptedException} or Kafka's {@link InterruptException},
@@ -44,20 +44,23 @@ import org.jooq.exception.DataAccessException;
  *       every record while the database is down.
  *   <li>With a dead-letter topic, the user's {@code deadLetterWhen} predicate marks the failure:
  *       {@link Verdict#DEAD_LETTER}.
- *   <li>A handler or transform failure with any other {@link IOException} in the chain: {@link
- *       Verdict#RETRY}, as before dead-letter topics existed. User code's I/O failures are mostly a
- *       client's lost connection ({@code NoHttpResponseException} is no {@code java.net} class); a
- *       handler that parses the record's bytes itself marks its parse error with the predicate.
- *   <li>With a dead-letter topic, a deserializer or serializer failure whose chain says the bytes
- *       are bad: an {@link IOException} (a JSON or protobuf parse error, {@code EOFException}), or
- *       a root cause that is Kafka's {@link SerializationException} (the serializer's own verdict),
- *       an {@link IllegalArgumentException} or a {@link BufferUnderflowException}: {@link
- *       Verdict#DEAD_LETTER}. Any other cause (a schema registry that answered HTTP 500 or 401: its
- *       client's own exception) is unknown.
+ *   <li>A handler failure with any other {@link IOException} in the chain: {@link Verdict#RETRY},
+ *       as before dead-letter topics existed ({@link SqlErrors#isTransient} took every {@code
+ *       IOException} as transient). User code's I/O failures are mostly a client's lost connection
+ *       ({@code NoHttpResponseException} is no {@code java.net} class); a handler that parses the
+ *       record's bytes itself marks its parse error with the predicate.
+ *   <li>With a dead-letter topic, a deserializer failure caused by a parse error of the bytes
+ *       themselves: {@link EOFException}, {@link CharacterCodingException}, {@link
+ *       UTFDataFormatException}, Jackson's {@code StreamReadException} (malformed JSON: {@code
+ *       JsonParseException}; Jackson 2 and 3) or protobuf's {@code InvalidProtocolBufferException}:
+ *       {@link Verdict#DEAD_LETTER}. Nothing else is taken as the bytes' fault: a data-binding
+ *       mismatch (an unknown property, a missing class) follows a deploy, not a record, and a
+ *       schema registry's error answer (HTTP 500, 401) says nothing about the record.
  *   <li>Anything else: {@link Verdict#STOP}, as without a dead-letter topic. In particular a SQL
- *       data error (class 22 or 23) is not taken as the record's fault: a migration that added a
+ *       data error (class 22 or 23) is not taken as the record's fault (a migration that added a
  *       constraint, a parent row in a partition not yet applied, or a writer outside nolock cause
- *       it for good records too.
+ *       it for good records too), nor is a serializer's failure (its input is the transform's
+ *       output).
  * </ol>
  */
 public final class RecordFailures {
@@ -72,59 +75,89 @@ public final class RecordFailures {
     DEAD_LETTER
   }
 
+  /**
+   * Parse failures that libraries throw only for malformed input, matched by class name (the class
+   * or a superclass) so that none of these libraries is a dependency.
+   */
+  private static final Set<String> PARSE_FAILURES =
+      Set.of(
+          "com.fasterxml.jackson.core.exc.StreamReadException",
+          "com.fasterxml.jackson.core.JsonParseException",
+          "tools.jackson.core.exc.StreamReadException",
+          "com.google.protobuf.InvalidProtocolBufferException");
+
   private RecordFailures() {}
 
   /**
    * The verdict on {@code failure} in {@code stage}; see the class Javadoc. Calls {@code
    * deadLetterWhen} at most once, and only with a dead-letter topic.
    *
+   * @param where the record, as {@code topic-partition@offset}, for the message when the predicate
+   *     throws
    * @param deadLetterTopic whether a dead-letter topic is configured
    * @param deadLetterWhen the user's poison predicate
-   * @throws IllegalStateException when the predicate throws: caused by {@code failure}, with the
-   *     predicate's exception suppressed, so that neither hides the other (the runner stops)
+   * @throws IllegalStateException when the predicate throws: naming the record, caused by {@code
+   *     failure}, with the predicate's exception suppressed, so that neither hides the other (the
+   *     runner stops)
    */
   public static Verdict classify(
       Throwable failure,
       RecordFailedException.Stage stage,
+      String where,
       boolean deadLetterTopic,
       Predicate<? super Throwable> deadLetterWhen) {
+    List<Throwable> chain = Causes.of(failure);
     if (Thread.currentThread().isInterrupted()
-        || any(failure, RecordFailures::stops)
-        || SqlErrors.classify(outermostState(failure)) == SqlErrors.Kind.SCHEMA) {
+        || chain.stream().anyMatch(RecordFailures::stops)
+        || SqlErrors.classify(outermostState(chain)) == SqlErrors.Kind.SCHEMA) {
       return Verdict.STOP;
     }
     if (!deadLetterTopic && stage != RecordFailedException.Stage.HANDLER) {
       return Verdict.STOP;
     }
-    if (any(failure, RecordFailures::transientFailure)) {
+    if (chain.stream().anyMatch(RecordFailures::transientFailure)) {
       return Verdict.RETRY;
     }
-    if (deadLetterTopic && marked(failure, stage, deadLetterWhen)) {
+    if (deadLetterTopic && marked(failure, stage, where, deadLetterWhen)) {
       return Verdict.DEAD_LETTER;
     }
-    if (isCode(stage)) {
-      return any(failure, t -> t instanceof IOException) ? Verdict.RETRY : Verdict.STOP;
+    if (stage == RecordFailedException.Stage.HANDLER) {
+      return chain.stream().anyMatch(t -> t instanceof IOException) ? Verdict.RETRY : Verdict.STOP;
     }
-    return badBytes(failure) ? Verdict.DEAD_LETTER : Verdict.STOP;
+    return deadLetterTopic && badBytes(failure, stage) ? Verdict.DEAD_LETTER : Verdict.STOP;
   }
 
   /**
-   * Whether a deserializer's or serializer's {@code failure} is dead-lettered by the fixed rules
-   * with a dead-letter topic (for the stop message, which suggests the topic only when it would
-   * take the record). False for the handler and the transform: only the user's predicate
-   * dead-letters their failures.
+   * Whether a deserializer's {@code failure} is a parse error of the record's bytes (rule 6), which
+   * a dead-letter topic takes without a predicate; for the stop message, which suggests the topic
+   * alone only then. False for every other stage.
    */
   public static boolean badBytes(Throwable failure, RecordFailedException.Stage stage) {
-    return !isCode(stage) && classify(failure, stage, true, t -> false) == Verdict.DEAD_LETTER;
+    boolean deserializer =
+        stage == RecordFailedException.Stage.KEY_DESERIALIZER
+            || stage == RecordFailedException.Stage.VALUE_DESERIALIZER;
+    return deserializer && Causes.of(failure).stream().anyMatch(RecordFailures::parseFailure);
   }
 
-  private static boolean isCode(RecordFailedException.Stage stage) {
-    return stage == RecordFailedException.Stage.HANDLER
-        || stage == RecordFailedException.Stage.TRANSFORM;
+  private static boolean parseFailure(Throwable t) {
+    if (t instanceof EOFException
+        || t instanceof CharacterCodingException
+        || t instanceof UTFDataFormatException) {
+      return true;
+    }
+    for (Class<?> c = t.getClass(); c != null; c = c.getSuperclass()) {
+      if (PARSE_FAILURES.contains(c.getName())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static boolean marked(
-      Throwable failure, RecordFailedException.Stage stage, Predicate<? super Throwable> when) {
+      Throwable failure,
+      RecordFailedException.Stage stage,
+      String where,
+      Predicate<? super Throwable> when) {
     try {
       return when.test(failure);
     } catch (RuntimeException e) {
@@ -132,11 +165,12 @@ public final class RecordFailures {
           new IllegalStateException(
               "deadLetterWhen threw "
                   + e.getClass().getName()
-                  + " while classifying a "
+                  + " while classifying the "
                   + stage.header()
-                  + " failure (the cause; the predicate's exception is suppressed). The runner"
-                  + " stops: make the predicate total, e.g. return false for exceptions it does"
-                  + " not know.",
+                  + " failure of "
+                  + where
+                  + " (the cause; the predicate's exception is suppressed). The runner stops:"
+                  + " make the predicate total, e.g. return false for exceptions it does not know.",
               failure);
       thrown.addSuppressed(e);
       throw thrown;
@@ -177,39 +211,13 @@ public final class RecordFailures {
         || t instanceof SSLException;
   }
 
-  /** Rule 6: the chain says the bytes themselves are bad (network failures were rule 3). */
-  private static boolean badBytes(Throwable failure) {
-    if (any(failure, t -> t instanceof IOException)) {
-      return true;
-    }
-    List<Throwable> chain = chain(failure);
-    Throwable root = chain.get(chain.size() - 1);
-    return root instanceof SerializationException
-        || root instanceof IllegalArgumentException
-        || root instanceof BufferUnderflowException;
-  }
-
   /** The outermost SQLState in the chain, as {@link SqlErrors#classify(Throwable)} reads it. */
-  private static String outermostState(Throwable failure) {
-    for (Throwable t : chain(failure)) {
+  private static String outermostState(List<Throwable> chain) {
+    for (Throwable t : chain) {
       if (t instanceof SQLException sql && sql.getSQLState() != null) {
         return sql.getSQLState();
       }
     }
-    return failure instanceof DataAccessException dae ? dae.sqlState() : null;
-  }
-
-  private static boolean any(Throwable failure, Predicate<Throwable> test) {
-    return chain(failure).stream().anyMatch(test);
-  }
-
-  /** {@code failure} and its causes, each once: a cause chain can loop back on itself. */
-  private static List<Throwable> chain(Throwable failure) {
-    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
-    List<Throwable> chain = new ArrayList<>();
-    for (Throwable t = failure; t != null && seen.add(t); t = t.getCause()) {
-      chain.add(t);
-    }
-    return chain;
+    return chain.get(0) instanceof DataAccessException dae ? dae.sqlState() : null;
   }
 }

@@ -4,9 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -53,5 +55,33 @@ class DeadLettersWaitTest {
         .isInstanceOfSatisfying(
             DeadLetters.SendFailedException.class,
             e -> assertThat(e.retriable()).as("tried again after a backoff").isTrue());
+  }
+
+  @Test
+  void closingEndsTheWaitForAnAcknowledgement() {
+    MockProducer<byte[], byte[]> neverAcknowledges =
+        new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
+    DeadLetters deadLetters = new DeadLetters(neverAcknowledges, "dlt");
+    ConsumerRecord<byte[], byte[]> raw =
+        new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
+    RecordFailedException failed =
+        new RecordFailedException(
+            RecordFailedException.Stage.HANDLER, "failed", new IllegalArgumentException(), true);
+
+    CompletableFuture<Void> sending =
+        CompletableFuture.runAsync(() -> deadLetters.send(raw, failed, () -> Duration.ofHours(1)));
+    Awaitility.await("the send was made").until(() -> neverAcknowledges.history().size() == 1);
+    deadLetters.stopWaiting();
+
+    Awaitility.await("the wait ended, not an hour later").until(sending::isDone);
+    assertThatThrownBy(sending::join)
+        .hasCauseInstanceOf(DeadLetters.SendFailedException.class)
+        .satisfies(
+            e -> {
+              DeadLetters.SendFailedException cause =
+                  (DeadLetters.SendFailedException) e.getCause();
+              assertThat(cause.retriable()).as("never taken as handled").isTrue();
+              assertThat(cause).hasMessageContaining("closing");
+            });
   }
 }

@@ -232,6 +232,12 @@ class PipelineLoopTest {
             new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> List.of(),
             new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    List<Duration> waits = new ArrayList<>();
+    loop.pauseWith(
+        delay -> {
+          waits.add(delay);
+          return false;
+        });
     loop.initTransactions();
     for (int again = 0; again < 2; again++) {
       consumer.schedulePollTask(
@@ -239,11 +245,7 @@ class PipelineLoopTest {
     }
     consumer.schedulePollTask(loop::requestClose);
 
-    String logged;
-    try (CapturedStderr log = new CapturedStderr()) {
-      assertThatCode(loop::run).doesNotThrowAnyException();
-      logged = log.text();
-    }
+    assertThatCode(loop::run).doesNotThrowAnyException();
 
     assertThat(producer.calls)
         .containsExactly(
@@ -252,9 +254,10 @@ class PipelineLoopTest {
             "commitTransaction",
             "abortTransaction",
             "commitTransaction");
-    assertThat(logged.split("transaction aborted, batch rewound, trying again in", -1))
+    assertThat(waits)
         .as("each failed transaction waits a backoff before the batch is tried again")
-        .hasSize(3);
+        .hasSize(2)
+        .allSatisfy(delay -> assertThat(delay).isPositive());
   }
 
   @Test

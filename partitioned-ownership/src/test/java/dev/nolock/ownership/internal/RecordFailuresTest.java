@@ -11,9 +11,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.sql.SqlErrors;
+import java.io.EOFException;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.nio.ByteBuffer;
+import java.nio.charset.MalformedInputException;
 import java.sql.SQLException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Predicate;
@@ -22,23 +25,11 @@ import org.apache.kafka.common.errors.RecordDeserializationException;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.record.TimestampType;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class RecordFailuresTest {
 
   private static final Predicate<Throwable> NONE = t -> false;
-
-  /** Like Jackson's JsonProcessingException: an IOException that means bad data. */
-  static final class ParseFailure extends IOException {
-    private static final long serialVersionUID = 1L;
-
-    ParseFailure() {
-      super("Unexpected character");
-    }
-  }
-
-  static final class Poison extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-  }
 
   /** Like Apache HttpClient's NoHttpResponseException: a lost connection outside java.net. */
   static final class NoHttpResponse extends IOException {
@@ -49,15 +40,29 @@ class RecordFailuresTest {
     }
   }
 
+  /** Like Jackson's UnrecognizedPropertyException: a data-binding mismatch after a deploy. */
+  static final class UnrecognizedProperty extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    UnrecognizedProperty() {
+      super("Unrecognized field \"discount\"");
+    }
+  }
+
   /** Like a schema registry client's exception for an HTTP 500 answer: a checked non-I/O one. */
   static final class RegistryAnswered extends Exception {
     private static final long serialVersionUID = 1L;
 
-    RegistryAnswered(int status) {
-      super("Internal Server Error; error code: " + status);
+    RegistryAnswered() {
+      super("Internal Server Error; error code: 50001");
     }
   }
 
+  static final class Poison extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+  }
+
+  /** What the runner hands over for a deserializer failure: Kafka's wrapper around it. */
   private static RecordDeserializationException deserializer(Throwable cause) {
     return new RecordDeserializationException(
         RecordDeserializationException.DeserializationExceptionOrigin.VALUE,
@@ -74,40 +79,52 @@ class RecordFailuresTest {
 
   private static RecordFailures.Verdict of(
       Throwable failure, RecordFailedException.Stage stage, boolean dlt) {
-    return RecordFailures.classify(failure, stage, dlt, NONE);
+    return classify(failure, stage, dlt, NONE);
+  }
+
+  private static RecordFailures.Verdict classify(
+      Throwable failure,
+      RecordFailedException.Stage stage,
+      boolean dlt,
+      Predicate<? super Throwable> when) {
+    return RecordFailures.classify(failure, stage, "t-0@7", dlt, when);
   }
 
   @Test
-  void aParseFailureInADeserializerIsDeadLetteredWithATopicAndStopsWithout() {
-    Throwable failure = deserializer(new RuntimeException(new ParseFailure()));
-    assertThat(of(failure, VALUE_DESERIALIZER, true)).isEqualTo(DEAD_LETTER);
-    assertThat(of(failure, VALUE_DESERIALIZER, false)).isEqualTo(STOP);
+  void aParseErrorOfTheBytesInADeserializerIsDeadLetteredWithATopicAndStopsWithout() {
+    for (Throwable parse :
+        new Throwable[] {new EOFException("end of input"), new MalformedInputException(1)}) {
+      Throwable failure = deserializer(new SerializationException("cannot read", parse));
+      assertThat(of(failure, VALUE_DESERIALIZER, true)).as("%s", parse).isEqualTo(DEAD_LETTER);
+      assertThat(of(failure, VALUE_DESERIALIZER, false)).as("%s", parse).isEqualTo(STOP);
+      assertThat(RecordFailures.badBytes(failure, VALUE_DESERIALIZER)).isTrue();
+    }
   }
 
   @Test
-  void kafkasOwnVerdictOnTheBytesIsDeadLettered() {
-    // IntegerDeserializer: "Size of data received by IntegerDeserializer is not 4", no cause.
-    assertThat(of(deserializer(new SerializationException("size")), VALUE_DESERIALIZER, true))
-        .isEqualTo(DEAD_LETTER);
-    // UUIDDeserializer: SerializationException("Error parsing data into UUID", IAE).
-    Throwable uuid =
-        deserializer(new SerializationException("uuid", new IllegalArgumentException("bad")));
-    assertThat(of(uuid, VALUE_DESERIALIZER, true)).isEqualTo(DEAD_LETTER);
-    assertThat(of(new SerializationException("cannot write"), SERIALIZER, true))
-        .isEqualTo(DEAD_LETTER);
-  }
-
-  @Test
-  void aDeserializerFailureOfUnknownCauseStopsEvenWithATopic() {
-    // A schema registry answering HTTP 500, 429 or 401 says nothing about the record's bytes.
-    Throwable failure =
-        deserializer(
-            new SerializationException("Error retrieving schema", new RegistryAnswered(500)));
-    assertThat(of(failure, VALUE_DESERIALIZER, true)).isEqualTo(STOP);
-    assertThat(RecordFailures.badBytes(failure, VALUE_DESERIALIZER)).isFalse();
+  void aDeserializerFailureNotKnownToBeTheBytesStopsEvenWithATopic() {
+    Throwable[] unknown = {
+      // A schema registry answering HTTP 500, 429 or 401 says nothing about the record.
+      new SerializationException("Error retrieving schema", new RegistryAnswered()),
+      // A data-binding mismatch follows a deploy (producer first), not one record.
+      new SerializationException("cannot bind", new UnrecognizedProperty()),
+      // A client's lost connection outside java.net is no fault of the bytes either.
+      new SerializationException("registry", new NoHttpResponse()),
+      // Confluent's "Could not find class ... specified in writer's schema": a missing class.
+      new SerializationException("Could not find class com.example.Order"),
+      // A UUID or number that does not parse: the bytes, or a producer on another format.
+      new SerializationException("Error parsing data into UUID", new IllegalArgumentException())
+    };
+    for (Throwable cause : unknown) {
+      Throwable failure = deserializer(cause);
+      assertThat(of(failure, VALUE_DESERIALIZER, true)).as("%s", cause).isEqualTo(STOP);
+      assertThat(RecordFailures.badBytes(failure, VALUE_DESERIALIZER)).isFalse();
+    }
+    Throwable registry =
+        deserializer(new SerializationException("Error retrieving schema", new RegistryAnswered()));
     assertThat(
-            RecordFailures.classify(
-                failure,
+            classify(
+                registry,
                 VALUE_DESERIALIZER,
                 true,
                 t ->
@@ -118,22 +135,40 @@ class RecordFailuresTest {
   }
 
   @Test
+  void aSerializerFailureIsDeadLetteredOnlyWhenMarked() {
+    // Its input is the transform's output: a bug as likely as a bad input record.
+    Throwable failure = new SerializationException("cannot write", new EOFException());
+    assertThat(of(failure, SERIALIZER, true)).isEqualTo(STOP);
+    assertThat(RecordFailures.badBytes(failure, SERIALIZER)).isFalse();
+    assertThat(classify(failure, SERIALIZER, true, t -> t instanceof SerializationException))
+        .isEqualTo(DEAD_LETTER);
+  }
+
+  @Test
   void anIoFailureInTheHandlerIsRetriedAsBeforeDeadLetterTopicsExisted() {
     assertThat(of(new NoHttpResponse(), HANDLER, false)).isEqualTo(RETRY);
     assertThat(of(new RuntimeException(new NoHttpResponse()), HANDLER, true)).isEqualTo(RETRY);
-    assertThat(of(new ParseFailure(), TRANSFORM, true)).isEqualTo(RETRY);
-    assertThat(of(new NoHttpResponse(), VALUE_DESERIALIZER, true))
-        .as("in a deserializer an IOException that is no network failure is bad bytes")
+    assertThat(SqlErrors.isTransient(new NoHttpResponse()))
+        .as("the rule before dead-letter topics")
+        .isTrue();
+  }
+
+  @Test
+  void anIoFailureInTheTransformStopsAsWithoutATopic() {
+    // Without a topic every transform failure stops; with one, an unmarked one must not be
+    // retried forever instead.
+    assertThat(of(new UnrecognizedProperty(), TRANSFORM, false)).isEqualTo(STOP);
+    assertThat(of(new UnrecognizedProperty(), TRANSFORM, true)).isEqualTo(STOP);
+    assertThat(classify(new UnrecognizedProperty(), TRANSFORM, true, t -> t instanceof IOException))
         .isEqualTo(DEAD_LETTER);
   }
 
   @Test
   void aParseFailureInTheHandlerIsDeadLetteredOnlyWhenMarked() {
-    Predicate<Throwable> parse = t -> t instanceof ParseFailure;
-    assertThat(RecordFailures.classify(new ParseFailure(), HANDLER, true, parse))
-        .isEqualTo(DEAD_LETTER);
-    assertThat(RecordFailures.classify(new NoHttpResponse(), HANDLER, true, parse))
-        .isEqualTo(RETRY);
+    Predicate<Throwable> parse = t -> t instanceof EOFException;
+    assertThat(classify(new EOFException(), HANDLER, true, parse)).isEqualTo(DEAD_LETTER);
+    assertThat(classify(new NoHttpResponse(), HANDLER, true, parse)).isEqualTo(RETRY);
+    assertThat(of(new EOFException(), HANDLER, true)).as("unmarked: retried").isEqualTo(RETRY);
   }
 
   @Test
@@ -164,11 +199,11 @@ class RecordFailuresTest {
           .isEqualTo(STOP);
     }
     assertThat(
-            RecordFailures.classify(
+            classify(
                 new SQLException("bad", "22P02"),
                 HANDLER,
                 true,
-                t -> t instanceof SQLException e && "22P02".equals(e.getSQLState())))
+                t -> SqlErrors.classify(t) == SqlErrors.Kind.DATA))
         .as("unless the user marks it")
         .isEqualTo(DEAD_LETTER);
   }
@@ -182,19 +217,14 @@ class RecordFailuresTest {
   @Test
   void thePredicateMarksPoisonOnlyAfterStopAndRetryRules() {
     Predicate<Throwable> poison = t -> t instanceof Poison || t.getCause() instanceof Poison;
-    assertThat(RecordFailures.classify(new Poison(), HANDLER, true, poison)).isEqualTo(DEAD_LETTER);
-    assertThat(RecordFailures.classify(new Poison(), HANDLER, false, poison)).isEqualTo(STOP);
+    assertThat(classify(new Poison(), HANDLER, true, poison)).isEqualTo(DEAD_LETTER);
+    assertThat(classify(new Poison(), HANDLER, false, poison)).isEqualTo(STOP);
     Predicate<Throwable> everything = t -> true;
-    assertThat(
-            RecordFailures.classify(
-                new BackendUnavailableException("down", null), HANDLER, true, everything))
+    assertThat(classify(new BackendUnavailableException("down", null), HANDLER, true, everything))
         .isEqualTo(RETRY);
-    assertThat(
-            RecordFailures.classify(
-                new SQLException("no table", "42P01"), HANDLER, true, everything))
+    assertThat(classify(new SQLException("no table", "42P01"), HANDLER, true, everything))
         .isEqualTo(STOP);
-    assertThat(RecordFailures.classify(new AssertionError(), HANDLER, true, everything))
-        .isEqualTo(STOP);
+    assertThat(classify(new AssertionError(), HANDLER, true, everything)).isEqualTo(STOP);
   }
 
   @Test
@@ -205,9 +235,9 @@ class RecordFailuresTest {
           calls.incrementAndGet();
           return false;
         };
-    RecordFailures.classify(new IllegalStateException("bug"), HANDLER, true, counting);
+    classify(new IllegalStateException("bug"), HANDLER, true, counting);
     assertThat(calls).hasValue(1);
-    RecordFailures.classify(new IllegalStateException("bug"), HANDLER, false, counting);
+    classify(new IllegalStateException("bug"), HANDLER, false, counting);
     assertThat(calls).as("without a topic nothing is dead-lettered: not asked").hasValue(1);
   }
 
@@ -217,7 +247,7 @@ class RecordFailuresTest {
     NullPointerException predicates = new NullPointerException("the predicate's");
     assertThatThrownBy(
             () ->
-                RecordFailures.classify(
+                classify(
                     handlers,
                     HANDLER,
                     true,
@@ -226,17 +256,23 @@ class RecordFailuresTest {
                     }))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("deadLetterWhen threw java.lang.NullPointerException")
+        .hasMessageContaining("t-0@7")
         .hasCause(handlers)
         .satisfies(e -> assertThat(e.getSuppressed()).containsExactly(predicates));
   }
 
+  /** A chain that loops must not spin the runner's thread forever (the guard: each once). */
   @Test
+  @Timeout(value = 10, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void aCauseChainThatLoopsIsReadOnce() {
     RuntimeException a = new RuntimeException("a");
     RuntimeException b = new RuntimeException("b", a);
     a.initCause(b);
     assertThat(of(a, HANDLER, true)).isEqualTo(STOP);
     assertThat(of(deserializer(a), VALUE_DESERIALIZER, true)).isEqualTo(STOP);
+    assertThat(SqlErrors.classify(a)).isEqualTo(SqlErrors.Kind.OTHER);
+    assertThat(SqlErrors.isUniqueViolation(a)).isFalse();
+    assertThat(KafkaErrors.isFatal(a)).isFalse();
   }
 
   @Test

@@ -1,14 +1,12 @@
 package dev.nolock.patterns.sql;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Causes;
 import dev.nolock.patterns.ErrorDescriber;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
-import java.util.Collections;
-import java.util.IdentityHashMap;
-import java.util.Set;
 import java.util.function.Supplier;
 import org.jooq.exception.DataAccessException;
 
@@ -80,7 +78,7 @@ public final class SqlErrors {
   /** The kind of {@code failure}; see the class Javadoc for the rule. */
   public static Kind classify(Throwable failure) {
     String state = null;
-    for (Throwable t = failure; t != null; t = t.getCause()) {
+    for (Throwable t : Causes.of(failure)) {
       if (t instanceof SQLTransientException
           || t instanceof SQLRecoverableException
           || t instanceof IOException) {
@@ -95,9 +93,6 @@ public final class SqlErrors {
         if (state == null) {
           state = sql.getSQLState();
         }
-      }
-      if (t.getCause() == t) {
-        break;
       }
     }
     if (state == null && failure instanceof DataAccessException dae) {
@@ -140,12 +135,9 @@ public final class SqlErrors {
    * trigger that raised its own error) is that other failure.
    */
   public static boolean isUniqueViolation(Throwable failure) {
-    for (Throwable t = failure; t != null; t = t.getCause()) {
+    for (Throwable t : Causes.of(failure)) {
       if (t instanceof SQLException sql && sql.getSQLState() != null) {
         return UNIQUE_VIOLATION.equals(sql.getSQLState());
-      }
-      if (t.getCause() == t) {
-        break;
       }
     }
     return false;
@@ -343,8 +335,7 @@ public final class SqlErrors {
     String state = null;
     SQLException found = null;
     SQLException anyFound = null;
-    Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
-    for (Throwable t = failure; t != null && seen.add(t); t = t.getCause()) {
+    for (Throwable t : Causes.of(failure)) {
       if (t instanceof SQLException sql) {
         anyFound = sql;
         if (sql.getSQLState() != null) {
