@@ -7,10 +7,10 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * A failure's cause chain, for code that classifies failures by what they were caused by.
- * Written here because {@link Throwable#getCause()} chains can loop ({@code initCause} refuses only
- * a failure as its own cause, not a longer cycle), and a walk that does not stop at a repeat spins
- * a runner's thread at full CPU forever.
+ * A failure's cause chain, for code that classifies failures by what they were caused by. Written
+ * here because {@link Throwable#getCause()} chains can loop ({@code initCause} refuses only a
+ * failure as its own cause, not a longer cycle), and a walk that does not stop at a repeat spins a
+ * runner's thread at full CPU forever.
  */
 public final class Causes {
 
