@@ -83,8 +83,8 @@ public final class ExactlyOnceConfig {
     this.deadLetterTopic = b.deadLetterTopic;
     this.maxConsecutiveDeadLetters = b.maxConsecutiveDeadLetters;
     this.deadLetterWhen = b.deadLetterWhen;
-    OwnershipConfig.requireDeadLetterTopicFor(
-        "deadLetterWhen", deadLetterTopic, b.deadLetterWhen != OwnershipConfig.NO_POISON);
+    OwnershipConfig.requireDeadLetterTopicAndPredicate(
+        deadLetterTopic, b.deadLetterWhen != OwnershipConfig.NO_POISON);
     if (maxPollInterval.compareTo(sessionTimeout) < 0) {
       throw new IllegalArgumentException(
           "maxPollInterval ("
@@ -359,18 +359,17 @@ public final class ExactlyOnceConfig {
     }
 
     /**
-     * Sends an input record that is known to be poison (its key or value deserializer fails with a
-     * parse error of its bytes, or it fails with an exception {@link #deadLetterWhen} marks) to
-     * {@code deadLetterTopic} instead of stopping the pipeline, in the batch's transaction, with
-     * the input offsets: exactly once for {@code read_committed} readers of the dead-letter topic,
-     * as the outputs are. The record goes with its original key and value bytes and headers, plus
-     * {@code nolock.dlt.*} headers naming its topic, partition, offset and the exception's class
-     * names (never its message). A transient failure (a network exception, a Kafka retriable
-     * exception, a backend unavailable, a transient SQLState) aborts the batch and retries it after
-     * a backoff; an {@link Error}, an interrupt, a schema error, a deserializer failure that is no
-     * parse error, and any transform or serializer exception not marked stop the pipeline, as
-     * without this setting. The topic must exist; a send to it that fails aborts the transaction,
-     * and the batch is tried again, never skipped.
+     * Sends an input record whose failure (a deserializer's, the transform's, or a serializer's of
+     * one of its outputs) {@link #deadLetterWhen} marks as poison ({@code build()} refuses the
+     * topic without the predicate) to {@code deadLetterTopic} instead of stopping the pipeline, in
+     * the batch's transaction, with the input offsets: exactly once for {@code read_committed}
+     * readers of the dead-letter topic, as the outputs are. The record goes with its original key
+     * and value bytes and headers, plus {@code nolock.dlt.*} headers naming its topic, partition,
+     * offset and the exception's class names (never its message). A transient failure (a network
+     * exception, a Kafka retriable exception, a backend unavailable, a transient SQLState) aborts
+     * the batch and retries it after a backoff; an {@link Error}, an interrupt, a schema error and
+     * any failure not marked stop the pipeline, as without this setting. The topic must exist; a
+     * send to it that fails aborts the transaction, and the batch is tried again, never skipped.
      *
      * @param deadLetterTopic a Kafka topic name other than the input topic
      */
@@ -396,23 +395,22 @@ public final class ExactlyOnceConfig {
 
     /**
      * Which failures mean the input record itself is poison, so that it goes to {@link
-     * #deadLetterTopic} instead of stopping the pipeline. By default none: only a deserializer
-     * failure caused by a parse error of the bytes (an {@code EOFException}, a {@code
-     * CharacterCodingException}, Jackson's {@code StreamReadException}, protobuf's {@code
-     * InvalidProtocolBufferException}) is dead-lettered, and any other failure stops the pipeline
-     * (or is retried). A transform or serializer failure (a serializer's input is the transform's
-     * output) is never dead-lettered unless marked here, not even a SQL data error (class 22 or
-     * 23). A predicate that is slow delays the batch like a slow transform.
+     * #deadLetterTopic} instead of stopping the pipeline; required with the topic. Nothing else is
+     * ever dead-lettered: no exception type tells for sure that the record is at fault (a parse
+     * error may be a registry's truncated answer, a serializer's failure the transform's bug, a SQL
+     * data error a migration's new constraint). A predicate that is slow delays the batch like a
+     * slow transform.
      *
      * <p>Consulted once per failure, and only after the fixed rules: an {@link Error}, an interrupt
      * or a schema error stops the pipeline, and a transient failure is retried, whatever the
      * predicate says. Mark only exceptions that no retry or fix elsewhere can cure: a record marked
-     * here is skipped. An exception the predicate throws stops the pipeline, with the record's
-     * failure as its cause. Requires {@link #deadLetterTopic}.
+     * here is skipped. An exception the predicate throws aborts the transaction and stops the
+     * pipeline, naming the record, with the record's failure as its cause. Requires {@link
+     * #deadLetterTopic}.
      *
      * @param poison tested on the transform's or serializer's exception as thrown, or for a
      *     deserializer on Kafka's {@code RecordDeserializationException} whose cause is the
-     *     deserializer's (walk {@code getCause()} to look inside wrappers)
+     *     deserializer's (walk the chain with {@code Causes.of(e)}, which stops at a loop)
      */
     public Builder deadLetterWhen(Predicate<Throwable> poison) {
       this.deadLetterWhen =

@@ -42,12 +42,11 @@ import org.slf4j.LoggerFactory;
  * its outputs throws) aborts the transaction and stops the pipeline, unless {@link
  * ExactlyOnceConfig.Builder#deadLetterTopic} is set: then its bytes go there in the same
  * transaction as the input offsets, exactly once. Only an input known to be poison is
- * dead-lettered: a deserializer failure caused by a parse error of the bytes, or one {@link
- * ExactlyOnceConfig.Builder#deadLetterWhen} marks. With the topic, a transient failure (an
- * unreachable schema registry) is retried after a backoff; a schema error, an interrupt, an {@link
- * Error}, a failure of unknown cause and any transform or serializer exception not marked stop the
- * pipeline; so does a failure after {@link ExactlyOnceConfig#maxConsecutiveDeadLetters()} dead
- * letters in a row.
+ * dead-lettered: one {@link ExactlyOnceConfig.Builder#deadLetterWhen} marks. With the topic, a
+ * transient failure (an unreachable schema registry) is retried after a backoff; a schema error, an
+ * interrupt, an {@link Error}, a failure of unknown cause and any transform or serializer exception
+ * not marked stop the pipeline; so does a failure after {@link
+ * ExactlyOnceConfig#maxConsecutiveDeadLetters()} dead letters in a row.
  *
  * <p>A transaction that fails otherwise is aborted and its inputs transformed again. A commit that
  * times out is not: the broker may be completing it, so the pipeline calls {@code

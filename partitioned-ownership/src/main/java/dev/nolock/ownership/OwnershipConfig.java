@@ -126,7 +126,7 @@ public final class OwnershipConfig {
     this.deadLetterProducerProperties = Map.copyOf(b.deadLetterProducerProperties);
     this.maxConsecutiveDeadLetters = b.maxConsecutiveDeadLetters;
     this.deadLetterWhen = b.deadLetterWhen;
-    requireDeadLetterTopicFor("deadLetterWhen", deadLetterTopic, b.deadLetterWhen != NO_POISON);
+    requireDeadLetterTopicAndPredicate(deadLetterTopic, b.deadLetterWhen != NO_POISON);
     if (deadLetterTopic == null && !deadLetterProducerProperties.isEmpty()) {
       throw new IllegalArgumentException(
           "deadLetterProducerProperty(...) was set without deadLetterTopic(...): set the"
@@ -253,15 +253,25 @@ public final class OwnershipConfig {
     return max;
   }
 
-  /** Refuses a dead-letter setting made without the topic; shared with ExactlyOnceConfig. */
-  static void requireDeadLetterTopicFor(String setting, String deadLetterTopic, boolean set) {
-    if (deadLetterTopic == null && set) {
+  /**
+   * Refuses {@code deadLetterWhen} without the topic, and the topic without {@code deadLetterWhen}
+   * (nothing would ever go there: nolock dead-letters only what the predicate marks); shared with
+   * ExactlyOnceConfig.
+   */
+  static void requireDeadLetterTopicAndPredicate(String deadLetterTopic, boolean predicateSet) {
+    if (deadLetterTopic == null && predicateSet) {
       throw new IllegalArgumentException(
-          setting
-              + "(...) was set without deadLetterTopic(...): set the dead-letter topic too, or"
-              + " remove "
-              + setting
-              + ".");
+          "deadLetterWhen(...) was set without deadLetterTopic(...): set the dead-letter topic too,"
+              + " or remove deadLetterWhen.");
+    }
+    if (deadLetterTopic != null && !predicateSet) {
+      throw new IllegalArgumentException(
+          "deadLetterTopic(\""
+              + deadLetterTopic
+              + "\") was set without deadLetterWhen(...): say which failures mean the record itself"
+              + " is poison, e.g. deadLetterWhen(e -> Causes.of(e).stream().anyMatch("
+              + "JsonParseException.class::isInstance)). nolock never guesses: a parse error or a"
+              + " constraint violation can also come from a deploy or a failing dependency.");
     }
   }
 
@@ -660,20 +670,17 @@ public final class OwnershipConfig {
     }
 
     /**
-     * Sends a record that is known to be poison to {@code deadLetterTopic} instead of stopping the
-     * runner: one whose key or value deserializer fails with a parse error of its bytes (an {@code
-     * EOFException}, a {@code CharacterCodingException}, Jackson's {@code StreamReadException},
-     * protobuf's {@code InvalidProtocolBufferException}), or whose failure {@link #deadLetterWhen}
-     * marks. A transient failure (a transient SQLState, a network exception, a Kafka retriable
-     * exception, a backend unavailable) is retried; a schema or privilege error, an interrupt, an
-     * {@link Error}, a deserializer failure that is no parse error (a schema registry that answered
-     * an error, a data-binding mismatch after a deploy) and any handler exception not marked stop
-     * the runner (a handler's {@code IOException} is retried), as without this setting: what is not
-     * known to be the record's fault is never skipped. The record goes with its original key and
-     * value bytes and headers, plus {@code nolock.dlt.*} headers naming its topic, partition,
-     * offset and the exception's class names (never its message); once the broker has acknowledged
-     * it, the record's offset is recorded as applied, fenced by the owner epoch like any apply, and
-     * the partition moves on.
+     * Sends a record whose failure (its key or value deserializer's, or its handler's) {@link
+     * #deadLetterWhen} marks as poison to {@code deadLetterTopic} instead of stopping the runner;
+     * {@code build()} refuses the topic without the predicate. A transient failure (a transient
+     * SQLState, a network exception, a Kafka retriable exception, a backend unavailable) is
+     * retried; a schema or privilege error, an interrupt, an {@link Error}, and any deserializer or
+     * handler failure not marked stop the runner (a handler's {@code IOException} is retried), as
+     * without this setting: what is not known to be the record's fault is never skipped. The record
+     * goes with its original key and value bytes and headers, plus {@code nolock.dlt.*} headers
+     * naming its topic, partition, offset and the exception's class names (never its message); once
+     * the broker has acknowledged it, the record's offset is recorded as applied, fenced by the
+     * owner epoch like any apply, and the partition moves on.
      *
      * <p>At least once, and "failed at least once": a runner that stops, is fenced or loses its
      * database answer between the acknowledgement and the offset write leaves the record to the
@@ -735,28 +742,27 @@ public final class OwnershipConfig {
 
     /**
      * Which failures mean the record itself is poison, so that it goes to {@link #deadLetterTopic}
-     * instead of stopping the runner. By default none: only a deserializer failure caused by a
-     * parse error of the bytes is dead-lettered ({@link #deadLetterTopic} lists them), and any
-     * other failure stops the runner (or is retried), as without a dead-letter topic. A handler
-     * failure is never dead-lettered unless marked here, not even a SQL data error (class 22 or
-     * 23): a migration that adds a constraint, a parent row in a partition not applied yet or a
-     * writer outside nolock raise those for good records too.
+     * instead of stopping the runner; required with the topic. Nothing else is ever dead-lettered:
+     * no exception type tells for sure that the record is at fault. A parse error may come from a
+     * schema registry's truncated answer or a stale connection, a data-binding error from a deploy,
+     * a SQL data error (class 22 or 23) from a migration that added a constraint, a parent row in a
+     * partition not applied yet, or a writer outside nolock.
      *
      * <p>Consulted once per failure, and only after the fixed rules: an {@link Error}, an interrupt
-     * or a schema or privilege error (SQLState class 42) stops the runner, and a transient failure
-     * (a transient SQLState, a Kafka retriable exception, a backend unavailable, a lost lease, a
-     * network exception) is retried, whatever the predicate says. It is consulted before a
-     * handler's other {@code IOException}s are retried, so a parse error of the handler's own can
-     * be marked. Mark only exceptions that no retry or fix elsewhere can cure (a validation error
-     * of the record's content): a record marked here is skipped, which is worse than a stop if the
-     * fault was not the record's. An exception the predicate throws stops the runner, naming the
-     * record, with the record's failure as its cause; a predicate that is slow delays the record
-     * like a slow handler (past the batch's point of no return, the record is tried again).
+     * or a schema or privilege error (SQLState class 42, {@code 3F000}) stops the runner, and a
+     * transient failure (a transient SQLState, a Kafka retriable exception, a backend unavailable,
+     * a lost lease, a network exception) is retried, whatever the predicate says. It is consulted
+     * before a handler's other {@code IOException}s are retried, so a parse error of the handler's
+     * own can be marked. Mark only exceptions that no retry or fix elsewhere can cure (a validation
+     * error of the record's content): a record marked here is skipped, which is worse than a stop
+     * if the fault was not the record's. An exception the predicate throws stops the runner, naming
+     * the record, with the record's failure as its cause; a predicate that is slow delays the
+     * record like a slow handler (past the batch's point of no return, the record is tried again).
      * Requires {@link #deadLetterTopic}.
      *
      * @param poison tested on the handler's exception as thrown, or for a deserializer on Kafka's
-     *     {@code RecordDeserializationException} whose cause is the deserializer's (walk {@code
-     *     getCause()} to look inside wrappers)
+     *     {@code RecordDeserializationException} whose cause is the deserializer's (walk the chain
+     *     with {@code Causes.of(e)}, which stops at a loop)
      */
     public Builder deadLetterWhen(Predicate<Throwable> poison) {
       this.deadLetterWhen =

@@ -63,12 +63,11 @@ import org.slf4j.LoggerFactory;
  * {@link OwnershipConfig.Builder#deadLetterTopic} is set: then it is sent there, and recorded as
  * applied once the broker has acknowledged it (at least once in the dead-letter topic; a dead
  * letter means the record failed at least once, not that it was never applied). Only a record known
- * to be poison is dead-lettered: a deserializer failure caused by a parse error, or one {@link
- * OwnershipConfig.Builder#deadLetterWhen} marks. A transient failure, and any other {@code
- * IOException} of the handler, is retried; a schema error, an interrupt, an {@link Error}, a
- * failure of unknown cause and any handler exception not marked stop the runner, as without the
- * topic; so does a failure after {@link OwnershipConfig#maxConsecutiveDeadLetters()} dead letters
- * in a row.
+ * to be poison is dead-lettered: one {@link OwnershipConfig.Builder#deadLetterWhen} marks. A
+ * transient failure, and any other {@code IOException} of the handler, is retried; a schema error,
+ * an interrupt, an {@link Error}, a failure of unknown cause and any handler exception not marked
+ * stop the runner, as without the topic; so does a failure after {@link
+ * OwnershipConfig#maxConsecutiveDeadLetters()} dead letters in a row.
  *
  * <p>Lifecycle: {@link #create}, {@link #createTableIfMissing()} (or your migration), {@link
  * #start()}, and {@link #close()}. The loop runs on one thread of its own; watch {@link

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -48,6 +49,13 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class DeadLetterClassificationIT {
 
   private static final Duration WAIT = Duration.ofSeconds(30);
+
+  /** A predicate that marks every failure: the fixed stop and retry rules still come first. */
+  private static final Predicate<Throwable> EVERYTHING = failure -> true;
+
+  /** A typical predicate: the handler's validation error means the record is poison. */
+  private static final Predicate<Throwable> VALIDATION =
+      failure -> failure instanceof IllegalArgumentException;
 
   /** {@code values} on partition 0, keys "key-i". */
   private static void produce(KafkaBroker kafka, String topic, List<String> values)
@@ -135,7 +143,9 @@ class DeadLetterClassificationIT {
             kafka,
             pg,
             topic,
-            TestOwners.config(kafka.bootstrapServers(), topic, group, "retry").deadLetterTopic(dlt),
+            TestOwners.config(kafka.bootstrapServers(), topic, group, "retry")
+                .deadLetterTopic(dlt)
+                .deadLetterWhen(EVERYTHING),
             new StringDeserializer(),
             handler)) {
       owner.start();
@@ -172,7 +182,8 @@ class DeadLetterClassificationIT {
             pg,
             topic,
             TestOwners.config(kafka.bootstrapServers(), topic, group, "schema")
-                .deadLetterTopic(dlt),
+                .deadLetterTopic(dlt)
+                .deadLetterWhen(EVERYTHING),
             new StringDeserializer(),
             handler)) {
       owner.start();
@@ -209,7 +220,8 @@ class DeadLetterClassificationIT {
             pg,
             topic,
             TestOwners.config(kafka.bootstrapServers(), topic, group, "unknown")
-                .deadLetterTopic(dlt),
+                .deadLetterTopic(dlt)
+                .deadLetterWhen(VALIDATION),
             new StringDeserializer(),
             handler)) {
       owner.start();
@@ -302,7 +314,8 @@ class DeadLetterClassificationIT {
             pg,
             topic,
             TestOwners.config(kafka.bootstrapServers(), topic, group, "registry")
-                .deadLetterTopic(dlt),
+                .deadLetterTopic(dlt)
+                .deadLetterWhen(EVERYTHING),
             registryClient,
             ledger.handler())) {
       owner.start();
@@ -348,7 +361,8 @@ class DeadLetterClassificationIT {
             pg,
             topic,
             TestOwners.config(kafka.bootstrapServers(), topic, group, "registry500")
-                .deadLetterTopic(dlt),
+                .deadLetterTopic(dlt)
+                .deadLetterWhen(VALIDATION),
             registryClient,
             ledger.handler())) {
       owner.start();
@@ -396,7 +410,8 @@ class DeadLetterClassificationIT {
             pg,
             topic,
             TestOwners.config(kafka.bootstrapServers(), topic, group, "migration")
-                .deadLetterTopic(dlt),
+                .deadLetterTopic(dlt)
+                .deadLetterWhen(VALIDATION),
             new StringDeserializer(),
             handler)) {
       owner.start();

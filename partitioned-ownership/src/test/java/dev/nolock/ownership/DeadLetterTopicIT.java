@@ -7,6 +7,7 @@ import dev.nolock.ownership.internal.ApplyTransaction;
 import dev.nolock.ownership.internal.OwnerTable;
 import dev.nolock.ownership.internal.RecordFailedException;
 import dev.nolock.ownership.internal.Safeguards;
+import dev.nolock.patterns.Causes;
 import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.testkit.CapturedStderr;
 import dev.nolock.testkit.KafkaBroker;
@@ -90,9 +91,13 @@ class DeadLetterTopicIT {
     };
   }
 
-  /** The README's predicate for a handler whose data errors can only come from the record. */
-  private static boolean dataError(Throwable failure) {
-    return SqlErrors.classify(failure) == SqlErrors.Kind.DATA;
+  /**
+   * This application's poison: a data error of the handler (its data errors can only come from the
+   * record) or a parse error of the deserializer (it calls no registry).
+   */
+  private static boolean poison(Throwable failure) {
+    return SqlErrors.classify(failure) == SqlErrors.Kind.DATA
+        || Causes.of(failure).stream().anyMatch(EOFException.class::isInstance);
   }
 
   /** 10 records on partition 0: "cmd-i", the poison at 3 and the unreadable one at 6. */
@@ -169,7 +174,7 @@ class DeadLetterTopicIT {
                 pg.dataSource(),
                 TestOwners.config(kafka.bootstrapServers(), topic, group, "dlt")
                     .deadLetterTopic(dlt)
-                    .deadLetterWhen(DeadLetterTopicIT::dataError)
+                    .deadLetterWhen(DeadLetterTopicIT::poison)
                     .metrics(metrics, "dlt")
                     .build(),
                 new StringDeserializer(),
@@ -301,7 +306,7 @@ class DeadLetterTopicIT {
             pg.dataSource(),
             TestOwners.config(kafka.bootstrapServers(), topic, group, "dlt-missing")
                 .deadLetterTopic(dlt)
-                .deadLetterWhen(DeadLetterTopicIT::dataError)
+                .deadLetterWhen(DeadLetterTopicIT::poison)
                 .deadLetterProducerProperty(ProducerConfig.MAX_BLOCK_MS_CONFIG, 300)
                 .metrics(metrics, "dlt-missing")
                 .build(),
@@ -389,7 +394,10 @@ class DeadLetterTopicIT {
             ExactlyOncePipeline.create(
                 pipelineConfig(kafka, input, "dlt-" + input, metrics)
                     .deadLetterTopic(dlt)
-                    .deadLetterWhen(e -> e instanceof IllegalArgumentException)
+                    .deadLetterWhen(
+                        e ->
+                            e instanceof IllegalArgumentException
+                                || Causes.of(e).stream().anyMatch(EOFException.class::isInstance))
                     .build(),
                 new StringDeserializer(),
                 strict,

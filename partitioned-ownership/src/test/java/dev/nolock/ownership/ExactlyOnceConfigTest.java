@@ -13,6 +13,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 class ExactlyOnceConfigTest {
 
+  /** A handler's validation error: the record itself is poison. */
+  private static final java.util.function.Predicate<Throwable> POISON =
+      e -> e instanceof IllegalArgumentException;
+
   private static ExactlyOnceConfig.Builder builder() {
     return ExactlyOnceConfig.custom("127.0.0.1:9092", "payments", "payment-enricher", "enricher-1");
   }
@@ -20,7 +24,12 @@ class ExactlyOnceConfigTest {
   @Test
   void theDeadLetterTopicIsOptInAndNotTheInputTopic() {
     assertThat(builder().build().deadLetterTopic()).isEmpty();
-    assertThat(builder().deadLetterTopic("payments.dlt").build().deadLetterTopic())
+    assertThat(
+            builder()
+                .deadLetterTopic("payments.dlt")
+                .deadLetterWhen(POISON)
+                .build()
+                .deadLetterTopic())
         .containsExactly("payments.dlt");
     assertThatThrownBy(() -> builder().deadLetterTopic("payments"))
         .isInstanceOf(IllegalArgumentException.class)
@@ -31,9 +40,12 @@ class ExactlyOnceConfigTest {
   }
 
   @Test
-  void deadLetterWhenMarksNoExceptionByDefaultAndNeedsTheTopic() {
-    assertThat(builder().deadLetterTopic("d").build().deadLetterWhen().test(new RuntimeException()))
-        .isFalse();
+  void theDeadLetterTopicNeedsAPredicateAndThePredicateTheTopic() {
+    assertThatThrownBy(() -> builder().deadLetterTopic("d").build())
+        .as("nolock never guesses which failures are the record's")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("deadLetterTopic(\"d\") was set without deadLetterWhen")
+        .hasMessageContaining("Causes.of(e)");
     assertThat(
             builder()
                 .deadLetterTopic("d")

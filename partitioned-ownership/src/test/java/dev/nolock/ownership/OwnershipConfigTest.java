@@ -14,6 +14,10 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 class OwnershipConfigTest {
 
+  /** A handler's validation error: the record itself is poison. */
+  private static final java.util.function.Predicate<Throwable> POISON =
+      e -> e instanceof IllegalArgumentException;
+
   private static OwnershipConfig.Builder builder() {
     return OwnershipConfig.custom("127.0.0.1:9092", "orders", "order-appliers");
   }
@@ -167,7 +171,12 @@ class OwnershipConfigTest {
   @Test
   void theDeadLetterTopicIsOptInAndValidatedAsAKafkaTopicName() {
     assertThat(builder().build().deadLetterTopic()).as("none by default: stop").isEmpty();
-    assertThat(builder().deadLetterTopic("orders.dlt").build().deadLetterTopic())
+    assertThat(
+            builder()
+                .deadLetterTopic("orders.dlt")
+                .deadLetterWhen(POISON)
+                .build()
+                .deadLetterTopic())
         .contains("orders.dlt");
     for (String bad : new String[] {"", "has space", "x/y", ".", "..", "a".repeat(250)}) {
       assertThatThrownBy(() -> builder().deadLetterTopic(bad))
@@ -176,7 +185,13 @@ class OwnershipConfigTest {
           .hasMessageContaining("not a Kafka topic name")
           .hasMessageContaining("orders.dlt");
     }
-    assertThat(builder().deadLetterTopic("a".repeat(249)).build().deadLetterTopic()).hasSize(1);
+    assertThat(
+            builder()
+                .deadLetterTopic("a".repeat(249))
+                .deadLetterWhen(POISON)
+                .build()
+                .deadLetterTopic())
+        .hasSize(1);
     assertThatThrownBy(() -> builder().deadLetterTopic("orders"))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("the topic the records come from");
@@ -196,6 +211,7 @@ class OwnershipConfigTest {
     assertThat(
             builder()
                 .deadLetterTopic("d")
+                .deadLetterWhen(POISON)
                 .deadLetterProducerProperty("security.protocol", "SSL")
                 .build()
                 .deadLetterProducerProperties())
@@ -207,9 +223,12 @@ class OwnershipConfigTest {
   }
 
   @Test
-  void deadLetterWhenMarksNoExceptionByDefaultAndNeedsTheTopic() {
-    assertThat(builder().deadLetterTopic("d").build().deadLetterWhen().test(new RuntimeException()))
-        .isFalse();
+  void theDeadLetterTopicNeedsAPredicateAndThePredicateTheTopic() {
+    assertThatThrownBy(() -> builder().deadLetterTopic("d").build())
+        .as("nolock never guesses which failures are the record's")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("deadLetterTopic(\"d\") was set without deadLetterWhen")
+        .hasMessageContaining("Causes.of(e)");
     assertThat(
             builder()
                 .deadLetterTopic("d")
@@ -235,6 +254,7 @@ class OwnershipConfigTest {
                     builder()
                         .maxPollInterval(Duration.ofSeconds(60))
                         .deadLetterTopic("d")
+                        .deadLetterWhen(POISON)
                         .deadLetterProducerProperty(key, tooLong)
                         .build())
             .as(key + "=" + tooLong)
@@ -246,6 +266,7 @@ class OwnershipConfigTest {
               builder()
                   .maxPollInterval(Duration.ofSeconds(60))
                   .deadLetterTopic("d")
+                  .deadLetterWhen(POISON)
                   .deadLetterProducerProperty(key, 60_000)
                   .build()
                   .deadLetterProducerProperties())

@@ -173,8 +173,7 @@ public final class ApplyTransaction<K, V> {
 
   /**
    * What the handler's or deserializer's {@code cause} means ({@link RecordFailures}): a transient
-   * failure to retry, or a failure for good, dead-letterable or not. For a deserializer the stop
-   * message suggests the dead-letter topic alone only when it would take this record.
+   * failure to retry, or a failure for good, dead-letterable or not.
    */
   private RuntimeException failure(ConsumerRecord<?, ?> record, Throwable cause) {
     RecordFailedException.Stage stage =
@@ -192,22 +191,18 @@ public final class ApplyTransaction<K, V> {
     String mark =
         deadLetterTopic
             ? "mark such failures with OwnershipConfig's deadLetterWhen"
-            : "set OwnershipConfig's deadLetterTopic and mark such failures with its"
-                + " deadLetterWhen";
+            : "set OwnershipConfig's deadLetterTopic, with a deadLetterWhen that marks such"
+                + " failures";
     String fix =
         stage == RecordFailedException.Stage.HANDLER
             ? " A record that can never apply blocks its partition: handle it in the handler, e.g."
                 + " in a dead-letter table, or "
                 + mark
                 + ". Any other failure: fix the cause and restart."
-            : RecordFailures.badBytes(cause, stage)
-                ? " A record that can never be read blocks its partition: fix the deserializer, or"
-                    + " set OwnershipConfig's deadLetterTopic to send such records there."
-                : " The failure is not known to be the record's bytes (a data-binding mismatch"
-                    + " after a deploy, a schema registry that failed), so it is never"
-                    + " dead-lettered on its own: fix the cause and restart, or "
-                    + mark
-                    + " if it means the record is poison.";
+            : " A record that can never be read blocks its partition: fix the deserializer, or "
+                + mark
+                + ". Any other failure (a schema registry that failed, a deploy that changed the"
+                + " format): fix the cause and restart.";
     String what =
         stage == RecordFailedException.Stage.HANDLER
             ? "The record handler"

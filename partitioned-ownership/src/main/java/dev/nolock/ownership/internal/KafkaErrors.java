@@ -1,10 +1,14 @@
 package dev.nolock.ownership.internal;
 
 import dev.nolock.patterns.Causes;
+import org.apache.kafka.common.InvalidRecordException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.InvalidTopicException;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.RecordBatchTooLargeException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 
 /** How a transactional producer's failure is to be read. */
@@ -23,6 +27,17 @@ public final class KafkaErrors {
    */
   public static boolean isPossiblyFenced(Throwable failure) {
     return has(failure, InvalidProducerEpochException.class);
+  }
+
+  /**
+   * A send the broker refuses for what was sent (a record or batch too large, an invalid topic or
+   * record): an abort succeeds, but the same batch fails the same way again.
+   */
+  public static boolean isPermanent(Throwable failure) {
+    return has(failure, RecordTooLargeException.class)
+        || has(failure, RecordBatchTooLargeException.class)
+        || has(failure, InvalidTopicException.class)
+        || has(failure, InvalidRecordException.class);
   }
 
   /** Errors an abort and a retry will not cure. */

@@ -223,7 +223,10 @@ public final class OwnerLoop<K, V> {
 
   /** Asks the loop to stop; safe to call from any thread. */
   public void requestClose() {
-    closeRequestedAt = System.nanoTime();
+    long now = System.nanoTime();
+    if (!closing.get()) {
+      closeRequestedAt = now; // the first close() starts the close timeout
+    }
     closing.set(true);
     if (deadLetters != null) {
       deadLetters.stopWaiting();
@@ -441,6 +444,12 @@ public final class OwnerLoop<K, V> {
           }
           if (consecutiveDeadLetters >= config.maxConsecutiveDeadLetters()) {
             throw breakerTripped(failed);
+          }
+          if (closing.get()) {
+            // A send now would be cut short by close() and count as not acknowledged, though the
+            // producer's close may still deliver it: the next owner would dead-letter it again.
+            rewind(records);
+            return;
           }
           outcome = deadLetter(record, o.epoch, failed, records, deadline);
           if (outcome == null) {
@@ -1128,16 +1137,21 @@ public final class OwnerLoop<K, V> {
       log.debug("Final commit failed: {}", e.toString());
     }
     try {
-      consumer.close(CloseOptions.timeout(config.closeTimeout()));
+      consumer.close(CloseOptions.timeout(left(start)));
     } catch (RuntimeException e) {
       log.warn("Closing the consumer of owner {} failed: {}", owner, e.toString());
     }
-    Duration left = config.closeTimeout().minusNanos(System.nanoTime() - start);
-    closeQuietly(left.isNegative() ? Duration.ZERO : left);
+    closeQuietly(left(start));
     for (TopicPartition tp : List.copyOf(owned.keySet())) {
       release(tp, "closed");
     }
     publishView();
+  }
+
+  /** What is left of the close timeout, counted from {@code start}; zero once it has passed. */
+  private Duration left(long start) {
+    Duration left = config.closeTimeout().minusNanos(System.nanoTime() - start);
+    return left.isNegative() ? Duration.ZERO : left;
   }
 
   private final class Listener implements ConsumerRebalanceListener {

@@ -178,7 +178,13 @@ public final class PipelineLoop<KI, VI, KO, VO> {
       producer.beginTransaction();
       int deadLettered = 0;
       for (ConsumerRecord<byte[], byte[]> raw : records) {
-        RecordFailedException failed = transform(raw);
+        RecordFailedException failed;
+        try {
+          failed = transform(raw);
+        } catch (RecordFailures.PredicateFailedException e) {
+          stop = e; // aborted below, so no output of the batch stays open
+          break;
+        }
         if (failed == null) {
           consecutiveDeadLetters = 0;
           continue;
@@ -336,8 +342,7 @@ public final class PipelineLoop<KI, VI, KO, VO> {
   }
 
   /**
-   * The record's failure in {@code stage}, as {@link RecordFailures} decides; the stop message
-   * suggests the dead-letter topic only when it would take this record.
+   * The record's failure in {@code stage}, as {@link RecordFailures} decides.
    *
    * @param what what failed and what to fix, e.g. "The transform failed on in-0@7; ... Fix the
    *     transform"
@@ -352,15 +357,12 @@ public final class PipelineLoop<KI, VI, KO, VO> {
           "The " + stage.header() + " failed transiently on " + where, cause);
     }
     String fix =
-        RecordFailures.badBytes(cause, stage)
-            ? ", or set ExactlyOnceConfig's deadLetterTopic to send such input records there."
-            : (config.deadLetterTopic().isDefined()
-                    ? ", or mark the exception with ExactlyOnceConfig's deadLetterWhen"
-                    : ", or set ExactlyOnceConfig's deadLetterTopic and mark the exception with its"
-                        + " deadLetterWhen")
-                + " if it means the input record is poison. A failure not known to be the"
-                + " record's own (a bug, a schema error, an interrupt, an Error) is never"
-                + " dead-lettered on its own.";
+        (config.deadLetterTopic().isDefined()
+                ? ", or mark the exception with ExactlyOnceConfig's deadLetterWhen"
+                : ", or set ExactlyOnceConfig's deadLetterTopic, with a deadLetterWhen that marks"
+                    + " the exception,")
+            + " if it means the input record is poison. nolock never dead-letters a failure the"
+            + " predicate does not mark.";
     return new RecordFailedException(
         stage, what + fix, cause, verdict == RecordFailures.Verdict.DEAD_LETTER);
   }
@@ -378,6 +380,10 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     // Abortable, or possibly fenced (InvalidProducerEpochException on Kafka 4.x): the abort
     // tells which.
     abort(failure);
+    if (KafkaErrors.isPermanent(failure)) {
+      // After the abort, so nothing of the batch stays open; trying again would fail the same way.
+      throw failure;
+    }
     rewind(records);
     backOff("Transaction of " + config.transactionalId() + " failed", failure);
   }

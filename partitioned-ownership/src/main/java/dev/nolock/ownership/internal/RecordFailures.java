@@ -4,16 +4,12 @@ import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Causes;
 import dev.nolock.patterns.LeaseLostException;
 import dev.nolock.patterns.sql.SqlErrors;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.InterruptedIOException;
-import java.io.UTFDataFormatException;
-import java.nio.charset.CharacterCodingException;
 import java.sql.SQLException;
 import java.sql.SQLRecoverableException;
 import java.sql.SQLTransientException;
 import java.util.List;
-import java.util.Set;
 import java.util.function.Predicate;
 import javax.net.ssl.SSLException;
 import org.apache.kafka.common.errors.InterruptException;
@@ -43,24 +39,19 @@ import org.jooq.exception.DataAccessException;
  *       Verdict#RETRY}. The user's predicate cannot override this: a broad one would otherwise skip
  *       every record while the database is down.
  *   <li>With a dead-letter topic, the user's {@code deadLetterWhen} predicate marks the failure:
- *       {@link Verdict#DEAD_LETTER}.
+ *       {@link Verdict#DEAD_LETTER}. Nothing else is ever dead-lettered: no exception type tells
+ *       for sure that the record is at fault. A parse error may come from a schema registry's
+ *       truncated answer or a stale connection ({@code EOFException} under an HTTP client's
+ *       exception), a data-binding error from a deploy, a SQL data error (class 22 or 23) from a
+ *       migration that added a constraint or a writer outside nolock; the user knows their
+ *       deserializers and handlers, nolock does not.
  *   <li>A handler failure with any other {@link IOException} in the chain: {@link Verdict#RETRY},
  *       as before dead-letter topics existed ({@link SqlErrors#isTransient} took every {@code
  *       IOException} as transient). User code's I/O failures are mostly a client's lost connection
- *       ({@code NoHttpResponseException} is no {@code java.net} class); a handler that parses the
- *       record's bytes itself marks its parse error with the predicate.
- *   <li>With a dead-letter topic, a deserializer failure caused by a parse error of the bytes
- *       themselves: {@link EOFException}, {@link CharacterCodingException}, {@link
- *       UTFDataFormatException}, Jackson's {@code StreamReadException} (malformed JSON: {@code
- *       JsonParseException}; Jackson 2 and 3) or protobuf's {@code InvalidProtocolBufferException}:
- *       {@link Verdict#DEAD_LETTER}. Nothing else is taken as the bytes' fault: a data-binding
- *       mismatch (an unknown property, a missing class) follows a deploy, not a record, and a
- *       schema registry's error answer (HTTP 500, 401) says nothing about the record.
- *   <li>Anything else: {@link Verdict#STOP}, as without a dead-letter topic. In particular a SQL
- *       data error (class 22 or 23) is not taken as the record's fault (a migration that added a
- *       constraint, a parent row in a partition not yet applied, or a writer outside nolock cause
- *       it for good records too), nor is a serializer's failure (its input is the transform's
- *       output).
+ *       ({@code NoHttpResponseException} is no {@code java.net} class). A handler that parses the
+ *       record itself with a parser whose errors are {@code IOException}s (Jackson 2) would retry a
+ *       malformed record forever: it catches its parse error, or marks it with the predicate.
+ *   <li>Anything else: {@link Verdict#STOP}, as without a dead-letter topic.
  * </ol>
  */
 public final class RecordFailures {
@@ -75,17 +66,6 @@ public final class RecordFailures {
     DEAD_LETTER
   }
 
-  /**
-   * Parse failures that libraries throw only for malformed input, matched by class name (the class
-   * or a superclass) so that none of these libraries is a dependency.
-   */
-  private static final Set<String> PARSE_FAILURES =
-      Set.of(
-          "com.fasterxml.jackson.core.exc.StreamReadException",
-          "com.fasterxml.jackson.core.JsonParseException",
-          "tools.jackson.core.exc.StreamReadException",
-          "com.google.protobuf.InvalidProtocolBufferException");
-
   private RecordFailures() {}
 
   /**
@@ -96,7 +76,7 @@ public final class RecordFailures {
    *     throws
    * @param deadLetterTopic whether a dead-letter topic is configured
    * @param deadLetterWhen the user's poison predicate
-   * @throws IllegalStateException when the predicate throws: naming the record, caused by {@code
+   * @throws PredicateFailedException when the predicate throws: naming the record, caused by {@code
    *     failure}, with the predicate's exception suppressed, so that neither hides the other (the
    *     runner stops)
    */
@@ -121,36 +101,11 @@ public final class RecordFailures {
     if (deadLetterTopic && marked(failure, stage, where, deadLetterWhen)) {
       return Verdict.DEAD_LETTER;
     }
-    if (stage == RecordFailedException.Stage.HANDLER) {
-      return chain.stream().anyMatch(t -> t instanceof IOException) ? Verdict.RETRY : Verdict.STOP;
+    if (stage == RecordFailedException.Stage.HANDLER
+        && chain.stream().anyMatch(t -> t instanceof IOException)) {
+      return Verdict.RETRY;
     }
-    return deadLetterTopic && badBytes(failure, stage) ? Verdict.DEAD_LETTER : Verdict.STOP;
-  }
-
-  /**
-   * Whether a deserializer's {@code failure} is a parse error of the record's bytes (rule 6), which
-   * a dead-letter topic takes without a predicate; for the stop message, which suggests the topic
-   * alone only then. False for every other stage.
-   */
-  public static boolean badBytes(Throwable failure, RecordFailedException.Stage stage) {
-    boolean deserializer =
-        stage == RecordFailedException.Stage.KEY_DESERIALIZER
-            || stage == RecordFailedException.Stage.VALUE_DESERIALIZER;
-    return deserializer && Causes.of(failure).stream().anyMatch(RecordFailures::parseFailure);
-  }
-
-  private static boolean parseFailure(Throwable t) {
-    if (t instanceof EOFException
-        || t instanceof CharacterCodingException
-        || t instanceof UTFDataFormatException) {
-      return true;
-    }
-    for (Class<?> c = t.getClass(); c != null; c = c.getSuperclass()) {
-      if (PARSE_FAILURES.contains(c.getName())) {
-        return true;
-      }
-    }
-    return false;
+    return Verdict.STOP;
   }
 
   private static boolean marked(
@@ -160,9 +115,10 @@ public final class RecordFailures {
       Predicate<? super Throwable> when) {
     try {
       return when.test(failure);
-    } catch (RuntimeException e) {
-      IllegalStateException thrown =
-          new IllegalStateException(
+    } catch (RuntimeException
+        | Error e) { // StackOverflowError: a predicate walking a looping chain
+      PredicateFailedException thrown =
+          new PredicateFailedException(
               "deadLetterWhen threw "
                   + e.getClass().getName()
                   + " while classifying the "
@@ -174,6 +130,18 @@ public final class RecordFailures {
               failure);
       thrown.addSuppressed(e);
       throw thrown;
+    }
+  }
+
+  /**
+   * The user's {@code deadLetterWhen} threw: the runner stops, and a pipeline aborts its
+   * transaction first.
+   */
+  public static final class PredicateFailedException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    PredicateFailedException(String message, Throwable cause) {
+      super(message, cause);
     }
   }
 
@@ -218,6 +186,8 @@ public final class RecordFailures {
         return sql.getSQLState();
       }
     }
-    return chain.get(0) instanceof DataAccessException dae ? dae.sqlState() : null;
+    return !chain.isEmpty() && chain.get(0) instanceof DataAccessException dae
+        ? dae.sqlState()
+        : null;
   }
 }

@@ -23,6 +23,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -30,6 +31,7 @@ import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The pipeline's loop after a {@code commitTransaction()} or {@code abortTransaction()} that timed
@@ -49,6 +51,7 @@ class PipelineLoopTest {
     int commitTimeoutsLeft;
     int abortTimeoutsLeft;
     int commitFailuresLeft;
+    KafkaException commitFailure = new KafkaException("an abortable error");
     final List<String> calls = new ArrayList<>();
     private String mustBeRetried;
 
@@ -72,7 +75,7 @@ class PipelineLoopTest {
       mustBeRetried = null;
       if (commitFailuresLeft > 0) {
         commitFailuresLeft--;
-        throw new KafkaException("an abortable error");
+        throw commitFailure;
       }
       super.commitTransaction();
     }
@@ -120,6 +123,7 @@ class PipelineLoopTest {
     return ExactlyOnceConfig.custom("127.0.0.1:9", TOPIC, "group", "tx")
         .commitRetryTimeout(Duration.ofSeconds(1))
         .deadLetterTopic("dlt")
+        .deadLetterWhen(e -> true) // transient failures are retried whatever it says
         .build();
   }
 
@@ -258,6 +262,62 @@ class PipelineLoopTest {
         .as("each failed transaction waits a backoff before the batch is tried again")
         .hasSize(2)
         .allSatisfy(delay -> assertThat(delay).isPositive());
+  }
+
+  @Test
+  @Timeout(value = 30, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // without the fix: forever
+  void aTransactionTheBrokerRefusesForWhatWasSentStopsAfterItsAbortInsteadOfRetryingForever() {
+    // A dead letter too large once the nolock.dlt.* headers are added fails every attempt alike.
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
+    TimingOutProducer producer = new TimingOutProducer();
+    producer.commitFailuresLeft = Integer.MAX_VALUE;
+    producer.commitFailure = new KafkaException(new RecordTooLargeException("too large"));
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            config(),
+            consumer,
+            strings(),
+            producer,
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
+            record -> List.of(),
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.pauseWith(delay -> false);
+    loop.initTransactions();
+
+    assertThatThrownBy(loop::run).hasRootCauseInstanceOf(RecordTooLargeException.class);
+    assertThat(producer.calls).containsExactly("commitTransaction", "abortTransaction");
+  }
+
+  @Test
+  void aPredicateThatThrowsAbortsTheTransactionAndStopsThePipeline() {
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
+    TimingOutProducer producer = new TimingOutProducer();
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            ExactlyOnceConfig.custom("127.0.0.1:9", TOPIC, "group", "tx")
+                .deadLetterTopic("dlt")
+                .deadLetterWhen(
+                    e -> {
+                      throw new IllegalStateException("a predicate with a bug");
+                    })
+                .build(),
+            consumer,
+            strings(),
+            producer,
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
+            record -> {
+              throw new IllegalArgumentException("cannot transform");
+            },
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.initTransactions();
+
+    assertThatThrownBy(loop::run)
+        .isInstanceOf(RecordFailures.PredicateFailedException.class)
+        .hasMessageContaining("in-0@0")
+        .hasCauseInstanceOf(IllegalArgumentException.class);
+    assertThat(producer.transactionAborted())
+        .as("nothing of the batch stays open until the transaction times out")
+        .isTrue();
   }
 
   @Test

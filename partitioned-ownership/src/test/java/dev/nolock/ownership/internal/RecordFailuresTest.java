@@ -91,46 +91,36 @@ class RecordFailuresTest {
   }
 
   @Test
-  void aParseErrorOfTheBytesInADeserializerIsDeadLetteredWithATopicAndStopsWithout() {
-    for (Throwable parse :
-        new Throwable[] {new EOFException("end of input"), new MalformedInputException(1)}) {
-      Throwable failure = deserializer(new SerializationException("cannot read", parse));
-      assertThat(of(failure, VALUE_DESERIALIZER, true)).as("%s", parse).isEqualTo(DEAD_LETTER);
-      assertThat(of(failure, VALUE_DESERIALIZER, false)).as("%s", parse).isEqualTo(STOP);
-      assertThat(RecordFailures.badBytes(failure, VALUE_DESERIALIZER)).isTrue();
-    }
-  }
-
-  @Test
-  void aDeserializerFailureNotKnownToBeTheBytesStopsEvenWithATopic() {
-    Throwable[] unknown = {
+  void noDeserializerFailureIsDeadLetteredUnlessMarked() {
+    Throwable[] failures = {
+      // What looks like bad bytes may be a registry's truncated answer or a stale connection: the
+      // JDK's HttpClient reports one as IOException caused by EOFException.
+      new SerializationException("cannot read", new EOFException("end of input")),
+      new SerializationException("registry", new IOException(new EOFException("EOF reached"))),
+      new SerializationException("cannot decode", new MalformedInputException(1)),
       // A schema registry answering HTTP 500, 429 or 401 says nothing about the record.
       new SerializationException("Error retrieving schema", new RegistryAnswered()),
       // A data-binding mismatch follows a deploy (producer first), not one record.
       new SerializationException("cannot bind", new UnrecognizedProperty()),
-      // A client's lost connection outside java.net is no fault of the bytes either.
-      new SerializationException("registry", new NoHttpResponse()),
       // Confluent's "Could not find class ... specified in writer's schema": a missing class.
       new SerializationException("Could not find class com.example.Order"),
-      // A UUID or number that does not parse: the bytes, or a producer on another format.
       new SerializationException("Error parsing data into UUID", new IllegalArgumentException())
     };
-    for (Throwable cause : unknown) {
+    for (Throwable cause : failures) {
       Throwable failure = deserializer(cause);
       assertThat(of(failure, VALUE_DESERIALIZER, true)).as("%s", cause).isEqualTo(STOP);
-      assertThat(RecordFailures.badBytes(failure, VALUE_DESERIALIZER)).isFalse();
+      assertThat(of(failure, VALUE_DESERIALIZER, false)).as("%s", cause).isEqualTo(STOP);
     }
-    Throwable registry =
-        deserializer(new SerializationException("Error retrieving schema", new RegistryAnswered()));
+    Throwable parse = deserializer(new SerializationException("cannot read", new EOFException()));
     assertThat(
             classify(
-                registry,
+                parse,
                 VALUE_DESERIALIZER,
                 true,
                 t ->
                     t.getCause() instanceof SerializationException s
-                        && s.getCause() instanceof RegistryAnswered))
-        .as("the user may still mark it")
+                        && s.getCause() instanceof EOFException))
+        .as("the user, who knows the deserializer calls no registry, marks it")
         .isEqualTo(DEAD_LETTER);
   }
 
@@ -139,7 +129,6 @@ class RecordFailuresTest {
     // Its input is the transform's output: a bug as likely as a bad input record.
     Throwable failure = new SerializationException("cannot write", new EOFException());
     assertThat(of(failure, SERIALIZER, true)).isEqualTo(STOP);
-    assertThat(RecordFailures.badBytes(failure, SERIALIZER)).isFalse();
     assertThat(classify(failure, SERIALIZER, true, t -> t instanceof SerializationException))
         .isEqualTo(DEAD_LETTER);
   }
@@ -254,7 +243,7 @@ class RecordFailuresTest {
                     t -> {
                       throw predicates;
                     }))
-        .isInstanceOf(IllegalStateException.class)
+        .isInstanceOf(RecordFailures.PredicateFailedException.class)
         .hasMessageContaining("deadLetterWhen threw java.lang.NullPointerException")
         .hasMessageContaining("t-0@7")
         .hasCause(handlers)
