@@ -186,8 +186,8 @@ public final class ExactlyOnceConfig {
   }
 
   /**
-   * Which transform exceptions mark their input record as poison, from {@link
-   * Builder#deadLetterWhen}; by default none.
+   * Which failures (a deserializer's, the transform's, a serializer's) mark their input record as
+   * poison, from {@link Builder#deadLetterWhen}; required with a dead-letter topic.
    */
   public Predicate<Throwable> deadLetterWhen() {
     return deadLetterWhen;

@@ -269,9 +269,10 @@ public final class OwnershipConfig {
           "deadLetterTopic(\""
               + deadLetterTopic
               + "\") was set without deadLetterWhen(...): say which failures mean the record itself"
-              + " is poison, e.g. deadLetterWhen(e -> Causes.of(e).stream().anyMatch("
-              + "JsonParseException.class::isInstance)). nolock never guesses: a parse error or a"
-              + " constraint violation can also come from a deploy or a failing dependency.");
+              + " is poison, e.g. your handler's validation exception: deadLetterWhen(e ->"
+              + " Causes.of(e).stream().anyMatch(OrderRejected.class::isInstance)). nolock never"
+              + " guesses: a parse error can come from a schema registry's truncated answer, a"
+              + " constraint violation from a migration.");
     }
   }
 

@@ -5,6 +5,7 @@ import org.apache.kafka.common.InvalidRecordException;
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.InvalidProducerEpochException;
+import org.apache.kafka.common.errors.InvalidTimestampException;
 import org.apache.kafka.common.errors.InvalidTopicException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.RecordBatchTooLargeException;
@@ -30,14 +31,15 @@ public final class KafkaErrors {
   }
 
   /**
-   * A send the broker refuses for what was sent (a record or batch too large, an invalid topic or
-   * record): an abort succeeds, but the same batch fails the same way again.
+   * A send the broker refuses for what was sent (a record or batch too large, an invalid topic,
+   * record or timestamp): an abort succeeds, but the same batch fails the same way again.
    */
   public static boolean isPermanent(Throwable failure) {
     return has(failure, RecordTooLargeException.class)
         || has(failure, RecordBatchTooLargeException.class)
         || has(failure, InvalidTopicException.class)
-        || has(failure, InvalidRecordException.class);
+        || has(failure, InvalidRecordException.class)
+        || has(failure, InvalidTimestampException.class);
   }
 
   /** Errors an abort and a retry will not cure. */

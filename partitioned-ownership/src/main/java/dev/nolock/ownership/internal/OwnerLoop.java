@@ -1137,7 +1137,9 @@ public final class OwnerLoop<K, V> {
       log.debug("Final commit failed: {}", e.toString());
     }
     try {
-      consumer.close(CloseOptions.timeout(left(start)));
+      // The whole timeout, as before a dead-letter producer shared it: leaving the group is what
+      // moves the partitions at once (close() itself returns after its own bound).
+      consumer.close(CloseOptions.timeout(config.closeTimeout()));
     } catch (RuntimeException e) {
       log.warn("Closing the consumer of owner {} failed: {}", owner, e.toString());
     }

@@ -40,7 +40,10 @@ import org.slf4j.LoggerFactory;
  * good. On Kafka 4.x a fenced producer first sees {@code InvalidProducerEpochException}: the loop
  * aborts, and the abort throws {@link ProducerFencedException} if it was a fence. Anything else
  * that an abort can cure (a rebalance, a send or offset commit that timed out) aborts, rewinds the
- * batch and goes on.
+ * batch and goes on after a backoff; a send the broker refuses for what was sent (a record too
+ * large, an invalid topic, record or timestamp: {@link KafkaErrors#isPermanent}) aborts and stops
+ * the loop, as the batch would fail alike again. An exception or {@link Error} of user code that
+ * escapes aborts the transaction before the loop stops.
  *
  * <p>A {@code commitTransaction()} or {@code abortTransaction()} that times out ({@code
  * max.block.ms}) is different: the request may be completing on the broker, so Kafka accepts no
@@ -221,6 +224,21 @@ public final class PipelineLoop<KI, VI, KO, VO> {
     } catch (KafkaException e) {
       consecutiveDeadLetters = deadLetteredBefore;
       recover(e, records);
+    } catch (BackendUnavailableException e) {
+      throw e; // a commit that kept timing out: it may be completing, so no abort (untilNoTimeout)
+    } catch (RuntimeException e) {
+      // User code's own (a partitioner's exception): abort first, or the batch's outputs stay in
+      // an open transaction until transactionTimeout, stalling read_committed readers.
+      throw abortToStop(e);
+    } catch (Error e) {
+      // A transform's StackOverflowError, a class missing at run time: the same, and rethrown.
+      try {
+        producer.abortTransaction();
+        metrics.aborted();
+      } catch (RuntimeException abortFailed) {
+        e.addSuppressed(abortFailed);
+      }
+      throw e;
     }
     if (stop != null) {
       throw abortToStop(stop);
@@ -505,6 +523,8 @@ public final class PipelineLoop<KI, VI, KO, VO> {
         e.addSuppressed(stop);
         return fencedBy(e);
       }
+      stop.addSuppressed(e);
+    } catch (RuntimeException e) { // IllegalStateException: the producer's state allows no abort
       stop.addSuppressed(e);
     }
     return stop;

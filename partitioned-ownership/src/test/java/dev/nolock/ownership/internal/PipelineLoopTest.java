@@ -321,6 +321,29 @@ class PipelineLoopTest {
   }
 
   @Test
+  void anErrorFromTheTransformAbortsTheTransactionBeforeThePipelineStops() {
+    MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
+    TimingOutProducer producer = new TimingOutProducer();
+    PipelineLoop<String, String, String, String> loop =
+        new PipelineLoop<>(
+            config(),
+            consumer,
+            strings(),
+            producer,
+            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
+            record -> {
+              throw new StackOverflowError();
+            },
+            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+    loop.initTransactions();
+
+    assertThatThrownBy(loop::run).isInstanceOf(StackOverflowError.class);
+    assertThat(producer.transactionAborted())
+        .as("nothing of the batch stays open until the transaction times out")
+        .isTrue();
+  }
+
+  @Test
   void aSerializerFailureStopsTheLoopWithoutItsMessage() {
     MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
     Serializer<String> cardReader =

@@ -250,6 +250,22 @@ class RecordFailuresTest {
         .satisfies(e -> assertThat(e.getSuppressed()).containsExactly(predicates));
   }
 
+  @Test
+  void aPredicateThatThrowsAnErrorIsReportedLikeAnyOther() {
+    IllegalStateException handlers = new IllegalStateException("the handler's");
+    assertThatThrownBy(
+            () ->
+                classify(
+                    handlers,
+                    HANDLER,
+                    true,
+                    t -> {
+                      throw new StackOverflowError();
+                    }))
+        .isInstanceOf(RecordFailures.PredicateFailedException.class)
+        .hasCause(handlers);
+  }
+
   /** A chain that loops must not spin the runner's thread forever (the guard: each once). */
   @Test
   @Timeout(value = 10, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
