@@ -120,6 +120,17 @@ class DeadLetterClassificationIT {
     return owner;
   }
 
+  /** The runner stopped on {@code topic}'s offset 2 and did not take it for poison. */
+  private static RecordFailedException stoppedAtOffsetTwo(
+      PartitionOwner<String, String> owner, String topic) throws InterruptedException {
+    assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
+    assertThat(owner.failure().toJavaOptional()).get().isInstanceOf(RecordFailedException.class);
+    RecordFailedException failure = (RecordFailedException) owner.failure().get();
+    assertThat(failure).hasMessageContaining(topic + "-0@2");
+    assertThat(failure.deadLetterable()).as("not taken for poison").isFalse();
+    return failure;
+  }
+
   @Test
   void aBackendThatSaysRetryLaterIsRetriedNotDeadLettered(KafkaBroker kafka, PostgresSchema pg)
       throws Exception {
@@ -187,11 +198,7 @@ class DeadLetterClassificationIT {
             new StringDeserializer(),
             handler)) {
       owner.start();
-      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
-      assertThat(owner.failure().toJavaOptional())
-          .get()
-          .isInstanceOfSatisfying(
-              RecordFailedException.class, e -> assertThat(e).hasMessageContaining(topic + "-0@2"));
+      stoppedAtOffsetTwo(owner, topic);
     }
     assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(1);
     assertThat(readAll(kafka, dlt)).as("nothing dead-lettered").isEmpty();
@@ -225,16 +232,7 @@ class DeadLetterClassificationIT {
             new StringDeserializer(),
             handler)) {
       owner.start();
-      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
-      assertThat(owner.failure().toJavaOptional())
-          .get()
-          .isInstanceOfSatisfying(
-              RecordFailedException.class,
-              e -> {
-                assertThat(e).hasMessageContaining(topic + "-0@2");
-                assertThat(e).hasMessageContaining("deadLetterWhen");
-                assertThat(e.deadLetterable()).isFalse();
-              });
+      assertThat(stoppedAtOffsetTwo(owner, topic)).hasMessageContaining("deadLetterWhen");
     }
     assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(1);
     assertThat(readAll(kafka, dlt)).as("nothing dead-lettered").isEmpty();
@@ -366,15 +364,7 @@ class DeadLetterClassificationIT {
             registryClient,
             ledger.handler())) {
       owner.start();
-      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
-      assertThat(owner.failure().toJavaOptional())
-          .get()
-          .isInstanceOfSatisfying(
-              RecordFailedException.class,
-              e -> {
-                assertThat(e).hasMessageContaining(topic + "-0@2");
-                assertThat(e.deadLetterable()).isFalse();
-              });
+      stoppedAtOffsetTwo(owner, topic);
     }
     assertThat(OwnerRows.read(pg.dsl(), group, topic).get(0).lastApplied()).isEqualTo(1);
     assertThat(readAll(kafka, dlt)).as("a good record is never skipped").isEmpty();
@@ -415,11 +405,7 @@ class DeadLetterClassificationIT {
             new StringDeserializer(),
             handler)) {
       owner.start();
-      assertThat(owner.awaitTermination(WAIT)).as("the runner stopped").isTrue();
-      assertThat(owner.failure().toJavaOptional())
-          .get()
-          .isInstanceOfSatisfying(
-              RecordFailedException.class, e -> assertThat(e).hasMessageContaining(topic + "-0@2"));
+      stoppedAtOffsetTwo(owner, topic);
     }
     assertThat(readAll(kafka, dlt)).as("good records are never skipped").isEmpty();
     assertThat(ledger.appliesPerOffset(0)).containsOnlyKeys(0L, 1L);

@@ -17,16 +17,17 @@ import org.junit.jupiter.api.Test;
  */
 class DeadLettersWaitTest {
 
+  private final ConsumerRecord<byte[], byte[]> raw =
+      new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
+  private final RecordFailedException failed =
+      new RecordFailedException(
+          RecordFailedException.Stage.HANDLER, "failed", new IllegalArgumentException(), true);
+
   @Test
   void aSendNotAcknowledgedWithinTheWaitIsNotHandled() {
     MockProducer<byte[], byte[]> neverAcknowledges =
         new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
     DeadLetters deadLetters = new DeadLetters(neverAcknowledges, "dlt");
-    ConsumerRecord<byte[], byte[]> raw =
-        new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
-    RecordFailedException failed =
-        new RecordFailedException(
-            RecordFailedException.Stage.HANDLER, "failed", new IllegalArgumentException(), true);
 
     assertThatThrownBy(() -> deadLetters.send(raw, failed, () -> Duration.ofMillis(50)))
         .isInstanceOfSatisfying(
@@ -43,11 +44,6 @@ class DeadLettersWaitTest {
     MockProducer<byte[], byte[]> acknowledgesAtOnce =
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     DeadLetters deadLetters = new DeadLetters(acknowledgesAtOnce, "dlt");
-    ConsumerRecord<byte[], byte[]> raw =
-        new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
-    RecordFailedException failed =
-        new RecordFailedException(
-            RecordFailedException.Stage.HANDLER, "failed", new IllegalArgumentException(), true);
 
     // send() blocked (max.block.ms) until the batch's point of no return had passed.
     assertThatThrownBy(() -> deadLetters.send(raw, failed, () -> Duration.ZERO))
@@ -62,11 +58,6 @@ class DeadLettersWaitTest {
     MockProducer<byte[], byte[]> neverAcknowledges =
         new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
     DeadLetters deadLetters = new DeadLetters(neverAcknowledges, "dlt");
-    ConsumerRecord<byte[], byte[]> raw =
-        new ConsumerRecord<>("in", 0, 7L, new byte[] {1}, new byte[] {2});
-    RecordFailedException failed =
-        new RecordFailedException(
-            RecordFailedException.Stage.HANDLER, "failed", new IllegalArgumentException(), true);
 
     CompletableFuture<Void> sending =
         CompletableFuture.runAsync(() -> deadLetters.send(raw, failed, () -> Duration.ofHours(1)));

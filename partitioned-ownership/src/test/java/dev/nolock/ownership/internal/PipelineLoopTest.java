@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.ownership.ExactlyOnceConfig;
+import dev.nolock.ownership.Transform;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.testkit.CapturedStderr;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -19,6 +20,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
@@ -139,6 +141,22 @@ class PipelineLoopTest {
     return new RecordDecoder<>(new StringDeserializer(), new StringDeserializer());
   }
 
+  private static PipelineLoop<String, String, String, String> loop(
+      ExactlyOnceConfig config,
+      MockConsumer<byte[], byte[]> consumer,
+      Producer<byte[], byte[]> producer,
+      Transform<String, String, String, String> transform,
+      SimpleMeterRegistry registry) {
+    return new PipelineLoop<>(
+        config,
+        consumer,
+        strings(),
+        producer,
+        new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
+        transform,
+        new PipelineMetrics(registry, "group", TOPIC));
+  }
+
   /** A consumer that is assigned the partition and returns one record at the first poll. */
   private static MockConsumer<byte[], byte[]> consumerWithOneRecord() {
     MockConsumer<byte[], byte[]> consumer = new MockConsumer<>("earliest");
@@ -158,14 +176,7 @@ class PipelineLoopTest {
     producer.commitTimeoutsLeft = Integer.MAX_VALUE;
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
-            config(),
-            consumer,
-            strings(),
-            producer,
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
-            record -> List.of(),
-            new PipelineMetrics(registry, "group", TOPIC));
+        loop(config(), consumer, producer, record -> List.of(), registry);
     loop.initTransactions();
 
     assertThatThrownBy(loop::run)
@@ -191,14 +202,7 @@ class PipelineLoopTest {
     producer.abortTimeoutsLeft = 2;
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
-            config(),
-            consumer,
-            strings(),
-            producer,
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
-            record -> List.of(),
-            new PipelineMetrics(registry, "group", TOPIC));
+        loop(config(), consumer, producer, record -> List.of(), registry);
     loop.initTransactions();
     consumer.schedulePollTask(loop::requestClose); // the poll after the aborted transaction
 
@@ -228,14 +232,7 @@ class PipelineLoopTest {
     TimingOutProducer producer = new TimingOutProducer();
     producer.commitFailuresLeft = 2;
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
-            config(),
-            consumer,
-            strings(),
-            producer,
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
-            record -> List.of(),
-            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+        loop(config(), consumer, producer, record -> List.of(), new SimpleMeterRegistry());
     List<Duration> waits = new ArrayList<>();
     loop.pauseWith(
         delay -> {
@@ -273,14 +270,7 @@ class PipelineLoopTest {
     producer.commitFailuresLeft = Integer.MAX_VALUE;
     producer.commitFailure = new KafkaException(new RecordTooLargeException("too large"));
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
-            config(),
-            consumer,
-            strings(),
-            producer,
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
-            record -> List.of(),
-            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+        loop(config(), consumer, producer, record -> List.of(), new SimpleMeterRegistry());
     loop.pauseWith(delay -> false);
     loop.initTransactions();
 
@@ -293,7 +283,7 @@ class PipelineLoopTest {
     MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
     TimingOutProducer producer = new TimingOutProducer();
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
+        loop(
             ExactlyOnceConfig.custom("127.0.0.1:9", TOPIC, "group", "tx")
                 .deadLetterTopic("dlt")
                 .deadLetterWhen(
@@ -302,13 +292,11 @@ class PipelineLoopTest {
                     })
                 .build(),
             consumer,
-            strings(),
             producer,
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> {
               throw new IllegalArgumentException("cannot transform");
             },
-            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+            new SimpleMeterRegistry());
     loop.initTransactions();
 
     assertThatThrownBy(loop::run)
@@ -325,16 +313,14 @@ class PipelineLoopTest {
     MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
     TimingOutProducer producer = new TimingOutProducer();
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
+        loop(
             config(),
             consumer,
-            strings(),
             producer,
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> {
               throw new StackOverflowError();
             },
-            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+            new SimpleMeterRegistry());
     loop.initTransactions();
 
     assertThatThrownBy(loop::run).isInstanceOf(StackOverflowError.class);
@@ -390,19 +376,17 @@ class PipelineLoopTest {
     producer.abortTimeoutsLeft = 1;
     AtomicInteger calls = new AtomicInteger();
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
+        loop(
             withDeadLetterTopic(),
             consumer,
-            strings(),
             producer,
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> {
               if (calls.incrementAndGet() == 1) {
                 throw refused();
               }
               return List.of();
             },
-            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+            new SimpleMeterRegistry());
     loop.initTransactions();
     consumer.schedulePollTask(
         () -> consumer.addRecord(new ConsumerRecord<>(TOPIC, 0, 0, bytes("k"), bytes("v"))));
@@ -421,17 +405,15 @@ class PipelineLoopTest {
     MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
     TimingOutProducer producer = new TimingOutProducer();
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
+        loop(
             withDeadLetterTopic(),
             consumer,
-            strings(),
             producer,
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> {
               producer.fenceProducer(); // a newer pipeline took the transactional id meanwhile
               throw refused();
             },
-            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+            new SimpleMeterRegistry());
     loop.initTransactions();
     consumer.schedulePollTask(loop::requestClose);
 
@@ -443,16 +425,14 @@ class PipelineLoopTest {
   void aStopThatADeadLetterTopicCannotHelpDoesNotSuggestOne() {
     MockConsumer<byte[], byte[]> consumer = consumerWithOneRecord();
     PipelineLoop<String, String, String, String> loop =
-        new PipelineLoop<>(
+        loop(
             config(),
             consumer,
-            strings(),
             new TimingOutProducer(),
-            new OutputSerializer<>(new StringSerializer(), new StringSerializer()),
             record -> {
               throw new IllegalStateException("a bug");
             },
-            new PipelineMetrics(new SimpleMeterRegistry(), "group", TOPIC));
+            new SimpleMeterRegistry());
     loop.initTransactions();
 
     assertThatThrownBy(loop::run)
