@@ -85,6 +85,35 @@ class IdempotencyMigrationsIT {
     }
   }
 
+  /**
+   * The negative control: a later migration that keeps every row but restarts the attempt-token
+   * sequence (tokens would be handed out twice, and a takeover could not fence the attempt it
+   * replaced) is caught.
+   */
+  @Test
+  void aLaterMigrationThatRestartsTheAttemptTokensIsCaught(PostgresSchema pg) {
+    try (MigrationSchema schema = MigrationSchema.fresh(pg)) {
+      IdempotencyKeys<String> keys = keys(schema.dataSource());
+      assertThatThrownBy(
+              () ->
+                  UpgradeCheck.assertUpgradeKeepsLiveState(
+                      IDEMPOTENCY,
+                      schema,
+                      new UpgradeCheck.Live() {
+                        @Override
+                        public void create() {
+                          keys.execute(SCOPE, Caller.of("alice"), "k-done", REQUEST, a -> "done");
+                        }
+
+                        @Override
+                        public void stillWorks() {}
+                      },
+                      "classpath:db/test-migration/nolock/idempotency-token-reset"))
+          .isInstanceOf(AssertionError.class)
+          .hasMessageContaining("sequence nolock_idempotency_keys_attempt_seq was at");
+    }
+  }
+
   private static IdempotencyKeys<String> keys(DataSource dataSource) {
     return IdempotencyKeys.create(dataSource, IdempotencyConfig.ofDefaults(), ResultCodec.utf8());
   }

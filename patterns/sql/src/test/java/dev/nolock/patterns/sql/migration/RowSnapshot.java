@@ -26,6 +26,12 @@ public record RowSnapshot(String schema, Map<String, Table> tables) {
       tables.put(
           table, new Table(columns(dsl, schema, table), rows(dsl, schema, table, List.of())));
     }
+    // A sequence is kept as a table without columns whose one row is where it stands.
+    for (String sequence : sequences(dsl, schema)) {
+      if (!ignored.contains(sequence)) {
+        tables.put(sequence, new Table(List.of(), List.of(position(dsl, schema, sequence))));
+      }
+    }
     return new RowSnapshot(schema, tables);
   }
 
