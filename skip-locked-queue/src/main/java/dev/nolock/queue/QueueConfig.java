@@ -41,8 +41,11 @@ public final class QueueConfig {
   /** Longest queue name: it is a metric tag ({@link CoordinationMetrics}). */
   public static final int MAX_QUEUE_NAME_LENGTH = CoordinationMetrics.MAX_INSTANCE_NAME_LENGTH;
 
-  /** Longest table name (last part): index names add up to 15 characters to it. */
-  public static final int MAX_TABLE_NAME_LENGTH = 48;
+  /**
+   * Longest table name (last part): index names add up to 16 characters to it ({@code
+   * _pending_key_idx}), and PostgreSQL cuts identifiers at 63.
+   */
+  public static final int MAX_TABLE_NAME_LENGTH = 47;
 
   private final String queue;
   private final String table;

@@ -37,8 +37,12 @@ class QueueConfigTest {
           .as(bad)
           .isInstanceOf(IllegalArgumentException.class);
     }
-    assertThatThrownBy(() -> QueueConfig.custom("q").table("j".repeat(49)))
+    assertThatThrownBy(() -> QueueConfig.custom("q").table("j".repeat(48)))
+        .as("its pending-key index would be 64 characters, which PostgreSQL cuts")
         .hasMessageContaining("index names");
+    String longest = "j".repeat(QueueConfig.MAX_TABLE_NAME_LENGTH);
+    assertThat(QueueConfig.custom("q").table(longest).build().table()).isEqualTo(longest);
+    assertThat((longest + "_pending_key_idx").length()).isLessThanOrEqualTo(63);
     assertThatThrownBy(() -> QueueConfig.custom("q").channel("app.wake"))
         .hasMessageContaining("one identifier");
   }
