@@ -36,7 +36,8 @@ public final class Main {
     DataSource pool = freshSchema(url, schema); // use a pool (HikariCP) in an application
     DSLContext dsl = DSL.using(pool, SQLDialect.POSTGRES);
     dsl.execute("CREATE TABLE orders (id int PRIMARY KEY)");
-    dsl.execute("CREATE TABLE sent_receipts (job_id bigint PRIMARY KEY, body text NOT NULL)");
+    // No unique key on purpose: a job whose effect committed twice shows as two rows.
+    dsl.execute("CREATE TABLE sent_receipts (job_id bigint NOT NULL, body text NOT NULL)");
 
     JobQueue<String> receipts =
         JobQueue.create(
@@ -68,9 +69,13 @@ public final class Main {
     } // close() lets running handlers finish and sends their completions
 
     int sent = dsl.fetchCount(table(name("sent_receipts")));
+    int jobs =
+        ((Number) dsl.fetchValue("SELECT count(DISTINCT job_id) FROM sent_receipts")).intValue();
     long ready = receipts.readyStats().readyJobs();
-    System.out.println("sent receipts: " + sent + ", jobs still ready: " + ready);
-    check(sent == ORDERS, "expected " + ORDERS + " receipts, " + sent + " were sent");
+    System.out.println(
+        "sent receipts: " + sent + " for " + jobs + " jobs, jobs still ready: " + ready);
+    check(sent == jobs, (sent - jobs) + " receipts were sent twice");
+    check(jobs == ORDERS, "expected " + ORDERS + " jobs' receipts, " + jobs + " were sent");
     check(ready == 0, ready + " jobs are still ready");
 
     dsl.execute("DROP SCHEMA " + schema + " CASCADE");
