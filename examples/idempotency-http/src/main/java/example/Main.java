@@ -143,6 +143,7 @@ public final class Main {
       if (attempt == 1) {
         refused.countDown(); // once per sender: the latch counts senders, not answers
       }
+      // A client's pause between retries: it waits for the server, not for another thread.
       Thread.sleep(200);
     }
   }

@@ -118,6 +118,8 @@ public final class Main {
       if (sum >= total) {
         break;
       }
+      // Polling the database: the appliers are other components with no signal to wait on, as
+      // an application's own check would be (tests use Awaitility for this).
       Thread.sleep(100);
     }
     System.out.println("balances add up to " + sum);
