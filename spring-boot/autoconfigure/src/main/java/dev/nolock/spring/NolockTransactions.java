@@ -1,0 +1,72 @@
+package dev.nolock.spring;
+
+import java.util.Objects;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * The caller's transaction, for nolock's caller's-transaction paths in a Spring application:
+ * {@code queue.enqueue(transactions.current(), job)}, {@code queue.complete(transactions.current(),
+ * job)}, {@code fence.write(transactions.current(), lease, writes)}.
+ *
+ * <p>Guarantee: the statements of such a call run on the connection of the Spring-managed
+ * transaction of the calling thread (with {@code DataSourceTransactionManager} or {@code
+ * JpaTransactionManager}), so they commit or roll back with the caller's own writes; nolock never
+ * commits or rolls that transaction back. Without such a transaction the call is refused before a
+ * statement is sent, because the statements would otherwise commit one by one on their own.
+ *
+ * <ol>
+ *   <li>{@link #current()} checks that a Spring transaction is active on this thread and is not
+ *       read-only.
+ *   <li>It returns a jOOQ context over a {@link TransactionAwareDataSourceProxy} of nolock's {@code
+ *       DataSource}: each statement asks Spring for the transaction's connection of that {@code
+ *       DataSource}.
+ *   <li>nolock's caller's-transaction methods then refuse a connection in autocommit mode, which is
+ *       what Spring hands out when the active transaction belongs to another {@code DataSource}.
+ * </ol>
+ *
+ * <p>Everything else nolock does (lock acquire, renew and release, claims, heartbeats, reaping,
+ * schedule and partition claims, idempotency phases) runs on connections of its own from the same
+ * pool, never in the caller's transaction; a pool must therefore have a connection to spare for
+ * nolock while a caller's transaction holds one.
+ */
+public final class NolockTransactions {
+
+  private final DSLContext transactional;
+
+  /**
+   * @param dataSource nolock's {@code DataSource}, the one the application's transaction manager
+   *     manages
+   */
+  public NolockTransactions(DataSource dataSource) {
+    Objects.requireNonNull(dataSource, "dataSource");
+    this.transactional =
+        DSL.using(new TransactionAwareDataSourceProxy(dataSource), SQLDialect.POSTGRES);
+  }
+
+  /**
+   * The jOOQ context of the calling thread's Spring-managed transaction.
+   *
+   * @throws IllegalStateException when no Spring transaction is active on this thread, or when it
+   *     is read-only
+   */
+  public DSLContext current() {
+    if (!TransactionSynchronizationManager.isActualTransactionActive()) {
+      throw new IllegalStateException(
+          "No Spring-managed transaction is active on this thread, so nolock's statements would"
+              + " commit on their own, apart from your writes. Call from a @Transactional method"
+              + " (or inside TransactionTemplate.execute), or call the method without a context"
+              + " (e.g. enqueue(job)) to commit in a transaction of its own.");
+    }
+    if (TransactionSynchronizationManager.isCurrentTransactionReadOnly()) {
+      throw new IllegalStateException(
+          "The Spring-managed transaction on this thread is read-only, and nolock's statements"
+              + " write: remove readOnly = true from the @Transactional that encloses this call.");
+    }
+    return transactional;
+  }
+}
