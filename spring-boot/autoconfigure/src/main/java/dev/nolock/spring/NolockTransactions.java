@@ -9,9 +9,9 @@ import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
- * The caller's transaction, for nolock's caller's-transaction paths in a Spring application:
- * {@code queue.enqueue(transactions.current(), job)}, {@code queue.complete(transactions.current(),
- * job)}, {@code fence.write(transactions.current(), lease, writes)}.
+ * The caller's transaction, for nolock's caller's-transaction paths in a Spring application: {@code
+ * queue.enqueue(transactions.current(), job)}, {@code queue.complete(transactions.current(), job)},
+ * {@code fence.write(transactions.current(), lease, writes)}.
  *
  * <p>Guarantee: the statements of such a call run on the connection of the Spring-managed
  * transaction of the calling thread (with {@code DataSourceTransactionManager} or {@code

@@ -16,8 +16,8 @@ import org.springframework.boot.SpringBootVersion;
 /**
  * These modules test with the third-party versions Spring Boot's BOM selects, as an application on
  * Boot runs them. The build sets those versions by hand (the root's own versions would otherwise
- * win over the imported BOM); this test reads Boot's BOM from the local repository and fails when
- * a jar on the test classpath is another version than the BOM names.
+ * win over the imported BOM); this test reads Boot's BOM from the local repository and fails when a
+ * jar on the test classpath is another version than the BOM names.
  */
 class SpringBootVersionsTest {
 

@@ -7,6 +7,7 @@ import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.context.annotation.Bean;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -20,6 +21,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 @AutoConfiguration(after = DataSourceAutoConfiguration.class)
 @ConditionalOnClass({DSLContext.class, DataSource.class, TransactionSynchronizationManager.class})
 @ConditionalOnSingleCandidate(DataSource.class)
+@EnableConfigurationProperties(NolockProperties.class)
 public class NolockAutoConfiguration {
 
   /** The caller's transaction, over the application's {@code DataSource}. */
