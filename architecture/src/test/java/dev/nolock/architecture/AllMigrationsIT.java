@@ -1,6 +1,7 @@
 package dev.nolock.architecture;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.nolock.patterns.sql.migration.NolockMigrations;
 import dev.nolock.testkit.PostgresExtension;
@@ -12,9 +13,11 @@ import java.net.URISyntaxException;
 import java.net.URL;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.jar.JarFile;
+import org.flywaydb.core.Flyway;
 import org.flywaydb.core.api.MigrationInfo;
 import org.flywaydb.core.api.MigrationState;
 import org.flywaydb.core.api.output.MigrateResult;
@@ -24,7 +27,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * Every module's shipped migrations run into one schema side by side, each module with its own
  * history table, as an application that uses them all would run them; and every folder shipped
- * under {@code db/migration/nolock} is one of them.
+ * under {@code nolock/migration} is one of them.
  *
  * <p>Flyway refuses to start a history table in a schema that already holds tables ("Found
  * non-empty schema(s) ... but no schema history table"): every module after the first, and every
@@ -34,7 +37,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(PostgresExtension.class)
 class AllMigrationsIT {
 
-  private static final String ROOT = "db/migration/nolock";
+  private static final String ROOT = "nolock/migration";
 
   @Test
   void everyModuleMigratesIntoOneSchemaWithItsOwnHistory(PostgresSchema pg) {
@@ -97,5 +100,33 @@ class AllMigrationsIT {
       known.add(module.location().substring(("classpath:" + ROOT + "/").length()));
     }
     assertThat(shipped).isEqualTo(known);
+  }
+
+  /**
+   * An application's own Flyway on its default location ({@code classpath:db/migration}, Spring
+   * Boot's too) scans recursively, with every nolock jar on the classpath: it must find none of
+   * nolock's files, or it takes them for its own and refuses two {@code V1} files. The same scan
+   * over nolock's root is that failure (so the scan does see the jars): what every application with
+   * Flyway met while the files sat under {@code db/migration/nolock}.
+   */
+  @Test
+  void anApplicationsFlywayOnItsDefaultLocationFindsNoneOfNolocksFiles(PostgresSchema pg) {
+    assertThat(scripts(pg, "classpath:db/migration")).isEmpty();
+    assertThatThrownBy(() -> scripts(pg, "classpath:" + ROOT))
+        .hasMessageContaining("Found more than one migration with version 1");
+  }
+
+  private static List<String> scripts(PostgresSchema pg, String location) {
+    return Arrays.stream(
+            Flyway.configure()
+                .dataSource(pg.dataSource())
+                .schemas(pg.schemaName())
+                .locations(location)
+                .table("flyway_scan_only")
+                .load()
+                .info()
+                .all())
+        .map(MigrationInfo::getScript)
+        .toList();
   }
 }

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The ownership table's shipped migrations ({@code db/migration/nolock/ownership}): the schema they
+ * The ownership table's shipped migrations ({@code nolock/migration/ownership}): the schema they
  * make is the one {@link PartitionOwner#createTableIfMissing} makes (through {@link OwnerTable},
  * the code it runs), they adopt a table it made, and a later migration must keep each partition's
  * owner, epoch and applied offset.

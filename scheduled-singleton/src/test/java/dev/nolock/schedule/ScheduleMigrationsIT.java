@@ -19,9 +19,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The runs table's shipped migrations ({@code db/migration/nolock/schedule}): the schema they make
- * is the one {@link ScheduledSingleton#createTableIfMissing} makes, they adopt a table it made, and
- * a later migration that runs while a job runs keeps the run claimed and lets it finish.
+ * The runs table's shipped migrations ({@code nolock/migration/schedule}): the schema they make is
+ * the one {@link ScheduledSingleton#createTableIfMissing} makes, they adopt a table it made, and a
+ * later migration that runs while a job runs keeps the run claimed and lets it finish.
  */
 @ExtendWith(PostgresExtension.class)
 class ScheduleMigrationsIT {

@@ -25,8 +25,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The queue's shipped migrations ({@code db/migration/nolock/queue}): the schema they make is the
- * one {@link JobQueue#createTableIfMissing} makes (and a migration one detail off is caught), they
+ * The queue's shipped migrations ({@code nolock/migration/queue}): the schema they make is the one
+ * {@link JobQueue#createTableIfMissing} makes (and a migration one detail off is caught), they
  * adopt a table it made, a later migration must keep ready and running jobs, and a history that
  * another V1 wrote fails Flyway's validation.
  */
@@ -153,7 +153,7 @@ class QueueMigrationsIT {
   private static Path changedV1(Path dir, String from, String to) throws IOException {
     String shipped;
     try (InputStream in =
-        QueueMigrationsIT.class.getResourceAsStream("/db/migration/nolock/queue/" + V1)) {
+        QueueMigrationsIT.class.getResourceAsStream("/nolock/migration/queue/" + V1)) {
       shipped = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
     assertThat(shipped).contains(from);

@@ -15,8 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The keys table's shipped migrations ({@code db/migration/nolock/idempotency}): the schema they
- * make is the one {@link IdempotencyKeys#createTableIfMissing} makes (the attempt-token sequence
+ * The keys table's shipped migrations ({@code nolock/migration/idempotency}): the schema they make
+ * is the one {@link IdempotencyKeys#createTableIfMissing} makes (the attempt-token sequence
  * included), they adopt a table it made, and a later migration must keep completed keys and keys in
  * progress.
  */

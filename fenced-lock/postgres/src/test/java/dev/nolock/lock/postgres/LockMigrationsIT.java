@@ -15,8 +15,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The lock table's shipped migrations ({@code db/migration/nolock/lock}): the schema they make is
- * the one {@link PostgresLockBackend#createTableIfMissing} makes, they adopt a table it made, and a
+ * The lock table's shipped migrations ({@code nolock/migration/lock}): the schema they make is the
+ * one {@link PostgresLockBackend#createTableIfMissing} makes, they adopt a table it made, and a
  * later migration must keep a held lock held.
  */
 @ExtendWith(PostgresExtension.class)

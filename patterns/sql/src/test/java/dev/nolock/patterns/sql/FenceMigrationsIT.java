@@ -21,9 +21,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The fence's shipped migrations ({@code db/migration/nolock/fence}): the schema they make is the
- * one {@link Fence#createTableIfMissing} makes, they adopt tables it made, and a later migration
- * must keep the fence rows and write ids that are live.
+ * The fence's shipped migrations ({@code nolock/migration/fence}): the schema they make is the one
+ * {@link Fence#createTableIfMissing} makes, they adopt tables it made, and a later migration must
+ * keep the fence rows and write ids that are live.
  */
 @ExtendWith(PostgresExtension.class)
 class FenceMigrationsIT {

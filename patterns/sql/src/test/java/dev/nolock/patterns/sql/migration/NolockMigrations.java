@@ -8,7 +8,7 @@ import org.flywaydb.core.api.configuration.FluentConfiguration;
 
 /**
  * The shipped migrations of each module with PostgreSQL tables, as a user points Flyway at them:
- * {@code classpath:db/migration/nolock/<name>}, history table {@code nolock_<name>_schema_history},
+ * {@code classpath:nolock/migration/<name>}, history table {@code nolock_<name>_schema_history},
  * and one placeholder per table name with the module's default name as its value. The files are on
  * the classpath of the module that ships them (and of anything that depends on it), not necessarily
  * here.
@@ -38,9 +38,9 @@ public enum NolockMigrations {
     this.placeholders = Map.copyOf(map);
   }
 
-  /** {@code classpath:db/migration/nolock/<name>}. */
+  /** {@code classpath:nolock/migration/<name>}. */
   public String location() {
-    return "classpath:db/migration/nolock/" + name;
+    return "classpath:nolock/migration/" + name;
   }
 
   /** {@code nolock_<name>_schema_history}: each module keeps its own history. */
