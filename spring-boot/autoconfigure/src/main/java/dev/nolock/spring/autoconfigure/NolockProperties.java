@@ -8,8 +8,8 @@ public class NolockProperties {
 
   /**
    * Whether each pattern creates its tables at start-up when they are missing. Off by default:
-   * production schemas come from the migrations each module ships (its README, Migrations), and the
-   * database user of a running application often may not create tables.
+   * production schemas come from the migrations each module ships (its README, Migrations), and
+   * the database user of a running application often may not create tables.
    */
   private boolean createTables;
 
