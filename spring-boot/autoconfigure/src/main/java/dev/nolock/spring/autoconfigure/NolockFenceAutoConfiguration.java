@@ -34,9 +34,9 @@ import org.springframework.context.annotation.Bean;
  *   <li>Rejections are counted in the application's {@code MeterRegistry} when it has one.
  * </ol>
  *
- * The fence holds no connection: the caller chooses the transaction with each {@code write}
- * ({@link NolockTransactions#current()} for the caller's, a {@code DSLContext} over the {@code
- * DataSource} for one of its own).
+ * The fence holds no connection: the caller chooses the transaction with each {@code write} ({@link
+ * NolockTransactions#current()} for the caller's, a {@code DSLContext} over the {@code DataSource}
+ * for one of its own).
  */
 @AutoConfiguration(
     after = NolockAutoConfiguration.class,

@@ -43,14 +43,14 @@ import org.springframework.util.ClassUtils;
  *       application's Lettuce {@link RedisClient} bean or, without one, from the native client of
  *       Spring Data Redis's {@code LettuceConnectionFactory} (never the factory's shared
  *       connection, which other code may put in {@code MULTI} or switch to another database; the
- *       connection has the client's command timeout, {@code spring.data.redis.timeout}). A
- *       missing artifact, {@code DataSource} or Redis client fails start-up naming the property.
+ *       connection has the client's command timeout, {@code spring.data.redis.timeout}). A missing
+ *       artifact, {@code DataSource} or Redis client fails start-up naming the property.
  *   <li>{@code nolock.lock.purpose} must be set: a missing purpose fails start-up, explaining the
  *       two. Every other {@code nolock.lock.*} setting goes through {@link LockConfig.Builder}; a
  *       value it refuses fails start-up naming the property.
  *   <li>Metrics go to the application's {@link MeterRegistry} when it has one.
- *   <li>The lock is closed, releasing what it holds, when the context stops ({@link
- *       LockShutdown}), before the Redis client and the {@code DataSource} close.
+ *   <li>The lock is closed, releasing what it holds, when the context stops ({@link LockShutdown}),
+ *       before the Redis client and the {@code DataSource} close.
  * </ol>
  */
 @AutoConfiguration(
@@ -102,29 +102,23 @@ public class NolockLockAutoConfiguration {
     }
     if (p.getRenewalInterval() != null) {
       PropertyCheck.named(
-          "nolock.lock.renewal-interval",
-          () -> b.renewalInterval(p.getRenewalInterval()));
+          "nolock.lock.renewal-interval", () -> b.renewalInterval(p.getRenewalInterval()));
     }
     if (p.getSafetyMargin() != null) {
-      PropertyCheck.named(
-          "nolock.lock.safety-margin",
-          () -> b.safetyMargin(p.getSafetyMargin()));
+      PropertyCheck.named("nolock.lock.safety-margin", () -> b.safetyMargin(p.getSafetyMargin()));
     }
     if (p.getClockDriftPpm() != null) {
       PropertyCheck.named(
-          "nolock.lock.clock-drift-ppm",
-          () -> b.clockDriftPpm(p.getClockDriftPpm()));
+          "nolock.lock.clock-drift-ppm", () -> b.clockDriftPpm(p.getClockDriftPpm()));
     }
     if (p.getBackoffBase() != null || p.getBackoffMax() != null) {
       var base = p.getBackoffBase() != null ? p.getBackoffBase() : LockConfig.DEFAULT_BACKOFF_BASE;
       var max = p.getBackoffMax() != null ? p.getBackoffMax() : LockConfig.DEFAULT_BACKOFF_MAX;
-      PropertyCheck.named(
-          "nolock.lock.backoff-base/backoff-max", () -> b.backoff(base, max));
+      PropertyCheck.named("nolock.lock.backoff-base/backoff-max", () -> b.backoff(base, max));
     }
     if (registry != null) {
       PropertyCheck.named(
-          "nolock.lock.metrics-name",
-          () -> b.metrics(registry, p.getMetricsName()));
+          "nolock.lock.metrics-name", () -> b.metrics(registry, p.getMetricsName()));
     }
     return PropertyCheck.named("nolock.lock.backoff-base/backoff-max", b::build);
   }
@@ -175,8 +169,7 @@ public class NolockLockAutoConfiguration {
       }
       if (p.getQueryTimeout() != null) {
         PropertyCheck.named(
-            "nolock.lock.postgres.query-timeout",
-            () -> b.queryTimeout(p.getQueryTimeout()));
+            "nolock.lock.postgres.query-timeout", () -> b.queryTimeout(p.getQueryTimeout()));
       }
       PostgresLockBackend backend = PostgresLockBackend.create(OwnConnections.of(pool), b.build());
       if (common.isCreateTables()) {

@@ -12,9 +12,9 @@ public class NolockLockProperties {
   private Backend backend;
 
   /**
-   * Why the application locks, required: {@code correctness} when two holders at once would
-   * corrupt data (every protected write must then go through a fence with the lease's token), or
-   * {@code efficiency} when duplicate work is only wasted effort (the lease is then refused).
+   * Why the application locks, required: {@code correctness} when two holders at once would corrupt
+   * data (every protected write must then go through a fence with the lease's token), or {@code
+   * efficiency} when duplicate work is only wasted effort (the lease is then refused).
    */
   private LockPurpose purpose;
 

@@ -133,8 +133,7 @@ class FenceInCallersTransactionIT {
                           fence.write(transactions.current(), stale.lease(), tx -> charge(tx)));
 
               assertThat(refused.isLeft()).isTrue();
-              assertThat(refused.getLeft().currentToken().value())
-                  .isEqualTo(newer.token().value());
+              assertThat(refused.getLeft().currentToken().value()).isEqualTo(newer.token().value());
               assertThat(status()).isEqualTo("newer");
             });
   }

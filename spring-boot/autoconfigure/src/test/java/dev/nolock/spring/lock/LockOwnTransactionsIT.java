@@ -32,9 +32,9 @@ import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
- * The lock's acquire, renew and release never join the caller's transaction: called inside a
- * Spring transaction that then rolls back, each stays committed, and the caller's own write rolls
- * back untouched. The application's {@code DataSource} here is a {@link
+ * The lock's acquire, renew and release never join the caller's transaction: called inside a Spring
+ * transaction that then rolls back, each stays committed, and the caller's own write rolls back
+ * untouched. The application's {@code DataSource} here is a {@link
  * TransactionAwareDataSourceProxy}, the case where a backend on it would join the transaction.
  */
 @ExtendWith(PostgresExtension.class)
@@ -64,8 +64,7 @@ class LockOwnTransactionsIT {
                 DataSourceTransactionManagerAutoConfiguration.class,
                 NolockAutoConfiguration.class,
                 NolockLockAutoConfiguration.class))
-        .withBean(
-            DataSource.class, () -> new TransactionAwareDataSourceProxy(schema.dataSource()))
+        .withBean(DataSource.class, () -> new TransactionAwareDataSourceProxy(schema.dataSource()))
         .withPropertyValues("nolock.lock.backend=postgres", "nolock.lock.purpose=correctness");
   }
 
@@ -126,9 +125,9 @@ class LockOwnTransactionsIT {
 
   /**
    * Negative control: the same backend on the transaction-aware proxy runs its acquire on the
-   * caller's connection, and its commit (the backend commits its own statement on a connection
-   * with autocommit off) commits the caller's write made before it: the caller's rollback no
-   * longer undoes it.
+   * caller's connection, and its commit (the backend commits its own statement on a connection with
+   * autocommit off) commits the caller's write made before it: the caller's rollback no longer
+   * undoes it.
    */
   @Test
   void aBackendOnTheTransactionAwareProxyCommitsTheCallersTransaction() {

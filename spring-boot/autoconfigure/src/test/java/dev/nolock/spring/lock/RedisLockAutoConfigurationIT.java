@@ -67,8 +67,7 @@ class RedisLockAutoConfigurationIT {
               assertThat(context).getBean(LockBackend.class).isInstanceOf(RedisLockBackend.class);
               HeldLock held =
                   context.getBean(FencedLock.class).tryAcquire("job", Duration.ofMinutes(5)).get();
-              leaseKey[0] =
-                  context.getBean(RedisLockBackend.class).config().leaseKey(held.name());
+              leaseKey[0] = context.getBean(RedisLockBackend.class).config().leaseKey(held.name());
               assertThat(observer.sync().get(leaseKey[0])).contains(held.owner());
             });
     assertThat(observer.sync().exists(leaseKey[0])).as("released at shutdown").isZero();
@@ -84,7 +83,10 @@ class RedisLockAutoConfigurationIT {
         .run(
             context -> {
               HeldLock held =
-                  context.getBean(FencedLock.class).tryAcquire("job-2", Duration.ofMinutes(5)).get();
+                  context
+                      .getBean(FencedLock.class)
+                      .tryAcquire("job-2", Duration.ofMinutes(5))
+                      .get();
               String leaseKey =
                   context.getBean(RedisLockBackend.class).config().leaseKey(held.name());
               context.getBean(LettuceConnectionFactory.class).stop();
