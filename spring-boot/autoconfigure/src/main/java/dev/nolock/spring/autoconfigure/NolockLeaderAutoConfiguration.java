@@ -83,7 +83,6 @@ public class NolockLeaderAutoConfiguration {
     if (meters != null) {
       b.metrics(meters, name);
     }
-    return PropertyCheck.named(
-        prefix + ".lease-duration/renew-deadline/retry-period", b::build);
+    return PropertyCheck.named(prefix + ".lease-duration/renew-deadline/retry-period", b::build);
   }
 }

@@ -35,14 +35,14 @@ public class NolockLeaderProperties {
     private Duration retryPeriod;
 
     /**
-     * How long stepping down waits for the leader's work to end before the lease is released
-     * anyway (0 to 10 min). Default: 10 s.
+     * How long stepping down waits for the leader's work to end before the lease is released anyway
+     * (0 to 10 min). Default: 10 s.
      */
     private Duration workStopTimeout;
 
     /**
-     * Whether losing the lease (not stepping down) halts the process, so that a leader's work
-     * that ignores interrupts cannot overlap its successor's.
+     * Whether losing the lease (not stepping down) halts the process, so that a leader's work that
+     * ignores interrupts cannot overlap its successor's.
      */
     private boolean haltOnLoss = true;
 

@@ -81,7 +81,8 @@ class LeaderElectionIT {
                           await()
                               .atMost(Duration.ofSeconds(20))
                               .until(
-                                  () -> leadersA.isLeader("billing") || leadersB.isLeader("billing"));
+                                  () ->
+                                      leadersA.isLeader("billing") || leadersB.isLeader("billing"));
                           boolean aLeads = leadersA.isLeader("billing");
                           ConfigurableApplicationContext leader = aLeads ? a : b;
                           Leaders leading = aLeads ? leadersA : leadersB;
@@ -98,7 +99,8 @@ class LeaderElectionIT {
                               .untilAsserted(
                                   () ->
                                       assertThat(EVENTS)
-                                          .containsExactly("started " + leaderId + " " + firstToken));
+                                          .containsExactly(
+                                              "started " + leaderId + " " + firstToken));
 
                           leader.close();
 
