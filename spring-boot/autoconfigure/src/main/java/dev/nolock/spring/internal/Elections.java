@@ -46,7 +46,8 @@ public final class Elections implements Leaders, SmartLifecycle, SmartInitializi
   private final Map<String, Election> elections = new LinkedHashMap<>();
   private volatile boolean running;
 
-  public Elections(LockBackend backend, Map<String, ElectorConfig> configs, ListableBeanFactory beans) {
+  public Elections(
+      LockBackend backend, Map<String, ElectorConfig> configs, ListableBeanFactory beans) {
     this.backend = Objects.requireNonNull(backend, "backend");
     this.beans = Objects.requireNonNull(beans, "beans");
     configs.forEach((name, config) -> elections.put(name, new Election(config)));
