@@ -1,11 +1,12 @@
 package dev.nolock.spring;
 
+import dev.nolock.spring.internal.OwnConnections;
 import java.util.Objects;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
-import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
+import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
@@ -22,9 +23,12 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  * <ol>
  *   <li>{@link #current()} checks that a Spring transaction is active on this thread and is not
  *       read-only.
- *   <li>It returns a jOOQ context over a {@link TransactionAwareDataSourceProxy} of nolock's {@code
- *       DataSource}: each statement asks Spring for the transaction's connection of that {@code
- *       DataSource}.
+ *   <li>It returns a jOOQ context over the one connection of that transaction ({@link
+ *       DataSourceUtils#getConnection}), not over a {@code DataSource}: nolock's methods treat a
+ *       context over a {@code DataSource} as "open a transaction of your own" and commit it through
+ *       jOOQ's transaction API, which, on a transaction-aware proxy, would commit the caller's
+ *       Spring transaction midway; on one connection with autocommit off they join it instead (the
+ *       fence behind a savepoint) and never commit.
  *   <li>nolock's caller's-transaction methods then refuse a connection in autocommit mode, which is
  *       what Spring hands out when the active transaction belongs to another {@code DataSource}.
  * </ol>
@@ -36,7 +40,7 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  */
 public final class NolockTransactions {
 
-  private final DSLContext transactional;
+  private final DataSource dataSource;
 
   /**
    * @param dataSource nolock's {@code DataSource}, the one the application's transaction manager
@@ -44,12 +48,12 @@ public final class NolockTransactions {
    */
   public NolockTransactions(DataSource dataSource) {
     Objects.requireNonNull(dataSource, "dataSource");
-    this.transactional =
-        DSL.using(new TransactionAwareDataSourceProxy(dataSource), SQLDialect.POSTGRES);
+    this.dataSource = OwnConnections.of(dataSource);
   }
 
   /**
-   * The jOOQ context of the calling thread's Spring-managed transaction.
+   * The jOOQ context of the calling thread's Spring-managed transaction, on its connection; use it
+   * within that transaction only.
    *
    * @throws IllegalStateException when no Spring transaction is active on this thread, or when it
    *     is read-only
@@ -67,6 +71,6 @@ public final class NolockTransactions {
           "The Spring-managed transaction on this thread is read-only, and nolock's statements"
               + " write: remove readOnly = true from the @Transactional that encloses this call.");
     }
-    return transactional;
+    return DSL.using(DataSourceUtils.getConnection(dataSource), SQLDialect.POSTGRES);
   }
 }
