@@ -21,14 +21,14 @@ import java.lang.annotation.Target;
  *
  * <p>This annotation and the interface {@code dev.nolock.queue.JobHandler} share a simple name:
  * import the one you use most and write the other qualified, e.g. {@code
- * {@literal @}dev.nolock.spring.JobHandler("receipts") class Receipts implements JobHandler<Receipt>}.
- * A bean implementing the interface without this annotation is not run by the starter (start a pool
- * for it yourself).
+ * {@literal @}dev.nolock.spring.JobHandler("receipts") class Receipts implements
+ * JobHandler<Receipt>}. A bean implementing the interface without this annotation is not run by the
+ * starter (start a pool for it yourself).
  *
  * <p>Start-up fails, naming the bean and method, when two handlers name one queue, when the queue
  * name is invalid, when a method's signature does not fit, or when the payload type cannot be
- * stored (neither {@code String}, {@code byte[]} nor JSON through the application's Jackson
- * {@code JsonMapper}). At most one payload type per queue: the queue's codec decodes every job.
+ * stored (neither {@code String}, {@code byte[]} nor JSON through the application's Jackson {@code
+ * JsonMapper}). At most one payload type per queue: the queue's codec decodes every job.
  */
 @Target({ElementType.METHOD, ElementType.TYPE})
 @Retention(RetentionPolicy.RUNTIME)

@@ -23,8 +23,8 @@ import tools.jackson.databind.json.JsonMapper;
  * The skip-locked queue in a Spring application: {@link JobQueues}, from which the application gets
  * its queues, and one worker pool per queue that has a {@link dev.nolock.spring.JobHandler},
  * started after the refresh and closed on shutdown. Active with {@code nolock-skip-locked-queue}
- * and one {@code DataSource}; every queue works on that {@code DataSource}'s own connections,
- * never in the caller's transaction. Settings come from {@link NolockQueueProperties}, checked at
+ * and one {@code DataSource}; every queue works on that {@code DataSource}'s own connections, never
+ * in the caller's transaction. Settings come from {@link NolockQueueProperties}, checked at
  * start-up.
  */
 @AutoConfiguration(

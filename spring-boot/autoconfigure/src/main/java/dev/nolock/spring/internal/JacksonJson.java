@@ -4,8 +4,8 @@ import dev.nolock.queue.PayloadCodec;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * JSON payloads through the application's Jackson 3 {@link JsonMapper}. A class of its own so
- * that nothing else loads Jackson's classes when the application does not have them.
+ * JSON payloads through the application's Jackson 3 {@link JsonMapper}. A class of its own so that
+ * nothing else loads Jackson's classes when the application does not have them.
  */
 public final class JacksonJson implements PayloadCodecs.Json {
 

@@ -9,8 +9,8 @@ import java.util.function.Function;
 
 /**
  * {@code nolock.queue.*} turned into the library's settings, every configured value passed through
- * the library's builders when this is made, so a bad value fails start-up; the builder's message
- * is prefixed with the property's name.
+ * the library's builders when this is made, so a bad value fails start-up; the builder's message is
+ * prefixed with the property's name.
  */
 public final class QueueSettings {
 
@@ -20,6 +20,8 @@ public final class QueueSettings {
 
   public QueueSettings(NolockQueueProperties properties) {
     this.properties = properties;
+    // The table is checked even when no queue is configured: queues named in code use it too.
+    set("nolock.queue.table", properties.getTable(), QueueConfig.custom("any")::table);
     for (String name : properties.getQueues().keySet()) {
       queueConfig(name);
       workerConfig(name);
@@ -32,9 +34,11 @@ public final class QueueSettings {
    * @throws IllegalArgumentException naming the property, or the queue name, that was refused
    */
   public QueueConfig queueConfig(String name) {
-    QueueConfig.Builder b = apply(PREFIX + name, name, QueueConfig::custom);
-    set("nolock.queue.table", properties.getTable(), b::table);
     NolockQueueProperties.Queue q = queue(name);
+    // A name from the properties is named by its key; one from code is named by its caller.
+    QueueConfig.Builder b =
+        q == null ? QueueConfig.custom(name) : apply(PREFIX + name, name, QueueConfig::custom);
+    set("nolock.queue.table", properties.getTable(), b::table);
     if (q == null) {
       return b.build();
     }
