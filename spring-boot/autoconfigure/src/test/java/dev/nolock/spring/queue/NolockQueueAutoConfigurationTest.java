@@ -201,7 +201,9 @@ class NolockQueueAutoConfigurationTest {
         .run(
             context ->
                 assertThat(deepest(context))
-                    .contains("@JobHandler on bean 'nolockQueueAutoConfigurationTest.ReceiptMethod', method ")
+                    .contains(
+                        "@JobHandler on bean 'nolockQueueAutoConfigurationTest.ReceiptMethod',"
+                            + " method ")
                     .contains("handle(" + Receipt.class.getName() + ")")
                     .contains("\"receipts\" has payloads of type")
                     .contains("no Jackson JsonMapper bean"));
@@ -226,7 +228,9 @@ class NolockQueueAutoConfigurationTest {
         .run(
             context ->
                 assertThat(deepest(context))
-                    .contains("@JobHandler on bean 'nolockQueueAutoConfigurationTest.TwoParameters', method ")
+                    .contains(
+                        "@JobHandler on bean 'nolockQueueAutoConfigurationTest.TwoParameters',"
+                            + " method ")
                     .contains("handle(java.lang.String,int)")
                     .contains("takes one parameter"));
     runner
@@ -234,14 +238,17 @@ class NolockQueueAutoConfigurationTest {
         .run(
             context ->
                 assertThat(deepest(context))
-                    .contains("@JobHandler on bean 'nolockQueueAutoConfigurationTest.ReturnsString', method ")
+                    .contains(
+                        "@JobHandler on bean 'nolockQueueAutoConfigurationTest.ReturnsString',"
+                            + " method ")
                     .contains("returns dev.nolock.queue.Completion or void"));
     runner
         .withUserConfiguration(RawJob.class)
         .run(
             context ->
                 assertThat(deepest(context))
-                    .contains("@JobHandler on bean 'nolockQueueAutoConfigurationTest.RawJob', method ")
+                    .contains(
+                        "@JobHandler on bean 'nolockQueueAutoConfigurationTest.RawJob', method ")
                     .contains("payload type cannot be resolved"));
   }
 
@@ -252,7 +259,9 @@ class NolockQueueAutoConfigurationTest {
         .run(
             context ->
                 assertThat(deepest(context))
-                    .contains("@JobHandler on bean 'nolockQueueAutoConfigurationTest.InvalidQueueName', method ")
+                    .contains(
+                        "@JobHandler on bean 'nolockQueueAutoConfigurationTest.InvalidQueueName',"
+                            + " method ")
                     .contains("The queue name is blank"));
   }
 
