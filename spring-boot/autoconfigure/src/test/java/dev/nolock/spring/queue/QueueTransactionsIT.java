@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.queue.Job;
 import dev.nolock.queue.JobQueue;
 import dev.nolock.queue.NewJob;
@@ -17,7 +18,6 @@ import dev.nolock.testkit.PostgresSchema;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
-import com.zaxxer.hikari.HikariDataSource;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
@@ -189,36 +189,36 @@ class QueueTransactionsIT {
   }
 
   private void claimHeartbeatAndReapStayCommitted(AssertableApplicationContext context) {
-          JobQueue<String> queue = receipts(context);
-          NolockTransactions tx = context.getBean(NolockTransactions.class);
-          queue.enqueue(NewJob.of("receipt 1"));
-          Job<String> claimed = claimAndHeartbeatThenFail(context, queue, tx);
-          assertThat(state(claimed)).isEqualTo("running");
-          assertThat(attempt(claimed)).isEqualTo(1);
-          assertThat(
-                  schema
-                      .dsl()
-                      .fetchValue(
-                          "select locked_until > ? from nolock_jobs where id = ?",
-                          java.sql.Timestamp.from(claimed.lockedUntil()),
-                          claimed.id()))
-              .as("the heartbeat's lease, committed although the caller rolled back")
-              .isEqualTo(true);
-          assertThat(orders()).as("the caller's own write, rolled back").isZero();
+    JobQueue<String> queue = receipts(context);
+    NolockTransactions tx = context.getBean(NolockTransactions.class);
+    queue.enqueue(NewJob.of("receipt 1"));
+    Job<String> claimed = claimAndHeartbeatThenFail(context, queue, tx);
+    assertThat(state(claimed)).isEqualTo("running");
+    assertThat(attempt(claimed)).isEqualTo(1);
+    assertThat(
+            schema
+                .dsl()
+                .fetchValue(
+                    "select locked_until > ? from nolock_jobs where id = ?",
+                    java.sql.Timestamp.from(claimed.lockedUntil()),
+                    claimed.id()))
+        .as("the heartbeat's lease, committed although the caller rolled back")
+        .isEqualTo(true);
+    assertThat(orders()).as("the caller's own write, rolled back").isZero();
 
-          awaitLeaseExpired(claimed);
-          assertThatThrownBy(
-                  () ->
-                      inTransaction(
-                          context,
-                          () -> {
-                            order(tx.current());
-                            assertThat(queue.reapExpired().toString()).isNotEmpty();
-                            throw new IllegalStateException(FAILS);
-                          }))
-              .hasMessage(FAILS);
-          assertThat(state(claimed)).as("reaped, committed").isEqualTo("ready");
-          assertThat(orders()).isZero();
+    awaitLeaseExpired(claimed);
+    assertThatThrownBy(
+            () ->
+                inTransaction(
+                    context,
+                    () -> {
+                      order(tx.current());
+                      assertThat(queue.reapExpired().toString()).isNotEmpty();
+                      throw new IllegalStateException(FAILS);
+                    }))
+        .hasMessage(FAILS);
+    assertThat(state(claimed)).as("reaped, committed").isEqualTo("ready");
+    assertThat(orders()).isZero();
   }
 
   /**
@@ -307,7 +307,10 @@ class QueueTransactionsIT {
   }
 
   private String state(Job<?> job) {
-    return schema.dsl().fetchValue("select state from nolock_jobs where id = ?", job.id()).toString();
+    return schema
+        .dsl()
+        .fetchValue("select state from nolock_jobs where id = ?", job.id())
+        .toString();
   }
 
   private long attempt(Job<?> job) {
