@@ -89,7 +89,8 @@ class QueueWorkersIT {
                 receipts.enqueue(NewJob.of(new Receipt("order-" + i, i * 100L)));
               }
               await().atMost(Duration.ofSeconds(30)).until(() -> done("receipts") == 5);
-              assertThat(RUNS).containsOnlyKeys("order-1", "order-2", "order-3", "order-4", "order-5");
+              assertThat(RUNS)
+                  .containsOnlyKeys("order-1", "order-2", "order-3", "order-4", "order-5");
               assertThat(RUNS.values()).allSatisfy(runs -> assertThat(runs).hasValue(1));
               assertThat(
                       schema
@@ -188,8 +189,7 @@ class QueueWorkersIT {
   private int done(String queue) {
     return schema
         .dsl()
-        .fetchCount(
-            DSL.table("nolock_jobs"), DSL.condition("queue = ? and state = 'done'", queue));
+        .fetchCount(DSL.table("nolock_jobs"), DSL.condition("queue = ? and state = 'done'", queue));
   }
 
   @Configuration(proxyBeanMethods = false)
@@ -203,9 +203,7 @@ class QueueWorkersIT {
     @JobHandler("ledger")
     Completion ledger(Job<Receipt> job) {
       return Completion.completeWith(
-          tx ->
-              tx.execute(
-                  "insert into ledger values (?, ?)", job.id(), job.payload().cents()));
+          tx -> tx.execute("insert into ledger values (?, ?)", job.id(), job.payload().cents()));
     }
   }
 
