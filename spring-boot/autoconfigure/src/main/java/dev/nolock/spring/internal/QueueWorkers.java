@@ -237,9 +237,4 @@ public final class QueueWorkers
   public int getPhase() {
     return PHASE;
   }
-
-  /** The queues that have a handler, in the order they were found. */
-  public List<String> queues() {
-    return List.copyOf(registrations.keySet());
-  }
 }

@@ -14,6 +14,9 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import jakarta.persistence.EntityManager;
 import jakarta.persistence.EntityManagerFactory;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -101,6 +104,31 @@ class QueueJpaTransactionsIT {
               });
           assertThat(count("nolock_jobs")).isEqualTo(1);
           assertThat(count("jpa_orders")).isEqualTo(1);
+        });
+  }
+
+  /** Negative control: an enqueue on a plain context over the pool commits despite the rollback. */
+  @Test
+  void anEnqueueOnAPlainContextCommitsDespiteTheRollback() {
+    runner.run(
+        context -> {
+          JobQueue<String> queue = context.getBean(JobQueues.class).queue("receipts", String.class);
+          DSLContext plain = DSL.using(context.getBean(DataSource.class), SQLDialect.POSTGRES);
+          EntityManager em = entityManager(context);
+          assertThatThrownBy(
+                  () ->
+                      inTransaction(
+                          context,
+                          () -> {
+                            em.persist(new JpaOrder(1));
+                            em.flush();
+                            plain.transaction(
+                                cfg -> queue.enqueue(cfg.dsl(), NewJob.of("receipt 1")));
+                            throw new IllegalStateException(FAILS);
+                          }))
+              .hasMessage(FAILS);
+          assertThat(count("nolock_jobs")).isEqualTo(1);
+          assertThat(count("jpa_orders")).isZero();
         });
   }
 
