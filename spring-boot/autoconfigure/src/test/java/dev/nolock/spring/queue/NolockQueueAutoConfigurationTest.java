@@ -278,6 +278,27 @@ class NolockQueueAutoConfigurationTest {
             });
   }
 
+  @Test
+  void anInterfaceBeanNamesItsQueueOnItsClass() {
+    runner
+        .withBean(ReceiptClass.class)
+        .run(
+            context -> {
+              assertThat(context).hasNotFailed();
+              assertThatThrownBy(
+                      () -> context.getBean(JobQueues.class).queue("receipts", String.class))
+                  .hasMessageContaining("is used with payload type " + Receipt.class.getName());
+            });
+  }
+
+  @JobHandler("receipts")
+  static class ReceiptClass implements dev.nolock.queue.JobHandler<Receipt> {
+    @Override
+    public Completion handle(Job<Receipt> job) {
+      return Completion.complete();
+    }
+  }
+
   @Configuration(proxyBeanMethods = false)
   static class TwoDataSources {
     @Bean
