@@ -171,6 +171,7 @@ class NolockQueueAutoConfigurationTest {
 
   /** The message of the start-up failure's deepest cause. */
   private static String deepest(AssertableApplicationContext context) {
+    assertThat(context).hasFailed();
     return NestedExceptionUtils.getMostSpecificCause(context.getStartupFailure()).getMessage();
   }
 
