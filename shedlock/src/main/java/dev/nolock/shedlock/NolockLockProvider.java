@@ -5,8 +5,8 @@ import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.patterns.LockBackend;
-import dev.nolock.shedlock.internal.ShedLockNames;
 import dev.nolock.shedlock.internal.NolockSimpleLock;
+import dev.nolock.shedlock.internal.ShedLockNames;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.Optional;
@@ -26,17 +26,17 @@ import net.javacrumbs.shedlock.core.SimpleLock;
  * <ol>
  *   <li>{@link #lock} asks the backend once and never waits: empty when another holder has an
  *       unexpired lock on the name.
- *   <li>The lock ends by itself {@code lockAtMostFor} after it was asked for, counted by the backend
- *       (nothing renews it: ShedLock's contract is "at most that long").
+ *   <li>The lock ends by itself {@code lockAtMostFor} after it was asked for, counted by the
+ *       backend (nothing renews it: ShedLock's contract is "at most that long").
  *   <li>{@link SimpleLock#unlock()} keeps every other caller out until {@code lockAtLeastFor} after
  *       the acquisition, by shortening the lease to the time still missing rather than by holding a
  *       thread, then it ends by itself.
  *   <li>{@link SimpleLock#extend} sets a held lock to end {@code lockAtMostFor} from now (a
- *       compare-and-swap on the grant's owner and token): it answers the new lock, or empty when the
- *       lock had already run out or passed to another holder. The grant, and so its token, stays
- *       the same.
- *   <li>An unlock (or an extension) of a lock that ran out never frees or prolongs the next holder's
- *       lock: every call is conditional on the grant's owner and token.
+ *       compare-and-swap on the grant's owner and token): it answers the new lock, or empty when
+ *       the lock had already run out or passed to another holder. The grant, and so its token,
+ *       stays the same.
+ *   <li>An unlock (or an extension) of a lock that ran out never frees or prolongs the next
+ *       holder's lock: every call is conditional on the grant's owner and token.
  * </ol>
  *
  * <p>Algorithm of {@link #lock}:
@@ -47,14 +47,15 @@ import net.javacrumbs.shedlock.core.SimpleLock;
  *       how to fix the {@code @SchedulerLock}.
  *   <li>Read the monotonic clock, then {@link FencedLock#tryAcquire} the name with a TTL of {@code
  *       lockAtMostFor} on a lock without a watchdog.
- *   <li>On a grant, bind it to the calling thread (for {@link SchedulerLease}) until it is unlocked,
- *       and answer a {@link SimpleLock} whose unlock is {@link HeldLock#releaseNoEarlierThan} with
- *       the time from that first clock reading to {@code lockAtLeastFor} after the start of the
- *       latest configuration (the acquisition, or the last extension).
+ *   <li>On a grant, bind it to the calling thread (for {@link SchedulerLease}) until it is
+ *       unlocked, and answer a {@link SimpleLock} whose unlock is {@link
+ *       HeldLock#releaseNoEarlierThan} with the time from that first clock reading to {@code
+ *       lockAtLeastFor} after the start of the latest configuration (the acquisition, or the last
+ *       extension).
  * </ol>
  *
- * <p>Thread-safe; one instance per application and backend. Close it to release every lock it
- * still holds (immediately, whatever their {@code lockAtLeastFor}).
+ * <p>Thread-safe; one instance per application and backend. Close it to release every lock it still
+ * holds (immediately, whatever their {@code lockAtLeastFor}).
  */
 public final class NolockLockProvider implements ExtensibleLockProvider, AutoCloseable {
 
@@ -109,15 +110,16 @@ public final class NolockLockProvider implements ExtensibleLockProvider, AutoClo
    * Asks once for the lock {@code configuration} names.
    *
    * @return the held lock, or empty when another holder has it
-   * @throws IllegalArgumentException for a name nolock refuses or a {@code lockAtMostFor} of zero or
-   *     more than a week, saying how to fix the {@code @SchedulerLock}
+   * @throws IllegalArgumentException for a name nolock refuses or a {@code lockAtMostFor} of zero
+   *     or more than a week, saying how to fix the {@code @SchedulerLock}
    * @throws dev.nolock.patterns.BackendUnavailableException when the backend failed: unknown
    *     whether granted; a grant that landed ends by itself after {@code lockAtMostFor}
    */
   @Override
   public Optional<SimpleLock> lock(LockConfiguration configuration) {
     if (configuration == null) {
-      throw new IllegalArgumentException("configuration is null: pass ShedLock's LockConfiguration.");
+      throw new IllegalArgumentException(
+          "configuration is null: pass ShedLock's LockConfiguration.");
     }
     String name = ShedLockNames.require(configuration.getName());
     Duration atMost = requireLockAtMostFor(configuration);

@@ -18,11 +18,11 @@ import dev.nolock.shedlock.internal.ThreadGrants;
  * }
  * }</pre>
  *
- * <p>Guarantee: from the {@code lock} call that granted it until its {@code unlock} (or an extension
- * found it lost), a grant of a {@link NolockLockProvider} is the current one of the thread that
- * called {@code lock}, which is the thread ShedLock runs the locked method on. Locks of different
- * names nest; the innermost is current. The grant stays current after its lease ran out, so that
- * {@link HeldLock#checkPointOfNoReturn} says so and the fence refuses its writes.
+ * <p>Guarantee: from the {@code lock} call that granted it until its {@code unlock} (or an
+ * extension found it lost), a grant of a {@link NolockLockProvider} is the current one of the
+ * thread that called {@code lock}, which is the thread ShedLock runs the locked method on. Locks of
+ * different names nest; the innermost is current. The grant stays current after its lease ran out,
+ * so that {@link HeldLock#checkPointOfNoReturn} says so and the fence refuses its writes.
  *
  * <p>Do not release or extend the returned {@link HeldLock} yourself: ShedLock unlocks it, and
  * {@code LockExtender.extendActiveLock} extends it.
