@@ -10,6 +10,7 @@ import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.domain.JavaCodeUnit;
 import com.tngtech.archunit.core.domain.JavaField;
 import com.tngtech.archunit.core.domain.JavaMember;
+import com.tngtech.archunit.core.domain.JavaMethod;
 import com.tngtech.archunit.core.domain.JavaModifier;
 import com.tngtech.archunit.core.domain.JavaType;
 import com.tngtech.archunit.core.importer.ImportOption;
@@ -69,6 +70,7 @@ class ArchitectureTest {
   static final String IDEMPOTENCY_HTTP = "dev.nolock.idempotency.http";
   static final String SCHEDULE = "dev.nolock.schedule";
   static final String OWNERSHIP = "dev.nolock.ownership";
+  static final String SHEDLOCK = "dev.nolock.shedlock";
   static final String TESTKIT = "dev.nolock.testkit";
   static final String BENCHMARKS = "dev.nolock.benchmarks";
 
@@ -90,6 +92,7 @@ class ArchitectureTest {
           IDEMPOTENCY_HTTP,
           SCHEDULE,
           OWNERSHIP,
+          SHEDLOCK,
           TESTKIT,
           BENCHMARKS);
 
@@ -285,7 +288,8 @@ class ArchitectureTest {
                     if ((!modifiers.contains(JavaModifier.PUBLIC)
                             && !modifiers.contains(JavaModifier.PROTECTED))
                         || modifiers.contains(JavaModifier.SYNTHETIC)
-                        || modifiers.contains(JavaModifier.BRIDGE)) {
+                        || modifiers.contains(JavaModifier.BRIDGE)
+                        || implementsForeignMethod(member)) {
                       continue;
                     }
                     for (JavaType type : signatureTypes(member)) {
@@ -303,6 +307,48 @@ class ArchitectureTest {
                   }
                 }
               });
+
+  /**
+   * Whether {@code member} implements a method of a supertype outside nolock (ShedLock's {@code
+   * LockProvider.lock}): that library chose its signature, Optional included.
+   */
+  static boolean implementsForeignMethod(JavaMember member) {
+    if (!(member instanceof JavaMethod method)) {
+      return false;
+    }
+    // The import holds nolock's classes only, so a foreign supertype's methods are read by
+    // reflection (the test classpath has the foreign library). A method whose types the classpath
+    // lacks (testkit's jqwik arbitraries) implements nothing foreign that matters here.
+    java.lang.reflect.Method reflected;
+    try {
+      reflected = method.reflect();
+    } catch (RuntimeException | LinkageError e) {
+      return false;
+    }
+    List<Class<?>> supertypes = new ArrayList<>();
+    for (Class<?> c = reflected.getDeclaringClass(); c != null; c = c.getSuperclass()) {
+      supertypes.add(c.getSuperclass());
+      collectInterfaces(c, supertypes);
+    }
+    return supertypes.stream()
+        .filter(t -> t != null && !t.getPackageName().startsWith("dev.nolock"))
+        .anyMatch(
+            t -> {
+              try {
+                t.getMethod(reflected.getName(), reflected.getParameterTypes());
+                return true;
+              } catch (NoSuchMethodException e) {
+                return false;
+              }
+            });
+  }
+
+  private static void collectInterfaces(Class<?> type, List<Class<?>> into) {
+    for (Class<?> i : type.getInterfaces()) {
+      into.add(i);
+      collectInterfaces(i, into);
+    }
+  }
 
   /** The import found the modules: a rule over an empty import would pass vacuously. */
   @ArchTest
