@@ -1,0 +1,158 @@
+package dev.nolock.spring.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
+import org.jooq.impl.DSL;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
+import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
+import org.springframework.transaction.UnexpectedRollbackException;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/**
+ * Spring data access inside {@link BoundTransactions#call} writes in nolock's transaction: it
+ * commits and rolls back with it, a nested {@code @Transactional} joins it, and a Spring
+ * transaction already on the thread is refused. The control runs the same writes without the
+ * binding and sees them commit on their own, apart from nolock's rollback.
+ */
+@ExtendWith(PostgresExtension.class)
+class BoundTransactionsIT {
+
+  private final PostgresSchema schema;
+  private DataSource dataSource;
+  private DSLContext nolock;
+  private JdbcTemplate jdbc;
+
+  BoundTransactionsIT(PostgresSchema schema) {
+    this.schema = schema;
+  }
+
+  @BeforeEach
+  void tables() {
+    schema.dsl().execute("drop table if exists bound_writes");
+    schema.dsl().execute("create table bound_writes (id int primary key)");
+    dataSource = new DriverManagerDataSource(schema.jdbcUrl());
+    nolock = DSL.using(dataSource, SQLDialect.POSTGRES);
+    jdbc = new JdbcTemplate(new TransactionAwareDataSourceProxy(dataSource));
+  }
+
+  @AfterEach
+  void nothingLeftBound() {
+    assertThat(TransactionSynchronizationManager.getResourceMap()).isEmpty();
+  }
+
+  private long rows() {
+    return schema.dsl().fetchCount(DSL.table("bound_writes"));
+  }
+
+  @Test
+  void springWritesInsideRollBackWithNolocksTransaction() {
+    assertThatThrownBy(
+            () ->
+                nolock.transaction(
+                    tx ->
+                        BoundTransactions.call(
+                            dataSource,
+                            tx.dsl(),
+                            () -> {
+                              jdbc.update("insert into bound_writes values (1)");
+                              throw new IllegalStateException("the phase fails after writing");
+                            })))
+        .hasMessage("the phase fails after writing");
+    assertThat(rows()).isZero();
+  }
+
+  @Test
+  void withoutTheBindingTheSameWritesCommitOnTheirOwn() {
+    assertThatThrownBy(
+            () ->
+                nolock.transaction(
+                    tx -> {
+                      jdbc.update("insert into bound_writes values (1)");
+                      throw new IllegalStateException("the phase fails after writing");
+                    }))
+        .hasMessage("the phase fails after writing");
+    assertThat(rows()).as("the control: a write outside the binding escapes the rollback").isOne();
+  }
+
+  @Test
+  void springWritesInsideCommitWithNolocksTransactionAndANestedTransactionalJoinsIt() {
+    TransactionTemplate nested =
+        new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+    nolock.transaction(
+        tx ->
+            BoundTransactions.call(
+                dataSource,
+                tx.dsl(),
+                () -> {
+                  jdbc.update("insert into bound_writes values (1)");
+                  nested.executeWithoutResult(
+                      status -> {
+                        assertThat(status.isNewTransaction()).isFalse();
+                        jdbc.update("insert into bound_writes values (2)");
+                      });
+                  // Not yet visible elsewhere: both writes wait for nolock's commit.
+                  assertThat(rows()).isZero();
+                  return null;
+                }));
+    assertThat(rows()).isEqualTo(2);
+  }
+
+  @Test
+  void aNestedTransactionalThatFailedQuietlyRollsNolocksTransactionBack() {
+    TransactionTemplate nested =
+        new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+    assertThatThrownBy(
+            () ->
+                nolock.transaction(
+                    tx ->
+                        BoundTransactions.call(
+                            dataSource,
+                            tx.dsl(),
+                            () -> {
+                              jdbc.update("insert into bound_writes values (1)");
+                              try {
+                                nested.executeWithoutResult(
+                                    status -> {
+                                      throw new IllegalArgumentException("inner fails");
+                                    });
+                              } catch (IllegalArgumentException swallowed) {
+                                // the application's choice; Spring marked rollback-only
+                              }
+                              return null;
+                            })))
+        .isInstanceOf(UnexpectedRollbackException.class);
+    assertThat(rows()).isZero();
+  }
+
+  @Test
+  void aSpringTransactionAlreadyOnTheThreadIsRefusedBeforeTheCodeRuns() {
+    TransactionTemplate outer =
+        new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+    outer.executeWithoutResult(
+        status ->
+            assertThatThrownBy(
+                    () ->
+                        nolock.transaction(
+                            tx ->
+                                BoundTransactions.call(
+                                    dataSource,
+                                    tx.dsl(),
+                                    () -> jdbc.update("insert into bound_writes values (1)"))))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("remove @Transactional"));
+    assertThat(rows()).isZero();
+  }
+}
