@@ -25,9 +25,8 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  *   <li>Runs the code and unbinds in {@code finally}; nolock then commits or rolls back. When a
  *       nested {@code @Transactional} marked the transaction rollback-only and the code swallowed
  *       its exception, {@link UnexpectedRollbackException} is thrown so that nolock rolls back, as
- *       Spring would refuse the commit. Spring's
- *       transaction synchronizations are not started: an {@code afterCommit} callback registered
- *       inside would have no commit of Spring's to follow.
+ *       Spring would refuse the commit. Spring's transaction synchronizations are not started: an
+ *       {@code afterCommit} callback registered inside would have no commit of Spring's to follow.
  * </ol>
  *
  * <p>JPA inside such code is not joined: an {@code EntityManager} is bound by {@code
@@ -53,8 +52,8 @@ public final class BoundTransactions {
    * @throws IllegalStateException when a Spring transaction on {@code dataSource} is already bound
    *     to this thread
    */
-  public static <T, X extends Exception> T call(DataSource dataSource, DSLContext tx, Work<T, X> work)
-      throws X {
+  public static <T, X extends Exception> T call(
+      DataSource dataSource, DSLContext tx, Work<T, X> work) throws X {
     DataSource key = OwnConnections.of(dataSource);
     if (TransactionSynchronizationManager.hasResource(key)) {
       throw new IllegalStateException(
