@@ -14,11 +14,11 @@ import java.lang.annotation.Target;
  * <p>The method runs inside the record's apply transaction, the one that checks the partition's
  * owner epoch and advances its applied offset: Spring data access in it ({@code JdbcTemplate}, jOOQ
  * through Spring) writes in that transaction, so a record's change commits once, in offset order,
- * and never under an epoch that has moved on. Parameters: the record, {@code
- * ConsumerRecord<K, V>} with {@code K} and {@code V} each {@code String} (UTF-8) or {@code byte[]},
- * then optionally the {@link dev.nolock.patterns.FencingToken} of the owner epoch, for writes to
- * other systems. Throwing rolls the record's transaction back and stops the owner (see the
- * partitioned-ownership README's error handling).
+ * and never under an epoch that has moved on. Parameters: the record, {@code ConsumerRecord<K, V>}
+ * with {@code K} and {@code V} each {@code String} (UTF-8) or {@code byte[]}, then optionally the
+ * {@link dev.nolock.patterns.FencingToken} of the owner epoch, for writes to other systems.
+ * Throwing rolls the record's transaction back and stops the owner (see the partitioned-ownership
+ * README's error handling).
  *
  * <p>Start-up fails, naming the bean and method, when the owner is not declared, when two methods
  * name one owner, or when the signature does not fit; and naming the owner when a declared owner

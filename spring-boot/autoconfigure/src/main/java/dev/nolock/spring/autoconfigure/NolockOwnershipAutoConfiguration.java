@@ -72,7 +72,10 @@ public class NolockOwnershipAutoConfiguration {
   }
 
   private static OwnershipConfig config(
-      String name, NolockOwnershipProperties.Owner o, String springBootstrap, MeterRegistry meters) {
+      String name,
+      NolockOwnershipProperties.Owner o,
+      String springBootstrap,
+      MeterRegistry meters) {
     String prefix = "nolock.ownership.owners." + name;
     String bootstrap = o.getBootstrapServers() != null ? o.getBootstrapServers() : springBootstrap;
     if (bootstrap == null) {

@@ -5,7 +5,9 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
-/** Partition owners, under {@code nolock.ownership.*}; see {@link NolockOwnershipAutoConfiguration}. */
+/**
+ * Partition owners, under {@code nolock.ownership.*}; see {@link NolockOwnershipAutoConfiguration}.
+ */
 @ConfigurationProperties("nolock.ownership")
 public class NolockOwnershipProperties {
 

@@ -6,7 +6,6 @@ import dev.nolock.ownership.RecordHandler;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.spring.PartitionHandler;
 import dev.nolock.spring.PartitionOwners;
-import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -20,18 +19,12 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
-import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.SmartLifecycle;
-import org.springframework.context.annotation.Bean;
-import org.springframework.core.MethodIntrospector;
 import org.springframework.core.ResolvableType;
-import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.util.ClassUtils;
-import org.springframework.util.ReflectionUtils;
 
 /**
  * Finds the {@link PartitionHandler} methods and runs one {@link PartitionOwner} per declared
@@ -68,8 +61,8 @@ public final class Ownerships
   private volatile boolean running;
 
   /**
-   * @param dataSource the application's {@code DataSource} (nolock's own connections are taken
-   *     from it without transaction-aware proxies)
+   * @param dataSource the application's {@code DataSource} (nolock's own connections are taken from
+   *     it without transaction-aware proxies)
    * @param configs each declared owner's checked configuration, by name
    */
   public Ownerships(
@@ -86,21 +79,10 @@ public final class Ownerships
 
   @Override
   public void afterSingletonsInstantiated() {
-    for (String name : beanFactory.getBeanDefinitionNames()) {
-      Class<?> type = beanFactory.getType(name);
-      if (type == null) {
-        continue;
-      }
-      Map<Method, PartitionHandler> methods =
-          MethodIntrospector.selectMethods(
-              ClassUtils.getUserClass(type),
-              (MethodIntrospector.MetadataLookup<PartitionHandler>)
-                  m ->
-                      AnnotatedElementUtils.hasAnnotation(m, Bean.class)
-                          ? null
-                          : AnnotatedElementUtils.findMergedAnnotation(m, PartitionHandler.class));
-      methods.forEach((method, annotation) -> register(name, method, annotation.value()));
-    }
+    AnnotatedMethods.forEach(
+        beanFactory,
+        PartitionHandler.class,
+        (name, method, annotation) -> register(name, method, annotation.value()));
     for (String owner : configs.keySet()) {
       if (!registrations.containsKey(owner)) {
         throw new IllegalStateException(
@@ -129,8 +111,7 @@ public final class Ownerships
     Registration earlier = registrations.get(owner);
     if (earlier != null) {
       throw refused(
-          source,
-          "the owner \"" + owner + "\" has a handler already (" + earlier.source() + ").");
+          source, "the owner \"" + owner + "\" has a handler already (" + earlier.source() + ").");
     }
     Class<?>[] parameters = method.getParameterTypes();
     boolean wantsEpoch = parameters.length == 2 && parameters[1] == FencingToken.class;
@@ -146,28 +127,13 @@ public final class Ownerships
     ResolvableType record = ResolvableType.forMethodParameter(method, 0);
     Deserializer<?> keys = deserializer(source, "key", record.getGeneric(0).resolve());
     Deserializer<?> values = deserializer(source, "value", record.getGeneric(1).resolve());
-    Object bean = beanFactory.getBean(beanName);
-    Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
-    ReflectionUtils.makeAccessible(invocable);
+    AnnotatedMethods.Call call = AnnotatedMethods.call(beanFactory, beanName, method);
     RecordHandler<Object, Object> handler =
         (consumed, tx, epoch) ->
             BoundTransactions.call(
                 dataSource,
                 tx,
-                () -> {
-                  try {
-                    return invocable.invoke(
-                        bean, wantsEpoch ? new Object[] {consumed, epoch} : new Object[] {consumed});
-                  } catch (InvocationTargetException e) {
-                    if (e.getCause() instanceof Exception thrown) {
-                      throw thrown;
-                    }
-                    if (e.getCause() instanceof Error error) {
-                      throw error;
-                    }
-                    throw e;
-                  }
-                });
+                () -> wantsEpoch ? call.invoke(consumed, epoch) : call.invoke(consumed));
     registrations.put(owner, new Registration(source, keys, values, handler));
   }
 

@@ -7,25 +7,18 @@ import dev.nolock.queue.WorkerConfig;
 import dev.nolock.queue.WorkerPool;
 import dev.nolock.spring.JobHandler;
 import dev.nolock.spring.JobQueues;
-import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
-import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.SmartLifecycle;
-import org.springframework.context.annotation.Bean;
-import org.springframework.core.MethodIntrospector;
 import org.springframework.core.ResolvableType;
-import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.util.ClassUtils;
-import org.springframework.util.ReflectionUtils;
 
 /**
  * Finds the {@link JobHandler} beans and methods and runs one {@link WorkerPool} per queue that has
@@ -88,16 +81,11 @@ public final class QueueWorkers
           continue;
         }
       }
-      Map<Method, JobHandler> methods =
-          MethodIntrospector.selectMethods(
-              ClassUtils.getUserClass(type),
-              (MethodIntrospector.MetadataLookup<JobHandler>)
-                  m ->
-                      AnnotatedElementUtils.hasAnnotation(m, Bean.class)
-                          ? null
-                          : AnnotatedElementUtils.findMergedAnnotation(m, JobHandler.class));
-      methods.forEach((method, annotation) -> registerMethod(name, method, annotation.value()));
     }
+    AnnotatedMethods.forEach(
+        beanFactory,
+        JobHandler.class,
+        (name, method, annotation) -> registerMethod(name, method, annotation.value()));
   }
 
   private void registerBean(String beanName, String queueName) {
@@ -149,24 +137,11 @@ public final class QueueWorkers
           "its payload type cannot be resolved: declare the parameter with a concrete type, e.g."
               + " Receipt or Job<Receipt>.");
     }
-    Object bean = beanFactory.getBean(beanName);
-    Method invocable = AopUtils.selectInvocableMethod(method, bean.getClass());
-    ReflectionUtils.makeAccessible(invocable);
+    AnnotatedMethods.Call call = AnnotatedMethods.call(beanFactory, beanName, method);
     boolean returnsVoid = method.getReturnType() == void.class;
     dev.nolock.queue.JobHandler<Object> handler =
         job -> {
-          Object result;
-          try {
-            result = invocable.invoke(bean, wantsJob ? job : job.payload());
-          } catch (InvocationTargetException e) {
-            if (e.getCause() instanceof Exception thrown) {
-              throw thrown;
-            }
-            if (e.getCause() instanceof Error error) {
-              throw error;
-            }
-            throw e;
-          }
+          Object result = call.invoke(wantsJob ? job : job.payload());
           return returnsVoid ? Completion.complete() : (Completion) result;
         };
     register(source, queueName, payload, handler);

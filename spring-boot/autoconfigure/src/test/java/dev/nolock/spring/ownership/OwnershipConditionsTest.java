@@ -97,7 +97,8 @@ class OwnershipConditionsTest {
         .run(
             context ->
                 assertThat(context.getStartupFailure())
-                    .hasStackTraceContaining("nolock.ownership.owners.deposits is declared but no bean"));
+                    .hasStackTraceContaining(
+                        "nolock.ownership.owners.deposits is declared but no bean"));
   }
 
   @Test
@@ -162,7 +163,9 @@ class OwnershipConditionsTest {
         .run(
             context ->
                 assertThat(context.getStartupFailure())
-                    .hasStackTraceContaining("nolock.ownership.owners.deposits.max-poll-records: maxPollRecords must be"));
+                    .hasStackTraceContaining(
+                        "nolock.ownership.owners.deposits.max-poll-records: maxPollRecords must"
+                            + " be"));
   }
 
   @Test
@@ -188,7 +191,8 @@ class OwnershipConditionsTest {
             context ->
                 // Past the configuration: the failure is the missing handler, not the servers.
                 assertThat(context.getStartupFailure())
-                    .hasStackTraceContaining("nolock.ownership.owners.deposits is declared but no bean"));
+                    .hasStackTraceContaining(
+                        "nolock.ownership.owners.deposits is declared but no bean"));
   }
 
   @Test
