@@ -22,8 +22,8 @@ import java.lang.annotation.Target;
  * <p>Parameters, each optional, in any order: {@link dev.nolock.schedule.ScheduledRun} (the
  * scheduled time and the attempt), {@link dev.nolock.patterns.FencingToken} (the attempt token),
  * {@link org.jooq.DSLContext} (jOOQ on the run's transaction). Throwing rolls the run's writes back
- * and gives the run back for a retry, up to {@code max-attempts}. The method must not be {@code
- * @Transactional}: its writes would then go to a second, unfenced transaction.
+ * and gives the run back for a retry, up to {@code max-attempts}. The method must not be
+ * {@code @Transactional}: its writes would then go to a second, unfenced transaction.
  *
  * <p>Settings per job under {@code nolock.schedule.jobs.<name>.*}. Start-up fails, naming the bean
  * and method, for an invalid cron expression or zone, a name used twice, a parameter of another

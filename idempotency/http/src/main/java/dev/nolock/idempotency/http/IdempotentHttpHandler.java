@@ -548,9 +548,13 @@ public final class IdempotentHttpHandler implements HttpHandler {
   /**
    * The SHA-256 of method, raw path, raw query, {@code Content-Type} values and body. A part that
    * may be absent (the query, the content type) is preceded by whether it is present, so that
-   * {@code /p} and {@code /p?null}, or no content type and an empty one, differ.
+   * {@code /p} and {@code /p?null}, or no content type and an empty one, differ. Public so that
+   * other HTTP bindings (the Spring Boot starter's) fingerprint a request exactly as this one does.
+   *
+   * @param uri the request's URI; only its raw path and raw query are used
+   * @param headers the request's headers; only {@code Content-Type} is used, its name in any case
    */
-  static Fingerprint fingerprint(
+  public static Fingerprint fingerprint(
       String method, URI uri, Map<String, List<String>> headers, byte[] body) {
     List<byte[]> parts = new ArrayList<>();
     parts.add(utf8(method));
@@ -581,9 +585,19 @@ public final class IdempotentHttpHandler implements HttpHandler {
     return text.getBytes(StandardCharsets.UTF_8);
   }
 
-  /** The key from the header: one value, bare or a Structured Field string. */
-  static String keyOf(HttpExchange exchange) {
-    List<String> values = exchange.getRequestHeaders().get(KEY_HEADER);
+  private static String keyOf(HttpExchange exchange) {
+    return keyOf(exchange.getRequestHeaders().get(KEY_HEADER));
+  }
+
+  /**
+   * The key from the values of the {@value #KEY_HEADER} header: sent once, bare or a Structured
+   * Field string, and valid ({@link IdempotencyKeys#requireValidKey}). Public so that other HTTP
+   * bindings read the header exactly as this one does.
+   *
+   * @param values the header's values, null or empty when it is missing
+   * @throws InvalidIdempotencyKeyException when the header is missing, repeated or malformed
+   */
+  public static String keyOf(List<String> values) {
     if (values == null || values.isEmpty()) {
       throw new InvalidIdempotencyKeyException(
           "The Idempotency-Key header is missing: send a unique key per request, e.g. a UUID.");

@@ -43,7 +43,9 @@ public class NolockScheduleProperties {
   /** One job, under {@code nolock.schedule.jobs.<name>.*}. */
   public static class Job {
 
-    /** How long a run is held without renewal before another instance takes it over. Default: 30 s. */
+    /**
+     * How long a run is held without renewal before another instance takes it over. Default: 30 s.
+     */
     private Duration lease;
 
     /** Attempts per scheduled time, the first included (1 to 100). Default: 3. */

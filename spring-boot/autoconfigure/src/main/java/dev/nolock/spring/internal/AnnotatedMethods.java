@@ -24,8 +24,8 @@ final class AnnotatedMethods {
   record Call(Object bean, Method method) {
 
     /**
-     * Calls the method; what it throws reaches the caller unchanged, the same instance, not
-     * wrapped in an {@link InvocationTargetException}.
+     * Calls the method; what it throws reaches the caller unchanged, the same instance, not wrapped
+     * in an {@link InvocationTargetException}.
      */
     Object invoke(Object... args) throws Exception {
       try {

@@ -153,7 +153,8 @@ public final class ScheduledJobs
     AnnotatedMethods.Call call = AnnotatedMethods.call(beanFactory, beanName, method);
     FencedJob job =
         (run, tx) ->
-            BoundTransactions.call(dataSource, tx, () -> call.invoke(arguments(parameters, run, tx)));
+            BoundTransactions.call(
+                dataSource, tx, () -> call.invoke(arguments(parameters, run, tx)));
     registrations.put(name, new Registration(source, config, job));
   }
 

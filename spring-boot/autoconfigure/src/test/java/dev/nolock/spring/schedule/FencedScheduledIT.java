@@ -132,7 +132,10 @@ class FencedScheduledIT {
   }
 
   private long times() {
-    return schema.dsl().fetchOne("select count(distinct scheduled_at) from ticks").get(0, Long.class);
+    return schema
+        .dsl()
+        .fetchOne("select count(distinct scheduled_at) from ticks")
+        .get(0, Long.class);
   }
 
   private long rows() {
@@ -165,18 +168,18 @@ class FencedScheduledIT {
             a ->
                 instance("b")
                     .withUserConfiguration(SpringScheduling.class)
-        .withBean(SpringTicker.class)
+                    .withBean(SpringTicker.class)
                     .run(
                         b -> {
                           assertThat(a).hasNotFailed();
                           assertThat(b).hasNotFailed();
                           await()
-                                .atMost(Duration.ofSeconds(30))
-                                .untilAsserted(
-                                    () ->
-                                        assertThat(rows())
-                                            .as("rows, against %d scheduled times", times())
-                                            .isGreaterThan(times()));
+                              .atMost(Duration.ofSeconds(30))
+                              .untilAsserted(
+                                  () ->
+                                      assertThat(rows())
+                                          .as("rows, against %d scheduled times", times())
+                                          .isGreaterThan(times()));
                         }));
   }
 

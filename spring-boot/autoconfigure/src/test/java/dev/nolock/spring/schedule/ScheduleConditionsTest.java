@@ -19,8 +19,8 @@ import org.springframework.transaction.annotation.Transactional;
 
 /**
  * When the fenced scheduled jobs appear, and how bad declarations fail start-up, naming the bean
- * and method or the property. Every failure here comes before the jobs would start, so no server
- * is needed.
+ * and method or the property. Every failure here comes before the jobs would start, so no server is
+ * needed.
  */
 class ScheduleConditionsTest {
 
@@ -94,7 +94,8 @@ class ScheduleConditionsTest {
 
   @Test
   void anInvalidCronExpressionFailsStartUpNamingTheMethod() {
-    assertFails(BadCron.class, "BadCron.run", "the cron expression \"0 0 25 * * *\" does not parse");
+    assertFails(
+        BadCron.class, "BadCron.run", "the cron expression \"0 0 25 * * *\" does not parse");
   }
 
   @Test
@@ -144,12 +145,14 @@ class ScheduleConditionsTest {
         .run(
             context ->
                 assertThat(context.getStartupFailure())
-                    .hasStackTraceContaining("nolock.schedule.jobs.nightly.max-attempts: maxAttempts"));
+                    .hasStackTraceContaining(
+                        "nolock.schedule.jobs.nightly.max-attempts: maxAttempts"));
   }
 
   @Test
   void theApplicationsOwnScheduledJobsWins() {
-    ScheduledJobs own = new ScheduledJobs(null, (name, schedule) -> null, java.util.Set.of(), false);
+    ScheduledJobs own =
+        new ScheduledJobs(null, (name, schedule) -> null, java.util.Set.of(), false);
     runner
         .withUserConfiguration(WithDataSource.class)
         .withBean(ScheduledJobs.class, () -> own)
