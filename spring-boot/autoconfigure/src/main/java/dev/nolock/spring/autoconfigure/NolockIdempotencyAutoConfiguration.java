@@ -33,8 +33,8 @@ import tools.jackson.databind.json.JsonMapper;
  * and, in a servlet web application, {@link Idempotent} on controller methods.
  *
  * <ol>
- *   <li>Active when {@code nolock-idempotency-http} is present and there is one {@code
- *       DataSource}; the keys work on its own connections, never in a caller's transaction.
+ *   <li>Active when {@code nolock-idempotency-http} is present and there is one {@code DataSource};
+ *       the keys work on its own connections, never in a caller's transaction.
  *   <li>{@code nolock.idempotency.*} goes through {@link IdempotencyConfig.Builder}; a value it
  *       refuses fails start-up naming the property.
  *   <li>With Spring MVC, every {@code @Idempotent} method is checked at start-up and runs through
@@ -93,8 +93,8 @@ public class NolockIdempotencyAutoConfiguration {
   static class Mvc {
 
     /**
-     * Static and lazy in what it needs: a post-processor is created before other beans, so it
-     * looks the keys up at the first request instead of forcing them (and the DataSource) early.
+     * Static and lazy in what it needs: a post-processor is created before other beans, so it looks
+     * the keys up at the first request instead of forcing them (and the DataSource) early.
      */
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
@@ -114,8 +114,7 @@ public class NolockIdempotencyAutoConfiguration {
 
     private static int maxBodyBytes(Environment environment) {
       int max =
-          environment.getProperty(
-              "nolock.idempotency.max-body-bytes", Integer.class, 1024 * 1024);
+          environment.getProperty("nolock.idempotency.max-body-bytes", Integer.class, 1024 * 1024);
       if (max < 1) {
         throw new IllegalStateException(
             "nolock.idempotency.max-body-bytes: must be at least 1, got " + max);

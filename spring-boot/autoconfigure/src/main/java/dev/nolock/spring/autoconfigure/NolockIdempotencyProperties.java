@@ -3,7 +3,10 @@ package dev.nolock.spring.autoconfigure;
 import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
-/** Idempotency keys, under {@code nolock.idempotency.*}; see {@link NolockIdempotencyAutoConfiguration}. */
+/**
+ * Idempotency keys, under {@code nolock.idempotency.*}; see {@link
+ * NolockIdempotencyAutoConfiguration}.
+ */
 @ConfigurationProperties("nolock.idempotency")
 public class NolockIdempotencyProperties {
 

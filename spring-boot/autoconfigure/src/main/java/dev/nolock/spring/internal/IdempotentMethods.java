@@ -22,12 +22,13 @@ import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestMethod;
 
 /**
- * Puts {@link IdempotentRequests} around every {@link Idempotent} method (a proxy, as for {@code
- * @Async} or {@code @Validated}), and checks each such method once every singleton exists, failing
- * start-up naming the bean and method when it is not a handler that changes state (mapped to POST,
- * PUT, PATCH or DELETE only), does not return {@code ResponseEntity}, is {@code @Transactional}
- * (its writes would go to a transaction of Spring's, apart from the key's, and commit even when
- * the key's attempt was superseded), has an invalid scope, or shares its scope with another method.
+ * Puts {@link IdempotentRequests} around every {@link Idempotent} method (a proxy, as for
+ * {@code @Async} or {@code @Validated}), and checks each such method once every singleton exists,
+ * failing start-up naming the bean and method when it is not a handler that changes state (mapped
+ * to POST, PUT, PATCH or DELETE only), does not return {@code ResponseEntity}, is
+ * {@code @Transactional} (its writes would go to a transaction of Spring's, apart from the key's,
+ * and commit even when the key's attempt was superseded), has an invalid scope, or shares its scope
+ * with another method.
  */
 public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPostProcessor
     implements SmartInitializingSingleton {
@@ -82,18 +83,19 @@ public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPos
                     + scope
                     + "\" is also the scope of "
                     + earlier
-                    + ": one key would then run either; give each its own @Idempotent(scope = ...).");
+                    + ": one key would then run either; give each its own @Idempotent(scope ="
+                    + " ...).");
           }
         });
   }
 
   private static void check(String source, Method method) {
-    RequestMapping mapping = AnnotatedElementUtils.findMergedAnnotation(method, RequestMapping.class);
+    RequestMapping mapping =
+        AnnotatedElementUtils.findMergedAnnotation(method, RequestMapping.class);
     if (mapping == null) {
       throw refused(source, "it is not a request handler (no @RequestMapping, @PostMapping, ...).");
     }
-    if (mapping.method().length == 0
-        || !CHANGING.containsAll(List.of(mapping.method()))) {
+    if (mapping.method().length == 0 || !CHANGING.containsAll(List.of(mapping.method()))) {
       throw refused(
           source,
           "it is mapped to "

@@ -102,7 +102,9 @@ public final class IdempotentRequests implements MethodInterceptor {
     String scope = scopeOf(method, annotation);
     String key;
     try {
-      key = IdempotentHttpHandler.keyOf(Collections.list(request.getHeaders(IdempotentHttpHandler.KEY_HEADER)));
+      key =
+          IdempotentHttpHandler.keyOf(
+              Collections.list(request.getHeaders(IdempotentHttpHandler.KEY_HEADER)));
     } catch (InvalidIdempotencyKeyException e) {
       return problem(400, "Missing or malformed Idempotency-Key", e.getMessage(), null);
     }
@@ -134,12 +136,16 @@ public final class IdempotentRequests implements MethodInterceptor {
       body = IdempotentBodies.read(request.getInputStream(), maxBodyBytes);
       if (body == null) {
         return problem(
-            413, "Request body too large", "The body is larger than " + maxBodyBytes + " bytes.", null);
+            413,
+            "Request body too large",
+            "The body is larger than " + maxBodyBytes + " bytes.",
+            null);
       }
     }
     Map<String, List<String>> headers = new TreeMap<>(String.CASE_INSENSITIVE_ORDER);
     if (request.getContentType() != null) {
-      headers.put(HttpHeaders.CONTENT_TYPE, Collections.list(request.getHeaders(HttpHeaders.CONTENT_TYPE)));
+      headers.put(
+          HttpHeaders.CONTENT_TYPE, Collections.list(request.getHeaders(HttpHeaders.CONTENT_TYPE)));
     }
     String query = request.getQueryString();
     URI uri = URI.create(request.getRequestURI() + (query == null ? "" : "?" + query));

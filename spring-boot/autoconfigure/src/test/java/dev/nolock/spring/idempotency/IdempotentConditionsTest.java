@@ -121,7 +121,8 @@ class IdempotentConditionsTest {
         .run(
             context -> {
               assertThat(context).hasNotFailed();
-              assertThat(org.springframework.aop.support.AopUtils.isAopProxy(context.getBean("fine")))
+              assertThat(
+                      org.springframework.aop.support.AopUtils.isAopProxy(context.getBean("fine")))
                   .isTrue();
             });
   }

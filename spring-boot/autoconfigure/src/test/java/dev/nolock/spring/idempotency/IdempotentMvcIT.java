@@ -108,8 +108,8 @@ class IdempotentMvcIT {
       return placeWith(jdbc, key, order);
     }
 
-    private static ResponseEntity<Placed> placeWith(
-        JdbcTemplate jdbc, String key, NewOrder order) throws InterruptedException {
+    private static ResponseEntity<Placed> placeWith(JdbcTemplate jdbc, String key, NewOrder order)
+        throws InterruptedException {
       RUNS.incrementAndGet();
       Long id =
           jdbc.queryForObject(
@@ -193,7 +193,10 @@ class IdempotentMvcIT {
   }
 
   private long rows(String key) {
-    return schema.dsl().fetchOne("select count(*) from idem_orders where k = ?", key).get(0, Long.class);
+    return schema
+        .dsl()
+        .fetchOne("select count(*) from idem_orders where k = ?", key)
+        .get(0, Long.class);
   }
 
   /** Eight concurrent sends of one request, each retried after a 409 until it gets an order. */
@@ -245,7 +248,8 @@ class IdempotentMvcIT {
             a -> {
               assertThat(a.statusCode()).isEqualTo(201);
               assertThat(a.body()).isEqualTo(first.body());
-              assertThat(a.headers().firstValue("Location")).isEqualTo(first.headers().firstValue("Location"));
+              assertThat(a.headers().firstValue("Location"))
+                  .isEqualTo(first.headers().firstValue("Location"));
               assertThat(a.headers().firstValue("Content-Type")).hasValue("application/json");
             });
     assertThat(answers)

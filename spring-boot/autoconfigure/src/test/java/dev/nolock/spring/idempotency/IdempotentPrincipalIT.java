@@ -44,9 +44,9 @@ import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * With Spring Security, an {@code @Idempotent} key belongs to the authenticated principal: the
- * same key and request from another user is that user's own request and runs for it, while the
- * first user's repeat is a replay.
+ * With Spring Security, an {@code @Idempotent} key belongs to the authenticated principal: the same
+ * key and request from another user is that user's own request and runs for it, while the first
+ * user's repeat is a replay.
  */
 @ExtendWith(PostgresExtension.class)
 class IdempotentPrincipalIT {
@@ -131,7 +131,9 @@ class IdempotentPrincipalIT {
       assertThat(aliceAgain.headers().firstValue("Idempotent-Replayed")).hasValue("true");
       assertThat(aliceAgain.body()).isEqualTo(alice.body());
       assertThat(schema.dsl().fetchCount(org.jooq.impl.DSL.table("idem_notes"))).isEqualTo(2);
-      assertThat(post(base, null).statusCode()).as("no credentials: Spring Security's 401").isEqualTo(401);
+      assertThat(post(base, null).statusCode())
+          .as("no credentials: Spring Security's 401")
+          .isEqualTo(401);
     }
   }
 
