@@ -1,11 +1,14 @@
 package dev.nolock.spring;
 
 import dev.nolock.spring.internal.OwnConnections;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.util.Objects;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
+import org.springframework.jdbc.CannotGetJdbcConnectionException;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -29,8 +32,10 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  *       jOOQ's transaction API, which, on a transaction-aware proxy, would commit the caller's
  *       Spring transaction midway; on one connection with autocommit off they join it instead (the
  *       fence behind a savepoint) and never commit.
- *   <li>nolock's caller's-transaction methods then refuse a connection in autocommit mode, which is
- *       what Spring hands out when the active transaction belongs to another {@code DataSource}.
+ *   <li>It refuses a connection in autocommit mode, which is what Spring hands out when the active
+ *       transaction belongs to another {@code DataSource}: every caller's-transaction path (the
+ *       fence's too, which would otherwise commit on its own) then runs in the caller's transaction
+ *       or not at all.
  * </ol>
  *
  * <p>Everything else nolock does (lock acquire, renew and release, claims, heartbeats, reaping,
@@ -55,8 +60,8 @@ public final class NolockTransactions {
    * The jOOQ context of the calling thread's Spring-managed transaction, on its connection; use it
    * within that transaction only.
    *
-   * @throws IllegalStateException when no Spring transaction is active on this thread, or when it
-   *     is read-only
+   * @throws IllegalStateException when no Spring transaction is active on this thread, when it is
+   *     read-only, or when it is not on nolock's {@code DataSource}
    */
   public DSLContext current() {
     if (!TransactionSynchronizationManager.isActualTransactionActive()) {
@@ -71,6 +76,25 @@ public final class NolockTransactions {
           "The Spring-managed transaction on this thread is read-only, and nolock's statements"
               + " write: remove readOnly = true from the @Transactional that encloses this call.");
     }
-    return DSL.using(DataSourceUtils.getConnection(dataSource), SQLDialect.POSTGRES);
+    Connection connection = DataSourceUtils.getConnection(dataSource);
+    boolean autoCommit;
+    try {
+      autoCommit = connection.getAutoCommit();
+    } catch (SQLException e) {
+      DataSourceUtils.releaseConnection(connection, dataSource);
+      throw new CannotGetJdbcConnectionException("Could not read the connection's auto-commit", e);
+    }
+    if (autoCommit) {
+      // Spring hands out a connection of its own when the active transaction belongs to another
+      // DataSource: statements on it would commit one by one, apart from the caller's writes.
+      DataSourceUtils.releaseConnection(connection, dataSource);
+      throw new IllegalStateException(
+          "The Spring-managed transaction on this thread is not on nolock's DataSource (it belongs"
+              + " to another DataSource's transaction manager, or to a JPA dialect that does not"
+              + " expose its JDBC connection), so nolock's statements would commit on their own:"
+              + " run the call in a transaction of the transaction manager of nolock's"
+              + " DataSource.");
+    }
+    return DSL.using(connection, SQLDialect.POSTGRES);
   }
 }

@@ -11,6 +11,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /** {@link NolockTransactions} joins the Spring transaction of the calling thread, or refuses. */
@@ -79,6 +81,39 @@ class NolockTransactionsIT {
     assertThatThrownBy(() -> readOnly.executeWithoutResult(status -> transactions.current()))
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("read-only");
+  }
+
+  @Test
+  void aTransactionOfAnotherDataSourceIsRefused() {
+    TransactionTemplate other =
+        new TransactionTemplate(
+            new DataSourceTransactionManager(new DriverManagerDataSource(schema.jdbcUrl())));
+    assertThatThrownBy(() -> other.executeWithoutResult(status -> transactions.current()))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("not on nolock's DataSource");
+  }
+
+  /**
+   * Negative control: what {@code current()} would hand out there, a connection of nolock's
+   * DataSource in autocommit mode, commits a write although the caller's transaction rolls back.
+   */
+  @Test
+  void theControlTheConnectionSpringHandsOutThereCommitsAlone() {
+    TransactionTemplate other =
+        new TransactionTemplate(
+            new DataSourceTransactionManager(new DriverManagerDataSource(schema.jdbcUrl())));
+    assertThatThrownBy(
+            () ->
+                other.executeWithoutResult(
+                    status -> {
+                      insertOn(
+                          DSL.using(
+                              DataSourceUtils.getConnection(schema.dataSource()),
+                              org.jooq.SQLDialect.POSTGRES));
+                      throw new IllegalStateException("the caller fails after its write");
+                    }))
+        .hasMessage("the caller fails after its write");
+    assertThat(rows()).isEqualTo(1);
   }
 
   private static void insertOn(DSLContext dsl) {

@@ -1,11 +1,14 @@
 package dev.nolock.spring.internal;
 
 import java.sql.Connection;
+import java.util.List;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.transaction.UnexpectedRollbackException;
+import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionSynchronizationUtils;
 
 /**
  * Runs application code inside one of nolock's own transactions (an idempotency phase, a fenced
@@ -22,12 +25,18 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  *       transaction-aware proxies, as {@code DataSourceTransactionManager} keys it), marked active,
  *       so {@code DataSourceUtils.getConnection} returns it and a nested {@code @Transactional}
  *       (propagation {@code REQUIRED}) joins it.
+ *   <li>Starts Spring's transaction synchronization, so that a nested {@code @Transactional} joins
+ *       as a participant instead of completing the synchronization itself.
  *   <li>Runs the code and unbinds in {@code finally}; nolock then commits or rolls back. When a
  *       nested {@code @Transactional} marked the transaction rollback-only and the code swallowed
  *       its exception, {@link UnexpectedRollbackException} is thrown so that nolock rolls back, as
- *       Spring would refuse the commit. Spring's transaction synchronizations are not started: an
- *       {@code afterCommit} callback registered inside would have no commit of Spring's to follow.
+ *       Spring would refuse the commit. Callbacks the code registered ({@code afterCommit}, a
+ *       {@code @TransactionalEventListener}) are refused, or handed to a caller that runs them once
+ *       nolock's commit is known.
  * </ol>
+ *
+ * <p>A nested {@code @Transactional(propagation = REQUIRES_NEW)} (or {@code NOT_SUPPORTED})
+ * suspends this binding on purpose: what it writes commits on its own, outside nolock's check.
  *
  * <p>JPA inside such code is not joined: an {@code EntityManager} is bound by {@code
  * JpaTransactionManager} only, and it would try to start a transaction of its own on this thread
@@ -45,17 +54,40 @@ public final class BoundTransactions {
 
   /**
    * Runs {@code work} with {@code tx}'s connection bound as the thread's Spring transaction for
-   * {@code dataSource}.
+   * {@code dataSource}; a transaction synchronization the code registers is refused (nothing is
+   * committed), because nolock commits after this returns, where no callback of Spring's follows.
    *
    * @param dataSource the application's {@code DataSource} (proxies are taken off)
    * @param tx jOOQ on nolock's open transaction
    * @throws IllegalStateException when a Spring transaction on {@code dataSource} is already bound
-   *     to this thread
+   *     to this thread, or when the code registered a transaction synchronization
    */
   public static <T, X extends Exception> T call(
       DataSource dataSource, DSLContext tx, Work<T, X> work) throws X {
-    DataSource key = OwnConnections.of(dataSource);
-    if (TransactionSynchronizationManager.hasResource(key)) {
+    return call(dataSource, tx, work, null);
+  }
+
+  /**
+   * As {@link #call(DataSource, DSLContext, Work)}, but the transaction synchronizations the code
+   * registers (a {@code @TransactionalEventListener}'s, an {@code afterCommit} callback) are kept:
+   * their {@code beforeCommit} and {@code beforeCompletion} run when the code returns, and they are
+   * added to {@code registered} for the caller, who runs {@link #afterCommit} or {@link
+   * #afterRollback} once it knows what became of nolock's transaction.
+   */
+  public static <T, X extends Exception> T call(
+      DataSource dataSource,
+      DSLContext tx,
+      Work<T, X> work,
+      List<TransactionSynchronization> registered)
+      throws X {
+    // Under the pool (as DataSourceTransactionManager keys it) and, when the application's bean
+    // is a proxy, under that bean too: a JdbcTemplate over the bean looks its key up, and finding
+    // none it would take a second connection.
+    List<DataSource> keys =
+        OwnConnections.of(dataSource) == dataSource
+            ? List.of(dataSource)
+            : List.of(OwnConnections.of(dataSource), dataSource);
+    if (keys.stream().anyMatch(TransactionSynchronizationManager::hasResource)) {
       throw new IllegalStateException(
           "nolock runs this code in a transaction of its own (where its attempt or epoch check"
               + " commits with your writes), but the thread already has a Spring transaction on"
@@ -64,9 +96,17 @@ public final class BoundTransactions {
     }
     Connection connection = tx.configuration().connectionProvider().acquire();
     boolean wasActive = TransactionSynchronizationManager.isActualTransactionActive();
+    // Started here, so that a nested @Transactional joins as a participant: as the one that
+    // started them, it would run afterCommit callbacks when it returns, before nolock commits, and
+    // then clear the thread's transaction state.
+    boolean ownSynchronization = !TransactionSynchronizationManager.isSynchronizationActive();
     ActiveHolder holder = new ActiveHolder(connection);
-    TransactionSynchronizationManager.bindResource(key, holder);
+    keys.forEach(key -> TransactionSynchronizationManager.bindResource(key, holder));
     TransactionSynchronizationManager.setActualTransactionActive(true);
+    if (ownSynchronization) {
+      TransactionSynchronizationManager.initSynchronization();
+    }
+    boolean handedOver = false;
     try {
       T result = work.call();
       if (holder.isRollbackOnly()) {
@@ -76,12 +116,61 @@ public final class BoundTransactions {
             "A @Transactional method called inside marked nolock's transaction rollback-only (its"
                 + " exception was caught); nothing of this transaction is committed.");
       }
+      if (ownSynchronization
+          && !TransactionSynchronizationManager.getSynchronizations().isEmpty()) {
+        if (registered == null) {
+          throw new IllegalStateException(
+              "The code registered a transaction synchronization (a @TransactionalEventListener's"
+                  + " event, an afterCommit callback, or a connection of another DataSource"
+                  + " bound to this transaction), but nolock commits this transaction itself,"
+                  + " after the code returns, where no callback of Spring's can follow; nothing is"
+                  + " committed. Enqueue a job with NolockTransactions.current() instead: it"
+                  + " commits with these writes.");
+        }
+        TransactionSynchronizationUtils.triggerBeforeCommit(false);
+        TransactionSynchronizationUtils.triggerBeforeCompletion();
+        registered.addAll(TransactionSynchronizationManager.getSynchronizations());
+        handedOver = true;
+      }
       return result;
     } finally {
+      if (ownSynchronization) {
+        if (!handedOver) {
+          // As Spring completes a transaction that rolls back: resources bound by the callbacks
+          // are released, and none of their afterCommit runs.
+          List<TransactionSynchronization> callbacks =
+              TransactionSynchronizationManager.getSynchronizations();
+          TransactionSynchronizationUtils.triggerBeforeCompletion();
+          TransactionSynchronizationUtils.invokeAfterCompletion(
+              callbacks, TransactionSynchronization.STATUS_ROLLED_BACK);
+        }
+        TransactionSynchronizationManager.clearSynchronization();
+      }
       TransactionSynchronizationManager.setActualTransactionActive(wasActive);
-      TransactionSynchronizationManager.unbindResource(key);
+      keys.forEach(TransactionSynchronizationManager::unbindResource);
       tx.configuration().connectionProvider().release(connection);
     }
+  }
+
+  /**
+   * Runs the {@code afterCommit} and {@code afterCompletion} of callbacks kept by {@link #call}.
+   */
+  public static void afterCommit(List<TransactionSynchronization> registered) {
+    TransactionSynchronizationUtils.invokeAfterCommit(registered);
+    TransactionSynchronizationUtils.invokeAfterCompletion(
+        registered, TransactionSynchronization.STATUS_COMMITTED);
+  }
+
+  /**
+   * Runs the {@code afterCompletion} of callbacks kept by {@link #call} when nolock's transaction
+   * rolled back, or ({@code unknown}) when its outcome is unknown.
+   */
+  public static void afterRollback(List<TransactionSynchronization> registered, boolean unknown) {
+    TransactionSynchronizationUtils.invokeAfterCompletion(
+        registered,
+        unknown
+            ? TransactionSynchronization.STATUS_UNKNOWN
+            : TransactionSynchronization.STATUS_ROLLED_BACK);
   }
 
   /** A holder whose transaction is active, so that a nested {@code @Transactional} joins it. */

@@ -16,6 +16,7 @@ import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.core.annotation.MergedAnnotations;
+import org.springframework.core.annotation.MergedAnnotations.SearchStrategy;
 import org.springframework.http.ResponseEntity;
 import org.springframework.util.ClassUtils;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -49,7 +50,9 @@ public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPos
   public IdempotentMethods(IdempotentRequests interceptor) {
     this.advisor =
         new DefaultPointcutAdvisor(
-            AnnotationMatchingPointcut.forMethodAnnotation(Idempotent.class), interceptor);
+            // Inherited: an @Idempotent declared on an interface method (an OpenAPI-generated
+            // API) counts, as the start-up check and the interceptor find it.
+            new AnnotationMatchingPointcut(null, Idempotent.class, true), interceptor);
     // Outermost: the key is settled before any other advice (a retry, a cache) runs the method.
     setBeforeExistingAdvisors(true);
   }
@@ -112,8 +115,9 @@ public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPos
     }
     Class<?> userClass = ClassUtils.getUserClass(method.getDeclaringClass());
     for (String transactional : TRANSACTIONAL) {
-      if (MergedAnnotations.from(method).isPresent(transactional)
-          || MergedAnnotations.from(userClass).isPresent(transactional)) {
+      if (MergedAnnotations.from(method, SearchStrategy.TYPE_HIERARCHY).isPresent(transactional)
+          || MergedAnnotations.from(userClass, SearchStrategy.TYPE_HIERARCHY)
+              .isPresent(transactional)) {
         throw refused(
             source,
             "it is @Transactional (on the method or its class): its writes would go to a"

@@ -16,6 +16,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.security.Principal;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -32,6 +33,7 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ResponseEntity;
+import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.util.ClassUtils;
 import org.springframework.web.context.request.RequestAttributes;
 import org.springframework.web.context.request.RequestContextHolder;
@@ -149,6 +151,9 @@ public final class IdempotentRequests implements MethodInterceptor {
     }
     String query = request.getQueryString();
     URI uri = URI.create(request.getRequestURI() + (query == null ? "" : "?" + query));
+    // Callbacks the method registered (an AFTER_COMMIT event listener's) run only once the key's
+    // transaction is known to have committed, never for a superseded or failed attempt.
+    List<TransactionSynchronization> callbacks = new ArrayList<>();
     Outcome<Reply> outcome;
     try {
       outcome =
@@ -158,12 +163,16 @@ public final class IdempotentRequests implements MethodInterceptor {
                   caller,
                   key,
                   IdempotentHttpHandler.fingerprint(request.getMethod(), uri, headers, body),
-                  attempt ->
-                      BoundTransactions.call(
-                          dataSource.getObject(),
-                          attempt.dsl(),
-                          () -> toReply(method, proceed(invocation))));
+                  attempt -> {
+                    callbacks.clear(); // an earlier phase attempt's were rolled back with it
+                    return BoundTransactions.call(
+                        dataSource.getObject(),
+                        attempt.dsl(),
+                        () -> toReply(method, proceed(invocation)),
+                        callbacks);
+                  });
     } catch (BackendUnavailableException e) {
+      BoundTransactions.afterRollback(callbacks, true);
       // nolock's own message, without the cause, whose driver text can quote row data.
       log.warn("Idempotency store failed in scope \"{}\": {}", scope, e.getMessage());
       return problem(
@@ -171,6 +180,14 @@ public final class IdempotentRequests implements MethodInterceptor {
           "Idempotency store unavailable",
           "Retry with the same Idempotency-Key.",
           Duration.ofSeconds(1));
+    } catch (Throwable e) {
+      BoundTransactions.afterRollback(callbacks, false);
+      throw e;
+    }
+    if (outcome instanceof Outcome.Completed<Reply>) {
+      BoundTransactions.afterCommit(callbacks);
+    } else {
+      BoundTransactions.afterRollback(callbacks, false);
     }
     if (outcome instanceof Outcome.Completed<Reply> completed) {
       return answer(completed.result(), false);

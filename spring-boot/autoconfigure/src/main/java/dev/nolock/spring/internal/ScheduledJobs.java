@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BiFunction;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.springframework.beans.factory.BeanFactory;
@@ -25,6 +26,7 @@ import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.annotation.MergedAnnotations;
+import org.springframework.core.annotation.MergedAnnotations.SearchStrategy;
 import org.springframework.util.ClassUtils;
 
 /**
@@ -119,8 +121,9 @@ public final class ScheduledJobs
     if (TRANSACTIONAL.stream()
         .anyMatch(
             t ->
-                MergedAnnotations.from(method).isPresent(t)
-                    || MergedAnnotations.from(userClass).isPresent(t))) {
+                MergedAnnotations.from(method, SearchStrategy.TYPE_HIERARCHY).isPresent(t)
+                    || MergedAnnotations.from(userClass, SearchStrategy.TYPE_HIERARCHY)
+                        .isPresent(t))) {
       throw refused(
           source,
           "it is @Transactional (on the method or its class), so its writes would go to a"
@@ -170,26 +173,58 @@ public final class ScheduledJobs
     if (cron == null || cron.isBlank()) {
       throw refused(source, "the cron expression is empty.");
     }
-    String[] fields = cron.trim().split("\\s+");
     try {
-      if (fields.length == 5) {
-        return CronSchedule.unix(cron.trim()).inZone(zone);
+      return parse(cron, zone);
+    } catch (IllegalArgumentException e) {
+      throw refused(source, e.getMessage());
+    }
+  }
+
+  /**
+   * {@code cron} as a schedule in {@code zone}: crontab's five fields, or Spring's six (or Quartz's
+   * six or seven) with seconds first.
+   *
+   * @throws IllegalArgumentException saying what is wrong with the expression
+   */
+  static CronSchedule parse(String cron, ZoneId zone) {
+    String[] fields = cron.trim().split("\\s+");
+    if (fields.length == 5) {
+      return parsed(cron, () -> CronSchedule.unix(cron.trim()).inZone(zone));
+    }
+    if (fields.length == 6 || fields.length == 7) {
+      if (fields[5].chars().anyMatch(Character::isDigit)) {
+        // Spring counts days of the week from 1 = Monday (0 and 7 = Sunday), Quartz from
+        // 1 = Sunday: a number would silently mean another day.
+        throw new IllegalArgumentException(
+            "the cron expression \""
+                + cron
+                + "\" numbers a day of the week, which Spring and Quartz count differently:"
+                + " name it instead (MON, TUE, ..., SUN; MON-FRI).");
       }
-      if ((fields.length == 6 || fields.length == 7)
-          && fields[3].equals("*")
-          && fields[5].equals("*")) {
-        // Spring's form: both day fields "*". Quartz wants "?" in one; the meaning is the same.
+      // Spring's form allows "*" in both day fields, or "*" in the one not used; Quartz wants
+      // "?" in the one not used. The schedule is the same.
+      if (fields[3].equals("*") && fields[5].equals("*")) {
+        fields[5] = "?";
+      } else if (fields[3].equals("*") && !fields[5].equals("?")) {
+        fields[3] = "?";
+      } else if (fields[5].equals("*") && !fields[3].equals("?")) {
         fields[5] = "?";
       }
-      return CronSchedule.quartz(String.join(" ", fields)).inZone(zone);
+    }
+    return parsed(cron, () -> CronSchedule.quartz(String.join(" ", fields)).inZone(zone));
+  }
+
+  private static CronSchedule parsed(String cron, Supplier<CronSchedule> parse) {
+    try {
+      return parse.get();
     } catch (IllegalArgumentException e) {
-      throw refused(
-          source,
+      throw new IllegalArgumentException(
           "the cron expression \""
               + cron
               + "\" does not parse ("
               + e.getMessage()
-              + "): use six fields with seconds first, e.g. \"0 0 2 * * *\", or crontab's five.");
+              + "): use six fields with seconds first, e.g. \"0 0 2 * * *\", or crontab's five.",
+          e);
     }
   }
 

@@ -50,6 +50,21 @@ class IdempotentConditionsTest {
     }
   }
 
+  interface OrdersApi {
+    @Idempotent
+    @PostMapping("/a")
+    ResponseEntity<String> create();
+  }
+
+  /** As an OpenAPI generator writes it: the annotations on the interface. */
+  @RestController
+  static class FromAnInterface implements OrdersApi {
+    @Override
+    public ResponseEntity<String> create() {
+      return ResponseEntity.ok("a");
+    }
+  }
+
   @RestController
   static class OnAGet {
     @Idempotent
@@ -123,6 +138,32 @@ class IdempotentConditionsTest {
               assertThat(context).hasNotFailed();
               assertThat(
                       org.springframework.aop.support.AopUtils.isAopProxy(context.getBean("fine")))
+                  .isTrue();
+            });
+  }
+
+  @Test
+  void anIdempotentDeclaredOnAnInterfaceMethodIsApplied() {
+    web.withBean("fromInterface", FromAnInterface.class)
+        .run(
+            context -> {
+              assertThat(context).hasNotFailed();
+              Object bean = context.getBean("fromInterface");
+              assertThat(org.springframework.aop.support.AopUtils.isAopProxy(bean)).isTrue();
+              // The advice is on the class's method too, the one a class proxy intercepts.
+              assertThat(
+                      ((org.springframework.aop.framework.Advised) bean)
+                          .getAdvisors()[0].getAdvice())
+                  .isInstanceOf(dev.nolock.spring.internal.IdempotentRequests.class);
+              // A class proxy calls the matcher with the class's method, which carries no
+              // annotation of its own: it must still match.
+              assertThat(
+                      ((org.springframework.aop.PointcutAdvisor)
+                              ((org.springframework.aop.framework.Advised) bean).getAdvisors()[0])
+                          .getPointcut()
+                          .getMethodMatcher()
+                          .matches(
+                              FromAnInterface.class.getMethod("create"), FromAnInterface.class))
                   .isTrue();
             });
   }

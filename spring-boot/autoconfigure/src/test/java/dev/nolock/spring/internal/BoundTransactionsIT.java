@@ -3,8 +3,12 @@ package dev.nolock.spring.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.nolock.spring.NolockTransactions;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
@@ -18,6 +22,7 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.DriverManagerDataSource;
 import org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy;
 import org.springframework.transaction.UnexpectedRollbackException;
+import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
@@ -43,14 +48,19 @@ class BoundTransactionsIT {
   void tables() {
     schema.dsl().execute("drop table if exists bound_writes");
     schema.dsl().execute("create table bound_writes (id int primary key)");
-    dataSource = new DriverManagerDataSource(schema.jdbcUrl());
-    nolock = DSL.using(dataSource, SQLDialect.POSTGRES);
-    jdbc = new JdbcTemplate(new TransactionAwareDataSourceProxy(dataSource));
+    DataSource pool = new DriverManagerDataSource(schema.jdbcUrl());
+    nolock = DSL.using(pool, SQLDialect.POSTGRES);
+    // The application's DataSource bean is a proxy (as jOOQ's or a library's setup may make it):
+    // nolock binds under the pool and under the bean.
+    dataSource = new TransactionAwareDataSourceProxy(pool);
+    jdbc = new JdbcTemplate(dataSource);
   }
 
   @AfterEach
   void nothingLeftBound() {
     assertThat(TransactionSynchronizationManager.getResourceMap()).isEmpty();
+    assertThat(TransactionSynchronizationManager.isSynchronizationActive()).isFalse();
+    assertThat(TransactionSynchronizationManager.isActualTransactionActive()).isFalse();
   }
 
   private long rows() {
@@ -135,6 +145,87 @@ class BoundTransactionsIT {
                             })))
         .isInstanceOf(UnexpectedRollbackException.class);
     assertThat(rows()).isZero();
+  }
+
+  @Test
+  void afterANestedTransactionalTheCallersTransactionIsStillNolocksAndRollsBackWithIt() {
+    TransactionTemplate nested =
+        new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+    NolockTransactions transactions = new NolockTransactions(dataSource);
+    assertThatThrownBy(
+            () ->
+                nolock.transaction(
+                    tx ->
+                        BoundTransactions.call(
+                            dataSource,
+                            tx.dsl(),
+                            () -> {
+                              nested.executeWithoutResult(
+                                  status -> jdbc.update("insert into bound_writes values (1)"));
+                              // A nested @Transactional that completed the synchronization itself
+                              // would have cleared the thread's transaction: current() refuses.
+                              transactions.current().execute("insert into bound_writes values (2)");
+                              throw new IllegalStateException("the phase fails after writing");
+                            })))
+        .hasMessage("the phase fails after writing");
+    assertThat(rows()).isZero();
+  }
+
+  @Test
+  void aCallbackRegisteredInsideIsRefusedAndNothingCommits() {
+    AtomicBoolean committedCallback = new AtomicBoolean();
+    assertThatThrownBy(
+            () ->
+                nolock.transaction(
+                    tx ->
+                        BoundTransactions.call(
+                            dataSource,
+                            tx.dsl(),
+                            () -> {
+                              jdbc.update("insert into bound_writes values (1)");
+                              TransactionSynchronizationManager.registerSynchronization(
+                                  afterCommitSets(committedCallback));
+                              return null;
+                            })))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("registered a transaction synchronization");
+    assertThat(rows()).isZero();
+    assertThat(committedCallback).isFalse();
+  }
+
+  @Test
+  void aCallbackKeptForTheCallerRunsOnlyWhenTheCallerSaysItCommitted() {
+    AtomicBoolean committedCallback = new AtomicBoolean();
+    List<TransactionSynchronization> kept = new ArrayList<>();
+    assertThatThrownBy(
+            () ->
+                nolock.transaction(
+                    tx -> {
+                      BoundTransactions.call(
+                          dataSource,
+                          tx.dsl(),
+                          () -> {
+                            TransactionSynchronizationManager.registerSynchronization(
+                                afterCommitSets(committedCallback));
+                            return null;
+                          },
+                          kept);
+                      throw new IllegalStateException("nolock's commit does not happen");
+                    }))
+        .hasMessage("nolock's commit does not happen");
+    assertThat(kept).hasSize(1);
+    assertThat(committedCallback).as("not run by the call itself").isFalse();
+    BoundTransactions.afterCommit(kept);
+    assertThat(committedCallback).isTrue();
+  }
+
+  private static TransactionSynchronization afterCommitSets(AtomicBoolean flag) {
+    return new TransactionSynchronization() {
+      @Override
+      public void afterCommit() {
+        flag.set(true);
+      }
+    };
   }
 
   @Test
