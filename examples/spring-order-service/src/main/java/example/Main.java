@@ -238,7 +238,8 @@ public final class Main {
     long keys = queryLong("select count(distinct idempotency_key) from orders");
     long orders = queryLong("select count(*) from orders");
     if (keys != KEYS || orders != KEYS) {
-      failures.add(KEYS + " keys sent " + COPIES + " times each: " + orders + " orders, " + keys + " keys");
+      failures.add(
+          KEYS + " keys sent " + COPIES + " times each: " + orders + " orders, " + keys + " keys");
     }
     long receipts = queryLong("select count(*) from receipts_sent");
     long receiptOrders = queryLong("select count(distinct order_id) from receipts_sent");
@@ -248,7 +249,8 @@ public final class Main {
     long runs = queryLong("select count(*) from nightly_totals");
     long times = queryLong("select count(distinct scheduled_at) from nightly_totals");
     if (runs != times || times < 3) {
-      failures.add("nightly batch: " + runs + " runs for " + times + " scheduled times (at least 3)");
+      failures.add(
+          "nightly batch: " + runs + " runs for " + times + " scheduled times (at least 3)");
     }
     long terms = queryLong("select count(distinct token) from leader_reports");
     long split =
@@ -256,7 +258,12 @@ public final class Main {
             "select count(*) from (select token from leader_reports group by token"
                 + " having count(distinct instance) > 1) shared");
     if (split != 0 || terms < 2) {
-      failures.add("reports: " + split + " of " + terms + " terms written by two instances (at least 2 terms)");
+      failures.add(
+          "reports: "
+              + split
+              + " of "
+              + terms
+              + " terms written by two instances (at least 2 terms)");
     }
     System.out.printf(
         "orders: %d keys sent %d times each, %d orders; receipts: %d, one per order;"
@@ -326,7 +333,13 @@ public final class Main {
       while (Instant.now().isBefore(deadline)) {
         if (!process.isAlive()) {
           throw new IllegalStateException(
-              "instance " + name + " exited with " + process.exitValue() + ": see target/instance-" + name + ".log");
+              "instance "
+                  + name
+                  + " exited with "
+                  + process.exitValue()
+                  + ": see target/instance-"
+                  + name
+                  + ".log");
         }
         try {
           http.send(

@@ -30,8 +30,8 @@ import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * The order service: every nolock pattern it uses is configured in application.yml and
- * reached through Spring (the tables are created by {@link Main}, as a migration would).
+ * The order service: every nolock pattern it uses is configured in application.yml and reached
+ * through Spring (the tables are created by {@link Main}, as a migration would).
  */
 @SpringBootApplication
 @EnableScheduling

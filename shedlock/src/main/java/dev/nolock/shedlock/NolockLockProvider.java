@@ -131,10 +131,16 @@ public final class NolockLockProvider implements ExtensibleLockProvider, AutoClo
     return Optional.of(NolockSimpleLock.acquired(configuration, held.get(), asked, locks.config()));
   }
 
-  /** Releases every lock this provider still holds, without waiting for their lockAtLeastFor. */
+  /**
+   * Stops the provider; a lock whose run has not unlocked it yet is left to end at its {@code
+   * lockAtMostFor}, as ShedLock's own providers leave it: the scheduler may not wait for its
+   * running tasks at shutdown, and releasing their locks would let another node start the same task
+   * while this one's still runs. Locks already unlocked end at their {@code lockAtLeastFor} as
+   * before.
+   */
   @Override
   public void close() {
-    locks.close();
+    locks.closeLeavingLeases();
   }
 
   private static Duration requireLockAtMostFor(LockConfiguration configuration) {

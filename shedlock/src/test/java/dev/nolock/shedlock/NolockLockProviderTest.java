@@ -8,6 +8,8 @@ import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
 import org.junit.jupiter.api.AfterEach;
@@ -44,6 +46,52 @@ class NolockLockProviderTest {
         .hasMessageContaining("256 characters long, more than 255")
         .hasMessageContaining("Rename it in @SchedulerLock(name = ...)");
     provider.lock(config("j".repeat(255), Duration.ofMinutes(1))).orElseThrow().unlock();
+  }
+
+  @Test
+  void closingTheProviderLeavesARunningLockHeldUntilItsLockAtMostFor() throws InterruptedException {
+    InMemoryLockBackend backend = new InMemoryLockBackend();
+    NolockLockProvider closing = NolockLockProvider.create(backend, LockPurpose.EFFICIENCY);
+    NolockLockProvider other = NolockLockProvider.create(backend, LockPurpose.EFFICIENCY);
+    try {
+      // The task runs on a scheduler thread of its own and has not unlocked when the provider
+      // closes (the scheduler did not wait for it).
+      AtomicBoolean locked = new AtomicBoolean();
+      Thread task =
+          new Thread(
+              () -> locked.set(closing.lock(config("report", Duration.ofMinutes(1))).isPresent()));
+      task.start();
+      task.join();
+      assertThat(locked).isTrue();
+      closing.close();
+      assertThat(other.lock(config("report", Duration.ofMinutes(1))))
+          .as("another node must not start the task while this one's run may go on")
+          .isEmpty();
+    } finally {
+      other.close();
+    }
+  }
+
+  /**
+   * The control: closing the FencedLock itself releases the running lock, and the other gets it.
+   */
+  @Test
+  void theControlReleasingOnCloseLetsAnotherNodeStartTheSameTask() {
+    InMemoryLockBackend backend = new InMemoryLockBackend();
+    dev.nolock.lock.FencedLock locks =
+        dev.nolock.lock.FencedLock.create(
+            backend,
+            dev.nolock.lock.LockConfig.custom(LockPurpose.EFFICIENCY).autoRenew(false).build());
+    NolockLockProvider other = NolockLockProvider.create(backend, LockPurpose.EFFICIENCY);
+    try {
+      assertThat(locks.tryAcquire("report", Duration.ofMinutes(1))).isNotEmpty();
+      locks.close();
+      Optional<SimpleLock> started = other.lock(config("report", Duration.ofMinutes(1)));
+      assertThat(started).isPresent();
+      started.get().unlock();
+    } finally {
+      other.close();
+    }
   }
 
   @Test

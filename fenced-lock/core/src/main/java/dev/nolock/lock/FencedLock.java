@@ -206,6 +206,21 @@ public final class FencedLock implements AutoCloseable {
     }
   }
 
+  /**
+   * Stops this instance's watchdog without releasing the leases it holds: each ends at its TTL. For
+   * an owner whose work may still run when it is closed (a scheduler's lock provider at shutdown,
+   * whose tasks the scheduler does not wait for): releasing would let another instance start the
+   * same work while this one's still runs. Idempotent; afterwards this instance grants nothing, as
+   * after {@link #close()}.
+   */
+  public void closeLeavingLeases() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    renewals.close();
+    expiries.close();
+  }
+
   /** Releases every lease this instance holds and stops its watchdog; idempotent. */
   @Override
   public void close() {

@@ -89,7 +89,8 @@ class InactiveAnnotationsTest {
                 assertThat(context.getStartupFailure())
                     .hasStackTraceContaining("@FencedScheduled on bean 'nightly', method")
                     .hasStackTraceContaining("Nightly.run")
-                    .hasStackTraceContaining("exactly one DataSource bean (or one marked @Primary)"));
+                    .hasStackTraceContaining(
+                        "exactly one DataSource bean (or one marked @Primary)"));
   }
 
   @Test

@@ -17,8 +17,7 @@ import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
  * LeadershipListener}) whose auto-configuration did not run: the method would otherwise never run
  * ({@code @JobHandler}, {@code @FencedScheduled}, {@code @PartitionHandler}, a listener), or run
  * without its protection ({@code @Idempotent}), and nothing would say so. A second {@code
- * DataSource} without {@code @Primary}, or a missing pattern artifact, is enough to switch one
- * off.
+ * DataSource} without {@code @Primary}, or a missing pattern artifact, is enough to switch one off.
  */
 public final class InactiveAnnotations implements SmartInitializingSingleton, BeanFactoryAware {
 
