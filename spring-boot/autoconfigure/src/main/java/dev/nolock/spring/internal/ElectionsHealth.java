@@ -12,8 +12,8 @@ import org.springframework.boot.health.contributor.HealthIndicator;
  * Health of each declared election, one indicator per election under {@code nolockElections}.
  *
  * <ol>
- *   <li>The election's state is read from {@link Elections#states()}, which asks the backend for the
- *       lease's holder.
+ *   <li>The election's state is read from {@link Elections#states()}, which asks the backend for
+ *       the lease's holder.
  *   <li>DOWN when its elector is not running (never started, or closed) or the backend could not be
  *       read; the backend's error is in the details.
  *   <li>UP otherwise, whether or not this instance leads: following is healthy.

@@ -54,7 +54,14 @@ public final class QueuesSection implements NolockSection {
           null);
     } catch (RuntimeException e) {
       return new Queue(
-          name, running, null, null, null, null, null, e.getClass().getName() + ": " + e.getMessage());
+          name,
+          running,
+          null,
+          null,
+          null,
+          null,
+          null,
+          e.getClass().getName() + ": " + e.getMessage());
     }
   }
 

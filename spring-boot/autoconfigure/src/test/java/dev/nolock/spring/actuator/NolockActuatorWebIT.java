@@ -135,7 +135,8 @@ class NolockActuatorWebIT {
           .atMost(Duration.ofSeconds(30))
           .until(
               () -> {
-                Map<?, ?> report = json.readValue(get(context, "/actuator/nolock").body(), Map.class);
+                Map<?, ?> report =
+                    json.readValue(get(context, "/actuator/nolock").body(), Map.class);
                 Map<?, ?> queue = (Map<?, ?>) ((List<?>) report.get("queues")).get(0);
                 Map<?, ?> election = (Map<?, ?>) ((List<?>) report.get("elections")).get(0);
                 return Integer.valueOf(1).equals(queue.get("deadLetters"))
@@ -146,11 +147,7 @@ class NolockActuatorWebIT {
       Map<?, ?> report = json.readValue(response.body(), Map.class);
       Map<?, ?> election = (Map<?, ?>) ((List<?>) report.get("elections")).get(0);
       long backendToken =
-          PostgresLockBackend.create(schema.dataSource())
-              .holder("reports")
-              .get()
-              .token()
-              .value();
+          PostgresLockBackend.create(schema.dataSource()).holder("reports").get().token().value();
       assertThat(election.get("name")).isEqualTo("reports");
       assertThat(((Number) election.get("token")).longValue()).isEqualTo(backendToken);
       assertThat(((Number) election.get("holderToken")).longValue()).isEqualTo(backendToken);
@@ -163,8 +160,7 @@ class NolockActuatorWebIT {
       Map<Object, Object> leaky = new java.util.LinkedHashMap<>(report);
       leaky.put(
           "leaked",
-          Map.of(
-              "payload", deadLetter.payload().get(), "uniqueKey", deadLetter.uniqueKey().get()));
+          Map.of("payload", deadLetter.payload().get(), "uniqueKey", deadLetter.uniqueKey().get()));
       assertThat(json.writeValueAsString(leaky)).contains(SECRET_PAYLOAD).contains(SECRET_KEY);
 
       String health = get(context, "/actuator/health/nolockQueues/notes").body();
@@ -195,10 +191,7 @@ class NolockActuatorWebIT {
             new Class<?>[] {App.class, NoQueueMeters.class},
             "management.endpoints.web.exposure.include=prometheus",
             "spring.main.allow-bean-definition-overriding=true")) {
-      context
-          .getBean(JobQueues.class)
-          .queue("notes", Note.class)
-          .enqueue(NewJob.of(new Note("x")));
+      context.getBean(JobQueues.class).queue("notes", Note.class).enqueue(NewJob.of(new Note("x")));
       String scrape = get(context, "/actuator/prometheus").body();
       assertThat(scrape).doesNotContain("nolock_queue_").contains("nolock_leadership_");
     }
