@@ -134,8 +134,8 @@ class ActuatorConditionsTest {
   }
 
   /**
-   * An election is DOWN while its backend cannot be read, and while its elector is closed; the
-   * same context is UP before either (the control that the indicator can say UP at all).
+   * An election is DOWN while its backend cannot be read, and while its elector is closed; the same
+   * context is UP before either (the control that the indicator can say UP at all).
    */
   @Test
   void anElectionIsDownWhenItsBackendFailsOrItsElectorStopped() {
@@ -168,8 +168,7 @@ class ActuatorConditionsTest {
             });
   }
 
-  private static boolean isLeader(
-      org.springframework.context.ApplicationContext context) {
+  private static boolean isLeader(org.springframework.context.ApplicationContext context) {
     return context.getBean(Elections.class).isLeader("billing");
   }
 
