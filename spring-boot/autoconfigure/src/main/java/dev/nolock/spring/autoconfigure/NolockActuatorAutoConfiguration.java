@@ -42,6 +42,7 @@ import org.springframework.context.annotation.Configuration;
  */
 @AutoConfiguration(
     after = {
+      NolockLockAutoConfiguration.class,
       NolockLeaderAutoConfiguration.class,
       NolockQueueAutoConfiguration.class,
       NolockOwnershipAutoConfiguration.class

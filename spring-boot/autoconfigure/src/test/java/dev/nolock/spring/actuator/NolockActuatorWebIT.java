@@ -3,6 +3,8 @@ package dev.nolock.spring.actuator;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.nolock.lock.FencedLock;
+import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.postgres.PostgresLockBackend;
 import dev.nolock.queue.JobInfo;
 import dev.nolock.queue.JobQueue;
@@ -129,6 +131,11 @@ class NolockActuatorWebIT {
       JobQueue<Note> notes = context.getBean(JobQueues.class).queue("notes", Note.class);
       notes.enqueue(NewJob.of(new Note(SECRET_PAYLOAD)).uniqueKey(SECRET_KEY));
       JsonMapper json = context.getBean(JsonMapper.class);
+      HeldLock nightly =
+          context
+              .getBean(FencedLock.class)
+              .tryAcquire("nightly-report", Duration.ofSeconds(30))
+              .get();
 
       // Wait until the job is a dead letter and this instance leads: both appear in the report.
       await()
@@ -151,6 +158,21 @@ class NolockActuatorWebIT {
       assertThat(election.get("name")).isEqualTo("reports");
       assertThat(((Number) election.get("token")).longValue()).isEqualTo(backendToken);
       assertThat(((Number) election.get("holderToken")).longValue()).isEqualTo(backendToken);
+
+      assertThat((List<?>) report.get("locks"))
+          .singleElement()
+          .satisfies(
+              lock -> {
+                Map<?, ?> held = (Map<?, ?>) lock;
+                assertThat(held.get("name")).isEqualTo("nightly-report");
+                assertThat(((Number) held.get("token")).longValue())
+                    .isEqualTo(nightly.token().value());
+              });
+      nightly.release();
+      assertThat(
+              (List<?>)
+                  json.readValue(get(context, "/actuator/nolock").body(), Map.class).get("locks"))
+          .isEmpty();
 
       assertThat(response.body()).doesNotContain(SECRET_PAYLOAD).doesNotContain(SECRET_KEY);
       // Negative control: the dead letter the report counts holds both, and the same mapper
