@@ -42,7 +42,8 @@ class MeterRegistriesTest {
         .run(
             context -> {
               assertThat(context).hasNotFailed();
-              assertThat(prometheus.find("nolock.leadership.changes").tag("name", "billing").meter())
+              assertThat(
+                      prometheus.find("nolock.leadership.changes").tag("name", "billing").meter())
                   .isNotNull();
               assertThat(otlp.find("nolock.leadership.changes").tag("name", "billing").meter())
                   .isNotNull();

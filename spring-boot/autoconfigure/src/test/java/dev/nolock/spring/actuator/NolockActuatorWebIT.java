@@ -63,7 +63,16 @@ class NolockActuatorWebIT {
 
   /** Every job of "notes" fails and, with one attempt, becomes a dead letter. */
   @Configuration(proxyBeanMethods = false)
-  @EnableAutoConfiguration
+  // Without Spring Security (on this module's test classpath for other tests): what is asserted
+  // here is Actuator's exposure, not the application's authentication.
+  @EnableAutoConfiguration(
+      excludeName = {
+        "org.springframework.boot.security.autoconfigure.SecurityAutoConfiguration",
+        "org.springframework.boot.security.autoconfigure.UserDetailsServiceAutoConfiguration",
+        "org.springframework.boot.security.autoconfigure.web.servlet.ServletWebSecurityAutoConfiguration",
+        "org.springframework.boot.security.autoconfigure.web.servlet.SecurityFilterAutoConfiguration",
+        "org.springframework.boot.security.autoconfigure.actuate.web.servlet.ManagementWebSecurityAutoConfiguration"
+      })
   @SpringBootConfiguration
   static class App {
 
