@@ -27,7 +27,9 @@ import org.springframework.context.annotation.Configuration;
  * until {@code management.endpoints.web.exposure.include} lists {@code nolock}.
  *
  * <ol>
- *   <li>Runs after the patterns' auto-configurations, so it sees which of their beans exist.
+ *   <li>Runs after the patterns' auto-configurations, so it sees which of their beans exist; a
+ *       pattern adds its part of the endpoint by declaring a {@link NolockSection} bean in its own
+ *       auto-configuration (listed in {@code after} here).
  *   <li>With {@code spring-boot-health}: {@code nolockElections}, one indicator per declared
  *       election (DOWN when its elector is not running or its backend cannot be read), and {@code
  *       nolockQueues}, one per queue with a {@code @JobHandler} (DOWN when its pool is not running,
@@ -45,7 +47,9 @@ import org.springframework.context.annotation.Configuration;
       NolockLockAutoConfiguration.class,
       NolockLeaderAutoConfiguration.class,
       NolockQueueAutoConfiguration.class,
-      NolockOwnershipAutoConfiguration.class
+      NolockOwnershipAutoConfiguration.class,
+      NolockScheduleAutoConfiguration.class,
+      NolockIdempotencyAutoConfiguration.class
     })
 public class NolockActuatorAutoConfiguration {
 
