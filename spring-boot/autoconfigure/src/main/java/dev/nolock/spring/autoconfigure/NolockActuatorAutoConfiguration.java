@@ -1,9 +1,11 @@
 package dev.nolock.spring.autoconfigure;
 
+import dev.nolock.spring.PartitionOwners;
 import dev.nolock.spring.internal.Elections;
 import dev.nolock.spring.internal.ElectionsHealth;
 import dev.nolock.spring.internal.NolockEndpoint;
 import dev.nolock.spring.internal.NolockSection;
+import dev.nolock.spring.internal.OwnersHealth;
 import dev.nolock.spring.internal.QueueSettings;
 import dev.nolock.spring.internal.QueueWorkers;
 import dev.nolock.spring.internal.QueuesHealth;
@@ -34,8 +36,10 @@ import org.springframework.context.annotation.Configuration;
  *       election (DOWN when its elector is not running or its backend cannot be read), and {@code
  *       nolockQueues}, one per queue with a {@code @JobHandler} (DOWN when its pool is not running,
  *       the database cannot be read, or its oldest due job is older than {@code
- *       nolock.queue.queues.<name>.health.max-ready-age}). {@code
- *       management.health.nolock.enabled=false} turns both off.
+ *       nolock.queue.queues.<name>.health.max-ready-age}), and {@code nolockOwners}, one per
+ *       partition owner (DOWN when it is not running, e.g. stopped on its own: the failure's class,
+ *       not its message, is in the details). {@code management.health.nolock.enabled=false} turns
+ *       them off.
  *   <li>With Actuator's endpoint support: the {@code nolock} endpoint, when at least one {@link
  *       NolockSection} bean exists and the endpoint is available (enabled and exposed); it reports
  *       each section under its name.
@@ -71,6 +75,13 @@ public class NolockActuatorAutoConfiguration {
     @ConditionalOnMissingBean(name = "nolockQueuesHealthContributor")
     QueuesHealth nolockQueuesHealthContributor(QueueWorkers workers, QueueSettings settings) {
       return new QueuesHealth(workers, settings);
+    }
+
+    @Bean
+    @ConditionalOnBean(PartitionOwners.class)
+    @ConditionalOnMissingBean(name = "nolockOwnersHealthContributor")
+    OwnersHealth nolockOwnersHealthContributor(PartitionOwners owners) {
+      return new OwnersHealth(owners);
     }
   }
 
