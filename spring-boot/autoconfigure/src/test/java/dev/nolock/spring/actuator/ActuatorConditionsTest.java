@@ -4,9 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.lock.InMemoryLockBackend;
+import dev.nolock.ownership.PartitionOwner;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
+import dev.nolock.spring.PartitionOwners;
 import dev.nolock.spring.autoconfigure.NolockActuatorAutoConfiguration;
 import dev.nolock.spring.autoconfigure.NolockLeaderAutoConfiguration;
 import dev.nolock.spring.autoconfigure.NolockLockAutoConfiguration;
@@ -14,9 +16,11 @@ import dev.nolock.spring.internal.Elections;
 import dev.nolock.spring.internal.ElectionsHealth;
 import dev.nolock.spring.internal.ElectionsSection;
 import dev.nolock.spring.internal.NolockEndpoint;
+import dev.nolock.spring.internal.OwnersHealth;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
@@ -62,6 +66,7 @@ class ActuatorConditionsTest {
                 .hasNotFailed()
                 .doesNotHaveBean(Elections.class)
                 .doesNotHaveBean(ElectionsHealth.class)
+                .doesNotHaveBean(OwnersHealth.class)
                 .doesNotHaveBean(NolockEndpoint.class));
   }
 
@@ -115,6 +120,37 @@ class ActuatorConditionsTest {
         .withBean(LockBackend.class, InMemoryLockBackend::new)
         .withPropertyValues("management.health.nolock.enabled=false")
         .run(context -> assertThat(context).hasNotFailed().doesNotHaveBean(ElectionsHealth.class));
+  }
+
+  /**
+   * With the application's own {@link PartitionOwners}, whose one owner is not running, there is
+   * the owners' indicator and it says DOWN.
+   */
+  @Test
+  void withPartitionOwnersThereIsTheirIndicatorAndAnOwnerNotRunningIsDown() {
+    PartitionOwners owners =
+        new PartitionOwners() {
+          @Override
+          public Set<String> names() {
+            return Set.of("deposits");
+          }
+
+          @Override
+          public PartitionOwner<?, ?> owner(String name) {
+            throw new IllegalArgumentException("No running partition owner \"" + name + "\"");
+          }
+        };
+    runner
+        .withBean(PartitionOwners.class, () -> owners)
+        .run(
+            context -> {
+              assertThat(context).hasNotFailed().hasSingleBean(OwnersHealth.class);
+              Health health =
+                  ((HealthIndicator) context.getBean(OwnersHealth.class).getContributor("deposits"))
+                      .health(true);
+              assertThat(health.getStatus()).isEqualTo(Status.DOWN);
+              assertThat(health.getDetails()).containsEntry("running", false);
+            });
   }
 
   @Test

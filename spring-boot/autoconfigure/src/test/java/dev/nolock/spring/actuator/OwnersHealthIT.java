@@ -117,12 +117,14 @@ class OwnersHealthIT {
             context -> {
               assertThat(context).hasNotFailed();
               HealthIndicator indicator =
-                  (HealthIndicator)
-                      context.getBean(OwnersHealth.class).getContributor("deposits");
+                  (HealthIndicator) context.getBean(OwnersHealth.class).getContributor("deposits");
               OwnersSection section = context.getBean(OwnersSection.class);
               await()
                   .atMost(Duration.ofSeconds(60))
-                  .until(() -> schema.dsl().fetchCount(schema.dsl().selectFrom("deposits_applied")) == 1);
+                  .until(
+                      () ->
+                          schema.dsl().fetchCount(schema.dsl().selectFrom("deposits_applied"))
+                              == 1);
               long epoch =
                   ((Number) schema.dsl().fetchValue("select epoch from deposits_applied"))
                       .longValue();
@@ -140,7 +142,9 @@ class OwnersHealthIT {
                   .atMost(Duration.ofSeconds(60))
                   .until(() -> owners.owner("deposits").failure().isDefined());
               Throwable failure = owners.owner("deposits").failure().get();
-              await().atMost(Duration.ofSeconds(30)).until(() -> !owners.owner("deposits").isRunning());
+              await()
+                  .atMost(Duration.ofSeconds(30))
+                  .until(() -> !owners.owner("deposits").isRunning());
 
               Health down = indicator.health(true);
               assertThat(down.getStatus()).isEqualTo(Status.DOWN);
