@@ -4,6 +4,7 @@ import java.lang.annotation.Annotation;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.Map;
+import org.springframework.aop.scope.ScopedProxyUtils;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.annotation.Bean;
@@ -51,7 +52,8 @@ final class AnnotatedMethods {
   static <A extends Annotation> void forEach(
       ConfigurableListableBeanFactory beanFactory, Class<A> type, Found<A> found) {
     for (String name : beanFactory.getBeanDefinitionNames()) {
-      Class<?> beanType = beanFactory.getType(name);
+      // A scoped bean is registered twice, as its proxy and its target: one handler, not two.
+      Class<?> beanType = ScopedProxyUtils.isScopedTarget(name) ? null : beanFactory.getType(name);
       if (beanType == null) {
         continue;
       }

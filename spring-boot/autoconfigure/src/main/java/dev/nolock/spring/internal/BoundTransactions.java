@@ -6,6 +6,7 @@ import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.transaction.UnexpectedRollbackException;
+import org.springframework.transaction.support.ResourceHolderSynchronization;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionSynchronizationUtils;
@@ -43,6 +44,10 @@ import org.springframework.transaction.support.TransactionSynchronizationUtils;
  * and fail (Spring refuses to bind a second connection for the {@code DataSource}).
  */
 public final class BoundTransactions {
+
+  /** Spring's own synchronization for a connection it bound to a transaction; package-private. */
+  private static final String CONNECTION_SYNCHRONIZATION =
+      "org.springframework.jdbc.datasource.DataSourceUtils$ConnectionSynchronization";
 
   /** The application's code, run with nolock's transaction bound. */
   @FunctionalInterface
@@ -116,13 +121,15 @@ public final class BoundTransactions {
             "A @Transactional method called inside marked nolock's transaction rollback-only (its"
                 + " exception was caught); nothing of this transaction is committed.");
       }
+      if (ownSynchronization) {
+        releaseOtherConnections();
+      }
       if (ownSynchronization
           && !TransactionSynchronizationManager.getSynchronizations().isEmpty()) {
         if (registered == null) {
           throw new IllegalStateException(
               "The code registered a transaction synchronization (a @TransactionalEventListener's"
-                  + " event, an afterCommit callback, or a connection of another DataSource"
-                  + " bound to this transaction), but nolock commits this transaction itself,"
+                  + " event, an afterCommit callback), but nolock commits this transaction itself,"
                   + " after the code returns, where no callback of Spring's can follow; nothing is"
                   + " committed. Enqueue a job with NolockTransactions.current() instead: it"
                   + " commits with these writes.");
@@ -150,6 +157,33 @@ public final class BoundTransactions {
       keys.forEach(TransactionSynchronizationManager::unbindResource);
       tx.configuration().connectionProvider().release(connection);
     }
+  }
+
+  /**
+   * Completes, now, the synchronizations Spring registered for connections of other DataSources the
+   * code used (they run in auto-commit: nothing of theirs waits for nolock's commit), so that those
+   * connections are released and only the code's own callbacks remain.
+   */
+  private static void releaseOtherConnections() {
+    List<TransactionSynchronization> all = TransactionSynchronizationManager.getSynchronizations();
+    List<TransactionSynchronization> resources =
+        all.stream()
+            .filter(
+                s ->
+                    s instanceof ResourceHolderSynchronization<?, ?>
+                        || s.getClass().getName().equals(CONNECTION_SYNCHRONIZATION))
+            .toList();
+    if (resources.isEmpty()) {
+      return;
+    }
+    resources.forEach(TransactionSynchronization::beforeCompletion);
+    TransactionSynchronizationUtils.invokeAfterCompletion(
+        resources, TransactionSynchronization.STATUS_UNKNOWN);
+    TransactionSynchronizationManager.clearSynchronization();
+    TransactionSynchronizationManager.initSynchronization();
+    all.stream()
+        .filter(s -> !resources.contains(s))
+        .forEach(TransactionSynchronizationManager::registerSynchronization);
   }
 
   /**

@@ -188,21 +188,30 @@ public final class Elections implements Leaders, SmartLifecycle, SmartInitializi
 
   @Override
   public void start() {
-    for (Election election : elections.values()) {
-      election.elector = LeaderElector.start(backend, election.config, election);
+    try {
+      for (Election election : elections.values()) {
+        election.elector = LeaderElector.start(backend, election.config, election);
+      }
+    } catch (RuntimeException e) {
+      // Spring stops only what reports running: the electors started so far are closed here.
+      stop();
+      throw e;
     }
     running = true;
   }
 
   @Override
   public void stop() {
-    for (Election election : elections.values()) {
-      if (election.elector != null) {
-        election.elector.close();
-        election.elector = null;
-      }
-    }
     running = false;
+    CloseAll.each(
+        List.copyOf(elections.values()),
+        election -> {
+          LeaderElector elector = election.elector;
+          election.elector = null;
+          if (elector != null) {
+            elector.close();
+          }
+        });
   }
 
   @Override

@@ -175,19 +175,21 @@ public final class Ownerships
 
   @Override
   public void start() {
-    List<PartitionOwner<?, ?>> started = new ArrayList<>();
+    List<PartitionOwner<?, ?>> created = new ArrayList<>();
     try {
       for (Map.Entry<String, Registration> e : registrations.entrySet()) {
         PartitionOwner<?, ?> owner = create(e.getValue(), configs.get(e.getKey()));
+        // Its Kafka consumer exists from here on: closed on failure even if never started.
+        created.add(owner);
         if (createTables) {
           owner.createTableIfMissing();
         }
-        started.add(owner.start());
+        owner.start();
         owners.put(e.getKey(), owner);
       }
     } catch (RuntimeException e) {
-      started.forEach(PartitionOwner::close);
       owners.clear();
+      CloseAll.each(created, PartitionOwner::close);
       throw e;
     }
     running = true;
@@ -206,9 +208,10 @@ public final class Ownerships
   @Override
   public void stop() {
     // One after the other: each close waits at most its own close timeout.
-    owners.values().forEach(PartitionOwner::close);
+    List<PartitionOwner<?, ?>> closing = List.copyOf(owners.values());
     owners.clear();
     running = false;
+    CloseAll.each(closing, PartitionOwner::close);
   }
 
   @Override

@@ -9,9 +9,11 @@ import dev.nolock.spring.JobHandler;
 import dev.nolock.spring.JobQueues;
 import java.lang.reflect.Method;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import org.springframework.aop.scope.ScopedProxyUtils;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.SmartInitializingSingleton;
@@ -69,16 +71,19 @@ public final class QueueWorkers
   @Override
   public void afterSingletonsInstantiated() {
     for (String name : beanFactory.getBeanDefinitionNames()) {
-      Class<?> type = beanFactory.getType(name);
+      Class<?> type = ScopedProxyUtils.isScopedTarget(name) ? null : beanFactory.getType(name);
       if (type == null) {
         continue;
       }
-      if (dev.nolock.queue.JobHandler.class.isAssignableFrom(type)) {
-        JobHandler named = beanFactory.findAnnotationOnBean(name, JobHandler.class);
-        if (named != null) {
-          registerBean(name, named.value());
-          continue;
+      JobHandler named = beanFactory.findAnnotationOnBean(name, JobHandler.class);
+      if (named != null) {
+        if (!dev.nolock.queue.JobHandler.class.isAssignableFrom(type)) {
+          throw refused(
+              "bean '" + name + "'",
+              "on a class, @JobHandler needs the class to implement dev.nolock.queue.JobHandler<T>;"
+                  + " put it on a method instead, or implement the interface.");
         }
+        registerBean(name, named.value());
       }
     }
     AnnotatedMethods.forEach(
@@ -211,8 +216,9 @@ public final class QueueWorkers
 
   private void closePools() {
     // Closed one after the other: each close waits at most its own shutdown timeout.
-    pools.values().forEach(WorkerPool::close);
+    List<WorkerPool<?>> closing = List.copyOf(pools.values());
     pools.clear();
+    CloseAll.each(closing, WorkerPool::close);
   }
 
   @Override

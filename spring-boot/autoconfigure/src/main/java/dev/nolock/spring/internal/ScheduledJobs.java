@@ -274,8 +274,9 @@ public final class ScheduledJobs
 
   private void closeAll() {
     // One after the other: each close waits at most its own shutdown timeout.
-    singletons.forEach(ScheduledSingleton::close);
+    List<ScheduledSingleton> closing = List.copyOf(singletons);
     singletons.clear();
+    CloseAll.each(closing, ScheduledSingleton::close);
   }
 
   @Override
