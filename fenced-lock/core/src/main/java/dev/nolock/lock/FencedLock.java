@@ -16,6 +16,7 @@ import dev.nolock.patterns.RetryPolicy;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
@@ -112,6 +113,14 @@ public final class FencedLock implements AutoCloseable {
 
   public LockConfig config() {
     return config;
+  }
+
+  /**
+   * The locks this instance holds now: acquired through it, neither released nor lost. A snapshot
+   * in no particular order, for monitoring: a lock in it may be released or lost right after.
+   */
+  public List<HeldLock> held() {
+    return held.keySet().stream().filter(HeldLock::isHeld).toList();
   }
 
   /**

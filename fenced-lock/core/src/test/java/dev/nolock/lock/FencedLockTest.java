@@ -65,6 +65,19 @@ class FencedLockTest {
   }
 
   @Test
+  void heldListsTheLocksThisInstanceHoldsUntilTheyAreReleased() {
+    assertThat(lock.held()).isEmpty();
+    HeldLock a = lock.tryAcquire("held-a", TTL).get();
+    HeldLock b = lock.tryAcquire("held-b", TTL).get();
+    HeldLock theirs = other.tryAcquire("held-c", TTL).get();
+
+    assertThat(lock.held()).containsExactlyInAnyOrder(a, b);
+    a.release();
+    assertThat(lock.held()).containsExactly(b);
+    assertThat(other.held()).containsExactly(theirs);
+  }
+
+  @Test
   void anEfficiencyLockRefusesToHandOutAFencingLease() {
     try (FencedLock efficiency =
         FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.EFFICIENCY))) {

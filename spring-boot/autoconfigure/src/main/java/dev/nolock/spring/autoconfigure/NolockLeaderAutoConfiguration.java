@@ -6,6 +6,7 @@ import dev.nolock.patterns.LockBackend;
 import dev.nolock.spring.Leaders;
 import dev.nolock.spring.LeadershipListener;
 import dev.nolock.spring.internal.Elections;
+import dev.nolock.spring.internal.ElectionsSection;
 import dev.nolock.spring.internal.PropertyCheck;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.LinkedHashMap;
@@ -40,7 +41,10 @@ import org.springframework.context.annotation.Bean;
  *       Redis client and the {@code DataSource} close); closing steps down and releases the lease.
  * </ol>
  */
-@AutoConfiguration(after = NolockLockAutoConfiguration.class)
+@AutoConfiguration(
+    after = NolockLockAutoConfiguration.class,
+    afterName =
+        "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration")
 @ConditionalOnClass(LeaderElector.class)
 @ConditionalOnBean(LockBackend.class)
 @EnableConfigurationProperties(NolockLeaderProperties.class)
@@ -60,6 +64,14 @@ public class NolockLeaderAutoConfiguration {
         .getElections()
         .forEach((name, election) -> configs.put(name, config(name, election, meters)));
     return new Elections(backend, configs, beans);
+  }
+
+  /** The elections' part of the {@code nolock} Actuator endpoint (no Actuator class needed). */
+  @Bean
+  @ConditionalOnBean(Elections.class)
+  @ConditionalOnMissingBean(ElectionsSection.class)
+  public ElectionsSection nolockElectionsSection(Elections elections) {
+    return new ElectionsSection(elections);
   }
 
   private static ElectorConfig config(

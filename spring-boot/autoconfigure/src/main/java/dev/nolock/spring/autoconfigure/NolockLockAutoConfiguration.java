@@ -8,6 +8,7 @@ import dev.nolock.lock.redis.RedisLockBackend;
 import dev.nolock.lock.redis.RedisLockBackendConfig;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.spring.internal.LockShutdown;
+import dev.nolock.spring.internal.LocksSection;
 import dev.nolock.spring.internal.OwnConnections;
 import dev.nolock.spring.internal.PropertyCheck;
 import io.lettuce.core.AbstractRedisClient;
@@ -17,6 +18,7 @@ import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -85,6 +87,14 @@ public class NolockLockAutoConfiguration {
   @ConditionalOnMissingBean
   public LockShutdown nolockLockShutdown(FencedLock lock) {
     return new LockShutdown(lock);
+  }
+
+  /** The held locks' part of the {@code nolock} Actuator endpoint (no Actuator class needed). */
+  @Bean
+  @ConditionalOnBean(FencedLock.class)
+  @ConditionalOnMissingBean(LocksSection.class)
+  public LocksSection nolockLocksSection(ObjectProvider<FencedLock> locks) {
+    return new LocksSection(locks.orderedStream().toList());
   }
 
   static LockConfig lockConfig(NolockLockProperties p, MeterRegistry registry) {

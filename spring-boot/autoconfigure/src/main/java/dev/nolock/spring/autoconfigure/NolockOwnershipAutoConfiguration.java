@@ -4,6 +4,7 @@ import dev.nolock.ownership.OwnershipConfig;
 import dev.nolock.ownership.PartitionOwner;
 import dev.nolock.spring.PartitionHandler;
 import dev.nolock.spring.PartitionOwners;
+import dev.nolock.spring.internal.OwnersSection;
 import dev.nolock.spring.internal.Ownerships;
 import dev.nolock.spring.internal.PropertyCheck;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -12,6 +13,7 @@ import java.util.Map;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
@@ -69,6 +71,14 @@ public class NolockOwnershipAutoConfiguration {
                         environment.getProperty("spring.kafka.bootstrap-servers"),
                         meters)));
     return new Ownerships(dataSource, configs, nolock.isCreateTables());
+  }
+
+  /** The owners' part of the {@code nolock} Actuator endpoint (no Actuator class needed). */
+  @Bean
+  @ConditionalOnBean(PartitionOwners.class)
+  @ConditionalOnMissingBean(OwnersSection.class)
+  public OwnersSection nolockOwnersSection(PartitionOwners owners) {
+    return new OwnersSection(owners);
   }
 
   private static OwnershipConfig config(

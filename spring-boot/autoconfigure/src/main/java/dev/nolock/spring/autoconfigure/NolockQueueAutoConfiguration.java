@@ -7,9 +7,12 @@ import dev.nolock.spring.internal.OwnConnections;
 import dev.nolock.spring.internal.PayloadCodecs;
 import dev.nolock.spring.internal.QueueSettings;
 import dev.nolock.spring.internal.QueueWorkers;
+import dev.nolock.spring.internal.QueuesSection;
+import io.micrometer.core.instrument.MeterRegistry;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
@@ -29,17 +32,25 @@ import tools.jackson.databind.json.JsonMapper;
  */
 @AutoConfiguration(
     after = {DataSourceAutoConfiguration.class, NolockAutoConfiguration.class},
-    afterName = "org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration")
+    afterName = {
+      "org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration",
+      "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"
+    })
 @ConditionalOnClass(JobQueue.class)
 @ConditionalOnSingleCandidate(DataSource.class)
 @EnableConfigurationProperties({NolockProperties.class, NolockQueueProperties.class})
 public class NolockQueueAutoConfiguration {
 
-  /** {@code nolock.queue.*}, checked by the library's builders. */
+  /**
+   * {@code nolock.queue.*}, checked by the library's builders; each queue's meters go to the
+   * application's {@code MeterRegistry} (Boot's composite when it has several), tagged with the
+   * queue's name.
+   */
   @Bean
   @ConditionalOnMissingBean
-  public QueueSettings nolockQueueSettings(NolockQueueProperties properties) {
-    return new QueueSettings(properties);
+  public QueueSettings nolockQueueSettings(
+      NolockQueueProperties properties, ObjectProvider<MeterRegistry> registry) {
+    return new QueueSettings(properties, registry.getIfUnique());
   }
 
   /** The queues, on the {@code DataSource}'s own connections. */
@@ -66,6 +77,14 @@ public class NolockQueueAutoConfiguration {
   public QueueWorkers nolockQueueWorkers(
       JobQueues jobQueues, QueueSettings settings, DataSource dataSource) {
     return new QueueWorkers(jobQueues, settings::workerConfig);
+  }
+
+  /** The queues' part of the {@code nolock} Actuator endpoint (no Actuator class needed). */
+  @Bean
+  @ConditionalOnBean(QueueWorkers.class)
+  @ConditionalOnMissingBean(QueuesSection.class)
+  public QueuesSection nolockQueuesSection(QueueWorkers workers) {
+    return new QueuesSection(workers);
   }
 
   /** JSON payloads through the application's Jackson 3 mapper, when it has one. */

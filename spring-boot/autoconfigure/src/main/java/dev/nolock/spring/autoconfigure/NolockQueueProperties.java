@@ -81,6 +81,13 @@ public class NolockQueueProperties {
     /** How long stopping lets running handlers finish before handing their jobs back (0 to 1 h). */
     private Duration shutdownTimeout;
 
+    /** How the queue's health indicator judges it. */
+    private final Health health = new Health();
+
+    public Health getHealth() {
+      return health;
+    }
+
     public Duration getLease() {
       return lease;
     }
@@ -191,6 +198,24 @@ public class NolockQueueProperties {
 
     public void setShutdownTimeout(Duration shutdownTimeout) {
       this.shutdownTimeout = shutdownTimeout;
+    }
+  }
+
+  /** What the queue's health indicator checks. */
+  public static class Health {
+
+    /**
+     * The queue is DOWN while its oldest due job has been due longer than this: the workers do not
+     * keep up, or do not claim. Default: not checked.
+     */
+    private Duration maxReadyAge;
+
+    public Duration getMaxReadyAge() {
+      return maxReadyAge;
+    }
+
+    public void setMaxReadyAge(Duration maxReadyAge) {
+      this.maxReadyAge = maxReadyAge;
     }
   }
 }

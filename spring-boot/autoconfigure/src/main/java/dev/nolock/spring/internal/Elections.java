@@ -111,6 +111,81 @@ public final class Elections implements Leaders, SmartLifecycle, SmartInitializi
     return found;
   }
 
+  /**
+   * What each declared election looks like from this instance, for health and the {@code nolock}
+   * endpoint: whether its elector runs, whether this instance leads (with its term's token), and
+   * who holds the lease according to the backend.
+   *
+   * <ol>
+   *   <li>This instance's term is read first, under the election's lock, so a token is shown only
+   *       while the term is live.
+   *   <li>The backend is then asked for the lease's holder; a failure there is reported in {@link
+   *       State#backendError()}, not thrown: an unreachable backend is what health wants to know.
+   * </ol>
+   */
+  public List<State> states() {
+    List<State> states = new ArrayList<>();
+    for (String name : elections.keySet()) {
+      states.add(state(name));
+    }
+    return states;
+  }
+
+  /** The declared elections' names, in declaration order. */
+  public List<String> names() {
+    return List.copyOf(elections.keySet());
+  }
+
+  /**
+   * One election's state, as in {@link #states()}.
+   *
+   * @throws IllegalArgumentException when the election is not declared
+   */
+  public State state(String name) {
+    Election election = declared(name);
+    Long token = election.leadingToken();
+    String holder = null;
+    Long holderToken = null;
+    String error = null;
+    try {
+      var lease = backend.holder(name);
+      if (lease.isDefined()) {
+        holder = lease.get().owner();
+        holderToken = lease.get().token().value();
+      }
+    } catch (RuntimeException e) {
+      error = e.getClass().getName() + ": " + e.getMessage();
+    }
+    return new State(
+        name,
+        running && election.elector != null,
+        token != null,
+        token,
+        holder,
+        holderToken,
+        error);
+  }
+
+  /**
+   * One election seen from this instance.
+   *
+   * @param name the election
+   * @param running whether its elector runs (started and not closed)
+   * @param leader whether this instance leads it now
+   * @param token this instance's term's fencing token while it leads; null otherwise
+   * @param holder the lease's owner according to the backend; null when none, or unreadable
+   * @param holderToken the token of the backend's lease; null when none, or unreadable
+   * @param backendError why the backend could not be read; null when it answered
+   */
+  public record State(
+      String name,
+      boolean running,
+      boolean leader,
+      Long token,
+      String holder,
+      Long holderToken,
+      String backendError) {}
+
   @Override
   public void start() {
     try {
@@ -163,6 +238,10 @@ public final class Elections implements Leaders, SmartLifecycle, SmartInitializi
 
     Election(ElectorConfig config) {
       this.config = config;
+    }
+
+    synchronized Long leadingToken() {
+      return isLeader() ? term.token().value() : null;
     }
 
     synchronized boolean isLeader() {

@@ -3,6 +3,8 @@ package dev.nolock.spring.internal;
 import dev.nolock.queue.QueueConfig;
 import dev.nolock.queue.WorkerConfig;
 import dev.nolock.spring.autoconfigure.NolockQueueProperties;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
 import java.util.Map;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -17,14 +19,24 @@ public final class QueueSettings {
   private static final String PREFIX = "nolock.queue.queues.";
 
   private final NolockQueueProperties properties;
+  private final MeterRegistry meters;
 
-  public QueueSettings(NolockQueueProperties properties) {
+  /**
+   * @param meters where each queue's meters go, tagged with the queue's name; null for none
+   */
+  public QueueSettings(NolockQueueProperties properties, MeterRegistry meters) {
     this.properties = properties;
+    this.meters = meters;
     // The table is checked even when no queue is configured: queues named in code use it too.
     set("nolock.queue.table", properties.getTable(), QueueConfig.custom("any")::table);
     for (String name : properties.getQueues().keySet()) {
       queueConfig(name);
       workerConfig(name);
+      Duration maxReadyAge = maxReadyAge(name);
+      if (maxReadyAge != null && (maxReadyAge.isZero() || maxReadyAge.isNegative())) {
+        throw new IllegalArgumentException(
+            PREFIX + name + ".health.max-ready-age: must be positive, was " + maxReadyAge);
+      }
     }
   }
 
@@ -39,6 +51,9 @@ public final class QueueSettings {
     QueueConfig.Builder b =
         q == null ? QueueConfig.custom(name) : apply(PREFIX + name, name, QueueConfig::custom);
     set("nolock.queue.table", properties.getTable(), b::table);
+    if (meters != null) {
+      b.metrics(meters, name);
+    }
     if (q == null) {
       return b.build();
     }
@@ -83,6 +98,12 @@ public final class QueueSettings {
     set(p + "vacuum-interval", q.getVacuumInterval(), b::vacuumInterval);
     set(p + "shutdown-timeout", q.getShutdownTimeout(), b::shutdownTimeout);
     return b.build();
+  }
+
+  /** {@code nolock.queue.queues.<name>.health.max-ready-age}; null when not set. */
+  public Duration maxReadyAge(String name) {
+    NolockQueueProperties.Queue q = queue(name);
+    return q == null ? null : q.getHealth().getMaxReadyAge();
   }
 
   private NolockQueueProperties.Queue queue(String name) {

@@ -8,10 +8,10 @@ import dev.nolock.queue.WorkerPool;
 import dev.nolock.spring.JobHandler;
 import dev.nolock.spring.JobQueues;
 import java.lang.reflect.Method;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import org.springframework.aop.scope.ScopedProxyUtils;
 import org.springframework.beans.factory.BeanFactory;
@@ -54,7 +54,7 @@ public final class QueueWorkers
   private final JobQueues jobQueues;
   private final Function<String, WorkerConfig> workerConfigs;
   private final Map<String, Registration<?>> registrations = new LinkedHashMap<>();
-  private final List<WorkerPool<?>> pools = new ArrayList<>();
+  private final Map<String, WorkerPool<?>> pools = new ConcurrentHashMap<>();
   private ConfigurableListableBeanFactory beanFactory;
   private volatile boolean running;
 
@@ -178,11 +178,24 @@ public final class QueueWorkers
     return new IllegalStateException("@JobHandler on " + source + ": " + why);
   }
 
+  /** The queues that have a handler, by name, in the order they were found. */
+  public Map<String, JobQueue<?>> queues() {
+    Map<String, JobQueue<?>> queues = new LinkedHashMap<>();
+    registrations.forEach((name, r) -> queues.put(name, r.queue()));
+    return queues;
+  }
+
+  /** Whether the queue's worker pool was started and is still running. */
+  public boolean isRunning(String queue) {
+    WorkerPool<?> pool = pools.get(queue);
+    return pool != null && pool.isRunning();
+  }
+
   @Override
   public void start() {
     try {
       for (Map.Entry<String, Registration<?>> e : registrations.entrySet()) {
-        pools.add(startPool(e.getValue(), workerConfigs.apply(e.getKey())));
+        pools.put(e.getKey(), startPool(e.getValue(), workerConfigs.apply(e.getKey())));
       }
     } catch (RuntimeException e) {
       closePools();
@@ -203,7 +216,7 @@ public final class QueueWorkers
 
   private void closePools() {
     // Closed one after the other: each close waits at most its own shutdown timeout.
-    List<WorkerPool<?>> closing = List.copyOf(pools);
+    List<WorkerPool<?>> closing = List.copyOf(pools.values());
     pools.clear();
     CloseAll.each(closing, WorkerPool::close);
   }
