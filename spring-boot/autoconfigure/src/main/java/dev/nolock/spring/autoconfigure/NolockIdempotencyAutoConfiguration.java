@@ -104,7 +104,7 @@ public class NolockIdempotencyAutoConfiguration {
         ObjectProvider<JsonMapper> json,
         Environment environment) {
       return new IdempotentMethods(
-          new IdempotentRequests(keys, dataSource, json, maxBodyBytes(environment)));
+          new IdempotentRequests(keys, dataSource, json, maxBodyBytes(environment)), keys);
     }
 
     @Bean

@@ -18,6 +18,8 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.env.Environment;
@@ -36,7 +38,8 @@ import org.springframework.core.env.Environment;
  *       DataSource}.
  *   <li>Each owner's settings go through {@link OwnershipConfig.Builder}; a value it refuses fails
  *       start-up naming the property. The bootstrap servers default to {@code
- *       spring.kafka.bootstrap-servers}; with neither set, start-up fails naming both.
+ *       spring.kafka.bootstrap-servers} (a list or a comma-separated string), the consumer group to
+ *       {@code <spring.application.name>.<owner>}; with neither set, start-up fails naming both.
  *   <li>The owners start once the context is refreshed and are closed when it stops, in nolock's
  *       lifecycle phase (before the {@code DataSource} closes): closing waits for the running
  *       apply, then leaves the group.
@@ -68,7 +71,11 @@ public class NolockOwnershipAutoConfiguration {
                     config(
                         name,
                         owner,
-                        environment.getProperty("spring.kafka.bootstrap-servers"),
+                        Binder.get(environment)
+                            .bind("spring.kafka.bootstrap-servers", Bindable.listOf(String.class))
+                            .map(servers -> String.join(",", servers))
+                            .orElse(null),
+                        environment.getProperty("spring.application.name"),
                         meters)));
     return new Ownerships(dataSource, configs, nolock.isCreateTables());
   }
@@ -85,6 +92,7 @@ public class NolockOwnershipAutoConfiguration {
       String name,
       NolockOwnershipProperties.Owner o,
       String springBootstrap,
+      String application,
       MeterRegistry meters) {
     String prefix = "nolock.ownership.owners." + name;
     String bootstrap = o.getBootstrapServers() != null ? o.getBootstrapServers() : springBootstrap;
@@ -97,7 +105,17 @@ public class NolockOwnershipAutoConfiguration {
     if (o.getTopic() == null) {
       throw new IllegalStateException(prefix + ".topic: required, the topic whose records apply.");
     }
-    String group = o.getGroupId() != null ? o.getGroupId() : name;
+    // The application's name in the default group: two services that both name an owner
+    // "payments" would otherwise share one consumer group and each apply half the records.
+    if (o.getGroupId() == null && (application == null || application.isBlank())) {
+      throw new IllegalStateException(
+          prefix
+              + ".group-id: not set, and neither is spring.application.name, from which the"
+              + " default <application>."
+              + name
+              + " is made: set one of them (every instance of one service must use the same).");
+    }
+    String group = o.getGroupId() != null ? o.getGroupId() : application + "." + name;
     OwnershipConfig.Builder b =
         PropertyCheck.named(
             prefix + ".bootstrap-servers/topic/group-id",

@@ -24,7 +24,10 @@ public class NolockOwnershipProperties {
     /** The topic whose partitions are owned and applied. Required. */
     private String topic;
 
-    /** The consumer group; every instance of one owner uses the same. Default: the owner's name. */
+    /**
+     * The consumer group; every instance of one service uses the same, and no other service.
+     * Default: spring.application.name, a dot and the owner's name.
+     */
     private String groupId;
 
     /** Kafka's bootstrap servers. Default: spring.kafka.bootstrap-servers. */

@@ -4,9 +4,11 @@ import java.sql.Connection;
 import java.util.List;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.Ordered;
 import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.transaction.UnexpectedRollbackException;
-import org.springframework.transaction.support.ResourceHolderSynchronization;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionSynchronizationUtils;
@@ -36,14 +38,39 @@ import org.springframework.transaction.support.TransactionSynchronizationUtils;
  *       nolock's commit is known.
  * </ol>
  *
- * <p>A nested {@code @Transactional(propagation = REQUIRES_NEW)} (or {@code NOT_SUPPORTED})
- * suspends this binding on purpose: what it writes commits on its own, outside nolock's check.
+ * <p>A nested {@code @Transactional(propagation = REQUIRES_NEW)} (or {@code NOT_SUPPORTED}) is
+ * refused: what it writes would commit on its own, outside nolock's check.
  *
  * <p>JPA inside such code is not joined: an {@code EntityManager} is bound by {@code
  * JpaTransactionManager} only, and it would try to start a transaction of its own on this thread
  * and fail (Spring refuses to bind a second connection for the {@code DataSource}).
  */
 public final class BoundTransactions {
+
+  private static final Logger LOG = LoggerFactory.getLogger(BoundTransactions.class);
+
+  /**
+   * Refuses a nested {@code @Transactional(REQUIRES_NEW)} or {@code NOT_SUPPORTED}: Spring suspends
+   * the synchronizations before it unbinds the transaction, and what such a call writes would
+   * commit on its own, outside nolock's check, once per attempt.
+   */
+  private static final TransactionSynchronization NO_SUSPENSION =
+      new TransactionSynchronization() {
+        @Override
+        public void suspend() {
+          throw new IllegalStateException(
+              "A @Transactional(propagation = REQUIRES_NEW or NOT_SUPPORTED) was called inside"
+                  + " nolock's own transaction: its writes would commit apart from nolock's check"
+                  + " (the idempotency key's attempt, the scheduled run's, the owner's epoch), once"
+                  + " per attempt. Call it with the default propagation, REQUIRED, so that it"
+                  + " joins.");
+        }
+
+        @Override
+        public int getOrder() {
+          return Ordered.HIGHEST_PRECEDENCE;
+        }
+      };
 
   /** Spring's own synchronization for a connection it bound to a transaction; package-private. */
   private static final String CONNECTION_SYNCHRONIZATION =
@@ -110,6 +137,7 @@ public final class BoundTransactions {
     TransactionSynchronizationManager.setActualTransactionActive(true);
     if (ownSynchronization) {
       TransactionSynchronizationManager.initSynchronization();
+      TransactionSynchronizationManager.registerSynchronization(NO_SUSPENSION);
     }
     boolean handedOver = false;
     try {
@@ -166,12 +194,17 @@ public final class BoundTransactions {
    */
   private static void releaseOtherConnections() {
     List<TransactionSynchronization> all = TransactionSynchronizationManager.getSynchronizations();
+    TransactionSynchronizationManager.clearSynchronization();
+    TransactionSynchronizationManager.initSynchronization();
+    all.stream()
+        .filter(sync -> sync != NO_SUSPENSION)
+        .forEach(TransactionSynchronizationManager::registerSynchronization);
+    all = TransactionSynchronizationManager.getSynchronizations();
+    // Only Spring's JDBC connection synchronizations: other resources (a transactional Kafka
+    // producer, a transacted JMS session) commit with the transaction and must wait for nolock's.
     List<TransactionSynchronization> resources =
         all.stream()
-            .filter(
-                s ->
-                    s instanceof ResourceHolderSynchronization<?, ?>
-                        || s.getClass().getName().equals(CONNECTION_SYNCHRONIZATION))
+            .filter(sync -> sync.getClass().getName().equals(CONNECTION_SYNCHRONIZATION))
             .toList();
     if (resources.isEmpty()) {
       return;
@@ -190,9 +223,14 @@ public final class BoundTransactions {
    * Runs the {@code afterCommit} and {@code afterCompletion} of callbacks kept by {@link #call}.
    */
   public static void afterCommit(List<TransactionSynchronization> registered) {
-    TransactionSynchronizationUtils.invokeAfterCommit(registered);
-    TransactionSynchronizationUtils.invokeAfterCompletion(
-        registered, TransactionSynchronization.STATUS_COMMITTED);
+    // One by one, each failure logged: the transaction has committed, and a callback that fails
+    // must neither turn that into a failure for the caller nor keep the others from running.
+    for (TransactionSynchronization callback : registered) {
+      guarded(callback, TransactionSynchronization::afterCommit);
+    }
+    for (TransactionSynchronization callback : registered) {
+      guarded(callback, c -> c.afterCompletion(TransactionSynchronization.STATUS_COMMITTED));
+    }
   }
 
   /**
@@ -200,11 +238,24 @@ public final class BoundTransactions {
    * rolled back, or ({@code unknown}) when its outcome is unknown.
    */
   public static void afterRollback(List<TransactionSynchronization> registered, boolean unknown) {
-    TransactionSynchronizationUtils.invokeAfterCompletion(
-        registered,
+    int status =
         unknown
             ? TransactionSynchronization.STATUS_UNKNOWN
-            : TransactionSynchronization.STATUS_ROLLED_BACK);
+            : TransactionSynchronization.STATUS_ROLLED_BACK;
+    for (TransactionSynchronization callback : registered) {
+      guarded(callback, c -> c.afterCompletion(status));
+    }
+  }
+
+  private static void guarded(
+      TransactionSynchronization callback,
+      java.util.function.Consumer<TransactionSynchronization> run) {
+    try {
+      run.accept(callback);
+    } catch (RuntimeException | LinkageError e) {
+      LOG.error(
+          "A transaction callback failed after nolock's transaction completed: {}", callback, e);
+    }
   }
 
   /** A holder whose transaction is active, so that a nested {@code @Transactional} joins it. */

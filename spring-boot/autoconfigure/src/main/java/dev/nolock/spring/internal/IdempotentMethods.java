@@ -1,8 +1,13 @@
 package dev.nolock.spring.internal;
 
 import dev.nolock.idempotency.IdempotencyKeys;
+import dev.nolock.idempotency.http.IdempotentHttpHandler.Reply;
 import dev.nolock.spring.Idempotent;
+import jakarta.servlet.ServletRequest;
+import java.io.InputStream;
+import java.io.Reader;
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -12,6 +17,7 @@ import org.springframework.aop.framework.autoproxy.AbstractBeanFactoryAwareAdvis
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.core.annotation.AnnotatedElementUtils;
@@ -47,7 +53,11 @@ public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPos
 
   private transient ConfigurableListableBeanFactory beanFactory;
 
-  public IdempotentMethods(IdempotentRequests interceptor) {
+  private final transient ObjectProvider<IdempotencyKeys<Reply>> keys;
+
+  public IdempotentMethods(
+      IdempotentRequests interceptor, ObjectProvider<IdempotencyKeys<Reply>> keys) {
+    this.keys = keys;
     this.advisor =
         new DefaultPointcutAdvisor(
             // Inherited: an @Idempotent declared on an interface method (an OpenAPI-generated
@@ -66,11 +76,13 @@ public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPos
   @Override
   public void afterSingletonsInstantiated() {
     Map<String, String> scopes = new LinkedHashMap<>();
+    boolean[] used = {false};
     AnnotatedMethods.forEach(
         beanFactory,
         Idempotent.class,
         (beanName, method, annotation) -> {
           String source = "bean '" + beanName + "', method " + method.toGenericString();
+          used[0] = true;
           check(source, method);
           String scope = IdempotentRequests.scopeOf(method, annotation);
           try {
@@ -93,6 +105,28 @@ public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPos
   }
 
   private static void check(String source, Method method) {
+    int modifiers = method.getModifiers();
+    if (Modifier.isPrivate(modifiers)
+        || Modifier.isFinal(modifiers)
+        || Modifier.isStatic(modifiers)) {
+      throw refused(
+          source,
+          "it is private, final or static, so the proxy that applies the key cannot intercept it:"
+              + " make it a non-final instance method, package-private or public.");
+    }
+    for (Class<?> parameter : method.getParameterTypes()) {
+      if (InputStream.class.isAssignableFrom(parameter)
+          || Reader.class.isAssignableFrom(parameter)
+          || ServletRequest.class.isAssignableFrom(parameter)) {
+        throw refused(
+            source,
+            "it takes "
+                + parameter.getName()
+                + ", from which it could read the body that the key's fingerprint has read"
+                + " already (it would find it empty): take the body as @RequestBody (byte[],"
+                + " String or an object), and headers as @RequestHeader.");
+      }
+    }
     RequestMapping mapping =
         AnnotatedElementUtils.findMergedAnnotation(method, RequestMapping.class);
     if (mapping == null) {

@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.lang.reflect.Method;
 import java.lang.reflect.UndeclaredThrowableException;
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.security.Principal;
 import java.time.Duration;
@@ -32,6 +33,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.http.HttpHeaders;
+import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.util.ClassUtils;
@@ -150,7 +152,14 @@ public final class IdempotentRequests implements MethodInterceptor {
           HttpHeaders.CONTENT_TYPE, Collections.list(request.getHeaders(HttpHeaders.CONTENT_TYPE)));
     }
     String query = request.getQueryString();
-    URI uri = URI.create(request.getRequestURI() + (query == null ? "" : "?" + query));
+    URI uri;
+    try {
+      uri = new URI(request.getRequestURI() + (query == null ? "" : "?" + query));
+    } catch (URISyntaxException e) {
+      // The container let through characters a URI may not hold (relaxed-query-chars).
+      return problem(
+          400, "Malformed request URI", "Encode the path and query as RFC 3986 has it.", null);
+    }
     // Callbacks the method registered (an AFTER_COMMIT event listener's) run only once the key's
     // transaction is known to have committed, never for a superseded or failed attempt.
     List<TransactionSynchronization> callbacks = new ArrayList<>();
@@ -164,7 +173,9 @@ public final class IdempotentRequests implements MethodInterceptor {
                   key,
                   IdempotentHttpHandler.fingerprint(request.getMethod(), uri, headers, body),
                   attempt -> {
-                    callbacks.clear(); // an earlier phase attempt's were rolled back with it
+                    // An earlier attempt's were rolled back with it.
+                    BoundTransactions.afterRollback(callbacks, false);
+                    callbacks.clear();
                     return BoundTransactions.call(
                         dataSource.getObject(),
                         attempt.dsl(),
@@ -243,7 +254,12 @@ public final class IdempotentRequests implements MethodInterceptor {
       bytes = raw;
       contentType = declared != null ? declared : "application/octet-stream";
     } else if (body instanceof String text) {
-      bytes = text.getBytes(StandardCharsets.UTF_8);
+      MediaType type = entity.getHeaders().getContentType();
+      bytes =
+          text.getBytes(
+              type != null && type.getCharset() != null
+                  ? type.getCharset()
+                  : StandardCharsets.UTF_8);
       contentType = declared != null ? declared : "text/plain;charset=UTF-8";
     } else if (body == null) {
       bytes = new byte[0];

@@ -7,6 +7,7 @@ import dev.nolock.patterns.FencingToken;
 import dev.nolock.spring.PartitionHandler;
 import dev.nolock.spring.PartitionOwners;
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -25,6 +26,9 @@ import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.ResolvableType;
+import org.springframework.core.annotation.MergedAnnotations;
+import org.springframework.core.annotation.MergedAnnotations.SearchStrategy;
+import org.springframework.util.ClassUtils;
 
 /**
  * Finds the {@link PartitionHandler} methods and runs one {@link PartitionOwner} per declared
@@ -50,6 +54,11 @@ public final class Ownerships
       Deserializer<?> keys,
       Deserializer<?> values,
       RecordHandler<Object, Object> handler) {}
+
+  private static final List<String> TRANSACTIONAL =
+      List.of(
+          "org.springframework.transaction.annotation.Transactional",
+          "jakarta.transaction.Transactional");
 
   private final DataSource dataSource;
   private final Map<String, OwnershipConfig> configs;
@@ -112,6 +121,26 @@ public final class Ownerships
     if (earlier != null) {
       throw refused(
           source, "the owner \"" + owner + "\" has a handler already (" + earlier.source() + ").");
+    }
+    if (Modifier.isPrivate(method.getModifiers())) {
+      throw refused(
+          source,
+          "it is private: a proxy of the bean (@Transactional elsewhere on it, @Validated, ...)"
+              + " would run it on the proxy, without the bean's state; make it package-private or"
+              + " public.");
+    }
+    Class<?> userClass = ClassUtils.getUserClass(method.getDeclaringClass());
+    for (String transactional : TRANSACTIONAL) {
+      if (MergedAnnotations.from(method, SearchStrategy.TYPE_HIERARCHY).isPresent(transactional)
+          || MergedAnnotations.from(userClass, SearchStrategy.TYPE_HIERARCHY)
+              .isPresent(transactional)) {
+        throw refused(
+            source,
+            "it is @Transactional (on the method or its class): it already runs in the record's"
+                + " apply transaction, where the owner epoch is checked, and a propagation other"
+                + " than the default would commit its writes apart from that check. Remove"
+                + " @Transactional.");
+      }
     }
     Class<?>[] parameters = method.getParameterTypes();
     boolean wantsEpoch = parameters.length == 2 && parameters[1] == FencingToken.class;

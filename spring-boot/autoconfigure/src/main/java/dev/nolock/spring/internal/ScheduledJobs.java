@@ -8,6 +8,7 @@ import dev.nolock.schedule.ScheduledRun;
 import dev.nolock.schedule.ScheduledSingleton;
 import dev.nolock.spring.FencedScheduled;
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.time.DateTimeException;
 import java.time.ZoneId;
 import java.util.ArrayList;
@@ -130,6 +131,13 @@ public final class ScheduledJobs
               + " transaction of Spring's, apart from the run's, and commit even when the run was"
               + " taken over. Remove @Transactional: the method already runs in the run's own"
               + " transaction, which commits its writes only with the run's finish.");
+    }
+    if (Modifier.isPrivate(method.getModifiers())) {
+      throw refused(
+          source,
+          "it is private: a proxy of the bean (@Transactional elsewhere on it, @Validated, ...)"
+              + " would run it on the proxy, without the bean's state; make it package-private or"
+              + " public.");
     }
     Class<?>[] parameters = method.getParameterTypes();
     Set<Class<?>> seen = new LinkedHashSet<>();

@@ -66,6 +66,24 @@ class IdempotentConditionsTest {
   }
 
   @RestController
+  static class ReadsTheStream {
+    @Idempotent
+    @PostMapping("/a")
+    ResponseEntity<String> upload(java.io.InputStream body) {
+      return ResponseEntity.ok("a");
+    }
+  }
+
+  @RestController
+  static class PrivateMethod {
+    @Idempotent
+    @PostMapping("/a")
+    private ResponseEntity<String> create() {
+      return ResponseEntity.ok("a");
+    }
+  }
+
+  @RestController
   static class OnAGet {
     @Idempotent
     @GetMapping("/a")
@@ -176,6 +194,16 @@ class IdempotentConditionsTest {
   @Test
   void onAMappingForEveryMethodStartUpFails() {
     assertFails(EveryMethod.class, "EveryMethod.any", "mapped to every HTTP method");
+  }
+
+  @Test
+  void aMethodThatReadsTheBodyStreamItselfIsRefused() {
+    assertFails(ReadsTheStream.class, "ReadsTheStream.upload", "java.io.InputStream");
+  }
+
+  @Test
+  void aPrivateMethodTheProxyCannotInterceptIsRefused() {
+    assertFails(PrivateMethod.class, "PrivateMethod.create", "private, final or static");
   }
 
   @Test

@@ -219,6 +219,85 @@ class BoundTransactionsIT {
     assertThat(committedCallback).isTrue();
   }
 
+  @Test
+  void aNestedRequiresNewIsRefusedAndNothingCommits() {
+    TransactionTemplate requiresNew =
+        new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+    requiresNew.setPropagationBehavior(TransactionTemplate.PROPAGATION_REQUIRES_NEW);
+    assertThatThrownBy(
+            () ->
+                nolock.transaction(
+                    tx ->
+                        BoundTransactions.call(
+                            dataSource,
+                            tx.dsl(),
+                            () -> {
+                              jdbc.update("insert into bound_writes values (1)");
+                              requiresNew.executeWithoutResult(
+                                  status -> jdbc.update("insert into bound_writes values (2)"));
+                              return null;
+                            })))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("REQUIRES_NEW");
+    assertThat(rows()).isZero();
+  }
+
+  /** The control: the same REQUIRES_NEW in a Spring transaction commits apart from it. */
+  @Test
+  void theControlARequiresNewInsideSpringsOwnTransactionCommitsApart() {
+    TransactionTemplate outer =
+        new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+    TransactionTemplate requiresNew =
+        new TransactionTemplate(new DataSourceTransactionManager(dataSource));
+    requiresNew.setPropagationBehavior(TransactionTemplate.PROPAGATION_REQUIRES_NEW);
+    assertThatThrownBy(
+            () ->
+                outer.executeWithoutResult(
+                    status -> {
+                      requiresNew.executeWithoutResult(
+                          inner -> jdbc.update("insert into bound_writes values (2)"));
+                      throw new IllegalStateException("the outer fails");
+                    }))
+        .hasMessage("the outer fails");
+    assertThat(rows()).isOne();
+  }
+
+  @Test
+  void aResourceThatCommitsWithTheTransactionWaitsForTheCallersWord() {
+    AtomicBoolean committedCallback = new AtomicBoolean();
+    List<TransactionSynchronization> kept = new ArrayList<>();
+    nolock.transaction(
+        tx ->
+            BoundTransactions.call(
+                dataSource,
+                tx.dsl(),
+                () -> {
+                  // As a transactional Kafka producer or a transacted JMS session registers.
+                  TransactionSynchronizationManager.registerSynchronization(
+                      new org.springframework.transaction.support.ResourceHolderSynchronization<
+                          org.springframework.transaction.support.ResourceHolderSupport, Object>(
+                          new org.springframework.transaction.support.ResourceHolderSupport() {},
+                          new Object()) {
+                        @Override
+                        protected boolean shouldReleaseBeforeCompletion() {
+                          return false; // as Spring Kafka's: the commit happens after it
+                        }
+
+                        @Override
+                        protected void processResourceAfterCommit(
+                            org.springframework.transaction.support.ResourceHolderSupport holder) {
+                          committedCallback.set(true);
+                        }
+                      });
+                  return null;
+                },
+                kept));
+    assertThat(kept).hasSize(1);
+    assertThat(committedCallback).as("not completed before nolock's commit").isFalse();
+    BoundTransactions.afterCommit(kept);
+    assertThat(committedCallback).isTrue();
+  }
+
   private static TransactionSynchronization afterCommitSets(AtomicBoolean flag) {
     return new TransactionSynchronization() {
       @Override

@@ -25,7 +25,8 @@ class OwnershipConditionsTest {
 
   private final ApplicationContextRunner runner =
       new ApplicationContextRunner()
-          .withConfiguration(AutoConfigurations.of(NolockOwnershipAutoConfiguration.class));
+          .withConfiguration(AutoConfigurations.of(NolockOwnershipAutoConfiguration.class))
+          .withPropertyValues("spring.application.name=ledger");
 
   @Configuration(proxyBeanMethods = false)
   static class WithDataSource {
@@ -193,6 +194,53 @@ class OwnershipConditionsTest {
                 assertThat(context.getStartupFailure())
                     .hasStackTraceContaining(
                         "nolock.ownership.owners.deposits is declared but no bean"));
+  }
+
+  @Test
+  void withoutAGroupIdOrAnApplicationNameStartUpFailsNamingBoth() {
+    new ApplicationContextRunner()
+        .withConfiguration(AutoConfigurations.of(NolockOwnershipAutoConfiguration.class))
+        .withUserConfiguration(WithDataSource.class)
+        .withPropertyValues(DECLARED)
+        .run(
+            context ->
+                assertThat(context.getStartupFailure())
+                    .hasStackTraceContaining("nolock.ownership.owners.deposits.group-id: not set")
+                    .hasStackTraceContaining("spring.application.name"));
+  }
+
+  @Test
+  void springKafkasBootstrapServersAsAYamlListAreTheDefaultToo() {
+    runner
+        .withUserConfiguration(WithDataSource.class)
+        .withPropertyValues(
+            "nolock.ownership.owners.deposits.topic=deposits",
+            "spring.kafka.bootstrap-servers[0]=127.0.0.1:1",
+            "spring.kafka.bootstrap-servers[1]=127.0.0.1:2")
+        .run(
+            context ->
+                assertThat(context.getStartupFailure())
+                    .hasStackTraceContaining(
+                        "nolock.ownership.owners.deposits is declared but no bean"));
+  }
+
+  @Test
+  void aTransactionalHandlerFailsStartUpNamingTheMethod() {
+    runner
+        .withUserConfiguration(WithDataSource.class)
+        .withPropertyValues(DECLARED)
+        .withBean("transactional", TransactionalDeposits.class)
+        .run(
+            context ->
+                assertThat(context.getStartupFailure())
+                    .hasStackTraceContaining("TransactionalDeposits.apply")
+                    .hasStackTraceContaining("it is @Transactional"));
+  }
+
+  @org.springframework.transaction.annotation.Transactional
+  static class TransactionalDeposits {
+    @PartitionHandler("deposits")
+    void apply(ConsumerRecord<String, String> record) {}
   }
 
   @Test
