@@ -7,6 +7,7 @@ import dev.nolock.schedule.ScheduledSingleton;
 import dev.nolock.spring.FencedScheduled;
 import dev.nolock.spring.internal.PropertyCheck;
 import dev.nolock.spring.internal.ScheduledJobs;
+import dev.nolock.spring.internal.ScheduledRunsSection;
 import io.micrometer.core.instrument.MeterRegistry;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
@@ -46,18 +47,31 @@ public class NolockScheduleAutoConfiguration {
       DataSource dataSource,
       NolockScheduleProperties properties,
       NolockProperties nolock,
+      ScheduledRunsSection runs,
       ObjectProvider<MeterRegistry> registry) {
     MeterRegistry meters = registry.getIfUnique();
     return new ScheduledJobs(
         dataSource,
-        (name, schedule) -> config(name, schedule, properties, meters),
+        (name, schedule) -> config(name, schedule, properties, meters, runs),
         properties.getJobs().keySet(),
         nolock.isCreateTables());
   }
 
+  /** What each job's runs came to on this instance, for the {@code nolock} endpoint. */
+  @Bean
+  @ConditionalOnMissingBean
+  public ScheduledRunsSection nolockScheduledRunsSection() {
+    return new ScheduledRunsSection();
+  }
+
   private static ScheduleConfig config(
-      String name, CronSchedule schedule, NolockScheduleProperties p, MeterRegistry meters) {
-    ScheduleConfig.Builder b = ScheduleConfig.custom(name, schedule);
+      String name,
+      CronSchedule schedule,
+      NolockScheduleProperties p,
+      MeterRegistry meters,
+      ScheduledRunsSection runs) {
+    ScheduleConfig.Builder b =
+        ScheduleConfig.custom(name, schedule).onOutcome(outcome -> runs.record(name, outcome));
     if (p.getTable() != null) {
       PropertyCheck.named("nolock.schedule.table", () -> b.table(p.getTable()));
     }

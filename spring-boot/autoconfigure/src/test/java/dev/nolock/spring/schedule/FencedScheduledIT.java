@@ -7,6 +7,7 @@ import dev.nolock.schedule.ScheduledRun;
 import dev.nolock.spring.FencedScheduled;
 import dev.nolock.spring.autoconfigure.NolockAutoConfiguration;
 import dev.nolock.spring.autoconfigure.NolockScheduleAutoConfiguration;
+import dev.nolock.spring.internal.ScheduledRunsSection;
 import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import java.sql.Timestamp;
@@ -131,6 +132,17 @@ class FencedScheduledIT {
             "ticker.instance=" + id);
   }
 
+  @SuppressWarnings("unchecked") // the section's report, as the endpoint renders it
+  private static java.util.List<String> outcomes(
+      org.springframework.context.ApplicationContext context) {
+    java.util.Map<String, java.util.List<ScheduledRunsSection.Run>> report =
+        (java.util.Map<String, java.util.List<ScheduledRunsSection.Run>>)
+            context.getBean(ScheduledRunsSection.class).report();
+    return report.getOrDefault("ticker", java.util.List.of()).stream()
+        .map(ScheduledRunsSection.Run::outcome)
+        .toList();
+  }
+
   private long times() {
     return schema
         .dsl()
@@ -155,6 +167,16 @@ class FencedScheduledIT {
                           assertThat(a).hasNotFailed();
                           assertThat(b).hasNotFailed();
                           await().atMost(Duration.ofSeconds(30)).until(() -> times() >= 4);
+                          // Both instances competed for the times: each saw outcomes of its own
+                          // (a run it finished, or a claim the other won), as the nolock
+                          // endpoint shows them.
+                          assertThat(outcomes(a)).isNotEmpty();
+                          assertThat(outcomes(b)).isNotEmpty();
+                          java.util.List<String> both = new java.util.ArrayList<>(outcomes(a));
+                          both.addAll(outcomes(b));
+                          assertThat(both)
+                              .as("a claim lost to the other instance")
+                              .contains("LostClaim");
                         }));
     assertThat(rows()).isEqualTo(times());
   }
