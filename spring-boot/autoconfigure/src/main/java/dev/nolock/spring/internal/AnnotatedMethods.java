@@ -3,6 +3,7 @@ package dev.nolock.spring.internal;
 import java.lang.annotation.Annotation;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.util.List;
 import java.util.Map;
 import org.springframework.aop.scope.ScopedProxyUtils;
 import org.springframework.aop.support.AopUtils;
@@ -10,6 +11,8 @@ import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.core.MethodIntrospector;
 import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.core.annotation.MergedAnnotations;
+import org.springframework.core.annotation.MergedAnnotations.SearchStrategy;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
@@ -43,7 +46,26 @@ final class AnnotatedMethods {
     }
   }
 
+  private static final List<String> TRANSACTIONAL =
+      List.of(
+          "org.springframework.transaction.annotation.Transactional",
+          "jakarta.transaction.Transactional");
+
   private AnnotatedMethods() {}
+
+  /**
+   * Whether {@code method} or its class is {@code @Transactional} (Spring's or Jakarta's), declared
+   * on it, an interface or a superclass.
+   */
+  static boolean isTransactional(Method method) {
+    Class<?> userClass = ClassUtils.getUserClass(method.getDeclaringClass());
+    return TRANSACTIONAL.stream()
+        .anyMatch(
+            t ->
+                MergedAnnotations.from(method, SearchStrategy.TYPE_HIERARCHY).isPresent(t)
+                    || MergedAnnotations.from(userClass, SearchStrategy.TYPE_HIERARCHY)
+                        .isPresent(t));
+  }
 
   /**
    * Each method of each bean's class (the user class behind a proxy) that carries {@code type},

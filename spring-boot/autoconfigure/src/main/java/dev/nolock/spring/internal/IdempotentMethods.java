@@ -21,10 +21,7 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.core.annotation.AnnotatedElementUtils;
-import org.springframework.core.annotation.MergedAnnotations;
-import org.springframework.core.annotation.MergedAnnotations.SearchStrategy;
 import org.springframework.http.ResponseEntity;
-import org.springframework.util.ClassUtils;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RequestMethod;
 
@@ -45,11 +42,6 @@ public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPos
 
   private static final Set<RequestMethod> CHANGING =
       EnumSet.of(RequestMethod.POST, RequestMethod.PUT, RequestMethod.PATCH, RequestMethod.DELETE);
-
-  private static final List<String> TRANSACTIONAL =
-      List.of(
-          "org.springframework.transaction.annotation.Transactional",
-          "jakarta.transaction.Transactional");
 
   private transient ConfigurableListableBeanFactory beanFactory;
 
@@ -147,19 +139,14 @@ public final class IdempotentMethods extends AbstractBeanFactoryAwareAdvisingPos
               + method.getReturnType().getName()
               + "; return ResponseEntity, whose status, headers and body are stored and replayed.");
     }
-    Class<?> userClass = ClassUtils.getUserClass(method.getDeclaringClass());
-    for (String transactional : TRANSACTIONAL) {
-      if (MergedAnnotations.from(method, SearchStrategy.TYPE_HIERARCHY).isPresent(transactional)
-          || MergedAnnotations.from(userClass, SearchStrategy.TYPE_HIERARCHY)
-              .isPresent(transactional)) {
-        throw refused(
-            source,
-            "it is @Transactional (on the method or its class): its writes would go to a"
-                + " transaction of Spring's, apart from the idempotency key's, and commit even"
-                + " when the key's attempt was superseded. Remove @Transactional: the method"
-                + " already runs in the key's own transaction, which commits its writes together"
-                + " with the stored answer.");
-      }
+    if (AnnotatedMethods.isTransactional(method)) {
+      throw refused(
+          source,
+          "it is @Transactional (on the method or its class): its writes would go to a"
+              + " transaction of Spring's, apart from the idempotency key's, and commit even"
+              + " when the key's attempt was superseded. Remove @Transactional: the method"
+              + " already runs in the key's own transaction, which commits its writes together"
+              + " with the stored answer.");
     }
   }
 

@@ -26,9 +26,6 @@ import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.core.ResolvableType;
-import org.springframework.core.annotation.MergedAnnotations;
-import org.springframework.core.annotation.MergedAnnotations.SearchStrategy;
-import org.springframework.util.ClassUtils;
 
 /**
  * Finds the {@link PartitionHandler} methods and runs one {@link PartitionOwner} per declared
@@ -54,11 +51,6 @@ public final class Ownerships
       Deserializer<?> keys,
       Deserializer<?> values,
       RecordHandler<Object, Object> handler) {}
-
-  private static final List<String> TRANSACTIONAL =
-      List.of(
-          "org.springframework.transaction.annotation.Transactional",
-          "jakarta.transaction.Transactional");
 
   private final DataSource dataSource;
   private final Map<String, OwnershipConfig> configs;
@@ -129,18 +121,13 @@ public final class Ownerships
               + " would run it on the proxy, without the bean's state; make it package-private or"
               + " public.");
     }
-    Class<?> userClass = ClassUtils.getUserClass(method.getDeclaringClass());
-    for (String transactional : TRANSACTIONAL) {
-      if (MergedAnnotations.from(method, SearchStrategy.TYPE_HIERARCHY).isPresent(transactional)
-          || MergedAnnotations.from(userClass, SearchStrategy.TYPE_HIERARCHY)
-              .isPresent(transactional)) {
-        throw refused(
-            source,
-            "it is @Transactional (on the method or its class): it already runs in the record's"
-                + " apply transaction, where the owner epoch is checked, and a propagation other"
-                + " than the default would commit its writes apart from that check. Remove"
-                + " @Transactional.");
-      }
+    if (AnnotatedMethods.isTransactional(method)) {
+      throw refused(
+          source,
+          "it is @Transactional (on the method or its class): it already runs in the record's"
+              + " apply transaction, where the owner epoch is checked, and a propagation other"
+              + " than the default would commit its writes apart from that check. Remove"
+              + " @Transactional.");
     }
     Class<?>[] parameters = method.getParameterTypes();
     boolean wantsEpoch = parameters.length == 2 && parameters[1] == FencingToken.class;

@@ -26,9 +26,6 @@ import org.springframework.beans.factory.BeanFactoryAware;
 import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.context.SmartLifecycle;
-import org.springframework.core.annotation.MergedAnnotations;
-import org.springframework.core.annotation.MergedAnnotations.SearchStrategy;
-import org.springframework.util.ClassUtils;
 
 /**
  * Finds the {@link FencedScheduled} methods and runs each through a fenced {@link
@@ -51,11 +48,6 @@ import org.springframework.util.ClassUtils;
  */
 public final class ScheduledJobs
     implements SmartInitializingSingleton, SmartLifecycle, BeanFactoryAware {
-
-  private static final Set<String> TRANSACTIONAL =
-      Set.of(
-          "org.springframework.transaction.annotation.Transactional",
-          "jakarta.transaction.Transactional");
 
   private record Registration(String source, ScheduleConfig config, FencedJob job) {}
 
@@ -118,13 +110,7 @@ public final class ScheduledJobs
               + earlier.source()
               + "): a name identifies one job's runs in the table; give one of them another.");
     }
-    Class<?> userClass = ClassUtils.getUserClass(method.getDeclaringClass());
-    if (TRANSACTIONAL.stream()
-        .anyMatch(
-            t ->
-                MergedAnnotations.from(method, SearchStrategy.TYPE_HIERARCHY).isPresent(t)
-                    || MergedAnnotations.from(userClass, SearchStrategy.TYPE_HIERARCHY)
-                        .isPresent(t))) {
+    if (AnnotatedMethods.isTransactional(method)) {
       throw refused(
           source,
           "it is @Transactional (on the method or its class), so its writes would go to a"
