@@ -3,7 +3,9 @@ package dev.nolock.benchmarks;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import java.net.URI;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -84,6 +86,28 @@ public final class Bench {
    * share rows. {@link PgSchema#close()} drops it.
    */
   public static PgSchema freshSchema(int threads) {
+    if (TurnWorker.active()) {
+      return WORKER_SCHEMAS.computeIfAbsent(threads, Bench::newSchema).emptied();
+    }
+    return newSchema(threads);
+  }
+
+  /**
+   * In a worker of a paired run ({@link TurnWorker}), one schema and pool per thread count for the
+   * JVM's life, emptied before each turn: a turn then costs a {@code DROP SCHEMA}, not a new pool
+   * of connections. They are dropped when the worker ends.
+   */
+  private static final Map<Integer, PgSchema> WORKER_SCHEMAS = new ConcurrentHashMap<>();
+
+  static {
+    if (TurnWorker.active()) {
+      Runtime.getRuntime()
+          .addShutdownHook(
+              new Thread(() -> WORKER_SCHEMAS.values().forEach(PgSchema::drop), "drop-schemas"));
+    }
+  }
+
+  private static PgSchema newSchema(int threads) {
     String name = unique("bench");
     try (HikariDataSource admin = pool(0);
         java.sql.Connection connection = admin.getConnection();
@@ -108,8 +132,22 @@ public final class Bench {
       }
     }
 
+    /** The same schema with every table dropped, its pool's connections kept. */
+    PgSchema emptied() {
+      execute("DROP SCHEMA " + name + " CASCADE");
+      execute("CREATE SCHEMA " + name);
+      return this;
+    }
+
+    /** Drops it, except in a worker of a paired run, where the next turn empties it. */
     @Override
     public void close() {
+      if (!TurnWorker.active()) {
+        drop();
+      }
+    }
+
+    void drop() {
       execute("DROP SCHEMA " + name + " CASCADE");
       dataSource.close();
     }

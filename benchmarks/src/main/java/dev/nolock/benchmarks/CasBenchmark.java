@@ -64,8 +64,7 @@ public class CasBenchmark {
     schema.execute(
         "CREATE TABLE counters (id bigint PRIMARY KEY, version bigint NOT NULL,"
             + " value bigint NOT NULL)");
-    schema.execute(
-        "INSERT INTO counters SELECT g, 1, 0 FROM generate_series(0, " + (keys - 1) + ") g");
+    fill();
     store =
         VersionColumnStore.create(
             schema.dataSource(),
@@ -77,6 +76,12 @@ public class CasBenchmark {
             schema.dataSource(),
             SQLDialect.POSTGRES,
             new Settings().withExecuteWithOptimisticLocking(true));
+  }
+
+  private void fill() {
+    schema.execute(
+        "INSERT INTO counters SELECT g, 1, 0 FROM generate_series(0, " + (keys - 1) + ") g");
+    schema.execute("ANALYZE counters");
   }
 
   @TearDown(Level.Trial)

@@ -1,7 +1,6 @@
 package dev.nolock.benchmarks;
 
 import dev.nolock.benchmarks.Catalog.Entry;
-import dev.nolock.benchmarks.Catalog.Role;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,14 +13,6 @@ import java.util.Map;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
-import org.openjdk.jmh.results.Result;
-import org.openjdk.jmh.results.RunResult;
-import org.openjdk.jmh.results.format.ResultFormatType;
-import org.openjdk.jmh.runner.Runner;
-import org.openjdk.jmh.runner.options.ChainedOptionsBuilder;
-import org.openjdk.jmh.runner.options.OptionsBuilder;
-import org.openjdk.jmh.runner.options.TimeValue;
-import org.openjdk.jmh.runner.options.VerboseMode;
 
 /**
  * The main command: runs every design, its raw floor and its peers in one run, then the harnesses
@@ -29,10 +20,10 @@ import org.openjdk.jmh.runner.options.VerboseMode;
  *
  * <ol>
  *   <li>Find the servers ({@link Servers}: embedded PostgreSQL and Redis when none answers).
- *   <li>For each benchmark class and thread count, one JMH run of the designs and floors at every
- *       key count of the profile, then one of the peers at the profile's peer key counts.
+ *   <li>For each benchmark class, a paired run ({@link Paired}) of its designs, floors and peers at
+ *       every thread and key count of the profile.
  *   <li>The queue drain and partitioned-ownership harnesses, then the convoy scenario.
- *   <li>The report: {@code report.html}, {@code summary.md}, {@code jmh-result.json}.
+ *   <li>The report: {@code report.html}, {@code summary.md}, {@code turns.csv} (every turn).
  * </ol>
  *
  * <p>Options: {@code --long} (the long profile), {@code --out DIR} (default {@code
@@ -71,6 +62,9 @@ public final class Main {
     RunRecord record = new RunRecord(profile, started);
     try (Servers servers = Servers.find(progress)) {
       record.servers.putAll(servers.uses());
+      if (servers.available("postgres")) {
+        record.serverSettings.putAll(postgresSettings());
+      }
       runJmh(profile, servers, only, out, record, progress);
       runHarnesses(profile, servers, only, record, progress);
       runConvoy(profile, servers, only, record, progress);
@@ -92,7 +86,8 @@ public final class Main {
     final Map<String, String> skipped = new LinkedHashMap<>();
     final List<ConvoyHarness.Result> convoy = new ArrayList<>();
     final Map<String, String> convoySkipped = new LinkedHashMap<>();
-    final List<String> jmhJson = new ArrayList<>();
+    final List<Paired.Turn> turns = new ArrayList<>();
+    final Map<String, String> serverSettings = new LinkedHashMap<>();
     long heapAtStart;
     long heapAtEnd;
 
@@ -121,112 +116,59 @@ public final class Main {
       }
       byClass.computeIfAbsent(entry.source(), c -> new ArrayList<>()).add(entry);
     }
-    if (profile.forks() == 0 && !profile.prewarm().isZero() && !byClass.isEmpty()) {
-      prewarm(profile, byClass, progress);
-    }
-    int runs = byClass.size() * profile.threads().size() * 2;
+    Path log = out.resolve("workers.log");
+    Files.deleteIfExists(log);
     int run = 0;
     for (Map.Entry<Class<?>, List<Entry>> benchmark : byClass.entrySet()) {
+      run++;
+      List<int[]> cells = new ArrayList<>();
       for (int threads : profile.threads()) {
-        for (boolean peers : new boolean[] {false, true}) {
-          run++;
-          List<Entry> entries =
-              benchmark.getValue().stream()
-                  .filter(entry -> (entry.role() == Role.PEER) == peers)
-                  .toList();
-          if (entries.isEmpty()) {
-            continue;
-          }
-          progress.accept(
-              String.format(
-                  "JMH run %d/%d: %s at %d thread(s): %s",
-                  run,
-                  runs,
-                  benchmark.getKey().getSimpleName(),
-                  threads,
-                  entries.stream().map(Entry::id).collect(Collectors.joining(", "))));
-          Path json = Files.createTempFile(out, "jmh-", ".json");
-          ChainedOptionsBuilder options =
-              new OptionsBuilder()
-                  .include(
-                      Pattern.quote(benchmark.getKey().getName())
-                          + "\\.("
-                          + entries.stream().map(Entry::id).collect(Collectors.joining("|"))
-                          + ")$")
-                  .forks(profile.forks())
-                  .threads(threads)
-                  .warmupIterations(profile.warmups())
-                  .warmupTime(TimeValue.milliseconds(profile.warmup().toMillis()))
-                  .measurementIterations(profile.iterations())
-                  .measurementTime(TimeValue.milliseconds(profile.iteration().toMillis()))
-                  .jvmArgsAppend(forkJvmArgs())
-                  .verbosity(VerboseMode.NORMAL)
-                  .resultFormat(ResultFormatType.JSON)
-                  .result(json.toString());
-          List<Integer> keys = peers ? profile.peerKeys() : profile.keys();
-          if (hasKeysParameter(benchmark.getKey())) {
-            options.param("keys", keys.stream().map(String::valueOf).toArray(String[]::new));
-          }
-          List<RunResult> results;
-          try {
-            results = new ArrayList<>(new Runner(options.build()).run());
-            record.jmhJson.add(Files.readString(json));
-          } catch (Exception e) {
-            entries.forEach(entry -> record.skipped.put(entry.id(), "JMH run failed: " + e));
-            continue;
-          } finally {
-            Files.deleteIfExists(json);
-          }
-          for (RunResult result : results) {
-            record.figures.add(figure(result));
-          }
-          for (Entry entry : entries) {
-            boolean measured =
-                record.figures.stream()
-                    .anyMatch(f -> f.entry().equals(entry) && f.threads() == threads);
-            if (!measured) {
-              record.skipped.putIfAbsent(
-                  entry.id(),
-                  "the benchmark failed at "
-                      + threads
-                      + " thread(s); its error is in the run's"
-                      + " output");
-            }
-          }
+        for (int keys : hasKeysParameter(benchmark.getKey()) ? profile.keys() : List.of(1)) {
+          cells.add(new int[] {threads, keys});
+        }
+      }
+      List<Entry> variants = benchmark.getValue();
+      progress.accept(
+          String.format(
+              "paired run %d/%d: %s, %d cells x %d blocks of %d ms turns: %s",
+              run,
+              byClass.size(),
+              benchmark.getKey().getSimpleName(),
+              cells.size(),
+              profile.blocks(),
+              profile.turn().toMillis(),
+              variants.stream().map(Entry::id).collect(Collectors.joining(", "))));
+      Map<String, String> failed = new LinkedHashMap<>();
+      List<Paired.Turn> turns =
+          Paired.run(
+              benchmark.getKey(),
+              variants,
+              cells,
+              profile,
+              List.of(forkJvmArgs()),
+              log,
+              failed,
+              progress);
+      record.turns.addAll(turns);
+      failed.forEach((id, why) -> record.skipped.put(id, why + " (its error is in workers.log)"));
+      for (Entry entry : variants) {
+        for (int[] cell : cells) {
+          PairedStats.rate(turns, entry.id(), cell[0], cell[1])
+              .ifPresent(
+                  ok ->
+                      record.figures.add(
+                          new Report.Figure(
+                              entry,
+                              cell[0],
+                              cell[1],
+                              ok.median(),
+                              ok.low(),
+                              ok.high(),
+                              PairedStats.attempts(turns, entry.id(), cell[0], cell[1]),
+                              Map.of())));
         }
       }
     }
-  }
-
-  /**
-   * One unmeasured pass over every variant in this JVM, so that code shared between designs (jOOQ,
-   * pgjdbc, Lettuce, the AWS SDK) is compiled before the first measurement, whichever design runs
-   * first. See {@link Profile} for why.
-   */
-  private static void prewarm(
-      Profile profile, Map<Class<?>, List<Entry>> byClass, Consumer<String> progress)
-      throws Exception {
-    List<String> ids =
-        byClass.values().stream().flatMap(List::stream).map(Entry::id).distinct().toList();
-    progress.accept(
-        "warm-up pass: "
-            + ids.size()
-            + " variants, "
-            + profile.prewarm().toMillis()
-            + " ms each, unmeasured");
-    int threads = profile.threads().stream().filter(t -> t <= 4).max(Integer::compare).orElse(1);
-    new Runner(
-            new OptionsBuilder()
-                .include("\\.(" + String.join("|", ids) + ")$")
-                .forks(0)
-                .threads(threads)
-                .warmupIterations(0)
-                .measurementIterations(1)
-                .measurementTime(TimeValue.milliseconds(profile.prewarm().toMillis()))
-                .param("keys", "10000")
-                .verbosity(VerboseMode.SILENT)
-                .build())
-        .run();
   }
 
   /** Single-key benchmarks (the queue) keep their own one-value {@code keys} parameter. */
@@ -236,30 +178,16 @@ public final class Main {
     return param != null && param.value().length > 1;
   }
 
-  private static String[] forkJvmArgs() {
-    List<String> args =
-        new ArrayList<>(
-            List.of("-Xms512m", "-Xmx1g", "-Dorg.jooq.no-logo=true", "-Dorg.jooq.no-tips=true"));
-    args.addAll(Servers.forkProperties());
-    return args.toArray(String[]::new);
+  /** The options of every worker JVM, as the report shows them (no endpoint). */
+  static List<String> workerJvmArgs() {
+    return List.of(
+        "-Xms512m", "-Xmx1g", "-XX:+UseG1GC", "-Dorg.jooq.no-logo=true", "-Dorg.jooq.no-tips=true");
   }
 
-  private static Report.Figure figure(RunResult result) {
-    String benchmark = result.getParams().getBenchmark();
-    String id = benchmark.substring(benchmark.lastIndexOf('.') + 1);
-    Entry entry = Catalog.require(id);
-    String keysParam = result.getParams().getParam("keys");
-    int keys = keysParam == null ? 1 : Integer.parseInt(keysParam);
-    Result<?> ok = result.getSecondaryResults().get("ok");
-    Result<?> attempts = result.getPrimaryResult();
-    return new Report.Figure(
-        entry,
-        result.getParams().getThreads(),
-        keys,
-        ok.getScore(),
-        Double.isNaN(ok.getScoreError()) ? 0 : ok.getScoreError(),
-        attempts.getScore(),
-        Map.of());
+  private static String[] forkJvmArgs() {
+    List<String> args = new ArrayList<>(workerJvmArgs());
+    args.addAll(Servers.forkProperties());
+    return args.toArray(String[]::new);
   }
 
   private static void runHarnesses(
@@ -290,7 +218,8 @@ public final class Main {
                     result.threads(),
                     0,
                     result.perSecond(),
-                    0,
+                    result.perSecond(),
+                    result.perSecond(),
                     result.perSecond(),
                     result.detail()));
           }
@@ -320,6 +249,25 @@ public final class Main {
         record.convoySkipped.put(design.name(), "failed: " + e);
       }
     }
+  }
+
+  /** The settings that change the ranking: durable commits, and dead rows left or vacuumed. */
+  private static Map<String, String> postgresSettings() {
+    Map<String, String> settings = new LinkedHashMap<>();
+    try (java.sql.Connection connection = java.sql.DriverManager.getConnection(Bench.pgUrl());
+        java.sql.Statement statement = connection.createStatement()) {
+      for (String name :
+          List.of(
+              "synchronous_commit", "fsync", "autovacuum", "shared_buffers", "max_connections")) {
+        try (java.sql.ResultSet row = statement.executeQuery("SHOW " + name)) {
+          row.next();
+          settings.put(name, row.getString(1));
+        }
+      }
+    } catch (java.sql.SQLException e) {
+      settings.put("settings", "not read: " + e.getMessage());
+    }
+    return settings;
   }
 
   private static long heapAfterGc() {

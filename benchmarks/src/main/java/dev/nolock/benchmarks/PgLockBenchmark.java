@@ -137,8 +137,7 @@ public class PgLockBenchmark {
     schema = Bench.freshSchema(threads);
     dataSource = schema.dataSource();
     schema.execute("CREATE TABLE counters (id bigint PRIMARY KEY, value bigint NOT NULL)");
-    schema.execute(
-        "INSERT INTO counters SELECT g, 0 FROM generate_series(0, " + (keys - 1) + ") g");
+    fillCounters();
     // ShedLock's documented table for PostgreSQL.
     schema.execute(
         "CREATE TABLE shedlock (name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL,"
@@ -161,10 +160,19 @@ public class PgLockBenchmark {
     }
   }
 
+  private void fillCounters() {
+    schema.execute(
+        "INSERT INTO counters SELECT g, 0 FROM generate_series(0, " + (keys - 1) + ") g");
+    schema.execute("ANALYZE counters");
+  }
+
   @TearDown(Level.Trial)
   public void tearDown() {
-    locks.close();
-    schema.close();
+    TurnWorker.afterTrial(
+        () -> {
+          locks.close();
+          schema.close();
+        });
   }
 
   @Benchmark

@@ -5,27 +5,23 @@ import java.util.List;
 
 /**
  * How long and how wide a run is. {@link #SHORT} is the README's main command (under ten minutes on
- * two cores after the build); {@link #LONG} is {@code --long}.
+ * two cores, build included); {@link #LONG} is {@code --long}.
  *
- * <p>Why the short profile does not fork: measured on this machine, nolock's jOOQ-based designs
- * need about seven one-second iterations in a fresh JVM before they reach their steady rate (the
- * compiler threads share two cores with PostgreSQL and the benchmark), while raw JDBC is warm after
- * two. A fresh fork per benchmark with a short warm-up would compare cold library code against a
- * warm floor. So the short profile runs every benchmark in the runner's JVM ({@code forks = 0})
- * after a warm-up pass over all of them; the long profile forks each benchmark, as JMH recommends,
- * with a warm-up long enough for every design.
+ * <p>The JMH benchmarks run paired ({@link Paired}): every variant in a JVM of its own, kept for
+ * the whole run, measured in turns of {@link #turn} in palindromic blocks. Short turns in many
+ * blocks beat long runs on a shared machine: the drift between two neighbouring turns is small, and
+ * the interval narrows with the number of blocks. Measured here, nolock's jOOQ-based designs need
+ * about seven seconds of running in a fresh JVM before they reach their steady rate, raw JDBC two,
+ * hence an unmeasured turn of {@link #warmup} per variant before the first cell's blocks.
  *
  * @param name shown in the report
- * @param forks JMH forks per benchmark (0: in the runner's JVM, after {@link #prewarm} per variant)
- * @param prewarm with {@code forks = 0}, how long each variant runs, unmeasured, before any
- *     measurement starts
- * @param warmups JMH warm-up iterations (of {@link #warmup} each)
- * @param warmup the length of each warm-up iteration
- * @param iterations JMH measured iterations (of {@link #iteration} each)
- * @param iteration the length of each measured iteration
+ * @param turn the length of one measured turn
+ * @param blocks palindromic blocks per cell (each variant runs two turns per block)
+ * @param warmup the unmeasured turn of each variant in its class's first cell (later cells begin
+ *     with one unmeasured turn of {@link #turn})
  * @param threads the thread counts every design runs at
- * @param keys the key counts (1 is the hot key)
- * @param peerKeys the key counts the peer libraries run at
+ * @param keys the key counts (1 is the hot key); the peers run at the same ones
+ * @param peerThreads the thread counts the peer libraries run at
  * @param queueJobs jobs each queue drain harness processes (the decay check)
  * @param ownershipCommands commands the partitioned-ownership harness applies per variant
  * @param convoyPhase the length of the before and after phases of the convoy scenario
@@ -33,15 +29,12 @@ import java.util.List;
  */
 public record Profile(
     String name,
-    int forks,
-    Duration prewarm,
-    int warmups,
+    Duration turn,
+    int blocks,
     Duration warmup,
-    int iterations,
-    Duration iteration,
     List<Integer> threads,
     List<Integer> keys,
-    List<Integer> peerKeys,
+    List<Integer> peerThreads,
     int queueJobs,
     int ownershipCommands,
     Duration convoyPhase,
@@ -50,15 +43,12 @@ public record Profile(
   public static final Profile SHORT =
       new Profile(
           "short",
-          0,
-          Duration.ofMillis(1500),
-          2,
-          Duration.ofSeconds(1),
+          Duration.ofMillis(250),
           6,
-          Duration.ofMillis(500),
+          Duration.ofSeconds(5),
           List.of(1, 4),
           List.of(1, 10_000),
-          List.of(1),
+          List.of(4),
           20_000,
           20_000,
           Duration.ofSeconds(3),
@@ -67,15 +57,12 @@ public record Profile(
   public static final Profile LONG =
       new Profile(
           "long",
-          1,
-          Duration.ZERO,
-          10,
           Duration.ofSeconds(1),
-          5,
-          Duration.ofSeconds(2),
+          12,
+          Duration.ofSeconds(10),
           List.of(1, 4, 16),
           List.of(1, 16, 10_000),
-          List.of(1, 16, 10_000),
+          List.of(1, 4, 16),
           2_000_000,
           200_000,
           Duration.ofSeconds(10),

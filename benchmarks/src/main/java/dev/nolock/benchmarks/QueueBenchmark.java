@@ -50,6 +50,12 @@ public class QueueBenchmark {
   /** Ready jobs per trial: more than the longest profile drains at the highest thread count. */
   static final int JOBS = 400_000;
 
+  /**
+   * Jobs per turn of a paired run: more than a turn of the long profile drains at the rates
+   * measured here (under 10,000 jobs/s), so a turn never finds the queue empty.
+   */
+  static final int TURN_JOBS = 40_000;
+
   static final String QUEUE = "bench";
 
   /** The library's default lease, bound in milliseconds as the library binds it. */
@@ -87,7 +93,7 @@ public class QueueBenchmark {
         JobQueue.create(
             schema.dataSource(), QueueConfig.custom(QUEUE).build(), PayloadCodec.bytes());
     queue.createTableIfMissing();
-    fill(schema, JOBS);
+    fill(schema, TurnWorker.active() ? TURN_JOBS : JOBS);
   }
 
   /**

@@ -21,7 +21,9 @@ import io.lettuce.core.api.sync.RedisCommands;
 import io.vavr.control.Option;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -124,14 +126,29 @@ public class RedisLockBenchmark {
 
   private RedissonClient redisson;
 
+  // A worker of a paired run keeps its clients for its life: a new Netty client per turn would
+  // cost more than the turn measures. The key prefix stays new per turn.
+  private static RedisClient workerClient;
+  private static StatefulRedisConnection<String, String> workerConnection;
+  private static final Map<Integer, RedissonClient> workerRedisson = new ConcurrentHashMap<>();
+
   @Setup(Level.Trial)
   public void setUp(BenchmarkParams params) {
     prefix = Bench.unique("bench") + ":";
     RedisURI uri = RedisURI.create(Bench.redisUri());
     // nolock's README: a command timeout well below the lease TTL (Lettuce's default is 60 s).
     uri.setTimeout(Duration.ofSeconds(2));
-    client = RedisClient.create(uri);
-    connection = client.connect();
+    if (TurnWorker.active() && workerConnection != null) {
+      client = workerClient;
+      connection = workerConnection;
+    } else {
+      client = RedisClient.create(uri);
+      connection = client.connect();
+      if (TurnWorker.active()) {
+        workerClient = client;
+        workerConnection = connection;
+      }
+    }
     redis = connection.sync();
 
     backendConfig = RedisLockBackendConfig.custom().keyPrefix(prefix + "lock:").build();
@@ -161,6 +178,10 @@ public class RedisLockBenchmark {
     // noise beside the other variants on a two-core machine.
     if (params.getBenchmark().contains("Redisson")) {
       int threads = params.getThreads();
+      if (TurnWorker.active() && workerRedisson.containsKey(threads)) {
+        redisson = workerRedisson.get(threads);
+        return;
+      }
       Config config = new Config();
       config
           .useSingleServer()
@@ -172,13 +193,20 @@ public class RedisLockBenchmark {
           .setSubscriptionConnectionPoolSize(1)
           .setSubscriptionConnectionMinimumIdleSize(1);
       redisson = Redisson.create(config);
+      if (TurnWorker.active()) {
+        workerRedisson.put(threads, redisson);
+      }
     }
   }
 
   @TearDown(Level.Trial)
   public void tearDown() {
+    TurnWorker.afterTrial(this::close);
+  }
+
+  private void close() {
     locks.close();
-    if (redisson != null) {
+    if (redisson != null && !TurnWorker.active()) {
       redisson.shutdown();
     }
     // Redisson puts its token and unlock-latch keys in front of the lock name, so match anywhere.
@@ -194,8 +222,10 @@ public class RedisLockBenchmark {
       }
       cursor = redis.scan(ScanCursor.of(cursor.getCursor()), ours);
     }
-    connection.close();
-    client.shutdown();
+    if (!TurnWorker.active()) {
+      connection.close();
+      client.shutdown();
+    }
   }
 
   @Benchmark

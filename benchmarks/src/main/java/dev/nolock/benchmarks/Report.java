@@ -22,27 +22,31 @@ import org.HdrHistogram.Histogram;
 
 /**
  * Writes {@code summary.md} (every table), {@code report.html} (the same tables with charts) and
- * {@code jmh-result.json} (JMH's raw results of every run, concatenated into one array).
+ * {@code turns.csv} (every measured turn of the paired runs).
  *
- * <p>Every ratio divides two figures of the same run at the same thread count and key count; its ±
- * is the two JMH errors (99.9 % confidence) propagated as relative errors in quadrature.
+ * <p>Every JMH ratio comes from a paired run ({@link Paired}, {@link PairedStats}): the median of
+ * the per-block ratios, with a 95 % bootstrap interval over whole blocks. A verdict is "met" only
+ * when the interval's lower bound reaches the goal, "not met" only when its upper bound falls
+ * short, and undecided otherwise.
  */
 final class Report {
 
   /**
    * One measured figure.
    *
-   * @param okPerSecond units of protected work done per second (JMH's {@code ok} counter, or the
-   *     harness's rate)
-   * @param okError JMH's 99.9 % error of that rate (0 for a harness)
-   * @param attemptsPerSecond attempts per second (JMH's primary score)
+   * @param okPerSecond units of protected work done per second (the median block rate of JMH's
+   *     {@code ok} counter, or the harness's rate)
+   * @param okLow the lower bound of its 95 % interval (the rate itself for a harness: one run)
+   * @param okHigh the upper bound
+   * @param attemptsPerSecond attempts per second (JMH's primary score, median block rate)
    */
   record Figure(
       Entry entry,
       int threads,
       int keys,
       double okPerSecond,
-      double okError,
+      double okLow,
+      double okHigh,
       double attemptsPerSecond,
       Map<String, String> detail) {}
 
@@ -64,15 +68,22 @@ final class Report {
     Report report = new Report(run);
     Files.writeString(out.resolve("summary.md"), report.markdown());
     Files.writeString(out.resolve("report.html"), report.html());
-    Files.writeString(
-        out.resolve("jmh-result.json"),
-        "[\n"
-            + run.jmhJson.stream()
-                .map(String::strip)
-                .filter(json -> json.length() > 2)
-                .map(json -> json.substring(1, json.length() - 1).strip())
-                .collect(Collectors.joining(",\n"))
-            + "\n]\n");
+    StringBuilder csv =
+        new StringBuilder("variant,threads,keys,block,position,ok_per_s,attempts_per_s\n");
+    for (Paired.Turn t : run.turns) {
+      csv.append(
+          String.format(
+              Locale.ROOT,
+              "%s,%d,%d,%d,%d,%.3f,%.3f%n",
+              t.id(),
+              t.threads(),
+              t.keys(),
+              t.block(),
+              t.position(),
+              t.ok(),
+              t.attempts()));
+    }
+    Files.writeString(out.resolve("turns.csv"), csv.toString());
   }
 
   // ---------------------------------------------------------------- the figures
@@ -83,25 +94,44 @@ final class Report {
         .findFirst();
   }
 
-  /** {@code a / b} and its propagated error, or empty when either is missing or zero. */
-  private static Optional<double[]> ratio(Optional<Figure> a, Optional<Figure> b) {
+  /**
+   * {@code a / b} in one cell: paired, with its interval and order effect; for the harnesses, one
+   * run each (an interval of one point, which {@link #status} never grades).
+   */
+  private Optional<PairedStats.Ratio> ratio(Optional<Figure> a, Optional<Figure> b) {
     if (a.isEmpty() || b.isEmpty() || b.get().okPerSecond() <= 0) {
       return Optional.empty();
     }
-    double x = a.get().okPerSecond();
-    double y = b.get().okPerSecond();
-    double r = x / y;
-    double relative =
-        Math.sqrt(square(a.get().okError() / Math.max(x, 1e-9)) + square(b.get().okError() / y));
-    return Optional.of(new double[] {r, r * relative});
+    if (a.get().entry().isHarness()) {
+      double r = a.get().okPerSecond() / b.get().okPerSecond();
+      return Optional.of(
+          new PairedStats.Ratio(new PairedStats.Estimate(r, r, r, 1), Double.NaN, Double.NaN));
+    }
+    return PairedStats.ratio(
+        run.turns, a.get().entry().id(), b.get().entry().id(), a.get().threads(), a.get().keys());
   }
 
-  private static double square(double v) {
-    return v * v;
+  static String ratioText(Optional<PairedStats.Ratio> ratio) {
+    return ratio
+        .map(PairedStats.Ratio::estimate)
+        .map(
+            e ->
+                e.blocks() < 2
+                    ? String.format(Locale.ROOT, "%.2f× (one run, no interval)", e.median())
+                    : String.format(
+                        Locale.ROOT, "%.2f× [%.2f, %.2f]", e.median(), e.low(), e.high()))
+        .orElse("—");
   }
 
-  private static String ratioText(Optional<double[]> ratio) {
-    return ratio.map(r -> String.format(Locale.ROOT, "%.2f× ± %.2f", r[0], r[1])).orElse("—");
+  /** The order effect of a paired ratio: its median when the design ran first, and second. */
+  static String orderText(Optional<PairedStats.Ratio> ratio) {
+    return ratio
+        .filter(r -> !Double.isNaN(r.designFirst()))
+        .map(
+            r ->
+                String.format(
+                    Locale.ROOT, "%.2f× first / %.2f× second", r.designFirst(), r.referenceFirst()))
+        .orElse("");
   }
 
   private String keysLabel(Entry entry, int keys) {
@@ -123,8 +153,10 @@ final class Report {
     List<Recommendation> rows = new ArrayList<>();
     int threads =
         run.profile.threads().stream().filter(t -> t <= 4).max(Integer::compare).orElse(1);
+    // Designs that can stand in for each other: one row or key guarded on PostgreSQL or Redis. The
+    // DynamoDB figures come from dynalite, one Node.js process, and say nothing about DynamoDB.
     List<String> contest =
-        List.of(Catalog.CAS, Catalog.DYNAMO, Catalog.PG_LOCK, Catalog.ADVISORY, Catalog.REDIS_LOCK);
+        List.of(Catalog.CAS, Catalog.PG_LOCK, Catalog.ADVISORY, Catalog.REDIS_LOCK);
     for (int keys : List.of(1, 10_000)) {
       String where = (keys == 1 ? "Hot key" : "10,000 keys") + ", " + threads + " threads";
       rows.add(
@@ -193,11 +225,16 @@ final class Report {
                       : dbScheduler.get().okPerSecond() / pool.get().okPerSecond(),
                   Svg.compact(pool.get().okPerSecond()),
                   Svg.compact(dbScheduler.get().okPerSecond())),
-              "queue drain harness"));
+              "queue drain harness, one run each (no interval)"));
     }
     return rows;
   }
 
+  /**
+   * The candidate with the most successful units per second, named only when its interval's lower
+   * bound clears the runner-up's upper bound; otherwise every candidate whose interval reaches the
+   * leader's is named as a tie.
+   */
   private Recommendation winner(String shape, Predicate<Figure> candidate, int threads, int keys) {
     List<Figure> ranked =
         figures.stream()
@@ -208,22 +245,60 @@ final class Report {
     if (ranked.isEmpty()) {
       return new Recommendation(shape, "not measured", "—", "—");
     }
+    List<String> peersMissing =
+        Catalog.ENTRIES.stream()
+            .filter(e -> e.role() == Role.PEER && run.skipped.containsKey(e.id()))
+            .filter(e -> candidate.test(new Figure(e, threads, keys, 0, 0, 0, 0, Map.of())))
+            .map(Entry::label)
+            .toList();
+    String basis =
+        "paired JMH runs, successful units per second, "
+            + ranked.size()
+            + " candidates"
+            + (peersMissing.isEmpty() ? "" : "; not measured: " + String.join(", ", peersMissing));
     Figure best = ranked.get(0);
-    String margin =
-        ranked.size() < 2
-            ? "only candidate measured"
-            : String.format(
-                Locale.ROOT,
-                "%.2f× the next, %s (%s vs %s units/s)",
-                best.okPerSecond() / Math.max(ranked.get(1).okPerSecond(), 1e-9),
-                ranked.get(1).entry().label(),
-                Svg.compact(best.okPerSecond()),
-                Svg.compact(ranked.get(1).okPerSecond()));
+    if (ranked.size() < 2) {
+      return new Recommendation(shape, name(best), "only candidate measured", basis);
+    }
+    Figure second = ranked.get(1);
+    if (best.okLow() > second.okHigh()) {
+      return new Recommendation(
+          shape,
+          name(best),
+          String.format(
+              Locale.ROOT,
+              "%.2f× the next, %s (%s [%s, %s] vs %s [%s, %s] units/s)",
+              best.okPerSecond() / Math.max(second.okPerSecond(), 1e-9),
+              second.entry().label(),
+              Svg.compact(best.okPerSecond()),
+              Svg.compact(best.okLow()),
+              Svg.compact(best.okHigh()),
+              Svg.compact(second.okPerSecond()),
+              Svg.compact(second.okLow()),
+              Svg.compact(second.okHigh())),
+          basis);
+    }
+    List<Figure> tied = ranked.stream().filter(f -> f.okHigh() >= best.okLow()).toList();
     return new Recommendation(
         shape,
-        best.entry().label() + " — " + best.entry().group(),
-        margin,
-        "JMH, successful units per second, " + ranked.size() + " candidates");
+        "tie: " + tied.stream().map(Report::name).collect(Collectors.joining("; ")),
+        "intervals overlap: "
+            + tied.stream()
+                .map(
+                    f ->
+                        String.format(
+                            Locale.ROOT,
+                            "%s [%s, %s]",
+                            Svg.compact(f.okPerSecond()),
+                            Svg.compact(f.okLow()),
+                            Svg.compact(f.okHigh())))
+                .collect(Collectors.joining(" vs "))
+            + " units/s",
+        basis);
+  }
+
+  private static String name(Figure f) {
+    return f.entry().label() + " — " + f.entry().group();
   }
 
   // ---------------------------------------------------------------- goals
@@ -236,12 +311,13 @@ final class Report {
       }
       Optional<Entry> raw = Catalog.rawOf(design);
       List<String> parts = new ArrayList<>();
-      List<double[]> ratios = new ArrayList<>();
+      List<PairedStats.Ratio> ratios = new ArrayList<>();
       for (Figure f : figures) {
         if (!f.entry().equals(design) || raw.isEmpty()) {
           continue;
         }
-        Optional<double[]> r = ratio(Optional.of(f), find(raw.get().id(), f.threads(), f.keys()));
+        Optional<PairedStats.Ratio> r =
+            ratio(Optional.of(f), find(raw.get().id(), f.threads(), f.keys()));
         if (r.isPresent()) {
           ratios.add(r.get());
           parts.add(f.threads() + "t/" + keysLabel(design, f.keys()) + ": " + ratioText(r));
@@ -251,7 +327,7 @@ final class Report {
       if (parts.isEmpty()) {
         goals.add(new Goal(goal, "not measured", skippedReason(design.id())));
       } else {
-        goals.add(new Goal(goal, status(ratios, 0.9), String.join("; ", parts)));
+        goals.add(new Goal(goal, floorStatus(ratios, 0.9), String.join("; ", parts)));
       }
     }
     figures.stream()
@@ -349,12 +425,12 @@ final class Report {
 
   private Goal peerGoal(String goal, String ours, String peer, double needed) {
     List<String> parts = new ArrayList<>();
-    List<double[]> ratios = new ArrayList<>();
+    List<PairedStats.Ratio> ratios = new ArrayList<>();
     for (Figure f : figures) {
       if (!f.entry().id().equals(ours)) {
         continue;
       }
-      Optional<double[]> r = ratio(Optional.of(f), find(peer, f.threads(), f.keys()));
+      Optional<PairedStats.Ratio> r = ratio(Optional.of(f), find(peer, f.threads(), f.keys()));
       if (r.isPresent()) {
         ratios.add(r.get());
         parts.add(f.threads() + "t/" + keysLabel(f.entry(), f.keys()) + ": " + ratioText(r));
@@ -367,17 +443,41 @@ final class Report {
   }
 
   /**
-   * "met" when every ratio reaches {@code needed}; "not met" when one falls short by more than its
-   * error; otherwise the shortfall is inside JMH's error and the run cannot decide.
+   * The verdict of a goal over its ratios (one per cell): "met" only when every interval's lower
+   * bound reaches {@code needed}; "not met" when one interval's upper bound falls short; otherwise
+   * undecided. A ratio of one run (a harness) has no interval and decides nothing.
    */
-  static String status(List<double[]> ratios, double needed) {
-    if (ratios.stream().allMatch(r -> r[0] >= needed)) {
-      return "met";
-    }
-    if (ratios.stream().anyMatch(r -> r[0] + r[1] < needed)) {
+  static String status(List<PairedStats.Ratio> ratios, double needed) {
+    List<PairedStats.Estimate> estimates =
+        ratios.stream().map(PairedStats.Ratio::estimate).toList();
+    if (estimates.stream().anyMatch(e -> e.blocks() >= 2 && e.high() < needed)) {
       return "not met";
     }
-    return "not met, within JMH's error (undecided)";
+    if (estimates.stream().anyMatch(e -> e.blocks() < 2)) {
+      return estimates.stream().allMatch(e -> e.median() >= needed)
+          ? "undecided (one run, no interval; at the goal)"
+          : "undecided (one run, no interval; short of the goal)";
+    }
+    if (estimates.stream().allMatch(e -> e.low() >= needed)) {
+      return "met";
+    }
+    return "undecided (an interval spans the goal: more blocks, scripts/bench --long, would"
+        + " narrow it)";
+  }
+
+  /**
+   * {@link #status} for a design against its own floor, which does the same work: a design whose
+   * interval lies wholly above 1 beats the floor, which means the two do not measure the same
+   * thing; that is flagged to be explained, never graded.
+   */
+  static String floorStatus(List<PairedStats.Ratio> ratios, double needed) {
+    boolean beatsFloor =
+        ratios.stream()
+            .map(PairedStats.Ratio::estimate)
+            .anyMatch(e -> e.blocks() >= 2 && e.low() > 1);
+    return beatsFloor
+        ? "artefact: beats its own floor beyond the interval (to explain, not graded)"
+        : status(ratios, needed);
   }
 
   private String skippedReason(String id) {
@@ -419,26 +519,29 @@ final class Report {
     lines.add(
         "Profile: "
             + run.profile.name()
-            + " (JMH: "
-            + (run.profile.forks() == 0
-                ? "no fork, every benchmark in the runner's JVM after an unmeasured pass of "
-                    + run.profile.prewarm().toMillis()
-                    + " ms per variant; "
-                : run.profile.forks() + " fork(s) per benchmark; ")
-            + run.profile.warmups()
-            + " warm-up iterations of "
+            + " (JMH, paired: every variant in a JVM of its own for the whole run, "
+            + String.join(" ", Main.workerJvmArgs())
+            + "; per cell "
+            + run.profile.blocks()
+            + " blocks, each a palindrome of "
+            + run.profile.turn().toMillis()
+            + " ms turns, each a JMH trial on tables built afresh; an unmeasured turn of "
             + run.profile.warmup().toMillis()
-            + " ms and "
-            + run.profile.iterations()
-            + " measured iterations of "
-            + run.profile.iteration().toMillis()
-            + " ms; threads "
+            + " ms per variant first; threads "
             + run.profile.threads()
             + "; keys "
             + run.profile.keys()
-            + "; peers at keys "
-            + run.profile.peerKeys()
+            + "; peers at the same keys and threads "
+            + run.profile.peerThreads()
             + ")");
+    lines.add(
+        "Runner JVM: "
+            + String.join(" ", ManagementFactory.getRuntimeMXBean().getInputArguments())
+            + "; GC "
+            + ManagementFactory.getGarbageCollectorMXBeans().stream()
+                .map(java.lang.management.GarbageCollectorMXBean::getName)
+                .collect(Collectors.joining(", ")));
+    run.serverSettings.forEach((name, value) -> lines.add("PostgreSQL " + name + ": " + value));
     for (Servers.Use use : run.servers.values()) {
       lines.add(
           "Server " + use.server() + ": " + (use.available() ? "" : "UNAVAILABLE — ") + use.how());
@@ -452,12 +555,17 @@ final class Report {
   private static final String READING =
       "Each JMH invocation makes one attempt and never retries: a lost CAS, a lock held by another"
           + " thread, a duplicate in progress or an empty queue counts as a conflict. The tables"
-          + " rank by successful units per second (`ok/s`); `attempts/s` is every try. A ratio"
-          + " divides two figures of the same run at the same threads and keys; ± is JMH's 99.9 %"
-          + " error of both. This machine has 2 cores: at 4 threads (16 in --long) the figures"
-          + " partly measure the scheduler, and the servers share the cores with the benchmark."
-          + " Shared machines drift by up to 2.6× between runs (benchmarks/GOALS.md), so compare"
-          + " ratios, not absolute rates across runs.";
+          + " rank by successful units per second (`ok/s`); `attempts/s` is every try. Every"
+          + " variant of a benchmark runs in turns with the others, in its own JVM, in palindromic"
+          + " blocks (A B B A), on tables reset before each turn; a figure is the median over the"
+          + " blocks and [low, high] its 95 % bootstrap interval over whole blocks. A ratio is the"
+          + " median of the per-block ratios; \"first / second\" gives it over the half-blocks"
+          + " where the design ran before its reference and after it, so an order effect is"
+          + " visible. A goal is met only when the lower bound reaches it, not met only when the"
+          + " upper bound falls short. This machine has 2 cores: at 4 threads (16 in --long) the"
+          + " figures partly measure the scheduler, and the servers share the cores with the"
+          + " benchmark. Compare ratios, not absolute rates across runs (every turn is in"
+          + " turns.csv).";
 
   private String markdown() {
     StringBuilder md = new StringBuilder();
@@ -492,23 +600,24 @@ final class Report {
     for (String group : Catalog.groups()) {
       md.append("\n### ").append(group).append("\n\n");
       md.append(
-          "| variant | role | threads | keys | ok/s | attempts/s | ratio to raw |\n"
-              + "|---|---|---|---|---|---|---|\n");
+          "| variant | role | threads | keys | ok/s [95 % interval] | attempts/s | ratio to raw |"
+              + " order effect |\n"
+              + "|---|---|---|---|---|---|---|---|\n");
       for (Figure f : groupFigures(group)) {
         md.append(
             String.format(
                 Locale.ROOT,
-                "| %s | %s | %d | %s | %s ± %s | %s | %s |%n",
+                "| %s | %s | %d | %s | %s | %s | %s | %s |%n",
                 f.entry().label(),
                 f.entry().role().name().toLowerCase(Locale.ROOT),
                 f.threads(),
                 keysLabel(f.entry(), f.keys()),
-                Svg.compact(f.okPerSecond()),
-                Svg.compact(f.okError()),
+                okText(f),
                 Svg.compact(f.attemptsPerSecond()),
-                ratioToRaw(f)));
+                ratioToRaw(f),
+                orderText(toRaw(f))));
         if (!f.detail().isEmpty()) {
-          md.append("| ↳ ").append(detailText(f)).append(" | | | | | | |\n");
+          md.append("| ↳ ").append(detailText(f)).append(" | | | | | | | |\n");
         }
       }
       for (Entry e : Catalog.ENTRIES) {
@@ -517,7 +626,7 @@ final class Report {
               .append(e.label())
               .append(" | skipped | | | ")
               .append(run.skipped.get(e.id()))
-              .append(" | | |\n");
+              .append(" | | | |\n");
         }
       }
     }
@@ -582,13 +691,27 @@ final class Report {
         .toList();
   }
 
-  private String ratioToRaw(Figure f) {
+  private Optional<PairedStats.Ratio> toRaw(Figure f) {
     if (f.entry().role() == Role.RAW) {
-      return "1 (floor)";
+      return Optional.empty();
     }
     return Catalog.rawOf(f.entry())
-        .map(raw -> ratioText(ratio(Optional.of(f), find(raw.id(), f.threads(), f.keys()))))
-        .orElse("—");
+        .flatMap(raw -> ratio(Optional.of(f), find(raw.id(), f.threads(), f.keys())));
+  }
+
+  private String ratioToRaw(Figure f) {
+    return f.entry().role() == Role.RAW ? "1 (floor)" : ratioText(toRaw(f));
+  }
+
+  private static String okText(Figure f) {
+    return f.okLow() == f.okHigh()
+        ? Svg.compact(f.okPerSecond()) + " (one run)"
+        : Svg.compact(f.okPerSecond())
+            + " ["
+            + Svg.compact(f.okLow())
+            + ", "
+            + Svg.compact(f.okHigh())
+            + "]";
   }
 
   private static String detailText(Figure f) {
@@ -654,14 +777,15 @@ final class Report {
                 f.entry().role().name().toLowerCase(Locale.ROOT),
                 Integer.toString(f.threads()),
                 keysLabel(f.entry(), f.keys()),
-                Svg.compact(f.okPerSecond()) + " ± " + Svg.compact(f.okError()),
+                okText(f),
                 Svg.compact(f.attemptsPerSecond()),
                 ratioToRaw(f),
+                orderText(toRaw(f)),
                 f.detail().isEmpty() ? "" : detailText(f)));
       }
       for (Entry e : Catalog.ENTRIES) {
         if (e.group().equals(group) && run.skipped.containsKey(e.id())) {
-          rows.add(List.of(e.label(), "skipped", "", "", run.skipped.get(e.id()), "", "", ""));
+          rows.add(List.of(e.label(), "skipped", "", "", run.skipped.get(e.id()), "", "", "", ""));
         }
       }
       html.append(
@@ -671,9 +795,10 @@ final class Report {
                   "role",
                   "threads",
                   "keys",
-                  "ok/s",
+                  "ok/s [95 % interval]",
                   "attempts/s",
                   "ratio to raw",
+                  "order effect",
                   "detail"),
               rows));
     }
@@ -739,7 +864,7 @@ final class Report {
         table(
             List.of("design", "phase", "units/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms"), rows));
     html.append(
-        "<p>Raw JMH results: <a href='jmh-result.json'>jmh-result.json</a>; the same tables"
+        "<p>Every measured turn: <a href='turns.csv'>turns.csv</a>; the same tables"
             + " in <a href='summary.md'>summary.md</a>.</p></body></html>\n");
     return html.toString();
   }
