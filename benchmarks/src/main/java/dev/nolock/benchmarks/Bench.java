@@ -13,10 +13,10 @@ import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 
 /**
- * What every benchmark fork needs: the endpoints {@link Main} resolved (passed to each fork as
- * system properties, so an embedded fallback server started by the runner is the one the forks
- * use), connection pools sized for the thread count, and names unique to one trial so runs never
- * see each other's rows.
+ * What every benchmark JVM needs: the endpoints {@link Main} resolved (passed to each worker JVM as
+ * system properties, so an embedded fallback server started by the runner is the one the workers
+ * use), connection pools sized for the thread count, and schemas and key prefixes of their own so
+ * variants never see each other's rows.
  */
 public final class Bench {
 
@@ -87,15 +87,21 @@ public final class Bench {
    */
   public static PgSchema freshSchema(int threads) {
     if (TurnWorker.active()) {
+      // The run moves to the next thread count for good: free the last one's connections.
+      WORKER_SCHEMAS.keySet().stream()
+          .filter(other -> other != threads)
+          .toList()
+          .forEach(other -> WORKER_SCHEMAS.remove(other).drop());
       return WORKER_SCHEMAS.computeIfAbsent(threads, Bench::newSchema).emptied();
     }
     return newSchema(threads);
   }
 
   /**
-   * In a worker of a paired run ({@link TurnWorker}), one schema and pool per thread count for the
-   * JVM's life, emptied before each turn: a turn then costs a {@code DROP SCHEMA}, not a new pool
-   * of connections. They are dropped when the worker ends.
+   * In a worker of a paired run ({@link TurnWorker}), one schema and pool for the thread count of
+   * the current cell (cells run thread count by thread count), emptied before each turn: a turn
+   * then costs a {@code DROP SCHEMA}, not a new pool of connections. Dropped when the run moves to
+   * another thread count, and when the worker ends.
    */
   private static final Map<Integer, PgSchema> WORKER_SCHEMAS = new ConcurrentHashMap<>();
 

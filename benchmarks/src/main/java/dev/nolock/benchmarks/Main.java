@@ -164,6 +164,7 @@ public final class Main {
                               ok.median(),
                               ok.low(),
                               ok.high(),
+                              ok.blocks(),
                               PairedStats.attempts(turns, entry.id(), cell[0], cell[1]),
                               Map.of())));
         }
@@ -220,6 +221,7 @@ public final class Main {
                     result.perSecond(),
                     result.perSecond(),
                     result.perSecond(),
+                    1,
                     result.perSecond(),
                     result.detail()));
           }

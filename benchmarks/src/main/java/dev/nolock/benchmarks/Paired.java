@@ -10,9 +10,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -49,6 +51,7 @@ final class Paired implements AutoCloseable {
       String id, int threads, int keys, int block, int position, double ok, double attempts) {}
 
   private final Map<Entry, Worker> workers = new LinkedHashMap<>();
+  private final Set<Entry> warmed = new HashSet<>();
   private final Consumer<String> progress;
 
   private Paired(Consumer<String> progress) {
@@ -75,29 +78,15 @@ final class Paired implements AutoCloseable {
       for (Entry variant : variants) {
         paired.workers.put(variant, Worker.start(variant, jvmArgs, log));
       }
-      boolean first = true;
       for (int[] cell : cells) {
-        turns.addAll(
-            paired.cell(
-                benchmark,
-                cell[0],
-                cell[1],
-                first ? profile.warmup() : profile.turn(),
-                profile,
-                failed));
-        first = false;
+        turns.addAll(paired.cell(benchmark, cell[0], cell[1], profile, failed));
       }
     }
     return turns;
   }
 
   private List<Turn> cell(
-      Class<?> benchmark,
-      int threads,
-      int keys,
-      Duration warmup,
-      Profile profile,
-      Map<String, String> failed)
+      Class<?> benchmark, int threads, int keys, Profile profile, Map<String, String> failed)
       throws InterruptedException {
     List<Entry> live =
         workers.keySet().stream()
@@ -107,6 +96,8 @@ final class Paired implements AutoCloseable {
     String where = threads + " thread(s), " + keys + " keys";
     List<Turn> turns = new ArrayList<>();
     for (Entry variant : live) {
+      // The long warm-up in the first cell each variant runs in (a peer's is a later one).
+      Duration warmup = warmed.add(variant) ? profile.warmup() : profile.turn();
       turn(benchmark, variant, threads, keys, warmup, failed, where);
     }
     for (int block = 0; block < profile.blocks(); block++) {
@@ -124,10 +115,13 @@ final class Paired implements AutoCloseable {
 
   /**
    * The turns of block {@code block}: the variants, then the same in reverse ({@code A B C C B A}),
-   * starting from the other end in every second block ({@code C B A A B C}).
+   * starting from the other end in every second block ({@code C B A A B C}), and rotated by one
+   * every two blocks ({@code B C A A C B}, {@code A C B B C A}, ...) so that with three or more
+   * variants each one in turn runs twice in a row, not only the two at the ends.
    */
   static <T> List<T> order(List<T> variants, int block) {
     List<T> half = new ArrayList<>(variants);
+    Collections.rotate(half, -(block / 2));
     if (block % 2 == 1) {
       Collections.reverse(half);
     }
@@ -162,6 +156,8 @@ final class Paired implements AutoCloseable {
             Long.toString(length.toMillis())));
     String answer = worker.next(length.toMillis() + TimeUnit.MINUTES.toMillis(1));
     if (!answer.startsWith(TurnWorker.TURN)) {
+      // A worker that timed out may still be running its turn: it must not load the others'.
+      worker.kill();
       failed.put(variant.id(), "failed at " + where + ": " + answer);
       progress.accept(variant.id() + " failed at " + where + ": " + answer);
       return null;
@@ -229,6 +225,10 @@ final class Paired implements AutoCloseable {
     String next(long timeoutMillis) throws InterruptedException {
       String line = lines.poll(timeoutMillis, TimeUnit.MILLISECONDS);
       return line == null ? TurnWorker.FAILED + "no answer in " + timeoutMillis + " ms" : line;
+    }
+
+    void kill() {
+      process.destroyForcibly();
     }
 
     void close() {

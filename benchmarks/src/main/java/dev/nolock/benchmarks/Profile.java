@@ -10,14 +10,15 @@ import java.util.List;
  * <p>The JMH benchmarks run paired ({@link Paired}): every variant in a JVM of its own, kept for
  * the whole run, measured in turns of {@link #turn} in palindromic blocks. Short turns in many
  * blocks beat long runs on a shared machine: the drift between two neighbouring turns is small, and
- * the interval narrows with the number of blocks. Measured here, nolock's jOOQ-based designs need
- * about seven seconds of running in a fresh JVM before they reach their steady rate, raw JDBC two,
- * hence an unmeasured turn of {@link #warmup} per variant before the first cell's blocks.
+ * the interval narrows with the number of blocks. Measured on two cores, nolock's jOOQ-based
+ * designs need several seconds of running in a fresh JVM before they reach their steady rate, raw
+ * JDBC about two, hence an unmeasured turn of {@link #warmup} per variant before the blocks of the
+ * first cell it runs in (5 s in the short profile, 10 s in the long one).
  *
  * @param name shown in the report
  * @param turn the length of one measured turn
  * @param blocks palindromic blocks per cell (each variant runs two turns per block)
- * @param warmup the unmeasured turn of each variant in its class's first cell (later cells begin
+ * @param warmup the unmeasured turn of each variant in the first cell it runs in (later cells begin
  *     with one unmeasured turn of {@link #turn})
  * @param threads the thread counts every design runs at
  * @param keys the key counts (1 is the hot key); the peers run at the same ones

@@ -9,6 +9,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -50,11 +51,14 @@ public class QueueBenchmark {
   /** Ready jobs per trial: more than the longest profile drains at the highest thread count. */
   static final int JOBS = 400_000;
 
-  /**
-   * Jobs per turn of a paired run: more than a turn of the long profile drains at the rates
-   * measured here (under 10,000 jobs/s), so a turn never finds the queue empty.
-   */
+  /** The fewest ready jobs per turn of a paired run. */
   static final int TURN_JOBS = 40_000;
+
+  /**
+   * Above every rate measured here, in jobs per second: a turn gets this many jobs per second of
+   * its length (its warm-up turn is the longest), so a turn never finds the queue empty.
+   */
+  static final int MAX_JOBS_PER_SECOND = 10_000;
 
   static final String QUEUE = "bench";
 
@@ -93,7 +97,14 @@ public class QueueBenchmark {
         JobQueue.create(
             schema.dataSource(), QueueConfig.custom(QUEUE).build(), PayloadCodec.bytes());
     queue.createTableIfMissing();
-    fill(schema, TurnWorker.active() ? TURN_JOBS : JOBS);
+    fill(schema, TurnWorker.active() ? turnJobs(params) : JOBS);
+  }
+
+  private static int turnJobs(BenchmarkParams params) {
+    long millis =
+        params.getWarmup().getTime().convertTo(TimeUnit.MILLISECONDS)
+            + params.getMeasurement().getTime().convertTo(TimeUnit.MILLISECONDS);
+    return (int) Math.max(TURN_JOBS, millis * MAX_JOBS_PER_SECOND / 1000);
   }
 
   /**

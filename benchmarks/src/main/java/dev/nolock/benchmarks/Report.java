@@ -38,6 +38,7 @@ final class Report {
    *     {@code ok} counter, or the harness's rate)
    * @param okLow the lower bound of its 95 % interval (the rate itself for a harness: one run)
    * @param okHigh the upper bound
+   * @param blocks the blocks it was measured in (1 for a harness: no interval, never a winner)
    * @param attemptsPerSecond attempts per second (JMH's primary score, median block rate)
    */
   record Figure(
@@ -47,6 +48,7 @@ final class Report {
       double okPerSecond,
       double okLow,
       double okHigh,
+      int blocks,
       double attemptsPerSecond,
       Map<String, String> detail) {}
 
@@ -248,7 +250,7 @@ final class Report {
     List<String> peersMissing =
         Catalog.ENTRIES.stream()
             .filter(e -> e.role() == Role.PEER && run.skipped.containsKey(e.id()))
-            .filter(e -> candidate.test(new Figure(e, threads, keys, 0, 0, 0, 0, Map.of())))
+            .filter(e -> candidate.test(new Figure(e, threads, keys, 0, 0, 0, 0, 0, Map.of())))
             .map(Entry::label)
             .toList();
     String basis =
@@ -261,7 +263,8 @@ final class Report {
       return new Recommendation(shape, name(best), "only candidate measured", basis);
     }
     Figure second = ranked.get(1);
-    if (best.okLow() > second.okHigh()) {
+    // A figure of one block has no interval: it can tie but never win.
+    if (ranked.stream().allMatch(f -> f.blocks() >= 2) && best.okLow() > second.okHigh()) {
       return new Recommendation(
           shape,
           name(best),
@@ -467,17 +470,21 @@ final class Report {
 
   /**
    * {@link #status} for a design against its own floor, which does the same work: a design whose
-   * interval lies wholly above 1 beats the floor, which means the two do not measure the same
-   * thing; that is flagged to be explained, never graded.
+   * interval lies wholly above 1 in some cell beats the floor there, which means the two do not
+   * measure the same thing; that is flagged to be explained. A cell that falls short still makes
+   * the goal "not met": an artefact elsewhere never hides it.
    */
   static String floorStatus(List<PairedStats.Ratio> ratios, double needed) {
+    String status = status(ratios, needed);
     boolean beatsFloor =
         ratios.stream()
             .map(PairedStats.Ratio::estimate)
             .anyMatch(e -> e.blocks() >= 2 && e.low() > 1);
-    return beatsFloor
-        ? "artefact: beats its own floor beyond the interval (to explain, not graded)"
-        : status(ratios, needed);
+    if (!beatsFloor) {
+      return status;
+    }
+    String artefact = "artefact: beats its own floor beyond the interval in a cell (to explain)";
+    return status.equals("not met") ? "not met; also " + artefact : artefact;
   }
 
   private String skippedReason(String id) {
@@ -525,9 +532,10 @@ final class Report {
             + run.profile.blocks()
             + " blocks, each a palindrome of "
             + run.profile.turn().toMillis()
-            + " ms turns, each a JMH trial on tables built afresh; an unmeasured turn of "
+            + " ms turns, each a JMH trial on PostgreSQL tables built afresh; an unmeasured turn of"
+            + " "
             + run.profile.warmup().toMillis()
-            + " ms per variant first; threads "
+            + " ms per variant in the first cell it runs in; threads "
             + run.profile.threads()
             + "; keys "
             + run.profile.keys()

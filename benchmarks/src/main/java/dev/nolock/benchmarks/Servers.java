@@ -23,9 +23,9 @@ import redis.embedded.RedisServer;
  * Finds the servers the run needs. PostgreSQL and Redis fall back to embedded ones (zonky's
  * PostgreSQL binaries, codemonstur's redis-server) when none answers, so the main command works on
  * a machine with neither installed; Kafka and DynamoDB have no fallback, and the designs that need
- * them are reported as skipped with the reason. The forks read the endpoints from the environment
- * they inherit, or from {@link #forkProperties}; what the run prints and records names them without
- * their passwords.
+ * them are reported as skipped with the reason. The worker JVMs read the endpoints from the
+ * environment they inherit, or from {@link #forkProperties}; what the run prints and records names
+ * them without their passwords.
  */
 final class Servers implements AutoCloseable {
 
@@ -58,11 +58,12 @@ final class Servers implements AutoCloseable {
   }
 
   /**
-   * {@code -D} options for the endpoints a fork cannot read from the environment it inherits: those
-   * set as system properties here (an embedded server this runner started, or the runner's own
-   * {@code -D}). The rest, the {@code NOLOCK_*} variables, reach the forks in their environment: a
-   * fork's command line is readable by every local user and JMH records it in its JSON, and the
-   * services script starts Redis and PgBouncer with a password in their URLs.
+   * {@code -D} options for the endpoints a worker JVM cannot read from the environment it inherits:
+   * those set as system properties here (an embedded server this runner started, or the runner's
+   * own {@code -D}). The rest, the {@code NOLOCK_*} variables, reach the workers in their
+   * environment: a worker's command line is readable by every local user and the report shows the
+   * workers' options, and the services script starts Redis and PgBouncer with a password in their
+   * URLs.
    *
    * @throws IllegalArgumentException for a {@code -D} endpoint with a password
    */
@@ -78,8 +79,8 @@ final class Servers implements AutoCloseable {
         throw new IllegalArgumentException(
             "-D"
                 + property
-                + " carries a password, which every fork's command line and the JMH results would"
-                + " show: set it in the environment instead (NOLOCK_PG_URL, NOLOCK_REDIS_URI).");
+                + " carries a password, which every worker JVM's command line would show: set it in"
+                + " the environment instead (NOLOCK_PG_URL, NOLOCK_REDIS_URI).");
       }
       options.add("-D" + property + "=" + value);
     }

@@ -1,6 +1,7 @@
 package dev.nolock.benchmarks;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.entry;
 import static org.assertj.core.api.Assertions.within;
 
 import dev.nolock.benchmarks.Paired.Turn;
@@ -46,6 +47,23 @@ class PairedStatsTest {
 
     assertThat(ratio.estimate().median()).isGreaterThan(TRUE_RATIO + 0.01);
     assertThat(ratio.estimate().low()).isGreaterThan(TRUE_RATIO);
+  }
+
+  @Test
+  void withThreeVariantsEachRunsTwiceInARowEquallyOften() {
+    // Unrotated palindromes (A B C C B A, C B A A B C) would double only the two end variants.
+    List<String> variants = List.of("a", "b", "c");
+    java.util.Map<String, Integer> doubled = new java.util.HashMap<>();
+    for (int block = 0; block < 6; block++) {
+      List<String> order = Paired.order(variants, block);
+      assertThat(order).hasSize(6).containsOnly("a", "b", "c");
+      List<String> firstHalfBackwards = new ArrayList<>(order.subList(0, 3));
+      java.util.Collections.reverse(firstHalfBackwards);
+      assertThat(order.subList(3, 6)).containsExactlyElementsOf(firstHalfBackwards);
+      doubled.merge(order.get(2), 1, Integer::sum);
+    }
+
+    assertThat(doubled).containsOnly(entry("a", 2), entry("b", 2), entry("c", 2));
   }
 
   @Test

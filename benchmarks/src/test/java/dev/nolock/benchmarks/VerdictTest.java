@@ -49,4 +49,11 @@ class VerdictTest {
         .as("the same ratios graded as a peer comparison")
         .isEqualTo("met");
   }
+
+  @Test
+  void anArtefactInOneCellNeverHidesAShortfallInAnother() {
+    List<Ratio> ratios = List.of(ratio(1.2, 1.07, 1.33), ratio(0.6, 0.55, 0.65));
+
+    assertThat(Report.floorStatus(ratios, 0.9)).startsWith("not met; also artefact");
+  }
 }
