@@ -38,8 +38,10 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * race is a conflict, not retried.
  *
  * <ul>
- *   <li>{@code casRawJdbc}: the floor, {@code SELECT version, value} then {@code UPDATE ... WHERE
- *       id = ? AND version = ?} through plain JDBC on the same pool.
+ *   <li>{@code casRawJdbc}: the floor, the store's statements through plain JDBC on the same pool,
+ *       each with the store's query timeout: {@code SELECT version, value}, {@code UPDATE ... WHERE
+ *       id = ? AND version = ? RETURNING version}, and after a lost race the store's {@code SELECT
+ *       version} of the row that won.
  *   <li>{@code casVersionColumnStore}: nolock's {@code VersionColumnStore.read} + {@code
  *       compareAndSet} (jOOQ, validation, {@code RETURNING version}).
  *   <li>{@code casJooqOptimisticLocking}: the peer, jOOQ's {@code UpdatableRecord.store()} with
@@ -56,6 +58,10 @@ public class CasBenchmark {
 
   private Bench.PgSchema schema;
   private VersionColumnStore<Long, Long> store;
+
+  /** The store's per-statement timeout, which the floor sets on the same statements. */
+  private int queryTimeoutSeconds;
+
   private DSLContext optimistic;
 
   @Setup(Level.Trial)
@@ -65,12 +71,12 @@ public class CasBenchmark {
         "CREATE TABLE counters (id bigint PRIMARY KEY, version bigint NOT NULL,"
             + " value bigint NOT NULL)");
     fill();
-    store =
-        VersionColumnStore.create(
-            schema.dataSource(),
-            VersionColumnStoreConfig.custom("counters", Long.class, ValueCodec.longs())
-                .retryPolicy(RetryPolicy.noRetry())
-                .build());
+    VersionColumnStoreConfig<Long, Long> config =
+        VersionColumnStoreConfig.custom("counters", Long.class, ValueCodec.longs())
+            .retryPolicy(RetryPolicy.noRetry())
+            .build();
+    store = VersionColumnStore.create(schema.dataSource(), config);
+    queryTimeoutSeconds = Math.toIntExact(config.queryTimeout().toSeconds());
     optimistic =
         DSL.using(
             schema.dataSource(),
@@ -97,6 +103,7 @@ public class CasBenchmark {
       long value;
       try (PreparedStatement read =
           connection.prepareStatement("SELECT version, value FROM counters WHERE id = ?")) {
+        read.setQueryTimeout(queryTimeoutSeconds);
         read.setLong(1, id);
         try (ResultSet row = read.executeQuery()) {
           row.next();
@@ -104,15 +111,31 @@ public class CasBenchmark {
           value = row.getLong(2);
         }
       }
+      boolean won;
       try (PreparedStatement write =
           connection.prepareStatement(
               "UPDATE counters SET value = ?, version = version + 1"
-                  + " WHERE id = ? AND version = ?")) {
+                  + " WHERE id = ? AND version = ? RETURNING version")) {
+        write.setQueryTimeout(queryTimeoutSeconds);
         write.setLong(1, value + 1);
         write.setLong(2, id);
         write.setLong(3, version);
-        outcomes.of(write.executeUpdate() == 1);
+        try (ResultSet row = write.executeQuery()) {
+          won = row.next();
+        }
       }
+      if (!won) {
+        // The store reads the version that beat it, for the conflict it returns.
+        try (PreparedStatement current =
+            connection.prepareStatement("SELECT version FROM counters WHERE id = ?")) {
+          current.setQueryTimeout(queryTimeoutSeconds);
+          current.setLong(1, id);
+          try (ResultSet row = current.executeQuery()) {
+            row.next();
+          }
+        }
+      }
+      outcomes.of(won);
     }
   }
 
