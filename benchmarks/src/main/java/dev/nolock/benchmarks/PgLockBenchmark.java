@@ -6,6 +6,7 @@ import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.postgres.PostgresAdvisoryLock;
 import dev.nolock.lock.postgres.PostgresLockBackend;
+import dev.nolock.lock.postgres.PostgresLockConfig;
 import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.patterns.sql.Fence;
 import io.vavr.control.Option;
@@ -59,8 +60,9 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *       </ol>
  *   <li>{@code lockPostgresRawJdbc}: its floor, the same three steps with the statements exactly as
  *       jOOQ renders them for the library (captured through a logging {@code DataSource}), through
- *       plain JDBC on one connection of the same pool: the same round trips and commits, without
- *       jOOQ, the facade's watchdog timers, validation or the backend's 5 s query timeout.
+ *       plain JDBC on one connection of the same pool: the same round trips and commits, and the
+ *       backend's query timeout on the acquire and the release as the backend sets it (the fence
+ *       has none in either), without jOOQ, the facade's watchdog timers or validation.
  *   <li>{@code lockShedLockJdbc}: the peer, ShedLock's {@code JdbcLockProvider} on the same pool
  *       (plain JDBC; its {@code usingDbTime()} mode exists only on the Spring {@code
  *       JdbcTemplateLockProvider}, so the lock times come from this JVM's clock, which is the only
@@ -114,6 +116,10 @@ public class PgLockBenchmark {
       "update \"nolock_locks\" set \"expires_at\" = clock_timestamp() where (\"name\" = ? and"
           + " \"owner\" = ? and \"token\" = ? and \"expires_at\" > clock_timestamp())";
   static final String TRY_XACT_LOCK = "select pg_try_advisory_xact_lock(hashtextextended(?, 0))";
+
+  /** The lock backend's per-statement timeout (its default, as the design runs it). */
+  private static final int LOCK_QUERY_TIMEOUT_SECONDS =
+      Math.toIntExact(PostgresLockConfig.ofDefaults().queryTimeout().toSeconds());
 
   private Bench.PgSchema schema;
   private DataSource dataSource;
@@ -196,6 +202,7 @@ public class PgLockBenchmark {
     try (Connection connection = dataSource.getConnection()) {
       long token;
       try (PreparedStatement acquire = connection.prepareStatement(ACQUIRE)) {
+        acquire.setQueryTimeout(LOCK_QUERY_TIMEOUT_SECONDS);
         acquire.setString(1, name);
         acquire.setString(2, rawOwner);
         acquire.setLong(3, TTL.toMillis());
@@ -211,6 +218,7 @@ public class PgLockBenchmark {
         outcomes.of(fencedIncrement(connection, name, token, id));
       } finally {
         try (PreparedStatement release = connection.prepareStatement(RELEASE)) {
+          release.setQueryTimeout(LOCK_QUERY_TIMEOUT_SECONDS);
           release.setString(1, name);
           release.setString(2, rawOwner);
           release.setLong(3, token);
