@@ -37,9 +37,9 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *       state = 'running' RETURNING run_at}.
  * </ul>
  *
- * Fair because both send the same SQL text (the library's statements as jOOQ renders them), each in
- * autocommit on a connection of its own from the pool, exactly as the library does: two round trips
- * and two durable commits per job in both variants.
+ * Fair because both send the same SQL text (the library's statements as jOOQ renders them) with the
+ * queue's query timeout, each in autocommit on a connection of its own from the pool, exactly as
+ * the library does: two round trips and two durable commits per job in both variants.
  *
  * <p>Contention is not a parameter here (every claim skips the rows others hold); {@code keys} has
  * the single value 1 so the report can treat every benchmark alike.
@@ -61,6 +61,10 @@ public class QueueBenchmark {
   static final int MAX_JOBS_PER_SECOND = 10_000;
 
   static final String QUEUE = "bench";
+
+  /** The queue's default per-statement timeout, which the floor sets on the same statements. */
+  static final int QUERY_TIMEOUT_SECONDS =
+      Math.toIntExact(QueueConfig.custom(QUEUE).build().queryTimeout().toSeconds());
 
   /** The library's default lease, bound in milliseconds as the library binds it. */
   static final long LEASE_MILLIS = QueueConfig.custom(QUEUE).build().lease().toMillis();
@@ -148,6 +152,7 @@ public class QueueBenchmark {
     long attempt;
     try (Connection connection = schema.dataSource().getConnection();
         PreparedStatement claim = connection.prepareStatement(CLAIM)) {
+      claim.setQueryTimeout(QUERY_TIMEOUT_SECONDS);
       claim.setString(1, QUEUE);
       claim.setInt(2, 1);
       claim.setLong(3, LEASE_MILLIS);
@@ -170,6 +175,7 @@ public class QueueBenchmark {
     }
     try (Connection connection = schema.dataSource().getConnection();
         PreparedStatement complete = connection.prepareStatement(COMPLETE)) {
+      complete.setQueryTimeout(QUERY_TIMEOUT_SECONDS);
       complete.setNull(1, java.sql.Types.TIMESTAMP_WITH_TIMEZONE);
       complete.setString(2, QUEUE);
       complete.setLong(3, id);
