@@ -60,9 +60,10 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *       decode the stored body.
  * </ul>
  *
- * Fair because the SQL text is the library's (as jOOQ renders it), with the same transactions and
- * round trips. The action's insert is the same JDBC code in both variants (through {@code
- * attempt.dsl()}'s connection in the library's), so the difference is the library alone.
+ * Fair because the SQL text is the library's (as jOOQ renders it), with the same transactions,
+ * round trips and query timeout (the library's on its own statements, none on the action's). The
+ * action's insert is the same JDBC code in both variants (through {@code attempt.dsl()}'s
+ * connection in the library's), so the difference is the library alone.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
@@ -76,6 +77,11 @@ public class IdempotencyBenchmark {
   static final String ANONYMOUS = Caller.anonymous().principal();
 
   static final long LEASE_MILLIS = IdempotencyConfig.DEFAULT_LEASE.toMillis();
+
+  /** The library's default per-statement timeout, set on the floor's copies of its statements. */
+  static final int QUERY_TIMEOUT_SECONDS =
+      Math.toIntExact(IdempotencyConfig.ofDefaults().queryTimeout().toSeconds());
+
   static final long RETENTION_MILLIS = IdempotencyConfig.DEFAULT_RETENTION.toMillis();
 
   private static final String INTERVAL_MS =
@@ -181,6 +187,7 @@ public class IdempotencyBenchmark {
     try (Connection connection = schema.dataSource().getConnection()) {
       connection.setAutoCommit(false);
       try (PreparedStatement claim = connection.prepareStatement(CLAIM)) {
+        claim.setQueryTimeout(QUERY_TIMEOUT_SECONDS);
         claim.setString(1, SCOPE);
         claim.setString(2, ANONYMOUS);
         claim.setString(3, key);
@@ -215,6 +222,7 @@ public class IdempotencyBenchmark {
           PreparedStatement store = connection.prepareStatement(STORE)) {
         effect.setString(1, key);
         effect.executeUpdate();
+        store.setQueryTimeout(QUERY_TIMEOUT_SECONDS);
         store.setInt(1, 0);
         store.setBytes(2, RESULT.getBytes(StandardCharsets.UTF_8));
         store.setLong(3, RETENTION_MILLIS);
@@ -240,6 +248,7 @@ public class IdempotencyBenchmark {
       connection.setAutoCommit(false);
       boolean replayed = false;
       try (PreparedStatement read = connection.prepareStatement(READ)) {
+        read.setQueryTimeout(QUERY_TIMEOUT_SECONDS);
         read.setString(1, SCOPE);
         read.setString(2, ANONYMOUS);
         read.setString(3, key);
