@@ -146,7 +146,7 @@ public final class Catalog {
               "lockShedLockJdbc",
               PG_LOCK,
               Role.PEER,
-              "ShedLock JdbcLockProvider + UPDATE",
+              "ShedLock JdbcTemplateLockProvider (DB time) + UPDATE",
               "postgres",
               false,
               E,

@@ -21,7 +21,7 @@ import javax.sql.DataSource;
 import net.javacrumbs.shedlock.core.ClockProvider;
 import net.javacrumbs.shedlock.core.LockConfiguration;
 import net.javacrumbs.shedlock.core.SimpleLock;
-import net.javacrumbs.shedlock.provider.jdbc.JdbcLockProvider;
+import net.javacrumbs.shedlock.provider.jdbctemplate.JdbcTemplateLockProvider;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
@@ -35,6 +35,7 @@ import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.infra.BenchmarkParams;
+import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
  * Increment a counter for a key under a PostgreSQL lock: try the lock once (never wait), and if it
@@ -63,13 +64,15 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *       plain JDBC on one connection of the same pool: the same round trips and commits, and the
  *       backend's query timeout on the acquire and the release as the backend sets it (the fence
  *       has none in either), without jOOQ, the facade's watchdog timers or validation.
- *   <li>{@code lockShedLockJdbc}: the peer, ShedLock's {@code JdbcLockProvider} on the same pool
- *       (plain JDBC; its {@code usingDbTime()} mode exists only on the Spring {@code
- *       JdbcTemplateLockProvider}, so the lock times come from this JVM's clock, which is the only
- *       clock here). {@code lock(name, lockAtMostFor 10 s, lockAtLeastFor 0)}: {@code UPDATE
- *       shedlock ... WHERE name = ? AND lock_until <= ?} (an {@code INSERT} the first time it sees
- *       a name); if granted, the counter {@code UPDATE} in autocommit, then {@code unlock()}:
- *       {@code UPDATE shedlock SET lock_until = ? WHERE name = ?}. Three round trips per success.
+ *   <li>{@code lockShedLockJdbc}: the peer, ShedLock's {@code JdbcTemplateLockProvider} on the same
+ *       pool, configured as ShedLock's README recommends ({@code usingDbTime()}, so the lock times
+ *       come from the database clock). {@code lock(name, lockAtMostFor 10 s, lockAtLeastFor 0)}:
+ *       {@code INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE lock_until <= now} the first time
+ *       it sees a name, {@code UPDATE shedlock ... WHERE name = ? AND lock_until <= now} after
+ *       that; if granted, the counter {@code UPDATE} in autocommit, then {@code unlock()}: {@code
+ *       UPDATE shedlock SET lock_until = ... WHERE name = ?}. The provider runs each of its
+ *       statements in a Spring transaction of its own ({@code REQUIRES_NEW}, a {@code COMMIT} after
+ *       it), as it does in every application that uses it.
  *   <li>{@code advisoryXactLock}: nolock's {@code PostgresAdvisoryLock.tryInTransaction}, one
  *       transaction: {@code SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))} with the name
  *       in nolock's namespace ({@code "nolock.lock:counter-i"}), the counter {@code UPDATE} if
@@ -126,7 +129,7 @@ public class PgLockBenchmark {
   private DSLContext dsl;
   private FencedLock locks;
   private Fence fence;
-  private JdbcLockProvider shedLock;
+  private JdbcTemplateLockProvider shedLock;
   private String rawOwner;
   private String[] names;
 
@@ -155,7 +158,13 @@ public class PgLockBenchmark {
     fence = Fence.onTable(Fence.DEFAULT_TABLE);
     fence.createTableIfMissing(dsl);
     locks = FencedLock.create(backend, LockConfig.custom(LockPurpose.CORRECTNESS).build());
-    shedLock = new JdbcLockProvider(dataSource);
+    // As ShedLock's README recommends: Spring's JdbcTemplate, lock times from the database clock.
+    shedLock =
+        new JdbcTemplateLockProvider(
+            JdbcTemplateLockProvider.Configuration.builder()
+                .withJdbcTemplate(new JdbcTemplate(dataSource))
+                .usingDbTime()
+                .build());
     // Like the facade's default owner: unique per process, so the fence never mistakes holders.
     rawOwner = "bench-raw-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID();
     names = new String[keys];
