@@ -67,18 +67,19 @@ import java.util.function.Consumer;
  * statement each) ahead of the commits; the pool is then closed and the done rows counted, which
  * must equal the jobs. All variants use the same pool size; no variant sleeps to synchronise.
  *
- * <p>Every variant's table is vacuumed ({@code VACUUM (SKIP_LOCKED)}) every {@value
- * #VACUUM_SECONDS} s during its drain: the worker pool through {@code WorkerConfig.vacuumInterval},
- * the raw floor through {@code JobQueue.vacuum()} and db-scheduler's table with the same statement,
- * both from a side thread. The PostgreSQL here runs with autovacuum off (as CI's does), and without
- * any vacuum a claim walks past the dead index entry of every job claimed before it: over 2,000,000
- * jobs the raw floor fell to 0.31 of its early rate, the worker pool to 0.34.
+ * <p>Every variant's table is vacuumed ({@code VACUUM (SKIP_LOCKED)}) from a side thread each time
+ * another {@value #VACUUM_EVERY_JOBS} jobs have finished: the raw floor's and the worker pool's
+ * through {@code JobQueue.vacuum()}, db-scheduler's with the same statement. Counted in jobs, not
+ * on a timer, so a short drain is vacuumed as often per job as a long one and a faster variant no
+ * less often than a slower one. The PostgreSQL here runs with autovacuum off (as CI's does), and
+ * without any vacuum a claim walks past the dead index entry of every job claimed before it: over
+ * 2,000,000 jobs the raw floor fell to 0.31 of its early rate, the worker pool to 0.34.
  */
 public final class QueueDrainHarness implements Harness {
 
   static final int WORKERS = 4;
   static final int BATCH = 10;
-  static final int VACUUM_SECONDS = 10;
+  static final int VACUUM_EVERY_JOBS = 5_000;
   static final int POLL_MILLIS = 20;
 
   /** Pool connections: the workers plus the worker pool's dispatcher, heartbeat, reaper, LISTEN. */
@@ -133,7 +134,7 @@ public final class QueueDrainHarness implements Harness {
       QueueBenchmark.fill(schema, jobs);
       Drain drain = new Drain(jobs);
       ExecutorService threads = Executors.newFixedThreadPool(WORKERS);
-      try (Vacuum vacuum = new Vacuum(queue::vacuum)) {
+      try (Vacuum vacuum = new Vacuum(queue::vacuum, drain)) {
         drain.start();
         List<Future<?>> workers = new ArrayList<>();
         for (int i = 0; i < WORKERS; i++) {
@@ -211,21 +212,17 @@ public final class QueueDrainHarness implements Harness {
       queue.createTableIfMissing();
       QueueBenchmark.fill(schema, jobs);
       Drain drain = new Drain(jobs);
-      WorkerConfig config =
-          WorkerConfig.custom()
-              .concurrency(WORKERS)
-              .batchSize(BATCH)
-              .vacuumInterval(Duration.ofSeconds(VACUUM_SECONDS))
-              .build();
+      WorkerConfig config = WorkerConfig.custom().concurrency(WORKERS).batchSize(BATCH).build();
       drain.start();
-      try (WorkerPool<byte[]> pool =
-          WorkerPool.start(
-              queue,
-              config,
-              job -> {
-                drain.completed(1);
-                return Completion.complete();
-              })) {
+      try (Vacuum vacuum = new Vacuum(queue::vacuum, drain);
+          WorkerPool<byte[]> pool =
+              WorkerPool.start(
+                  queue,
+                  config,
+                  job -> {
+                    drain.completed(1);
+                    return Completion.complete();
+                  })) {
         drain.awaitAll();
       }
       drain.check(countDone(schema, "SELECT count(*) FROM nolock_jobs WHERE state = 'done'"));
@@ -282,7 +279,7 @@ public final class QueueDrainHarness implements Harness {
       drain.start();
       scheduler.start();
       try (Vacuum vacuum =
-          new Vacuum(() -> schema.execute("VACUUM (SKIP_LOCKED) scheduled_tasks"))) {
+          new Vacuum(() -> schema.execute("VACUUM (SKIP_LOCKED) scheduled_tasks"), drain)) {
         drain.awaitAll();
       } finally {
         scheduler.stop();
@@ -303,23 +300,35 @@ public final class QueueDrainHarness implements Harness {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** Runs a vacuum every {@value #VACUUM_SECONDS} s on a side thread until closed. */
+  /**
+   * Runs a vacuum on a side thread each time another {@value #VACUUM_EVERY_JOBS} jobs of the drain
+   * have finished, until closed.
+   */
   private static final class Vacuum implements AutoCloseable {
+    private static final long CHECK_MILLIS = 50;
     private final ScheduledExecutorService thread = Executors.newSingleThreadScheduledExecutor();
+    private long nextAt = VACUUM_EVERY_JOBS;
 
-    Vacuum(Runnable vacuum) {
+    Vacuum(Runnable vacuum, Drain drain) {
       thread.scheduleWithFixedDelay(
           () -> {
+            long done = drain.done();
+            if (done < nextAt) {
+              return;
+            }
+            // From the count after this vacuum's start, so a vacuum slower than the drain never
+            // runs back to back.
+            nextAt = done + VACUUM_EVERY_JOBS;
             try {
               vacuum.run();
             } catch (RuntimeException e) {
               // A failed vacuum must not end the schedule (a throwing task is never run again).
-              System.err.println("vacuum failed, trying again in " + VACUUM_SECONDS + " s: " + e);
+              System.err.println("vacuum failed at " + done + " jobs, trying again later: " + e);
             }
           },
-          VACUUM_SECONDS,
-          VACUUM_SECONDS,
-          TimeUnit.SECONDS);
+          CHECK_MILLIS,
+          CHECK_MILLIS,
+          TimeUnit.MILLISECONDS);
     }
 
     @Override
@@ -344,6 +353,10 @@ public final class QueueDrainHarness implements Harness {
     }
 
     /** Called by whoever finished {@code n} more jobs. */
+    long done() {
+      return done.get();
+    }
+
     void completed(int n) {
       long after = done.addAndGet(n);
       long before = after - n;
