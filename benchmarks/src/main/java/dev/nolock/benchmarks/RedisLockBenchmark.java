@@ -70,11 +70,11 @@ import org.redisson.config.Config;
  *       arguments (the library's own source text, loaded once with {@code SCRIPT LOAD}; an owner
  *       per grant, a call id per release) through plain Lettuce {@code EVALSHA} and {@code GET}: no
  *       facade, no watchdog, no deadline, no validation.
- *   <li>{@code lockRedissonRLock}: the peer, Redisson's {@code RLock.tryLock(0, 10, SECONDS)}, the
- *       same unfenced {@code GET} + {@code SET} of the counter (an {@code RLock} has no token to
- *       fence with), {@code unlock()}.
+ *   <li>{@code lockRedissonRLock}: the peer, Redisson's {@code RLock.tryLock(0, SECONDS)}, the same
+ *       unfenced {@code GET} + {@code SET} of the counter (an {@code RLock} has no token to fence
+ *       with), {@code unlock()}.
  *   <li>{@code lockRedissonFencedLock}: the peer with a token, Redisson's {@code
- *       RFencedLock.tryLockAndGetToken(0, 10, SECONDS)}, the same {@code GET} + {@code SET}, {@code
+ *       RFencedLock.tryLockAndGetToken(0, SECONDS)}, the same {@code GET} + {@code SET}, {@code
  *       unlock()}. Redisson offers no server-side check of its token for a Redis key, so the write
  *       is unfenced here too.
  * </ul>
@@ -86,18 +86,17 @@ import org.redisson.config.Config;
  * in the ratio to Redisson. Every counter read and write goes through the same shared Lettuce
  * connection, which is what nolock's README recommends (one multiplexed, thread-safe connection for
  * all threads); only the lock differs. Redisson's lock commands go through its own pool, sized to
- * the thread count, as Redisson is meant to be used. Both Redisson variants pass an explicit lease
- * time, so Redisson's watchdog never runs. nolock's design keeps its default ({@code autoRenew}, as
- * its README uses it): every grant schedules a renewal and an expiry timer and every release
- * cancels them, which never fire in a critical section this short; that cost is part of the design
- * and shows in its ratio to the floor.
+ * the thread count, as Redisson is meant to be used. Both libraries run the same renewal policy, a
+ * 10 s lease renewed every third of it: nolock's default ({@code autoRenew}, as its README uses it)
+ * and Redisson's watchdog (no lease time passed, {@code lockWatchdogTimeout} 10 s). Every grant
+ * schedules a renewal (nolock also an expiry timer) that never fires in a critical section this
+ * short, and every release cancels it; that cost is part of each design and shows in its ratios.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)
 public class RedisLockBenchmark {
 
   private static final Duration TTL = Duration.ofSeconds(10);
-  private static final long TTL_SECONDS = TTL.toSeconds();
   private static final String TTL_MILLIS = Long.toString(TTL.toMillis());
 
   private static final Duration EXPECTED_WRITE = Duration.ofMillis(50);
@@ -182,7 +181,8 @@ public class RedisLockBenchmark {
         redisson = workerRedisson.get(threads);
         return;
       }
-      Config config = new Config();
+      // The same renewal policy as nolock's default: a 10 s lease renewed every third of it.
+      Config config = new Config().setLockWatchdogTimeout(TTL.toMillis());
       config
           .useSingleServer()
           .setAddress(Bench.redisUri())
@@ -300,8 +300,8 @@ public class RedisLockBenchmark {
   public void lockRedissonRLock(Outcomes outcomes) throws InterruptedException {
     String name = Integer.toString(Bench.pick(keys));
     RLock lock = redisson.getLock(prefix + "rlock:" + name);
-    // An explicit lease time: Redisson starts no watchdog for this grant.
-    if (!lock.tryLock(0, TTL_SECONDS, TimeUnit.SECONDS)) {
+    // No lease time: Redisson's watchdog renews the grant, as nolock's auto-renewal does.
+    if (!lock.tryLock(0, TimeUnit.SECONDS)) {
       outcomes.of(false);
       return;
     }
@@ -317,8 +317,8 @@ public class RedisLockBenchmark {
   public void lockRedissonFencedLock(Outcomes outcomes) {
     String name = Integer.toString(Bench.pick(keys));
     RFencedLock lock = redisson.getFencedLock(prefix + "rfenced:" + name);
-    // An explicit lease time: Redisson starts no watchdog for this grant.
-    Long token = lock.tryLockAndGetToken(0, TTL_SECONDS, TimeUnit.SECONDS);
+    // No lease time: Redisson's watchdog renews the grant, as nolock's auto-renewal does.
+    Long token = lock.tryLockAndGetToken(0, TimeUnit.SECONDS);
     if (token == null) {
       outcomes.of(false);
       return;
