@@ -37,6 +37,10 @@ public final class Catalog {
    *     kafka})
    * @param lockFree whether a stalled participant can make others wait
    * @param safety what it guarantees a stale writer
+   * @param roundTrips round trips per successful unit of work at 10,000 keys and one thread, as
+   *     counted on the wire on 2026-12-03 (pgjdbc's {@code Sync} messages, commands in Redis's
+   *     {@code MONITOR}, DynamoDB requests); the drains per job, the ownership harness to
+   *     PostgreSQL per command (its Kafka polls are batched)
    * @param source the JMH class with a method named {@code id}, or the {@link Harness} that reports
    *     a result with that id
    */
@@ -48,6 +52,7 @@ public final class Catalog {
       String server,
       boolean lockFree,
       Safety safety,
+      String roundTrips,
       Class<?> source) {
 
     public boolean isHarness() {
@@ -78,6 +83,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "2 (3 after a lost race)",
               CasBenchmark.class),
           jmh(
               "casRawJdbc",
@@ -87,6 +93,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "2 (3 after a lost race)",
               CasBenchmark.class),
           jmh(
               "casJooqOptimisticLocking",
@@ -96,6 +103,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "2",
               CasBenchmark.class),
           jmh(
               "dynamoVersionedStore",
@@ -105,6 +113,7 @@ public final class Catalog {
               "dynamodb",
               true,
               C,
+              "2 requests (3 after a lost race)",
               DynamoDbBenchmark.class),
           jmh(
               "dynamoRawSdk",
@@ -114,6 +123,7 @@ public final class Catalog {
               "dynamodb",
               true,
               C,
+              "2 requests (3 after a lost race)",
               DynamoDbBenchmark.class),
           jmh(
               "dynamoLockClient",
@@ -123,6 +133,7 @@ public final class Catalog {
               "dynamodb",
               false,
               E,
+              "5 requests",
               DynamoDbBenchmark.class),
           jmh(
               "lockPostgresFenced",
@@ -132,6 +143,7 @@ public final class Catalog {
               "postgres",
               false,
               C,
+              "5",
               PgLockBenchmark.class),
           jmh(
               "lockPostgresRawJdbc",
@@ -141,6 +153,7 @@ public final class Catalog {
               "postgres",
               false,
               C,
+              "5",
               PgLockBenchmark.class),
           jmh(
               "lockShedLockJdbc",
@@ -150,6 +163,7 @@ public final class Catalog {
               "postgres",
               false,
               E,
+              "5",
               PgLockBenchmark.class),
           jmh(
               "advisoryXactLock",
@@ -159,6 +173,7 @@ public final class Catalog {
               "postgres",
               false,
               C,
+              "3",
               PgLockBenchmark.class),
           jmh(
               "advisoryRawJdbc",
@@ -168,6 +183,7 @@ public final class Catalog {
               "postgres",
               false,
               C,
+              "3",
               PgLockBenchmark.class),
           jmh(
               "lockRedisFenced",
@@ -177,6 +193,7 @@ public final class Catalog {
               "redis",
               false,
               C,
+              "5",
               RedisLockBenchmark.class),
           jmh(
               "lockRedisRaw",
@@ -186,6 +203,7 @@ public final class Catalog {
               "redis",
               false,
               C,
+              "5",
               RedisLockBenchmark.class),
           jmh(
               "lockRedissonRLock",
@@ -195,6 +213,7 @@ public final class Catalog {
               "redis",
               false,
               E,
+              "5",
               RedisLockBenchmark.class),
           jmh(
               "lockRedissonFencedLock",
@@ -204,6 +223,7 @@ public final class Catalog {
               "redis",
               false,
               E,
+              "5",
               RedisLockBenchmark.class),
           jmh(
               "queueJobQueue",
@@ -213,6 +233,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "2",
               QueueBenchmark.class),
           jmh(
               "queueRawJdbc",
@@ -222,6 +243,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "2",
               QueueBenchmark.class),
           jmh(
               "idempotencyKeys",
@@ -231,6 +253,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "5 (4 for a replay)",
               IdempotencyBenchmark.class),
           jmh(
               "idempotencyRawJdbc",
@@ -240,6 +263,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "5 (4 for a replay)",
               IdempotencyBenchmark.class),
           harness(
               "queueDrainWorkerPool",
@@ -249,6 +273,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "0.25 per job",
               QueueDrainHarness.class),
           harness(
               "queueDrainRawJdbc",
@@ -258,6 +283,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "0.30 per job (3 per batch of 10)",
               QueueDrainHarness.class),
           harness(
               "queueDrainDbScheduler",
@@ -267,6 +293,7 @@ public final class Catalog {
               "postgres",
               true,
               C,
+              "1.13 per job",
               QueueDrainHarness.class),
           harness(
               "ownershipPartitionOwner",
@@ -276,6 +303,7 @@ public final class Catalog {
               "kafka",
               true,
               C,
+              "3 to PostgreSQL per command",
               OwnershipHarness.class),
           harness(
               "ownershipRawConsumer",
@@ -284,7 +312,8 @@ public final class Catalog {
               "raw KafkaConsumer + JDBC, no epoch check",
               "kafka",
               true,
-              C,
+              E,
+              "3 to PostgreSQL per command",
               OwnershipHarness.class));
 
   private Catalog() {}
@@ -317,8 +346,9 @@ public final class Catalog {
       String server,
       boolean lockFree,
       Safety safety,
+      String roundTrips,
       Class<?> benchmarkClass) {
-    return new Entry(id, group, role, label, server, lockFree, safety, benchmarkClass);
+    return new Entry(id, group, role, label, server, lockFree, safety, roundTrips, benchmarkClass);
   }
 
   private static Entry harness(
@@ -329,7 +359,8 @@ public final class Catalog {
       String server,
       boolean lockFree,
       Safety safety,
+      String roundTrips,
       Class<? extends Harness> harness) {
-    return new Entry(id, group, role, label, server, lockFree, safety, harness);
+    return new Entry(id, group, role, label, server, lockFree, safety, roundTrips, harness);
   }
 }

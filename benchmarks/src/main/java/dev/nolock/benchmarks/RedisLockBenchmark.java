@@ -79,18 +79,19 @@ import org.redisson.config.Config;
  *       is unfenced here too.
  * </ul>
  *
- * What the comparison measures: the Redisson variants make four round trips per acquired lock
- * (acquire, {@code GET}, {@code SET}, release); nolock's two make five, because a fenced write is
- * two (the horizon read, then the write); every variant makes one per refused attempt. The fifth
- * round trip is the price of a write whose outcome stays decidable after a lost answer, and shows
- * in the ratio to Redisson. Every counter read and write goes through the same shared Lettuce
- * connection, which is what nolock's README recommends (one multiplexed, thread-safe connection for
- * all threads); only the lock differs. Redisson's lock commands go through its own pool, sized to
- * the thread count, as Redisson is meant to be used. Both libraries run the same renewal policy, a
- * 10 s lease renewed every third of it: nolock's default ({@code autoRenew}, as its README uses it)
- * and Redisson's watchdog (no lease time passed, {@code lockWatchdogTimeout} 10 s). Every grant
- * schedules a renewal (nolock also an expiry timer) that never fires in a critical section this
- * short, and every release cancels it; that cost is part of each design and shows in its ratios.
+ * What the comparison measures: every variant sends five commands per acquired lock, counted in
+ * Redis's {@code MONITOR} (one per refused attempt). Redisson's are the acquire script, {@code
+ * GET}, {@code SET}, the release script and a {@code DEL} of the unlock latch key that its release
+ * leaves; nolock's are the acquire, {@code GET}, the fence's two (the horizon read, then the write,
+ * so that the write's outcome stays decidable after a lost answer) and the release. Every counter
+ * read and write goes through the same shared Lettuce connection, which is what nolock's README
+ * recommends (one multiplexed, thread-safe connection for all threads); only the lock differs.
+ * Redisson's lock commands go through its own pool, sized to the thread count, as Redisson is meant
+ * to be used. Both libraries run the same renewal policy, a 10 s lease renewed every third of it:
+ * nolock's default ({@code autoRenew}, as its README uses it) and Redisson's watchdog (no lease
+ * time passed, {@code lockWatchdogTimeout} 10 s). Every grant schedules a renewal (nolock also an
+ * expiry timer) that never fires in a critical section this short, and every release cancels it;
+ * that cost is part of each design and shows in its ratios.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.Throughput)

@@ -569,7 +569,10 @@ final class Report {
           + " blocks and [low, high] its 95 % bootstrap interval over whole blocks. A ratio is the"
           + " median of the per-block ratios; \"first / second\" gives it over the half-blocks"
           + " where the design ran before its reference and after it, so an order effect is"
-          + " visible. A goal is met only when the lower bound reaches it, not met only when the"
+          + " visible. \"Guarantee\" says whether a stale holder's write is refused (a fence,"
+          + " version, attempt token or transaction) or can still land (no fence), and how many"
+          + " round trips one successful unit makes, counted on the wire at 10,000 keys and one"
+          + " thread. A goal is met only when the lower bound reaches it, not met only when the"
           + " upper bound falls short. This machine has 2 cores: at 4 threads (16 in --long) the"
           + " figures partly measure the scheduler, and the servers share the cores with the"
           + " benchmark. Compare ratios, not absolute rates across runs (every turn is in"
@@ -608,16 +611,17 @@ final class Report {
     for (String group : Catalog.groups()) {
       md.append("\n### ").append(group).append("\n\n");
       md.append(
-          "| variant | role | threads | keys | ok/s [95 % interval] | attempts/s | ratio to raw |"
-              + " order effect |\n"
-              + "|---|---|---|---|---|---|---|---|\n");
+          "| variant | role | guarantee; round trips per unit | threads | keys | ok/s [95 %"
+              + " interval] | attempts/s | ratio to raw | order effect |\n"
+              + "|---|---|---|---|---|---|---|---|---|\n");
       for (Figure f : groupFigures(group)) {
         md.append(
             String.format(
                 Locale.ROOT,
-                "| %s | %s | %d | %s | %s | %s | %s | %s |%n",
+                "| %s | %s | %s | %d | %s | %s | %s | %s | %s |%n",
                 f.entry().label(),
                 f.entry().role().name().toLowerCase(Locale.ROOT),
+                guarantee(f.entry()),
                 f.threads(),
                 keysLabel(f.entry(), f.keys()),
                 okText(f),
@@ -625,14 +629,16 @@ final class Report {
                 ratioToRaw(f),
                 orderText(toRaw(f))));
         if (!f.detail().isEmpty()) {
-          md.append("| ↳ ").append(detailText(f)).append(" | | | | | | | |\n");
+          md.append("| ↳ ").append(detailText(f)).append(" | | | | | | | | |\n");
         }
       }
       for (Entry e : Catalog.ENTRIES) {
         if (e.group().equals(group) && run.skipped.containsKey(e.id())) {
           md.append("| ")
               .append(e.label())
-              .append(" | skipped | | | ")
+              .append(" | skipped | ")
+              .append(guarantee(e))
+              .append(" | | | ")
               .append(run.skipped.get(e.id()))
               .append(" | | | |\n");
         }
@@ -705,6 +711,13 @@ final class Report {
     }
     return Catalog.rawOf(f.entry())
         .flatMap(raw -> ratio(Optional.of(f), find(raw.id(), f.threads(), f.keys())));
+  }
+
+  /** What a row guarantees a stale writer, and what one successful unit costs on the wire. */
+  static String guarantee(Entry entry) {
+    return (entry.safety() == Safety.CORRECTNESS ? "stale write refused" : "no fence")
+        + "; "
+        + entry.roundTrips();
   }
 
   private String ratioToRaw(Figure f) {
@@ -783,6 +796,7 @@ final class Report {
             List.of(
                 f.entry().label(),
                 f.entry().role().name().toLowerCase(Locale.ROOT),
+                guarantee(f.entry()),
                 Integer.toString(f.threads()),
                 keysLabel(f.entry(), f.keys()),
                 okText(f),
@@ -793,7 +807,18 @@ final class Report {
       }
       for (Entry e : Catalog.ENTRIES) {
         if (e.group().equals(group) && run.skipped.containsKey(e.id())) {
-          rows.add(List.of(e.label(), "skipped", "", "", run.skipped.get(e.id()), "", "", "", ""));
+          rows.add(
+              List.of(
+                  e.label(),
+                  "skipped",
+                  guarantee(e),
+                  "",
+                  "",
+                  run.skipped.get(e.id()),
+                  "",
+                  "",
+                  "",
+                  ""));
         }
       }
       html.append(
@@ -801,6 +826,7 @@ final class Report {
               List.of(
                   "variant",
                   "role",
+                  "guarantee; round trips per unit",
                   "threads",
                   "keys",
                   "ok/s [95 % interval]",
