@@ -280,7 +280,10 @@ public final class ConvoyHarness {
   }
 
   private static final Duration TTL = Duration.ofSeconds(10);
-  private static final Duration MAX_WAIT = Duration.ofSeconds(30);
+  static final Duration MAX_WAIT = Duration.ofSeconds(30);
+
+  /** The CAS writer's attempts, the one retry policy here that is not the default. */
+  static final int CAS_MAX_ATTEMPTS = 1_000;
 
   /** A fenced lock on one hot name; a unit is one fenced counter increment under it. */
   abstract static class FencedLockSubject implements Subject {
@@ -461,7 +464,11 @@ public final class ConvoyHarness {
               VersionColumnStoreConfig.custom("counters", Long.class, ValueCodec.longs())
                   // The defaults (10 attempts) give up now and then with four writers on one
                   // key; a give-up would end the unit early and flatter the latency.
-                  .retryPolicy(RetryPolicy.custom().maxAttempts(1_000).maxElapsed(MAX_WAIT).build())
+                  .retryPolicy(
+                      RetryPolicy.custom()
+                          .maxAttempts(CAS_MAX_ATTEMPTS)
+                          .maxElapsed(MAX_WAIT)
+                          .build())
                   .build());
     }
 

@@ -1,0 +1,56 @@
+package dev.nolock.benchmarks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The convoy's recommendation weighs the tail, not only p99: a phase holds few units, so a design
+ * with one unit stuck for seconds must not win on a low p99.
+ */
+class ConvoyRankingTest {
+
+  private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);
+
+  /** 1000 units of {@code typicalMs} during the stall, plus {@code slow} units of {@code slowMs}. */
+  private static ConvoyHarness.Result design(String name, long typicalMs, int slow, long slowMs) {
+    List<long[]> units = new ArrayList<>();
+    for (int i = 0; i < 1_000; i++) {
+      units.add(new long[] {1_100 * MS, typicalMs * MS});
+    }
+    for (int i = 0; i < slow; i++) {
+      units.add(new long[] {1_100 * MS, slowMs * MS});
+    }
+    return ConvoyHarness.classify(
+        new ConvoyHarness.Design(name, false, "postgres", () -> null),
+        units,
+        0,
+        1_000 * MS,
+        3_000 * MS,
+        4_000 * MS);
+  }
+
+  @Test
+  void aLowerP99WithASlowerTailIsATieNotAWin() {
+    ConvoyHarness.Result lowP99LongTail = design("polling", 2, 2, 2_000);
+    ConvoyHarness.Result higherP99ShortTail = design("blocking", 5, 0, 0);
+
+    String[] winner = Report.convoyWinner(List.of(higherP99ShortTail, lowP99LongTail)).orElseThrow();
+
+    assertThat(winner[0]).startsWith("tie: polling (lower p99); blocking (lower tail)");
+    assertThat(winner[1]).contains("1002 units").contains("1000 units");
+  }
+
+  @Test
+  void aLowerP99WithATailNoWorseWins() {
+    ConvoyHarness.Result lowEverywhere = design("cas", 2, 0, 0);
+    ConvoyHarness.Result higher = design("blocking", 5, 2, 2_000);
+
+    String[] winner = Report.convoyWinner(List.of(higher, lowEverywhere)).orElseThrow();
+
+    assertThat(winner[0]).isEqualTo("cas");
+  }
+}
