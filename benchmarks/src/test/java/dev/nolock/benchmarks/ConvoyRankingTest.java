@@ -15,7 +15,9 @@ class ConvoyRankingTest {
 
   private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);
 
-  /** 1000 units of {@code typicalMs} during the stall, plus {@code slow} units of {@code slowMs}. */
+  /**
+   * 1000 units of {@code typicalMs} during the stall, plus {@code slow} units of {@code slowMs}.
+   */
   private static ConvoyHarness.Result design(String name, long typicalMs, int slow, long slowMs) {
     List<long[]> units = new ArrayList<>();
     for (int i = 0; i < 1_000; i++) {
@@ -38,7 +40,8 @@ class ConvoyRankingTest {
     ConvoyHarness.Result lowP99LongTail = design("polling", 2, 2, 2_000);
     ConvoyHarness.Result higherP99ShortTail = design("blocking", 5, 0, 0);
 
-    String[] winner = Report.convoyWinner(List.of(higherP99ShortTail, lowP99LongTail)).orElseThrow();
+    String[] winner =
+        Report.convoyWinner(List.of(higherP99ShortTail, lowP99LongTail)).orElseThrow();
 
     assertThat(winner[0]).startsWith("tie: polling (lower p99); blocking (lower tail)");
     assertThat(winner[1]).contains("1002 units").contains("1000 units");
