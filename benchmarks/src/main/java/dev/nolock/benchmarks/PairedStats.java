@@ -22,7 +22,7 @@ import java.util.function.ToDoubleFunction;
  *   <li>The figure is the median of the per-block values.
  *   <li>Its interval: {@value #RESAMPLES} times, draw as many blocks as there are, with
  *       replacement, and take their median; the 2.5th and 97.5th percentiles of those medians. The
- *       seed is fixed, so the same turns always give the same interval.
+ *       random draws start from a fixed value, so the same turns always give the same interval.
  * </ol>
  */
 final class PairedStats {
