@@ -43,12 +43,13 @@ import java.util.function.Consumer;
  * does nothing, so the figures are the queues' own cost.
  *
  * <ol>
- *   <li>{@code queueDrainRawJdbc}, the floor: {@value #WORKERS} threads each loop over one
- *       transaction per batch: the library's claim statement ({@code WITH c AS MATERIALIZED (SELECT
- *       ... LIMIT 10 FOR UPDATE SKIP LOCKED) UPDATE ... RETURNING}) for {@value #BATCH} jobs, then
- *       one conditional completion of the batch ({@code UPDATE ... SET state = 'done' WHERE (id,
- *       attempt) IN (...) AND state = 'running'}), then {@code COMMIT}; a thread stops when a claim
- *       comes back empty.
+ *   <li>{@code queueDrainRawJdbc}, the floor: {@value #WORKERS} threads each loop over two
+ *       transactions per batch, committed separately as the worker pool commits them: the library's
+ *       claim statement ({@code WITH c AS MATERIALIZED (SELECT ... LIMIT 10 FOR UPDATE SKIP LOCKED)
+ *       UPDATE ... RETURNING}) for {@value #BATCH} jobs, then one conditional completion of the
+ *       batch ({@code UPDATE ... SET state = 'done' WHERE (id, attempt) IN (...) AND state =
+ *       'running'}), each in autocommit with the queue's statement timeout; a thread stops when a
+ *       claim comes back empty.
  *   <li>{@code queueDrainWorkerPool}: nolock's {@code WorkerPool} with concurrency {@value
  *       #WORKERS} and batch size {@value #BATCH}, the handler returning {@code
  *       Completion.complete()}; one dispatcher claims in batches, and the completions that are
@@ -64,9 +65,9 @@ import java.util.function.Consumer;
  *       #WORKERS} threads as the other two variants on one machine.
  * </ol>
  *
- * A job counts when it is finished: after the raw batch commits, and in db-scheduler's {@code
- * onExecutionComplete} (called after the execution's row is deleted). The worker pool offers no
- * hook after its completion commits, so its handler counts, at most {@value #WORKERS} jobs (one
+ * A job counts when it is finished: after the raw batch's completion commits, and in db-scheduler's
+ * {@code onExecutionComplete} (called after the execution's row is deleted). The worker pool offers
+ * no hook after its completion commits, so its handler counts, at most {@value #WORKERS} jobs (one
  * statement each) ahead of the commits; the pool is then closed and the done rows counted, which
  * must equal the jobs. All variants use the same pool size; no variant sleeps to synchronise.
  *
@@ -162,45 +163,42 @@ public final class QueueDrainHarness implements Harness {
     }
   }
 
-  /** One transaction: claim up to a batch, complete the batch; false when nothing was claimed. */
+  /**
+   * Two transactions, as the worker pool commits them: claim up to a batch (committed, so the
+   * leases hold while the jobs run), then complete the batch; false when nothing was claimed. Each
+   * is one statement in autocommit with the queue's statement timeout.
+   */
   private static boolean drainBatch(Bench.PgSchema schema, Drain drain) throws SQLException {
-    try (Connection connection = schema.dataSource().getConnection()) {
-      connection.setAutoCommit(false);
-      try {
-        List<Long> ids = new ArrayList<>(BATCH);
-        List<Long> attempts = new ArrayList<>(BATCH);
-        try (PreparedStatement claim = connection.prepareStatement(QueueBenchmark.CLAIM)) {
-          claim.setString(1, QueueBenchmark.QUEUE);
-          claim.setInt(2, BATCH);
-          claim.setLong(3, QueueBenchmark.LEASE_MILLIS);
-          try (ResultSet rows = claim.executeQuery()) {
-            while (rows.next()) {
-              ids.add(rows.getLong(1));
-              attempts.add(rows.getLong(2));
-              rows.getBytes(3);
-            }
-          }
+    List<Long> ids = new ArrayList<>(BATCH);
+    List<Long> attempts = new ArrayList<>(BATCH);
+    try (Connection connection = schema.dataSource().getConnection();
+        PreparedStatement claim = connection.prepareStatement(QueueBenchmark.CLAIM)) {
+      claim.setQueryTimeout(QueueBenchmark.QUERY_TIMEOUT_SECONDS);
+      claim.setString(1, QueueBenchmark.QUEUE);
+      claim.setInt(2, BATCH);
+      claim.setLong(3, QueueBenchmark.LEASE_MILLIS);
+      try (ResultSet rows = claim.executeQuery()) {
+        while (rows.next()) {
+          ids.add(rows.getLong(1));
+          attempts.add(rows.getLong(2));
+          rows.getBytes(3);
         }
-        if (ids.isEmpty()) {
-          connection.commit();
-          return false;
-        }
-        int done;
-        try (PreparedStatement complete = connection.prepareStatement(COMPLETE_BATCH)) {
-          Array idArray = connection.createArrayOf("bigint", ids.toArray());
-          Array attemptArray = connection.createArrayOf("bigint", attempts.toArray());
-          complete.setString(1, QueueBenchmark.QUEUE);
-          complete.setArray(2, idArray);
-          complete.setArray(3, attemptArray);
-          done = complete.executeUpdate();
-        }
-        connection.commit();
-        drain.completed(done);
-        return true;
-      } finally {
-        connection.setAutoCommit(true);
       }
     }
+    if (ids.isEmpty()) {
+      return false;
+    }
+    try (Connection connection = schema.dataSource().getConnection();
+        PreparedStatement complete = connection.prepareStatement(COMPLETE_BATCH)) {
+      complete.setQueryTimeout(QueueBenchmark.QUERY_TIMEOUT_SECONDS);
+      Array idArray = connection.createArrayOf("bigint", ids.toArray());
+      Array attemptArray = connection.createArrayOf("bigint", attempts.toArray());
+      complete.setString(1, QueueBenchmark.QUEUE);
+      complete.setArray(2, idArray);
+      complete.setArray(3, attemptArray);
+      drain.completed(complete.executeUpdate());
+    }
+    return true;
   }
 
   // ---------------------------------------------------------------------------------------------
