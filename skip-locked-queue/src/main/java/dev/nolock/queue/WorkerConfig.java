@@ -10,10 +10,11 @@ import javax.sql.DataSource;
  * at once.
  *
  * <p>Defaults: {@value #DEFAULT_CONCURRENCY} handler threads, claim batches as large as the
- * concurrency, poll every {@link #DEFAULT_POLL_INTERVAL} (1 s), LISTEN on a connection from the
- * queue's own pool with a {@link #DEFAULT_SELF_TEST_TIMEOUT} (2 s) self-test, heartbeat every third
- * of the lease, reap every {@link #DEFAULT_REAP_INTERVAL} (5 s), no vacuum of its own (autovacuum's
- * job), and wait up to {@link #DEFAULT_SHUTDOWN_TIMEOUT} (30 s) for running handlers on close.
+ * concurrency, one claim in flight, poll every {@link #DEFAULT_POLL_INTERVAL} (1 s), LISTEN on a
+ * connection from the queue's own pool with a {@link #DEFAULT_SELF_TEST_TIMEOUT} (2 s) self-test,
+ * heartbeat every third of the lease, reap every {@link #DEFAULT_REAP_INTERVAL} (5 s), no vacuum of
+ * its own (autovacuum's job), and wait up to {@link #DEFAULT_SHUTDOWN_TIMEOUT} (30 s) for running
+ * handlers on close.
  */
 public final class WorkerConfig {
 
@@ -25,6 +26,7 @@ public final class WorkerConfig {
 
   private final int concurrency;
   private final int batchSize;
+  private final int claimsInFlight;
   private final Duration pollInterval;
   private final boolean listen;
   private final DataSource listenDataSource;
@@ -37,6 +39,7 @@ public final class WorkerConfig {
   private WorkerConfig(Builder b) {
     this.concurrency = b.concurrency;
     this.batchSize = b.batchSize > 0 ? b.batchSize : b.concurrency;
+    this.claimsInFlight = b.claimsInFlight;
     this.pollInterval = b.pollInterval;
     this.listen = b.listen;
     this.listenDataSource = b.listenDataSource;
@@ -61,11 +64,25 @@ public final class WorkerConfig {
   }
 
   /**
-   * Most jobs per claim statement. The pool holds at most {@code max(concurrency, batchSize)}
-   * claimed jobs and claims again when fewer than {@code concurrency} are left.
+   * Most jobs per claim statement. The pool holds at most {@link #maxHeld()} claimed jobs and
+   * starts a claim when fewer than {@code concurrency + (claimsInFlight - 1) * batchSize} are held
+   * or being claimed.
    */
   public int batchSize() {
     return batchSize;
+  }
+
+  /** Claim statements the pool keeps in flight at once. */
+  public int claimsInFlight() {
+    return claimsInFlight;
+  }
+
+  /**
+   * The most claimed jobs the pool holds (waiting for a thread or running): {@code max(concurrency,
+   * batchSize) + (claimsInFlight - 1) * batchSize}.
+   */
+  int maxHeld() {
+    return Math.max(concurrency, batchSize) + (claimsInFlight - 1) * batchSize;
   }
 
   /** How long the pool waits for a notification before it claims anyway. */
@@ -114,6 +131,7 @@ public final class WorkerConfig {
         + concurrency
         + ", batchSize="
         + batchSize
+        + (claimsInFlight == 1 ? "" : ", claimsInFlight=" + claimsInFlight)
         + ", pollInterval="
         + pollInterval
         + ", listen="
@@ -130,6 +148,7 @@ public final class WorkerConfig {
   public static final class Builder {
     private int concurrency = DEFAULT_CONCURRENCY;
     private int batchSize;
+    private int claimsInFlight = 1;
     private Duration pollInterval = DEFAULT_POLL_INTERVAL;
     private boolean listen = true;
     private DataSource listenDataSource;
@@ -161,6 +180,22 @@ public final class WorkerConfig {
         throw new IllegalArgumentException("batchSize must be 1 to 1000, got " + size);
       }
       this.batchSize = size;
+      return this;
+    }
+
+    /**
+     * Claim statements in flight at once, 1 to 16; default 1. With one, the pool claims again only
+     * when the last claim has come back, so handlers faster than a claim's round trip (and its
+     * commit) wait for jobs; each claim more keeps up to {@code batchSize} more jobs on hand,
+     * claimed ahead of the handlers, so their leases run while they wait (see {@link #batchSize}).
+     */
+    public Builder claimsInFlight(int claims) {
+      if (claims < 1 || claims > 16) {
+        throw new IllegalArgumentException(
+            "claimsInFlight is the number of claim statements in flight at once, 1 to 16, got "
+                + claims);
+      }
+      this.claimsInFlight = claims;
       return this;
     }
 

@@ -13,6 +13,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadFactory;
@@ -31,20 +32,22 @@ import org.slf4j.LoggerFactory;
  * Runs a {@link JobHandler} on the jobs of one {@link JobQueue} with bounded concurrency.
  *
  * <p>Guarantees: at most {@link WorkerConfig#concurrency()} handlers run at once; the pool holds at
- * most {@code max(concurrency, batchSize)} claimed jobs that are waiting or running, and extends
- * their leases every heartbeat interval (a compare-and-swap on each attempt token), plus at most as
- * many jobs that ran and whose completion waits to be sent; a job whose local deadline is nearly
- * over when its turn comes is handed back unrun; {@link #close()} returns within {@link
- * WorkerConfig#shutdownTimeout()} plus a few statements, having let running handlers finish or
- * handed their jobs back.
+ * most {@code max(concurrency, batchSize) + (claimsInFlight - 1) * batchSize} claimed jobs that are
+ * waiting or running, and extends their leases every heartbeat interval (a compare-and-swap on each
+ * attempt token), plus at most as many jobs that ran and whose completion waits to be sent; a job
+ * whose local deadline is nearly over when its turn comes is handed back unrun; {@link #close()}
+ * returns within {@link WorkerConfig#shutdownTimeout()} plus a few statements, having let running
+ * handlers finish or handed their jobs back.
  *
  * <p>Algorithm:
  *
  * <ol>
- *   <li>A dispatcher thread waits until fewer than {@code concurrency} jobs are held (and fewer
- *       than {@code max(concurrency, batchSize)} completions wait), then claims up to {@code
- *       min(batchSize, max(concurrency, batchSize) - held)} jobs in one statement and hands them to
- *       the handler threads.
+ *   <li>{@link WorkerConfig#claimsInFlight()} dispatcher threads (one by default) each wait until
+ *       fewer than {@code concurrency + (claimsInFlight - 1) * batchSize} jobs are held or being
+ *       claimed (and fewer than the most held completions wait), then reserve up to {@code
+ *       batchSize} of the free places, claim that many jobs in one statement, hand them to the
+ *       handler threads and give back the places the claim did not fill. Reserving before the claim
+ *       keeps the bound on held jobs with several claims in flight.
  *   <li>When a claim comes back short, the queue is drained: the dispatcher blocks until a
  *       notification for its queue arrives (LISTEN on a held connection, see {@link WakeUp}) or the
  *       poll interval passes. No busy loop: every wait blocks on a condition.
@@ -53,12 +56,13 @@ import org.slf4j.LoggerFactory;
  *       of {@link Completion#completeWith} did (rolled back with the completion), recording what
  *       {@link QueueConfig#errorDescriber()} makes of the exception (by default its class names,
  *       never its message). A plain {@link Completion#complete()} is handed to the completer
- *       thread, and the handler thread takes the next job at once; the job stays held until its
+ *       threads, and the handler thread takes the next job at once; the job stays held until its
  *       completion commits.
- *   <li>The completer sends the completions that are waiting in one statement ({@link
- *       JobQueue#completeAll}: conditional on each attempt, like a single completion), so jobs that
- *       finish while a completion is in flight share the next one. A stale attempt in the batch is
- *       refused alone, also when the running attempt of the same job is in the batch too.
+ *   <li>Each of {@code claimsInFlight} completer threads sends the completions that are waiting in
+ *       one statement ({@link JobQueue#completeAll}: conditional on each attempt, like a single
+ *       completion), so jobs that finish while completions are in flight share the next one. A
+ *       stale attempt in the batch is refused alone, also when the running attempt of the same job
+ *       is in the batch too.
  *   <li>Scheduled tasks, each on a {@link RenewalScheduler} of its own (one daemon thread, a fixed
  *       delay between runs), so a slow VACUUM or reaper never holds a heartbeat up: the heartbeat
  *       (every third of the lease by default), the reaper ({@link JobQueue#reapExpired()}, at start
@@ -94,6 +98,7 @@ public final class WorkerPool<T> implements AutoCloseable {
   private final QueueMetrics metrics;
   private final String name;
   private final int maxHeld;
+  private final int claimBelow;
   private final Duration startMargin;
 
   private final Set<Held<T>> held = ConcurrentHashMap.newKeySet();
@@ -101,8 +106,9 @@ public final class WorkerPool<T> implements AutoCloseable {
   private final RenewalScheduler heartbeats;
   private final RenewalScheduler reaper;
   private final Option<RenewalScheduler> vacuums;
-  private final Thread dispatcher;
-  private final Thread completer;
+  private final List<Thread> dispatchers = new ArrayList<>();
+  private final CountDownLatch warmedUp = new CountDownLatch(1);
+  private final List<Thread> completers = new ArrayList<>();
   private final BlockingQueue<Held<T>> toComplete = new LinkedBlockingQueue<>();
   private final AtomicInteger completing = new AtomicInteger();
   private final NotificationListener listener;
@@ -111,6 +117,7 @@ public final class WorkerPool<T> implements AutoCloseable {
   private final Condition capacity = lock.newCondition();
   private final Condition work = lock.newCondition();
   private boolean workPending = true;
+  private int reserved; // places the claims in flight may fill; guarded by lock
 
   private final AtomicBoolean closing = new AtomicBoolean();
   private volatile boolean abandoning;
@@ -122,7 +129,8 @@ public final class WorkerPool<T> implements AutoCloseable {
     this.handler = Objects.requireNonNull(handler, "handler");
     this.metrics = queue.metrics();
     this.name = queue.config().queue();
-    this.maxHeld = Math.max(config.concurrency(), config.batchSize());
+    this.maxHeld = config.maxHeld();
+    this.claimBelow = config.concurrency() + (config.claimsInFlight() - 1) * config.batchSize();
     this.startMargin = queue.config().lease().dividedBy(10);
     this.handlers =
         new ThreadPoolExecutor(
@@ -138,8 +146,15 @@ public final class WorkerPool<T> implements AutoCloseable {
     this.reaper = RenewalScheduler.named(threadName("reaper"));
     this.vacuums =
         config.vacuumInterval().map(every -> RenewalScheduler.named(threadName("vacuum")));
-    this.dispatcher = daemons("dispatcher").newThread(this::dispatch);
-    this.completer = daemons("completer").newThread(this::completeInBatches);
+    ThreadFactory dispatcherThreads = daemons("dispatcher");
+    for (int i = 0; i < config.claimsInFlight(); i++) {
+      boolean first = i == 0;
+      dispatchers.add(dispatcherThreads.newThread(() -> dispatch(first)));
+    }
+    ThreadFactory completerThreads = daemons("completer");
+    for (int i = 0; i < config.claimsInFlight(); i++) {
+      completers.add(completerThreads.newThread(this::completeInBatches));
+    }
     if (config.listen()) {
       this.listener =
           new NotificationListener(
@@ -174,8 +189,8 @@ public final class WorkerPool<T> implements AutoCloseable {
     reaper.once(this::reap, Duration.ZERO);
     reaper.repeat(this::reap, config.reapInterval());
     vacuums.forEach(v -> v.repeat(this::vacuum, config.vacuumInterval().get()));
-    completer.start();
-    dispatcher.start();
+    completers.forEach(Thread::start);
+    dispatchers.forEach(Thread::start);
     LOG.info("Queue \"{}\": worker pool started with {}", name, config);
   }
 
@@ -200,37 +215,51 @@ public final class WorkerPool<T> implements AutoCloseable {
   // -----------------------------------------------------------------------------------------------
   // Dispatcher
 
-  private void dispatch() {
-    try {
-      queue.warmUp(); // before the first claim, so it does not eat the first batch's leases
-    } catch (RuntimeException e) {
-      LOG.debug("Queue \"{}\": warming up failed", name, e);
+  private void dispatch(boolean first) {
+    if (first) {
+      try {
+        queue.warmUp(); // before the first claim, so it does not eat the first batch's leases
+      } catch (RuntimeException e) {
+        LOG.debug("Queue \"{}\": warming up failed", name, e);
+      } finally {
+        warmedUp.countDown();
+      }
+    } else {
+      try {
+        warmedUp.await();
+      } catch (InterruptedException e) {
+        return;
+      }
     }
     while (!closing.get()) {
+      int want;
       lock.lock();
       try {
         while (!closing.get()
-            && (held.size() >= config.concurrency() || completing.get() >= maxHeld)) {
+            && (held.size() + reserved >= claimBelow || completing.get() >= maxHeld)) {
           capacity.await();
         }
+        if (closing.get()) {
+          return;
+        }
+        want = Math.min(config.batchSize(), maxHeld - held.size() - reserved);
+        reserved += want;
         workPending = false;
       } catch (InterruptedException e) {
         return;
       } finally {
         lock.unlock();
       }
-      if (closing.get()) {
-        return;
-      }
-      int want = Math.min(config.batchSize(), maxHeld - held.size());
       List<Job<T>> claimed;
       try {
         claimed = queue.claim(want);
       } catch (BackendUnavailableException e) {
+        unreserve(want);
         LOG.warn("Queue \"{}\": claim failed; trying again in {}", name, config.pollInterval(), e);
         awaitWork();
         continue;
       } catch (RuntimeException e) {
+        unreserve(want);
         LOG.error(
             "Queue \"{}\": claim failed unexpectedly; trying again in {}",
             name,
@@ -241,7 +270,7 @@ public final class WorkerPool<T> implements AutoCloseable {
       }
       for (Job<T> job : claimed) {
         Held<T> h = new Held<>(job);
-        held.add(h);
+        held.add(h); // before the reservation goes, so held + reserved never exceeds maxHeld
         try {
           handlers.execute(new RunJob(h));
         } catch (RejectedExecutionException e) {
@@ -252,9 +281,20 @@ public final class WorkerPool<T> implements AutoCloseable {
           freed(h);
         }
       }
+      unreserve(want);
       if (claimed.size() < want) {
         awaitWork();
       }
+    }
+  }
+
+  private void unreserve(int places) {
+    lock.lock();
+    try {
+      reserved -= places;
+      capacity.signalAll();
+    } finally {
+      lock.unlock();
     }
   }
 
@@ -469,7 +509,14 @@ public final class WorkerPool<T> implements AutoCloseable {
         return; // close() gave up waiting; the jobs left run again after their leases
       }
       toComplete.drainTo(batch, MAX_COMPLETION_BATCH - 1);
-      boolean end = batch.remove(END);
+      int ends = 0;
+      while (batch.remove(END)) {
+        ends++;
+      }
+      for (int other = 1; other < ends; other++) {
+        toComplete.add(endMarker()); // another completer's
+      }
+      boolean end = ends > 0;
       if (!batch.isEmpty()) {
         completeAll(batch);
       }
@@ -478,6 +525,11 @@ public final class WorkerPool<T> implements AutoCloseable {
         return;
       }
     }
+  }
+
+  @SuppressWarnings("unchecked")
+  private Held<T> endMarker() {
+    return END;
   }
 
   private void completeAll(List<Held<T>> batch) {
@@ -596,7 +648,10 @@ public final class WorkerPool<T> implements AutoCloseable {
       listener.close();
     }
     try {
-      dispatcher.join(queue.config().queryTimeout().plusSeconds(1).toMillis());
+      long joinBy = System.nanoTime() + queue.config().queryTimeout().plusSeconds(1).toNanos();
+      for (Thread dispatcher : dispatchers) {
+        TimeUnit.NANOSECONDS.timedJoin(dispatcher, Math.max(1, joinBy - System.nanoTime()));
+      }
       List<Runnable> unstarted = new ArrayList<>();
       handlers.getQueue().drainTo(unstarted);
       for (Runnable r : unstarted) {
@@ -619,10 +674,10 @@ public final class WorkerPool<T> implements AutoCloseable {
         }
         handlers.awaitTermination(1, TimeUnit.SECONDS);
       }
-      endCompleter();
+      endCompleters();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      completer.interrupt();
+      completers.forEach(Thread::interrupt);
     } finally {
       heartbeats.close();
       reaper.close();
@@ -632,15 +687,22 @@ public final class WorkerPool<T> implements AutoCloseable {
   }
 
   @SuppressWarnings("unchecked")
-  private void endCompleter() throws InterruptedException {
-    toComplete.add(END);
-    completer.join(queue.config().queryTimeout().plusSeconds(1).toMillis());
-    if (completer.isAlive()) {
+  private void endCompleters() throws InterruptedException {
+    completers.forEach(c -> toComplete.add(END)); // one each: a completer that takes more puts back
+    long joinBy = System.nanoTime() + queue.config().queryTimeout().plusSeconds(1).toNanos();
+    boolean late = false;
+    for (Thread completer : completers) {
+      TimeUnit.NANOSECONDS.timedJoin(completer, Math.max(1, joinBy - System.nanoTime()));
+      if (completer.isAlive()) {
+        late = true;
+        completer.interrupt();
+      }
+    }
+    if (late) {
       LOG.warn(
           "Queue \"{}\": the last completions did not commit in time; those jobs run again after"
               + " their leases expire",
           name);
-      completer.interrupt();
     }
   }
 

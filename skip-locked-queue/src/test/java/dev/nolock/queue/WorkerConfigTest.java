@@ -13,6 +13,8 @@ class WorkerConfigTest {
     WorkerConfig config = WorkerConfig.ofDefaults();
     assertThat(config.concurrency()).isEqualTo(4);
     assertThat(config.batchSize()).isEqualTo(4);
+    assertThat(config.claimsInFlight()).isOne();
+    assertThat(config.maxHeld()).isEqualTo(4);
     assertThat(config.pollInterval()).isEqualTo(Duration.ofSeconds(1));
     assertThat(config.listen()).isTrue();
     assertThat(config.listenDataSource()).isEmpty();
@@ -23,6 +25,10 @@ class WorkerConfigTest {
     assertThat(WorkerConfig.custom().concurrency(8).build().batchSize()).isEqualTo(8);
     assertThat(WorkerConfig.custom().concurrency(8).batchSize(50).build().batchSize())
         .isEqualTo(50);
+    assertThat(WorkerConfig.custom().concurrency(8).batchSize(5).claimsInFlight(3).build())
+        .extracting(WorkerConfig::maxHeld)
+        .as("max(8, 5) + 2 * 5")
+        .isEqualTo(18);
   }
 
   @Test
@@ -30,6 +36,10 @@ class WorkerConfigTest {
     WorkerConfig.Builder b = WorkerConfig.custom();
     assertThatThrownBy(() -> b.concurrency(0)).hasMessageContaining("1 to 256");
     assertThatThrownBy(() -> b.batchSize(1001)).hasMessageContaining("1 to 1000");
+    assertThatThrownBy(() -> b.claimsInFlight(0))
+        .hasMessageContaining("claimsInFlight is the number of claim statements")
+        .hasMessageContaining("1 to 16, got 0");
+    assertThatThrownBy(() -> b.claimsInFlight(17)).hasMessageContaining("got 17");
     assertThatThrownBy(() -> b.pollInterval(Duration.ZERO)).hasMessageContaining("pollInterval");
     assertThatThrownBy(() -> b.selfTestTimeout(Duration.ofMinutes(2)))
         .hasMessageContaining("selfTestTimeout");

@@ -18,6 +18,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
@@ -148,6 +149,105 @@ class WorkerPoolIT {
       await().atMost(Duration.ofSeconds(20)).until(() -> done.get() == 30);
       assertThat(maxRunning.get()).isEqualTo(3);
     }
+  }
+
+  @Test
+  void eachClaimInFlightHoldsUpToABatchMoreAndThePoolNeverHoldsMoreThanItsBound() throws Exception {
+    // concurrency 1, batches of 2: one claim in flight holds max(1, 2) = 2 jobs, three hold
+    // 2 + 2 * 2 = 6. The rows in the table, not the pool's own count, show what was claimed.
+    assertThat(heldWithGateClosed(1)).as("one claim in flight (the default)").isEqualTo(2);
+    assertThat(heldWithGateClosed(3)).as("three claims in flight").isEqualTo(6);
+  }
+
+  /**
+   * Claimed jobs of a pool whose handler blocks, once nothing moves; then drains, bound checked.
+   */
+  private static long heldWithGateClosed(int claimsInFlight) throws Exception {
+    JobQueue<String> q = queue(newQueue());
+    List<NewJob<String>> jobs = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      jobs.add(NewJob.of("job-" + i));
+    }
+    q.enqueueAll(jobs);
+    WorkerConfig config =
+        WorkerConfig.custom().concurrency(1).batchSize(2).claimsInFlight(claimsInFlight).build();
+    AtomicReference<WorkerPool<String>> self = new AtomicReference<>();
+    AtomicInteger mostHeld = new AtomicInteger();
+    AtomicInteger done = new AtomicInteger();
+    Semaphore entered = new Semaphore(0);
+    Semaphore gate = new Semaphore(0);
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            config,
+            job -> {
+              entered.release();
+              if (!gate.tryAcquire(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("the test never opened the gate");
+              }
+              mostHeld.accumulateAndGet(self.get().held(), Math::max);
+              done.incrementAndGet();
+              return Completion.complete();
+            })) {
+      self.set(pool);
+      assertThat(entered.tryAcquire(10, TimeUnit.SECONDS)).isTrue();
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> pool.held() >= config.maxHeld()); // then no place is left to reserve
+      long running = rows.count(q.config().queue(), JobState.RUNNING);
+      mostHeld.accumulateAndGet(pool.held(), Math::max);
+
+      gate.release(30);
+      await().atMost(Duration.ofSeconds(20)).until(() -> done.get() == 30);
+      assertThat(mostHeld.get()).as("held at most maxHeld").isLessThanOrEqualTo(config.maxHeld());
+      return running;
+    }
+  }
+
+  @Test
+  void claimsInFlightAreThatManyClaimStatementsWaitingOnTheServerAtOnce() throws Exception {
+    assertThat(claimsWaitingBehindATableLock(1)).as("the default").isEqualTo(1);
+    assertThat(claimsWaitingBehindATableLock(3)).isEqualTo(3);
+  }
+
+  /** Claim statements of a new pool blocked by an EXCLUSIVE table lock, once all have arrived. */
+  private static int claimsWaitingBehindATableLock(int claimsInFlight) throws Exception {
+    JobQueue<String> q = queue(newQueue());
+    q.enqueue(NewJob.of("job"));
+    int pid;
+    try (Connection locker = schema.dataSource().getConnection()) {
+      locker.setAutoCommit(false);
+      DSLContext tx = DSL.using(locker, SQLDialect.POSTGRES);
+      tx.execute("LOCK TABLE " + QueueConfig.DEFAULT_TABLE + " IN EXCLUSIVE MODE");
+      pid = ((Number) tx.fetchValue("select pg_backend_pid()")).intValue();
+      try (WorkerPool<String> pool =
+          WorkerPool.start(
+              q,
+              WorkerConfig.custom()
+                  .concurrency(1)
+                  .batchSize(1)
+                  .claimsInFlight(claimsInFlight)
+                  .listen(false)
+                  .build(),
+              job -> Completion.complete())) {
+        await().atMost(Duration.ofSeconds(10)).until(() -> blockedBy(pid) >= claimsInFlight);
+        int blocked = blockedBy(pid);
+        locker.rollback();
+        return blocked;
+      }
+    }
+  }
+
+  /** Claim statements waiting for a lock that backend {@code pid} holds (not the reaper's). */
+  private static int blockedBy(int pid) {
+    Object count =
+        schema
+            .dsl()
+            .fetchValue(
+                "select count(*) from pg_stat_activity where ?::int = any(pg_blocking_pids(pid))"
+                    + " and query like '%order by \"run_at\", \"id\"%'",
+                pid);
+    return ((Number) count).intValue();
   }
 
   @Test

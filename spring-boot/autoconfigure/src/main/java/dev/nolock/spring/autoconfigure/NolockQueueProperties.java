@@ -63,6 +63,9 @@ public class NolockQueueProperties {
     /** Most jobs per claim (1 to 1000); default the concurrency. */
     private Integer batchSize;
 
+    /** Claim statements, and completion statements, the worker pool keeps in flight (1 to 16). */
+    private Integer claimsInFlight;
+
     /** How long an idle worker pool waits before it claims again (10 ms to 10 min). */
     private Duration pollInterval;
 
@@ -150,6 +153,14 @@ public class NolockQueueProperties {
 
     public void setBatchSize(Integer batchSize) {
       this.batchSize = batchSize;
+    }
+
+    public Integer getClaimsInFlight() {
+      return claimsInFlight;
+    }
+
+    public void setClaimsInFlight(Integer claimsInFlight) {
+      this.claimsInFlight = claimsInFlight;
     }
 
     public Duration getPollInterval() {

@@ -91,6 +91,7 @@ public final class QueueSettings {
     String p = PREFIX + name + ".";
     set(p + "concurrency", q.getConcurrency(), b::concurrency);
     set(p + "batch-size", q.getBatchSize(), b::batchSize);
+    set(p + "claims-in-flight", q.getClaimsInFlight(), b::claimsInFlight);
     set(p + "poll-interval", q.getPollInterval(), b::pollInterval);
     set(p + "listen", q.getListen(), b::listen);
     set(p + "heartbeat-interval", q.getHeartbeatInterval(), b::heartbeatInterval);
