@@ -51,9 +51,10 @@ import java.util.function.Consumer;
  *       'running'}), each in autocommit with the queue's statement timeout; a thread stops when a
  *       claim comes back empty.
  *   <li>{@code queueDrainWorkerPool}: nolock's {@code WorkerPool} with concurrency {@value
- *       #WORKERS} and batch size {@value #BATCH}, the handler returning {@code
- *       Completion.complete()}; one dispatcher claims in batches, and the completions that are
- *       waiting go out together in one conditional statement ({@code JobQueue.completeAll}).
+ *       #WORKERS}, batch size {@value #BATCH} and {@value #CLAIMS_IN_FLIGHT} claims in flight (as
+ *       many as the floor's threads), the handler returning {@code Completion.complete()}; its
+ *       dispatchers claim in batches, and the completions that are waiting go out together in one
+ *       conditional statement per completer ({@code JobQueue.completeAll}).
  *   <li>{@code queueDrainDbScheduler}, the peer: db-scheduler's {@code OneTimeTask} that does
  *       nothing, its executions inserted up front into its {@code scheduled_tasks} table (the
  *       PostgreSQL DDL of its documentation), a {@code Scheduler} with {@value #WORKERS} threads,
@@ -86,8 +87,14 @@ public final class QueueDrainHarness implements Harness {
   static final int VACUUM_EVERY_JOBS = 5_000;
   static final int POLL_MILLIS = 20;
 
-  /** Pool connections: the workers plus the worker pool's dispatcher, heartbeat, reaper, LISTEN. */
-  private static final int POOL_THREADS = WORKERS + 2;
+  /** As many claims in flight as the raw floor has threads. */
+  static final int CLAIMS_IN_FLIGHT = WORKERS;
+
+  /**
+   * Pool connections, the same for every variant: what the worker pool's README asks for (handlers,
+   * dispatchers, completers, heartbeat, reaper, vacuum, LISTEN).
+   */
+  private static final int POOL_THREADS = WORKERS + 2 * CLAIMS_IN_FLIGHT + 4;
 
   private static final String COMPLETE_BATCH =
       "update nolock_jobs set state = 'done', locked_until = null, finished_at ="
@@ -213,7 +220,12 @@ public final class QueueDrainHarness implements Harness {
       queue.createTableIfMissing();
       QueueBenchmark.fill(schema, jobs);
       Drain drain = new Drain(jobs);
-      WorkerConfig config = WorkerConfig.custom().concurrency(WORKERS).batchSize(BATCH).build();
+      WorkerConfig config =
+          WorkerConfig.custom()
+              .concurrency(WORKERS)
+              .batchSize(BATCH)
+              .claimsInFlight(CLAIMS_IN_FLIGHT)
+              .build();
       drain.start();
       try (Vacuum vacuum = new Vacuum(queue::vacuum, drain);
           WorkerPool<byte[]> pool =
