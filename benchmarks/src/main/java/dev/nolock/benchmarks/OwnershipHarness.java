@@ -39,7 +39,6 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -86,13 +85,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *       shape (the same cooperative sticky assignor, {@code read_committed}, 100 records per poll,
  *       500 ms poll timeout, 10 s session, manual commits), each record applied through plain JDBC
  *       on a connection from the same kind of pool, in one transaction: {@value #RAW_ADVANCE}, then
- *       the same {@value #UPSERT}, then the commit: the same three round trips. {@code commitSync}
- *       of the applied positions after each poll batch (the library commits asynchronously every 5
- *       s instead: the floor pays one more Kafka round trip per batch of up to 100 records); a
- *       commit refused because a rebalance is under way is kept and made when the partitions are
- *       revoked (in the rebalance listener) or after the next batch, the usual plain-consumer
- *       pattern, without which a moved partition would be applied twice. Its positions come from
- *       Kafka's committed offsets, with {@code auto.offset.reset=earliest}.
+ *       the same {@value #UPSERT}, then the commit: the same three round trips. {@code commitAsync}
+ *       of the applied positions every 5 s, as the library commits them, and {@code commitSync} of
+ *       a partition's position when it is revoked (in the rebalance listener), the usual
+ *       plain-consumer pattern, without which a moved partition would be applied twice. Its
+ *       positions come from Kafka's committed offsets, with {@code auto.offset.reset=earliest}.
  * </ul>
  *
  * <p>What differs in the SQL, exactly: the floor's offset {@code UPDATE} hits the same row of a
@@ -132,6 +129,10 @@ public final class OwnershipHarness implements Harness {
       "CREATE TABLE counters (key text PRIMARY KEY, value bigint NOT NULL)";
 
   private static final Duration POLL = Duration.ofMillis(500);
+
+  /** The library's default {@code commitInterval}, which the floor commits offsets on as well. */
+  private static final Duration COMMIT_INTERVAL =
+      OwnershipConfig.custom("127.0.0.1:9092", "t", "g").build().commitInterval();
 
   private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
@@ -261,6 +262,7 @@ public final class OwnershipHarness implements Harness {
     private final AtomicReference<Throwable> failure;
     private final KafkaConsumer<String, String> consumer;
     private final Map<TopicPartition, OffsetAndMetadata> pending = new HashMap<>();
+    private long lastCommitNanos = System.nanoTime();
     private volatile boolean stopping;
 
     RawConsumer(
@@ -306,13 +308,13 @@ public final class OwnershipHarness implements Harness {
                 new TopicPartition(record.topic(), record.partition()),
                 new OffsetAndMetadata(record.offset() + 1));
           }
-          if (!pending.isEmpty()) {
-            try {
-              consumer.commitSync(pending);
-              pending.clear();
-            } catch (RebalanceInProgressException e) {
-              // Kept: committed when the partitions are revoked, or after the next batch.
-            }
+          long now = System.nanoTime();
+          if (!pending.isEmpty() && now - lastCommitNanos >= COMMIT_INTERVAL.toNanos()) {
+            // Kept after the commit too: a commit refused because a rebalance is under way is
+            // made again at the next interval or when the partitions are revoked, and committing
+            // a position twice is harmless.
+            consumer.commitAsync(new HashMap<>(pending), null);
+            lastCommitNanos = now;
           }
         }
       } catch (WakeupException e) {
