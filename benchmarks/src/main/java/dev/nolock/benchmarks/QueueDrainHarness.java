@@ -94,7 +94,7 @@ public final class QueueDrainHarness implements Harness {
    * Pool connections, the same for every variant: what the worker pool's README asks for (handlers,
    * dispatchers, completers, heartbeat, reaper, vacuum, LISTEN).
    */
-  private static final int POOL_THREADS = WORKERS + 2 * CLAIMS_IN_FLIGHT + 4;
+  private static final int POOL_THREADS = WORKERS + 2 * CLAIMS_IN_FLIGHT + 5;
 
   private static final String COMPLETE_BATCH =
       "update nolock_jobs set state = 'done', locked_until = null, finished_at ="

@@ -34,10 +34,13 @@ import org.slf4j.LoggerFactory;
  * <p>Guarantees: at most {@link WorkerConfig#concurrency()} handlers run at once; the pool holds at
  * most {@code max(concurrency, batchSize) + (claimsInFlight - 1) * batchSize} claimed jobs that are
  * waiting or running, and extends their leases every heartbeat interval (a compare-and-swap on each
- * attempt token), plus at most as many jobs that ran and whose completion waits to be sent; a job
- * whose local deadline is nearly over when its turn comes is handed back unrun; {@link #close()}
- * returns within {@link WorkerConfig#shutdownTimeout()} plus a few statements, having let running
- * handlers finish or handed their jobs back.
+ * attempt token), plus fewer than twice as many jobs that ran and whose completion waits to be sent
+ * (their leases are no longer extended; claims pause while that many wait); a job whose local
+ * deadline is nearly over when its turn comes is handed back unrun; {@link #close()} returns within
+ * {@link WorkerConfig#shutdownTimeout()} plus one statement per claimed job that had not started
+ * (each handed back on its own; up to {@code maxHeld - concurrency} of them, which more claims in
+ * flight raise) and the last completions, having let running handlers finish or handed their jobs
+ * back.
  *
  * <p>Algorithm:
  *
@@ -87,7 +90,9 @@ public final class WorkerPool<T> implements AutoCloseable {
   private static final int MAX_COMPLETION_BATCH = 500;
 
   /**
-   * Added by {@link #close()} after the handlers stopped: the completer sends the rest and ends.
+   * Added once by {@link #close()} after the handlers stopped: a completer that takes it sends the
+   * rest it took, puts it back for the others and ends. Nothing is added after it, so no completion
+   * waits behind it.
    */
   @SuppressWarnings("rawtypes")
   private static final Held END = new Held<>(null);
@@ -250,38 +255,37 @@ public final class WorkerPool<T> implements AutoCloseable {
       } finally {
         lock.unlock();
       }
-      List<Job<T>> claimed;
+      List<Job<T>> claimed = List.of();
       try {
         claimed = queue.claim(want);
+        for (Job<T> job : claimed) {
+          Held<T> h = new Held<>(job);
+          // Before the reservation goes, so held never exceeds maxHeld (counted twice for a
+          // moment, which only makes the other dispatchers wait).
+          held.add(h);
+          try {
+            handlers.execute(new RunJob(h));
+          } catch (RejectedExecutionException e) {
+            // close() gave up waiting for this claim and shut the handlers down: hand it back.
+            if (h.finishing.compareAndSet(false, true)) {
+              releaseQuietly(h);
+            }
+            freed(h);
+          }
+        }
       } catch (BackendUnavailableException e) {
-        unreserve(want);
         LOG.warn("Queue \"{}\": claim failed; trying again in {}", name, config.pollInterval(), e);
-        awaitWork();
-        continue;
-      } catch (RuntimeException e) {
-        unreserve(want);
+      } catch (RuntimeException | LinkageError | AssertionError e) {
+        // Not the server's: a bug, a codec or a class that failed. The dispatcher carries on, so
+        // one bad claim does not silently take a dispatcher, and its places, away for good.
         LOG.error(
             "Queue \"{}\": claim failed unexpectedly; trying again in {}",
             name,
             config.pollInterval(),
             e);
-        awaitWork();
-        continue;
+      } finally {
+        unreserve(want); // on every path, an Error too: a leaked reservation starves the pool
       }
-      for (Job<T> job : claimed) {
-        Held<T> h = new Held<>(job);
-        held.add(h); // before the reservation goes, so held + reserved never exceeds maxHeld
-        try {
-          handlers.execute(new RunJob(h));
-        } catch (RejectedExecutionException e) {
-          // close() gave up waiting for this claim and shut the handlers down: hand it back.
-          if (h.finishing.compareAndSet(false, true)) {
-            releaseQuietly(h);
-          }
-          freed(h);
-        }
-      }
-      unreserve(want);
       if (claimed.size() < want) {
         awaitWork();
       }
@@ -509,14 +513,10 @@ public final class WorkerPool<T> implements AutoCloseable {
         return; // close() gave up waiting; the jobs left run again after their leases
       }
       toComplete.drainTo(batch, MAX_COMPLETION_BATCH - 1);
-      int ends = 0;
-      while (batch.remove(END)) {
-        ends++;
+      boolean end = batch.remove(END);
+      if (end) {
+        toComplete.add(endMarker()); // put back at once: the other completers end on it too
       }
-      for (int other = 1; other < ends; other++) {
-        toComplete.add(endMarker()); // another completer's
-      }
-      boolean end = ends > 0;
       if (!batch.isEmpty()) {
         completeAll(batch);
       }
@@ -678,6 +678,13 @@ public final class WorkerPool<T> implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       completers.forEach(Thread::interrupt);
+      LOG.warn(
+          "Queue \"{}\": close() was interrupted; {} held job(s) and {} waiting completion(s) are"
+              + " left to their leases: they run again after their leases expire, and a handler"
+              + " still running may overlap that run",
+          name,
+          held.size(),
+          pendingCompletions());
     } finally {
       heartbeats.close();
       reaper.close();
@@ -688,7 +695,7 @@ public final class WorkerPool<T> implements AutoCloseable {
 
   @SuppressWarnings("unchecked")
   private void endCompleters() throws InterruptedException {
-    completers.forEach(c -> toComplete.add(END)); // one each: a completer that takes more puts back
+    toComplete.add(END); // each completer that takes it puts it back, so it reaches them all
     long joinBy = System.nanoTime() + queue.config().queryTimeout().plusSeconds(1).toNanos();
     boolean late = false;
     for (Thread completer : completers) {
@@ -704,6 +711,25 @@ public final class WorkerPool<T> implements AutoCloseable {
               + " their leases expire",
           name);
     }
+    int left = pendingCompletions();
+    if (left > 0) {
+      // A handler that ignored its interrupt finished after the completers ended.
+      LOG.warn(
+          "Queue \"{}\": {} completion(s) arrived after the completers ended and were not sent;"
+              + " those jobs run again after their leases expire",
+          name,
+          left);
+    }
+  }
+
+  private int pendingCompletions() {
+    int pending = 0;
+    for (Held<T> h : toComplete) {
+      if (h != END) {
+        pending++;
+      }
+    }
+    return pending;
   }
 
   private void releaseQuietly(Held<T> h) {

@@ -7,6 +7,7 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -201,6 +202,67 @@ class WorkerPoolIT {
       await().atMost(Duration.ofSeconds(20)).until(() -> done.get() == 30);
       assertThat(mostHeld.get()).as("held at most maxHeld").isLessThanOrEqualTo(config.maxHeld());
       return running;
+    }
+  }
+
+  @Test
+  void closeEndsEveryCompleterOfAPoolWithSeveralClaimsInFlightAndEveryJobIsDone() throws Exception {
+    // A long statement timeout: a completer that close() failed to end would hold close() for
+    // the timeout plus a second before being interrupted, well past the 20 s this test allows.
+    JobQueue<String> q = queue(newQueue().queryTimeout(Duration.ofMinutes(2)));
+    List<NewJob<String>> jobs = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      jobs.add(NewJob.of("job-" + i));
+    }
+    q.enqueueAll(jobs);
+    AtomicInteger ran = new AtomicInteger();
+    WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().concurrency(2).batchSize(2).claimsInFlight(4).build(),
+            job -> {
+              ran.incrementAndGet();
+              return Completion.complete();
+            });
+    await().atMost(Duration.ofSeconds(20)).until(() -> ran.get() == 30);
+
+    Thread closing = new Thread(pool::close);
+    closing.start();
+    closing.join(TimeUnit.SECONDS.toMillis(20));
+
+    assertThat(closing.isAlive()).as("close() ended all four completers").isFalse();
+    assertThat(rows.count(q.config().queue(), JobState.DONE)).isEqualTo(30);
+    assertThat(Thread.getAllStackTraces().keySet())
+        .extracting(Thread::getName)
+        .noneMatch(name -> name.startsWith("nolock-queue-" + q.config().queue() + "-completer-"));
+  }
+
+  @Test
+  void aCodecThatThrowsAnErrorFailsItsOwnJobAndTheRestOfTheClaimRuns() {
+    // An AssertionError (or a missing class) from the codec, after the claim committed: the
+    // poison job fails, its batch-mate runs at once instead of waiting out its lease.
+    PayloadCodec<String> codec =
+        PayloadCodec.of(
+            p -> p.getBytes(StandardCharsets.UTF_8),
+            bytes -> {
+              String p = new String(bytes, StandardCharsets.UTF_8);
+              if (p.equals("poison")) {
+                throw new AssertionError("cannot read poison");
+              }
+              return p;
+            });
+    JobQueue<String> q =
+        JobQueue.create(
+            schema.dataSource(), newQueue().lease(Duration.ofMinutes(5)).build(), codec);
+    long poison = id(q.enqueue(NewJob.of("poison")));
+    long good = id(q.enqueue(NewJob.of("good")));
+    try (WorkerPool<String> pool =
+        WorkerPool.start(
+            q,
+            WorkerConfig.custom().concurrency(2).batchSize(2).claimsInFlight(2).build(),
+            job -> Completion.complete())) {
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(good).state() == JobState.DONE);
+      await().atMost(Duration.ofSeconds(10)).until(() -> rows.get(poison).failures() == 1);
     }
   }
 

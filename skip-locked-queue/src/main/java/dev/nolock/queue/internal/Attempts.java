@@ -105,9 +105,10 @@ public final class Attempts<T> {
       T payload;
       try {
         payload = codec.decode(r.get(2, byte[].class));
-      } catch (RuntimeException | StackOverflowError e) {
-        // A recursive decoder overflows on a deeply nested poison payload: that job's failure,
-        // not the claim's (which committed; thrown on, it would strand the whole batch running).
+      } catch (RuntimeException | StackOverflowError | LinkageError | AssertionError e) {
+        // A recursive decoder overflows on a deeply nested poison payload, an assertion or a
+        // missing class fails on one: that job's failure, not the claim's (which committed;
+        // thrown on, it would strand the whole batch running).
         // A decoder's message quotes the bytes it could not read: the describer decides.
         String error =
             "the payload could not be decoded: "
