@@ -248,8 +248,7 @@ final class Report {
       return new Recommendation(shape, name(best), "only candidate measured", basis);
     }
     Figure second = ranked.get(1);
-    // A figure of one block has no interval: it can tie but never win.
-    if (ranked.stream().allMatch(f -> f.blocks() >= 2) && best.okLow() > second.okHigh()) {
+    if (clearWinner(ranked)) {
       return new Recommendation(
           shape,
           name(best),
@@ -283,6 +282,17 @@ final class Report {
                 .collect(Collectors.joining(" vs "))
             + " units/s",
         basis);
+  }
+
+  /**
+   * Whether the first of {@code ranked} (by median) wins outright: its interval clears every other
+   * candidate's, not only the runner-up's (a third with a lower median can have a wider interval
+   * that reaches it). A figure of one block has no interval: it can tie but never win.
+   */
+  static boolean clearWinner(List<Figure> ranked) {
+    Figure best = ranked.get(0);
+    return ranked.stream().allMatch(f -> f.blocks() >= 2)
+        && ranked.stream().skip(1).allMatch(f -> f.okHigh() < best.okLow());
   }
 
   private static String name(Figure f) {

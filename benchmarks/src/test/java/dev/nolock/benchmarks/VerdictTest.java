@@ -56,4 +56,21 @@ class VerdictTest {
 
     assertThat(Report.floorStatus(ratios, 0.9)).startsWith("not met; also artefact");
   }
+
+  private static Report.Figure units(double median, double low, double high) {
+    return new Report.Figure(
+        Catalog.ENTRIES.get(0), 4, 1, median, low, high, 6, median, java.util.Map.of());
+  }
+
+  @Test
+  void aWinnerClearsEveryOtherCandidatesIntervalNotOnlyTheRunnerUps() {
+    Report.Figure best = units(5_000, 4_800, 5_200);
+    Report.Figure second = units(4_500, 4_400, 4_700);
+    Report.Figure wideThird = units(4_400, 3_000, 5_000);
+
+    assertThat(Report.clearWinner(List.of(best, second))).isTrue();
+    assertThat(Report.clearWinner(List.of(best, second, wideThird)))
+        .as("the third's interval reaches the best's")
+        .isFalse();
+  }
 }
