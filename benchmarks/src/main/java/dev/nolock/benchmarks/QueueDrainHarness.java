@@ -12,12 +12,13 @@ import dev.nolock.queue.PayloadCodec;
 import dev.nolock.queue.QueueConfig;
 import dev.nolock.queue.WorkerConfig;
 import dev.nolock.queue.WorkerPool;
-import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Types;
 import java.time.Duration;
+import java.time.OffsetDateTime;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -46,10 +47,10 @@ import java.util.function.Consumer;
  *   <li>{@code queueDrainRawJdbc}, the floor: {@value #WORKERS} threads each loop over two
  *       transactions per batch, committed separately as the worker pool commits them: the library's
  *       claim statement ({@code WITH c AS MATERIALIZED (SELECT ... LIMIT 10 FOR UPDATE SKIP LOCKED)
- *       UPDATE ... RETURNING}) for {@value #BATCH} jobs, then one conditional completion of the
- *       batch ({@code UPDATE ... SET state = 'done' WHERE (id, attempt) IN (...) AND state =
- *       'running'}), each in autocommit with the queue's statement timeout; a thread stops when a
- *       claim comes back empty.
+ *       UPDATE ... RETURNING}) for {@value #BATCH} jobs, every returned column read, then the
+ *       library's batch completion ({@code JobQueue.completeAll}'s statement: the rows whose
+ *       attempt is still running locked in id order, updated and returned), each in autocommit with
+ *       the queue's statement timeout; a thread stops when a claim comes back empty.
  *   <li>{@code queueDrainWorkerPool}: nolock's {@code WorkerPool} with concurrency {@value
  *       #WORKERS}, batch size {@value #BATCH} and {@value #CLAIMS_IN_FLIGHT} claims in flight (as
  *       many as the floor's threads), the handler returning {@code Completion.complete()}; its
@@ -96,10 +97,24 @@ public final class QueueDrainHarness implements Harness {
    */
   private static final int POOL_THREADS = WORKERS + 2 * CLAIMS_IN_FLIGHT + 5;
 
-  private static final String COMPLETE_BATCH =
-      "update nolock_jobs set state = 'done', locked_until = null, finished_at ="
-          + " clock_timestamp() where queue = ? and state = 'running' and (id, attempt) in"
-          + " (select * from unnest(?::bigint[], ?::bigint[]))";
+  /**
+   * {@code JobQueue.completeAll}'s statement as jOOQ renders it for {@code n} jobs (captured from
+   * pgjdbc's log of the worker pool's drain; {@code QueueDrainSqlTest} checks it against the
+   * library): the rows locked in id order, then updated, their id, attempt and run_at returned.
+   */
+  static String completeAll(int n) {
+    StringBuilder pairs = new StringBuilder();
+    for (int i = 0; i < n; i++) {
+      pairs.append(i == 0 ? "" : ", ").append("(?, ?)");
+    }
+    return "with \"c\" as materialized (select \"id\" from \"nolock_jobs\" where (\"queue\" = ? and"
+        + " (\"id\", \"attempt\") in ("
+        + pairs
+        + ") and \"state\" = 'running') order by \"id\" for update) update \"nolock_jobs\" as \"j\""
+        + " set \"state\" = 'done', \"locked_until\" = cast(? as timestamp with time zone),"
+        + " \"finished_at\" = clock_timestamp() from \"c\" where \"j\".\"id\" = \"c\".\"id\""
+        + " returning \"j\".\"id\", \"j\".\"attempt\", \"j\".\"run_at\"";
+  }
 
   private static final String TASK = "bench-job";
 
@@ -188,7 +203,14 @@ public final class QueueDrainHarness implements Harness {
         while (rows.next()) {
           ids.add(rows.getLong(1));
           attempts.add(rows.getLong(2));
+          // The library reads every returned column to build its Job; so does the floor.
           rows.getBytes(3);
+          rows.getString(4);
+          rows.getObject(5, OffsetDateTime.class);
+          rows.getObject(6, OffsetDateTime.class);
+          rows.getObject(7, OffsetDateTime.class);
+          rows.getInt(8);
+          rows.getInt(9);
         }
       }
     }
@@ -196,14 +218,25 @@ public final class QueueDrainHarness implements Harness {
       return false;
     }
     try (Connection connection = schema.dataSource().getConnection();
-        PreparedStatement complete = connection.prepareStatement(COMPLETE_BATCH)) {
+        PreparedStatement complete = connection.prepareStatement(completeAll(ids.size()))) {
       complete.setQueryTimeout(QueueBenchmark.QUERY_TIMEOUT_SECONDS);
-      Array idArray = connection.createArrayOf("bigint", ids.toArray());
-      Array attemptArray = connection.createArrayOf("bigint", attempts.toArray());
-      complete.setString(1, QueueBenchmark.QUEUE);
-      complete.setArray(2, idArray);
-      complete.setArray(3, attemptArray);
-      drain.completed(complete.executeUpdate());
+      int p = 1;
+      complete.setString(p++, QueueBenchmark.QUEUE);
+      for (int i = 0; i < ids.size(); i++) {
+        complete.setLong(p++, ids.get(i));
+        complete.setLong(p++, attempts.get(i));
+      }
+      complete.setNull(p, Types.VARCHAR);
+      int done = 0;
+      try (ResultSet rows = complete.executeQuery()) {
+        while (rows.next()) {
+          rows.getLong(1);
+          rows.getLong(2);
+          rows.getObject(3, OffsetDateTime.class);
+          done++;
+        }
+      }
+      drain.completed(done);
     }
     return true;
   }
