@@ -56,4 +56,25 @@ class ConvoyRankingTest {
 
     assertThat(winner[0]).isEqualTo("cas");
   }
+
+  @Test
+  void aThirdDesignWithTheLowestTailMakesItATieToo() {
+    // The runner-up by p99 has the worst tail; the third has the best: the leader must not win.
+    ConvoyHarness.Result leader = design("a", 1, 2, 100);
+    ConvoyHarness.Result runnerUp = design("b", 2, 2, 200);
+    ConvoyHarness.Result third = design("c", 3, 0, 0);
+
+    String[] winner = Report.convoyWinner(List.of(runnerUp, third, leader)).orElseThrow();
+
+    assertThat(winner[0]).isEqualTo("tie: a (lower p99); c (lower tail)");
+  }
+
+  @Test
+  void anEqualP99IsATieWhicheverComesFirst() {
+    ConvoyHarness.Result x = design("x", 2, 0, 0);
+    ConvoyHarness.Result y = design("y", 2, 0, 0);
+
+    assertThat(Report.convoyWinner(List.of(x, y)).orElseThrow()[0]).startsWith("tie: ");
+    assertThat(Report.convoyWinner(List.of(y, x)).orElseThrow()[0]).startsWith("tie: ");
+  }
 }

@@ -73,4 +73,25 @@ class VerdictTest {
         .as("the third's interval reaches the best's")
         .isFalse();
   }
+
+  @Test
+  void candidatesFromTwoPairedRunsNeverMakeAWinner() {
+    Report.Figure fromOneRun = units(5_000, 4_800, 5_200);
+    Report.Figure fromAnother =
+        new Report.Figure(
+            Catalog.ENTRIES.stream()
+                .filter(e -> e.source() != Catalog.ENTRIES.get(0).source())
+                .findFirst()
+                .orElseThrow(),
+            4,
+            1,
+            1_000,
+            900,
+            1_100,
+            6,
+            1_000,
+            java.util.Map.of());
+
+    assertThat(Report.clearWinner(List.of(fromOneRun, fromAnother))).isFalse();
+  }
 }
