@@ -69,9 +69,10 @@ import java.util.function.Consumer;
  *
  * A job counts when it is finished: after the raw batch's completion commits, and in db-scheduler's
  * {@code onExecutionComplete} (called after the execution's row is deleted). The worker pool offers
- * no hook after its completion commits, so its handler counts, at most {@value #WORKERS} jobs (one
- * statement each) ahead of the commits; the pool is then closed and the done rows counted, which
- * must equal the jobs. All variants use the same pool size; no variant sleeps to synchronise.
+ * no hook after its completion commits, so its handler counts, ahead of the commits by the
+ * completions waiting or in flight (fewer than twice its 40 held jobs); the pool is then closed and
+ * the done rows counted, which must equal the jobs. All variants use the same pool size; no variant
+ * sleeps to synchronise.
  *
  * <p>Every variant's table is vacuumed ({@code VACUUM (SKIP_LOCKED)}) from a side thread each time
  * another {@value #VACUUM_EVERY_JOBS} jobs have finished: the raw floor's and the worker pool's

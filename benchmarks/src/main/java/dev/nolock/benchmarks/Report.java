@@ -263,11 +263,15 @@ final class Report {
               Svg.compact(second.okHigh())),
           basis);
     }
-    List<Figure> tied = ranked.stream().filter(f -> f.okHigh() >= best.okLow()).toList();
+    List<Figure> reaching = ranked.stream().filter(f -> f.okHigh() >= best.okLow()).toList();
+    // Clear of every interval but measured in other paired runs: undecided between the leader and
+    // those runs' best, never a "tie" of one.
+    boolean acrossRuns = reaching.size() == 1;
+    List<Figure> tied = acrossRuns ? List.of(best, second) : reaching;
     return new Recommendation(
         shape,
         "tie: " + tied.stream().map(Report::name).collect(Collectors.joining("; ")),
-        "intervals overlap: "
+        (acrossRuns ? "measured in different paired runs: " : "intervals overlap: ")
             + tied.stream()
                 .map(
                     f ->
@@ -766,22 +770,27 @@ final class Report {
     if (beatsAll) {
       return Optional.of(new String[] {best.design(), figures});
     }
-    ConvoyHarness.Result lowestTail =
+    // The first design the leader does not beat: as low a p99, or a lower p99.9 or max.
+    ConvoyHarness.Result rival =
         ranked.stream()
-            .min(
-                Comparator.comparingLong(
-                        (ConvoyHarness.Result r) -> r.during().getValueAtPercentile(99.9))
-                    .thenComparingLong(r -> r.during().getMaxValue()))
+            .skip(1)
+            .filter(
+                o ->
+                    o.during().getValueAtPercentile(99) <= best.during().getValueAtPercentile(99)
+                        || o.during().getValueAtPercentile(99.9)
+                            < best.during().getValueAtPercentile(99.9)
+                        || o.during().getMaxValue() < best.during().getMaxValue())
+            .findFirst()
             .orElseThrow();
-    if (lowestTail != best) {
-      return Optional.of(
-          new String[] {
-            "tie: " + best.design() + " (lower p99); " + lowestTail.design() + " (lower tail)",
-            figures
-          });
-    }
+    boolean sameP99 =
+        rival.during().getValueAtPercentile(99) <= best.during().getValueAtPercentile(99);
     return Optional.of(
-        new String[] {"tie: " + best.design() + "; " + second.design() + " (same p99)", figures});
+        new String[] {
+          sameP99
+              ? "tie: " + best.design() + "; " + rival.design() + " (same p99)"
+              : "tie: " + best.design() + " (lower p99); " + rival.design() + " (lower tail)",
+          figures
+        });
   }
 
   /** What a row guarantees a stale writer, and what one successful unit costs on the wire. */
