@@ -53,6 +53,15 @@ class WorkerPoolIT {
     return QueueConfig.custom("w" + QUEUES.incrementAndGet());
   }
 
+  /** {@code count} jobs with the payloads "job-0", "job-1", ... */
+  private static List<NewJob<String>> numbered(int count) {
+    List<NewJob<String>> jobs = new ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      jobs.add(NewJob.of("job-" + i));
+    }
+    return jobs;
+  }
+
   private static long id(EnqueueResult result) {
     return ((EnqueueResult.Enqueued) result).id();
   }
@@ -114,10 +123,7 @@ class WorkerPoolIT {
   @Test
   void noMoreThanConcurrencyHandlersRunAtOnce() throws Exception {
     JobQueue<String> q = queue(newQueue());
-    List<NewJob<String>> jobs = new ArrayList<>();
-    for (int i = 0; i < 30; i++) {
-      jobs.add(NewJob.of("job-" + i));
-    }
+    List<NewJob<String>> jobs = numbered(30);
     q.enqueueAll(jobs);
     AtomicInteger running = new AtomicInteger();
     AtomicInteger maxRunning = new AtomicInteger();
@@ -165,10 +171,7 @@ class WorkerPoolIT {
    */
   private static long heldWithGateClosed(int claimsInFlight) throws Exception {
     JobQueue<String> q = queue(newQueue());
-    List<NewJob<String>> jobs = new ArrayList<>();
-    for (int i = 0; i < 30; i++) {
-      jobs.add(NewJob.of("job-" + i));
-    }
+    List<NewJob<String>> jobs = numbered(30);
     q.enqueueAll(jobs);
     WorkerConfig config =
         WorkerConfig.custom().concurrency(1).batchSize(2).claimsInFlight(claimsInFlight).build();
@@ -210,10 +213,7 @@ class WorkerPoolIT {
     // A long statement timeout: a completer that close() failed to end would hold close() for
     // the timeout plus a second before being interrupted, well past the 20 s this test allows.
     JobQueue<String> q = queue(newQueue().queryTimeout(Duration.ofMinutes(2)));
-    List<NewJob<String>> jobs = new ArrayList<>();
-    for (int i = 0; i < 30; i++) {
-      jobs.add(NewJob.of("job-" + i));
-    }
+    List<NewJob<String>> jobs = numbered(30);
     q.enqueueAll(jobs);
     AtomicInteger ran = new AtomicInteger();
     WorkerPool<String> pool =
@@ -685,10 +685,7 @@ class WorkerPoolIT {
   @Test
   void closeHandsBackUnstartedJobsAndThoseWhoseHandlersOverrunTheTimeout() throws Exception {
     JobQueue<String> q = queue(newQueue());
-    List<NewJob<String>> jobs = new ArrayList<>();
-    for (int i = 0; i < 5; i++) {
-      jobs.add(NewJob.of("job-" + i));
-    }
+    List<NewJob<String>> jobs = numbered(5);
     List<Long> ids = q.enqueueAll(jobs).stream().map(WorkerPoolIT::id).toList();
     CountDownLatch entered = new CountDownLatch(1);
     CountDownLatch never = new CountDownLatch(1);
