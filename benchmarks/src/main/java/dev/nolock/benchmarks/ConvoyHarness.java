@@ -317,7 +317,9 @@ public final class ConvoyHarness {
 
   /** The fenced lock on PostgreSQL, its unit a fenced counter increment. */
   static final class PostgresFencedLock extends FencedLockSubject {
-    private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
+    // One connection more than the participants: the backend's listener for releases keeps one.
+    private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 2);
+    private final PostgresLockBackend backend;
     private final FencedLock lock;
     private final Fence fence = Fence.onTable(Fence.DEFAULT_TABLE);
     private final org.jooq.DSLContext dsl = DSL.using(schema.dataSource(), SQLDialect.POSTGRES);
@@ -325,7 +327,7 @@ public final class ConvoyHarness {
     PostgresFencedLock() {
       schema.execute("CREATE TABLE counters (id bigint PRIMARY KEY, value bigint NOT NULL)");
       schema.execute("INSERT INTO counters VALUES (0, 0)");
-      PostgresLockBackend backend = PostgresLockBackend.create(schema.dataSource());
+      backend = PostgresLockBackend.create(schema.dataSource());
       backend.createTableIfMissing();
       fence.createTableIfMissing(dsl);
       lock = FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
@@ -349,6 +351,7 @@ public final class ConvoyHarness {
     @Override
     public void close() {
       lock.close();
+      backend.close();
       schema.close();
     }
   }

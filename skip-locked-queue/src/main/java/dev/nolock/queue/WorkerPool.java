@@ -3,7 +3,7 @@ package dev.nolock.queue;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.ErrorDescriber;
 import dev.nolock.patterns.RenewalScheduler;
-import dev.nolock.queue.internal.NotificationListener;
+import dev.nolock.patterns.sql.NotificationListener;
 import dev.nolock.queue.internal.QueueMetrics;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -166,10 +166,25 @@ public final class WorkerPool<T> implements AutoCloseable {
               config.listenDataSource().getOrElse(queue::dataSource),
               DSL.using(queue.dataSource(), SQLDialect.POSTGRES),
               queue.config().channel(),
-              name,
+              "queue \"" + name + "\"",
+              "Give WorkerConfig.listenDataSource a direct connection to PostgreSQL to get"
+                  + " wake-ups within milliseconds.",
               config.pollInterval(),
               config.selfTestTimeout(),
-              this::wake,
+              new NotificationListener.Receiver() {
+                @Override
+                public void listening() {
+                  wake(); // jobs may have arrived before the LISTEN
+                }
+
+                @Override
+                public void received(List<String> payloads) {
+                  if (payloads.contains(name)) {
+                    wake();
+                  }
+                }
+              },
+              () -> true,
               state -> wakeUp = WakeUp.valueOf(state.name()));
     } else {
       this.listener = null;

@@ -3,6 +3,7 @@ package dev.nolock.lock;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.CoordinationMetrics;
 import dev.nolock.patterns.Deadline;
+import dev.nolock.patterns.FairLockBackend;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.GrantOwner;
 import dev.nolock.patterns.Lease;
@@ -22,8 +23,12 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.random.RandomGenerator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,7 +51,10 @@ import org.slf4j.LoggerFactory;
  *       configured owner plus a random nonce, {@link dev.nolock.patterns.GrantOwner}; the backend
  *       bumps the token in the same step), and count the lease from that first reading, so the
  *       round trip is subtracted. {@link #acquire} repeats this with exponential backoff and full
- *       jitter until {@code maxWait}.
+ *       jitter until {@code maxWait}; on a backend that queues waiters ({@link
+ *       dev.nolock.patterns.FairLockBackend}, PostgreSQL's) it asks in turn, keeping a place in the
+ *       queue that expires when the caller stops asking, and is woken by a release instead of
+ *       sleeping the whole backoff.
  *   <li>Renew: every renewal interval (default TTL/3) a watchdog asks the backend to extend the
  *       lease <em>if it is still this grant's and this token's</em>. Success moves the deadline to
  *       the renewal's send time plus the TTL; a refusal loses the lease at once; a failed call is
@@ -124,7 +132,8 @@ public final class FencedLock implements AutoCloseable {
   }
 
   /**
-   * Asks once.
+   * Asks once. It does not queue: on a backend that queues waiters it can take a free lease ahead
+   * of them.
    *
    * @return the held lock, or empty when someone else holds it or the grant arrived after its TTL
    *     had run out
@@ -134,7 +143,8 @@ public final class FencedLock implements AutoCloseable {
   public Option<HeldLock> tryAcquire(String name, Duration ttl) {
     Duration interval = validate(name, ttl);
     long start = clock.nanoTime();
-    Option<HeldLock> result = attempt(name, ttl, interval);
+    Option<HeldLock> result =
+        attempt(name, ttl, interval, owner -> backend.tryAcquire(name, owner, ttl));
     Duration took = Duration.ofNanos(clock.nanoTime() - start);
     if (result.isDefined()) {
       metrics.acquired(took);
@@ -147,6 +157,12 @@ public final class FencedLock implements AutoCloseable {
   /**
    * Asks until granted or until {@code maxWait} has passed, sleeping a jittered exponential backoff
    * between attempts (never spinning). An interrupt ends the wait with the interrupt flag set.
+   *
+   * <p>On a backend that queues waiters ({@link FairLockBackend}) the callers waiting for one name
+   * are served roughly in the order they began to wait, across processes: a caller asks only in its
+   * turn, and a release wakes the waiters at once; the backoff is then only the longest wait for a
+   * wake-up that went missing. A waiter that stops asking (its process died) loses its place after
+   * {@code 4 × backoffMax + 2 s}. Elsewhere the first to ask after a release wins.
    *
    * @return the held lock, or {@link NotAcquired} when someone else held it throughout
    */
@@ -163,28 +179,117 @@ public final class FencedLock implements AutoCloseable {
               + " tryAcquire to ask once.");
     }
     long start = clock.nanoTime();
-    AtomicInteger attempts = new AtomicInteger();
-    RetryPolicy policy =
-        RetryPolicy.custom()
-            .maxAttempts(Integer.MAX_VALUE)
-            .maxElapsed(maxWait.isZero() ? Duration.ofNanos(1) : maxWait)
-            .baseDelay(config.backoffBase())
-            .maxDelay(config.backoffMax())
-            .build();
     Either<NotAcquired, HeldLock> result =
-        policy.run(
-            clock,
-            () -> {
-              attempts.incrementAndGet();
-              return attempt(name, ttl, interval)
-                  .toEither(() -> new NotAcquired(name, attempts.get(), since(start)));
-            });
+        backend instanceof FairLockBackend fair
+            ? acquireInTurn(fair, name, ttl, interval, maxWait, start)
+            : poll(name, ttl, interval, maxWait, start);
     if (result.isRight()) {
       metrics.acquired(since(start));
     } else {
       metrics.gaveUp(since(start));
     }
     return result;
+  }
+
+  /** Asks, and after each refusal sleeps a jittered exponential backoff, until {@code maxWait}. */
+  private Either<NotAcquired, HeldLock> poll(
+      String name, Duration ttl, Duration interval, Duration maxWait, long start) {
+    AtomicInteger attempts = new AtomicInteger();
+    return waitPolicy(maxWait)
+        .run(
+            clock,
+            () -> {
+              attempts.incrementAndGet();
+              return attempt(name, ttl, interval, owner -> backend.tryAcquire(name, owner, ttl))
+                  .toEither(() -> new NotAcquired(name, attempts.get(), since(start)));
+            });
+  }
+
+  /**
+   * Waits in the backend's queue ({@link FairLockBackend}):
+   *
+   * <ol>
+   *   <li>Subscribe to the name's releases first, so that a release between an attempt and the wait
+   *       after it is not missed.
+   *   <li>Ask in turn, under a waiter identity of this call; a refusal keeps (or takes) this call's
+   *       place in the queue for {@link #placeFor the place's length}.
+   *   <li>Wait for a wake-up, or at most the backoff {@link #poll} would sleep (a wake-up can be
+   *       lost, and an expired lease or place wakes nobody), then go to 2.
+   *   <li>However the wait ends without a grant (given up, interrupted, failed), give up the place
+   *       so that the next waiter need not wait for it to expire.
+   * </ol>
+   */
+  private Either<NotAcquired, HeldLock> acquireInTurn(
+      FairLockBackend fair,
+      String name,
+      Duration ttl,
+      Duration interval,
+      Duration maxWait,
+      long start) {
+    String waiter = GrantOwner.newGrant(config.owner());
+    Duration place = placeFor(config);
+    RetryPolicy backoff = waitPolicy(maxWait);
+    RandomGenerator random = ThreadLocalRandom.current();
+    Semaphore woken = new Semaphore(0);
+    boolean granted = false;
+    try (FairLockBackend.Subscription ignored = fair.onRelease(name, waiter, woken::release)) {
+      for (int attempts = 1; ; attempts++) {
+        Option<HeldLock> lock =
+            attempt(
+                name,
+                ttl,
+                interval,
+                owner -> fair.tryAcquireInTurn(name, owner, ttl, waiter, place, config.patience()));
+        if (lock.isDefined()) {
+          granted = true;
+          return Either.right(lock.get());
+        }
+        Duration left = maxWait.minus(since(start));
+        if (left.isNegative() || left.isZero()) {
+          return Either.left(new NotAcquired(name, attempts, since(start)));
+        }
+        Duration delay = backoff.backoff(attempts, random);
+        try {
+          if (clock.await(woken, delay.compareTo(left) < 0 ? delay : left)) {
+            // Every wake-up so far is answered by the next attempt.
+            woken.drainPermits();
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return Either.left(new NotAcquired(name, attempts, since(start)));
+        }
+      }
+    } finally {
+      if (!granted) {
+        leaveQuietly(fair, name, waiter);
+      }
+    }
+  }
+
+  /**
+   * How long a waiter's place is kept after each attempt: four of the longest backoffs plus 2 s,
+   * far longer than a live waiter takes between two attempts (at most one backoff and a round
+   * trip), and short enough that a waiter that died holds the others up for seconds, not a lease.
+   */
+  static Duration placeFor(LockConfig config) {
+    return config.backoffMax().multipliedBy(4).plusSeconds(2);
+  }
+
+  private RetryPolicy waitPolicy(Duration maxWait) {
+    return RetryPolicy.custom()
+        .maxAttempts(Integer.MAX_VALUE)
+        .maxElapsed(maxWait.isZero() ? Duration.ofNanos(1) : maxWait)
+        .baseDelay(config.backoffBase())
+        .maxDelay(config.backoffMax())
+        .build();
+  }
+
+  private static void leaveQuietly(FairLockBackend fair, String name, String waiter) {
+    try {
+      fair.leaveQueue(name, waiter);
+    } catch (RuntimeException e) {
+      LOG.debug("Could not leave the queue of {}; the place expires on its own", name, e);
+    }
   }
 
   /**
@@ -256,10 +361,12 @@ public final class FencedLock implements AutoCloseable {
     return interval;
   }
 
-  private Option<HeldLock> attempt(String name, Duration ttl, Duration interval) {
+  /** One ask: {@code grant} sends it for a new grant owner. */
+  private Option<HeldLock> attempt(
+      String name, Duration ttl, Duration interval, Function<String, Option<FencingToken>> grant) {
     long sent = clock.nanoTime();
     String owner = GrantOwner.newGrant(config.owner());
-    Option<FencingToken> token = backend.tryAcquire(name, owner, ttl);
+    Option<FencingToken> token = grant.apply(owner);
     if (token.isEmpty()) {
       metrics.conflict();
       return Option.none();

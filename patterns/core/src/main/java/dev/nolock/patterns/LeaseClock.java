@@ -1,6 +1,8 @@
 package dev.nolock.patterns;
 
 import java.time.Duration;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The time source for leases: a monotonic counter in nanoseconds, injected per instance so that
@@ -59,6 +61,17 @@ public interface LeaseClock {
       // synchronisation.
       Thread.sleep(duration.toMillis(), duration.toNanosPart() % 1_000_000);
     }
+  }
+
+  /**
+   * Waits until {@code signal} has a permit, taking it, or until {@code duration} has passed on
+   * this clock. Used by a waiter that a backend can wake; a {@link ManualLeaseClock} advances
+   * instead of blocking.
+   *
+   * @return true when signalled, false when the time ran out
+   */
+  default boolean await(Semaphore signal, Duration duration) throws InterruptedException {
+    return signal.tryAcquire(Math.max(0, duration.toNanos()), TimeUnit.NANOSECONDS);
   }
 
   /** The JVM's monotonic clock ({@link System#nanoTime()}). */

@@ -1,6 +1,7 @@
 package dev.nolock.patterns;
 
 import java.time.Duration;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -32,6 +33,16 @@ public final class ManualLeaseClock implements LeaseClock {
     if (!duration.isNegative()) {
       advance(duration);
     }
+  }
+
+  /** Takes a permit if there is one; otherwise advances by {@code duration} instead of blocking. */
+  @Override
+  public boolean await(Semaphore signal, Duration duration) {
+    if (signal.tryAcquire()) {
+      return true;
+    }
+    sleep(duration);
+    return false;
   }
 
   /**

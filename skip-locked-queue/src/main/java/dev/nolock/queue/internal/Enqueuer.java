@@ -1,6 +1,6 @@
 package dev.nolock.queue.internal;
 
-import static dev.nolock.queue.internal.PgFunctions.pgNotify;
+import static dev.nolock.patterns.sql.NotificationListener.pgNotify;
 
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.queue.EnqueueResult;

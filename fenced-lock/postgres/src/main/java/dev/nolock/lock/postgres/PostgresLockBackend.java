@@ -2,18 +2,23 @@ package dev.nolock.lock.postgres;
 
 import dev.nolock.lock.postgres.internal.LockTable;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.FairLockBackend;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import dev.nolock.patterns.sql.CreateIfMissing;
+import dev.nolock.patterns.sql.NotificationListener;
 import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
 import io.vavr.control.Option;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
@@ -80,21 +85,35 @@ import org.jooq.impl.DSL;
  * repeat (a missing table or privilege) an {@link IllegalStateException}. Immutable and
  * thread-safe.
  */
-public final class PostgresLockBackend implements LockBackend {
+public final class PostgresLockBackend implements FairLockBackend, AutoCloseable {
 
+  private static final Duration LISTEN_POLL = Duration.ofSeconds(1);
+  private static final Duration SELF_TEST_TIMEOUT = Duration.ofSeconds(2);
+  private static final int IDLE_SECONDS = 10;
+  private static final Duration IDLE = Duration.ofSeconds(IDLE_SECONDS);
+
+  private final DataSource dataSource;
   private final DSLContext dsl;
   private final PostgresLockConfig config;
   private final Name tableName;
   private final LockTable table;
   private final int queryTimeoutSeconds;
+  private final String tablePrefix;
+  private final Map<String, Runnable> waiting = new ConcurrentHashMap<>();
+  private NotificationListener listener; // guarded by this; started by the first wait
+  private boolean closed; // guarded by this
+  private long idleSince = System.nanoTime(); // guarded by this; when the last wait ended
 
   private PostgresLockBackend(DataSource dataSource, PostgresLockConfig config) {
-    Objects.requireNonNull(dataSource, "dataSource");
+    this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
     this.config = Objects.requireNonNull(config, "config");
     this.dsl = DSL.using(dataSource, SQLDialect.POSTGRES);
     this.tableName = SqlNames.requireSqlIdentifier("lock table", config.table());
-    this.table = new LockTable(tableName);
+    this.table =
+        new LockTable(
+            tableName, SqlNames.requireSqlIdentifier("lock waiters table", config.waitersTable()));
     this.queryTimeoutSeconds = Math.toIntExact(config.queryTimeout().toSeconds());
+    this.tablePrefix = config.table() + "\n";
   }
 
   /**
@@ -135,6 +154,11 @@ public final class PostgresLockBackend implements LockBackend {
               tableName,
               config.queryTimeout(),
               on -> table.createTableIfMissing(on).execute());
+          CreateIfMissing.relation(
+              dsl,
+              table.waitersName(),
+              config.queryTimeout(),
+              on -> table.createWaitersTableIfMissing(on).execute());
           return null;
         });
   }
@@ -204,10 +228,169 @@ public final class PostgresLockBackend implements LockBackend {
                     dsl,
                     tx ->
                         table
-                            .release(tx, name, owner, token.value())
+                            .release(
+                                tx,
+                                name,
+                                owner,
+                                token.value(),
+                                PostgresLockConfig.CHANNEL,
+                                payloadPrefix(name))
                             .queryTimeout(queryTimeoutSeconds)
-                            .execute()));
+                            .fetch()
+                            .size()));
     return oneRowAtMost(rows, name);
+  }
+
+  /**
+   * The fair acquire ({@link FairLockBackend}): one statement that grants only on the waiter's turn
+   * and otherwise keeps its place in the queue table ({@link PostgresLockConfig#waitersTable()});
+   * see {@code LockTable.tryAcquireInTurn} for its parts.
+   */
+  @Override
+  public Option<FencingToken> tryAcquireInTurn(
+      String name, String owner, Duration ttl, String waiter, Duration place, Duration patience) {
+    requireNameAndOwner(name, owner);
+    Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
+    Option<Long> token =
+        translate(
+            () ->
+                "acquiring lock \""
+                    + name
+                    + "\" for "
+                    + owner
+                    + " in turn. Whether it was granted is unknown; retry later with backoff (a"
+                    + " grant that did happen expires after its TTL, a place in the queue after"
+                    + " its own)",
+            () ->
+                OwnTransaction.run(
+                    dsl,
+                    tx ->
+                        Option.ofOptional(
+                            table
+                                .tryAcquireInTurn(tx, name, owner, ttl, waiter, place, patience)
+                                .queryTimeout(queryTimeoutSeconds)
+                                .fetchOptional(0, Long.class))));
+    return token.map(FencingToken::of);
+  }
+
+  @Override
+  public void leaveQueue(String name, String waiter) {
+    Names.requireName("lock name", name, Lease.MAX_NAME_LENGTH);
+    Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
+    translate(
+        () -> "leaving the queue of lock \"" + name + "\"; the place expires on its own",
+        () ->
+            OwnTransaction.run(
+                dsl,
+                tx ->
+                    table
+                        .leave(tx, name, waiter, PostgresLockConfig.CHANNEL, payloadPrefix(name))
+                        .queryTimeout(queryTimeoutSeconds)
+                        .fetch()
+                        .size()));
+  }
+
+  /**
+   * Wakes {@code wake} when a notification names {@code waiter} as first in the queue of {@code
+   * name}, and once whenever listening (re)starts, until closed. The first subscription starts the
+   * listener, which stops {@value #IDLE_SECONDS} s after the last one closed. With {@link
+   * PostgresLockConfig#listen()} off, or after {@link #close()}, a subscription that never wakes.
+   */
+  @Override
+  public Subscription onRelease(String name, String waiter, Runnable wake) {
+    Names.requireName("lock name", name, Lease.MAX_NAME_LENGTH);
+    Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
+    Objects.requireNonNull(wake, "wake");
+    if (!config.listen()) {
+      return () -> {};
+    }
+    String key = payloadPrefix(name) + waiter;
+    synchronized (this) {
+      if (closed) {
+        return () -> {};
+      }
+      waiting.put(key, wake);
+      if (listener == null) {
+        listener = newListener();
+        listener.start();
+      }
+    }
+    return () -> unsubscribe(key, wake);
+  }
+
+  /**
+   * A notification's payload up to the waiter: {@code table \n name \n}. Names and waiters hold no
+   * control characters, so the parts never run into each other.
+   */
+  private String payloadPrefix(String name) {
+    return tablePrefix + name + "\n";
+  }
+
+  private synchronized void unsubscribe(String key, Runnable wake) {
+    waiting.remove(key, wake);
+    if (waiting.isEmpty()) {
+      idleSince = System.nanoTime();
+    }
+  }
+
+  /**
+   * Asked by the listener once a second: false (and forgotten, so that the next wait starts a new
+   * one) once nobody has waited for {@value #IDLE_SECONDS} s, so that a backend nobody closes does
+   * not keep a connection and a thread for good.
+   */
+  private synchronized boolean stillWanted() {
+    if (closed || !waiting.isEmpty() || System.nanoTime() - idleSince < IDLE.toNanos()) {
+      return !closed;
+    }
+    listener = null;
+    return false;
+  }
+
+  private NotificationListener newListener() {
+    return new NotificationListener(
+        dataSource,
+        dsl,
+        PostgresLockConfig.CHANNEL,
+        "lock table " + config.table(),
+        "Waiting acquires poll with the lock's backoff instead; turn listening off"
+            + " (PostgresLockConfig.listen(false)) to skip this test.",
+        LISTEN_POLL,
+        SELF_TEST_TIMEOUT,
+        new NotificationListener.Receiver() {
+          @Override
+          public void listening() {
+            waiting.values().forEach(Runnable::run);
+          }
+
+          @Override
+          public void received(List<String> payloads) {
+            for (String payload : payloads) {
+              Runnable wake = waiting.get(payload);
+              if (wake != null) {
+                wake.run();
+              }
+            }
+          }
+        },
+        this::stillWanted,
+        state -> {});
+  }
+
+  /**
+   * Stops listening for releases and gives its connection back to the pool; waiters still waiting
+   * poll from then on. Idempotent. The lease calls need nothing closed.
+   */
+  @Override
+  public void close() {
+    NotificationListener running;
+    synchronized (this) {
+      closed = true;
+      running = listener;
+      listener = null;
+    }
+    if (running != null) {
+      running.close();
+    }
   }
 
   @Override

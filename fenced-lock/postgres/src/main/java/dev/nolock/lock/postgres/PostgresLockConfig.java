@@ -7,12 +7,19 @@ import java.time.Duration;
  * Immutable settings of a {@link PostgresLockBackend}, built with {@link #custom()}; each setter
  * validates at once.
  *
- * <p>Defaults: table {@value #DEFAULT_TABLE}, query timeout {@link #DEFAULT_QUERY_TIMEOUT}.
+ * <p>Defaults: table {@value #DEFAULT_TABLE} (its waiters' queue {@value #DEFAULT_TABLE}{@value
+ * #WAITERS_SUFFIX}), query timeout {@link #DEFAULT_QUERY_TIMEOUT}, listening for releases on.
  */
 public final class PostgresLockConfig {
 
   /** The lease table used when none is configured. */
   public static final String DEFAULT_TABLE = "nolock_locks";
+
+  /** What the queue of waiters' table adds to the lease table's name. */
+  public static final String WAITERS_SUFFIX = "_waiters";
+
+  /** The channel releases are announced on, each notification's payload {@code table:name}. */
+  public static final String CHANNEL = "nolock_lock_release";
 
   /** How long one lock statement may run before the driver cancels it. */
   public static final Duration DEFAULT_QUERY_TIMEOUT = Duration.ofSeconds(5);
@@ -22,10 +29,12 @@ public final class PostgresLockConfig {
 
   private final String table;
   private final Duration queryTimeout;
+  private final boolean listen;
 
   private PostgresLockConfig(Builder builder) {
     this.table = builder.table;
     this.queryTimeout = builder.queryTimeout;
+    this.listen = builder.listen;
   }
 
   /** Every default. */
@@ -43,6 +52,16 @@ public final class PostgresLockConfig {
     return table;
   }
 
+  /** The queue of waiters' table: the lease table's name plus {@value #WAITERS_SUFFIX}. */
+  public String waitersTable() {
+    return table + WAITERS_SUFFIX;
+  }
+
+  /** Whether a waiting acquire is woken by {@code LISTEN}/{@code NOTIFY} when a lease is freed. */
+  public boolean listen() {
+    return listen;
+  }
+
   /** The JDBC query timeout of each lock statement, whole seconds. */
   public Duration queryTimeout() {
     return queryTimeout;
@@ -50,25 +69,52 @@ public final class PostgresLockConfig {
 
   @Override
   public String toString() {
-    return "PostgresLockConfig[table=" + table + ", queryTimeout=" + queryTimeout + "]";
+    return "PostgresLockConfig[table="
+        + table
+        + ", queryTimeout="
+        + queryTimeout
+        + ", listen="
+        + listen
+        + "]";
   }
 
   /** Builds a {@link PostgresLockConfig}. */
   public static final class Builder {
     private String table = DEFAULT_TABLE;
     private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
+    private boolean listen = true;
 
     private Builder() {}
 
     /**
      * The lease table, optionally schema-qualified ({@code "app.nolock_locks"}): lower-case
-     * letters, digits and underscores per part. Default {@value PostgresLockConfig#DEFAULT_TABLE}.
+     * letters, digits and underscores per part, the last part short enough that it still is one
+     * with {@value PostgresLockConfig#WAITERS_SUFFIX} added (the queue of waiters' table beside
+     * it). Default {@value PostgresLockConfig#DEFAULT_TABLE}.
      *
      * @throws IllegalArgumentException for anything that is not a plain SQL identifier
      */
     public Builder table(String table) {
       SqlNames.requireSqlIdentifier("lock table", table);
+      SqlNames.requireSqlIdentifier(
+          "lock table's queue of waiters (the lock table's name plus \""
+              + WAITERS_SUFFIX
+              + "\"; shorten the lock table's name)",
+          table + WAITERS_SUFFIX);
       this.table = table;
+      return this;
+    }
+
+    /**
+     * Whether a caller waiting in {@code FencedLock.acquire} is woken by {@code LISTEN}/{@code
+     * NOTIFY} when a lease it waits for is freed, instead of at its next poll. On (the default),
+     * the backend keeps one connection of its pool listening from the first wait until {@link
+     * PostgresLockBackend#close()}; it tests the LISTEN once with a notification to itself and
+     * falls back to polling, with a warning, where that never arrives (PgBouncer in transaction
+     * pooling). Off: waiters poll with the lock's backoff, still in their turn.
+     */
+    public Builder listen(boolean listen) {
+      this.listen = listen;
       return this;
     }
 

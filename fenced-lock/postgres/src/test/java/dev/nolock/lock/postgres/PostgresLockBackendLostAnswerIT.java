@@ -73,7 +73,8 @@ class PostgresLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
           named(
               "the insert into " + table,
               sql -> sql.startsWith("insert into") && sql.contains(table));
-      // Renew sets clock_timestamp() + the TTL; release sets clock_timestamp() alone.
+      // Renew sets clock_timestamp() + the TTL; release sets clock_timestamp() alone, inside the
+      // WITH that announces it.
       case RENEW ->
           named(
               "the update of " + table + " with a TTL",
@@ -81,7 +82,10 @@ class PostgresLockBackendLostAnswerIT extends LockBackendLostAnswerContract {
       case RELEASE ->
           named(
               "the update of " + table + " without a TTL",
-              sql -> sql.startsWith("update") && sql.contains(table) && !sql.contains("interval"));
+              sql ->
+                  sql.startsWith("with r as (update")
+                      && sql.contains(table)
+                      && !sql.contains("interval"));
     };
   }
 

@@ -107,7 +107,7 @@ class PostgresLockBackendPropertiesIT extends LockBackendProperties {
         return switch (op) {
           case ACQUIRE -> lower.startsWith("insert");
           case RENEW -> lower.startsWith("update") && lower.contains("interval");
-          case RELEASE -> lower.startsWith("update") && !lower.contains("interval");
+          case RELEASE -> lower.startsWith("with r as (update") && !lower.contains("interval");
         };
       }
 

@@ -15,7 +15,21 @@ class PostgresLockConfigTest {
     PostgresLockConfig config = PostgresLockConfig.ofDefaults();
 
     assertThat(config.table()).isEqualTo("nolock_locks");
+    assertThat(config.waitersTable()).isEqualTo("nolock_locks_waiters");
     assertThat(config.queryTimeout()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(config.listen()).isTrue();
+  }
+
+  /** The queue of waiters' table is the lease table's name plus "_waiters", itself a name. */
+  @Test
+  void aTableNameTooLongForItsQueueBesideItIsRefusedSayingWhy() {
+    String longest = "t".repeat(63 - "_waiters".length());
+    assertThat(PostgresLockConfig.custom().table("app." + longest).build().waitersTable())
+        .isEqualTo("app." + longest + "_waiters");
+    assertThatThrownBy(() -> PostgresLockConfig.custom().table(longest + "t"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("queue of waiters")
+        .hasMessageContaining("shorten the lock table's name");
   }
 
   @Test

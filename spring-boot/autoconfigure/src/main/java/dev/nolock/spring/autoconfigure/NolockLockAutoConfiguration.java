@@ -126,6 +126,9 @@ public class NolockLockAutoConfiguration {
       var max = p.getBackoffMax() != null ? p.getBackoffMax() : LockConfig.DEFAULT_BACKOFF_MAX;
       PropertyCheck.named("nolock.lock.backoff-base/backoff-max", () -> b.backoff(base, max));
     }
+    if (p.getPatience() != null) {
+      PropertyCheck.named("nolock.lock.patience", () -> b.patience(p.getPatience()));
+    }
     if (registry != null) {
       PropertyCheck.named(
           "nolock.lock.metrics-name", () -> b.metrics(registry, p.getMetricsName()));
@@ -180,6 +183,9 @@ public class NolockLockAutoConfiguration {
       if (p.getQueryTimeout() != null) {
         PropertyCheck.named(
             "nolock.lock.postgres.query-timeout", () -> b.queryTimeout(p.getQueryTimeout()));
+      }
+      if (p.getListen() != null) {
+        b.listen(p.getListen());
       }
       PostgresLockBackend backend = PostgresLockBackend.create(OwnConnections.of(pool), b.build());
       if (common.isCreateTables()) {

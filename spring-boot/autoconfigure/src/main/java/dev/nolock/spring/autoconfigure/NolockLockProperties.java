@@ -45,6 +45,12 @@ public class NolockLockProperties {
   /** The longest backoff between acquire attempts. Default: 500 ms. */
   private Duration backoffMax;
 
+  /**
+   * How long the first waiter lets newer callers take a freed lock ahead of it, on a backend that
+   * queues waiters (PostgreSQL); zero serves strictly in arrival order. Default: 20 ms.
+   */
+  private Duration patience;
+
   /** The {@code name} tag of the lock's metrics (never a lock name). */
   private String metricsName = "default";
 
@@ -68,6 +74,20 @@ public class NolockLockProperties {
 
     /** How long a lock statement may run (whole seconds). Default: 5 s. */
     private Duration queryTimeout;
+
+    /**
+     * Whether waiting acquires are woken by LISTEN/NOTIFY when a lease is freed; off behind
+     * PgBouncer in transaction pooling. Default: true.
+     */
+    private Boolean listen;
+
+    public Boolean getListen() {
+      return listen;
+    }
+
+    public void setListen(Boolean listen) {
+      this.listen = listen;
+    }
 
     public String getTable() {
       return table;
@@ -163,6 +183,14 @@ public class NolockLockProperties {
 
   public void setBackoffBase(Duration backoffBase) {
     this.backoffBase = backoffBase;
+  }
+
+  public Duration getPatience() {
+    return patience;
+  }
+
+  public void setPatience(Duration patience) {
+    this.patience = patience;
   }
 
   public Duration getBackoffMax() {

@@ -101,6 +101,7 @@ class NolockLockConditionsTest {
             "nolock.lock.renewal-interval=2s",
             "nolock.lock.safety-margin=250ms",
             "nolock.lock.clock-drift-ppm=1000",
+            "nolock.lock.patience=0ms",
             "nolock.lock.auto-renew=false")
         .run(
             context -> {
@@ -110,6 +111,7 @@ class NolockLockConditionsTest {
               assertThat(config.renewalInterval().get()).hasSeconds(2);
               assertThat(config.safetyMargin()).hasMillis(250);
               assertThat(config.clockDriftPpm()).isEqualTo(1000);
+              assertThat(config.patience()).isZero();
               assertThat(config.autoRenew()).isFalse();
             });
   }

@@ -20,7 +20,7 @@ class PgFunctionsTest {
     assertThat(
             DSL.using(SQLDialect.POSTGRES)
                 .extractBindValues(
-                    new LockTable(DSL.name("t"))
+                    new LockTable(DSL.name("t"), DSL.name("t_waiters"))
                         .renew(
                             DSL.using(SQLDialect.POSTGRES),
                             "n",
@@ -35,7 +35,7 @@ class PgFunctionsTest {
     String sql =
         DSL.using(SQLDialect.POSTGRES)
             .render(
-                new LockTable(DSL.name("t"))
+                new LockTable(DSL.name("t"), DSL.name("t_waiters"))
                     .renew(DSL.using(SQLDialect.POSTGRES), "n", "o", 1, Duration.ofMillis(600)));
 
     assertThat(sql)

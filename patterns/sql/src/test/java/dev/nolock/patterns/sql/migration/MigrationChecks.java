@@ -38,8 +38,9 @@ public final class MigrationChecks {
   }
 
   /**
-   * A schema that {@code create} made is adopted by a baseline at version 1: no migration runs, the
-   * history holds the baseline alone, and the schema is unchanged but for the history table.
+   * A schema that {@code create} made is adopted by a baseline at the latest shipped version: no
+   * migration runs, the history holds the baseline alone, and the schema is unchanged but for the
+   * history table.
    */
   public static void adoptWhatCreateTableIfMissingMade(
       NolockMigrations module, PostgresSchema pg, Creator create) throws Exception {
@@ -47,11 +48,15 @@ public final class MigrationChecks {
       create.createIn(schema);
       SchemaSnapshot made = SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of());
 
+      // What createTableIfMissing makes is the latest shipped version, recorded without running.
+      MigrationInfo[] shipped =
+          module.flyway(schema.dataSource(), schema.name()).load().info().all();
+      String latest = shipped[shipped.length - 1].getVersion().getVersion();
       MigrateResult adopted =
           module
               .flyway(schema.dataSource(), schema.name())
               .baselineOnMigrate(true)
-              .baselineVersion("1")
+              .baselineVersion(latest)
               .load()
               .migrate();
 
@@ -60,7 +65,7 @@ public final class MigrationChecks {
           module.flyway(schema.dataSource(), schema.name()).load().info().applied();
       assertThat(history).hasSize(1);
       assertThat(history[0].getType()).isEqualTo(CoreMigrationType.BASELINE);
-      assertThat(history[0].getVersion().getVersion()).isEqualTo("1");
+      assertThat(history[0].getVersion().getVersion()).isEqualTo(latest);
       SchemaSnapshot.assertSameShape(
           made, SchemaSnapshot.of(pg.dsl(), schema.name(), Set.of(module.historyTable())));
     }

@@ -1,40 +1,50 @@
-package dev.nolock.queue.internal;
+package dev.nolock.patterns.sql;
 
-import dev.nolock.patterns.sql.OwnTransaction;
+import static org.jooq.impl.DSL.function;
+import static org.jooq.impl.DSL.unquotedName;
+import static org.jooq.impl.DSL.val;
+
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
+import org.jooq.Field;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
+import org.jooq.impl.SQLDataType;
 import org.postgresql.PGConnection;
 import org.postgresql.PGNotification;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Holds one connection that LISTENs on the queue's channel and wakes the worker pool when a
- * notification for its queue arrives.
+ * Holds one connection that LISTENs on a channel and hands what arrives on it to a {@link
+ * Receiver}: the queue's worker pool waking for new jobs, the lock's waiters waking for a release.
+ * pgjdbc delivers notifications only to a connection that reads from the server, and a pool's
+ * connections are borrowed and returned, so one connection is kept for listening alone.
  *
  * <p>Algorithm, on its own thread:
  *
  * <ol>
  *   <li>Take a connection, switch it to autocommit (a LISTEN inside an open transaction only takes
  *       effect at commit) and {@code LISTEN channel}.
- *   <li>Self-test: send {@code pg_notify(channel, <random token>)} through the queue's pool and
+ *   <li>Self-test: send {@code pg_notify(channel, <random token>)} through the caller's pool and
  *       wait up to the self-test timeout for it on this connection. Behind PgBouncer in transaction
  *       pooling the LISTEN ran on a server connection that went back to PgBouncer's pool, and the
  *       notification never reaches this client: then log a warning, report polling, and stop for
  *       good (a configuration problem, not a transient one).
- *   <li>Report listening, wake the pool once (jobs may have arrived before the LISTEN), then block
- *       in {@code PGConnection.getNotifications(pollInterval)}: no busy loop, and an idle queue
- *       costs one wake-up per poll interval at most.
+ *   <li>Report listening, tell the receiver once (something may have been sent before the LISTEN),
+ *       then block in {@code PGConnection.getNotifications(pollInterval)} and hand each batch's
+ *       payloads to the receiver: no busy loop.
  *   <li>If the connection fails, report polling, wait one poll interval and start again at 1.
  * </ol>
  *
@@ -44,8 +54,18 @@ import org.slf4j.LoggerFactory;
  */
 public final class NotificationListener implements AutoCloseable {
 
+  /** What a listener hands on; called on its thread, so each call must return at once. */
+  public interface Receiver {
+    /** Listening began, or began again after a failure: anything may have been sent meanwhile. */
+    void listening();
+
+    /** The payloads of one batch of notifications on the channel, the listener's own left out. */
+    void received(List<String> payloads);
+  }
+
   private static final Logger LOG = LoggerFactory.getLogger(NotificationListener.class);
   private static final String SELF_TEST_PREFIX = "nolock-self-test:";
+  private static final String STOP_PREFIX = "nolock-stop:";
 
   /** What the listener reports. */
   public enum State {
@@ -57,33 +77,55 @@ public final class NotificationListener implements AutoCloseable {
   private final DataSource listenOn;
   private final DSLContext notifyThrough;
   private final String channel;
-  private final String queue;
+  private final String label;
+  private final String pgBouncerAdvice;
   private final Duration pollInterval;
   private final Duration selfTestTimeout;
-  private final Runnable wake;
+  private final Receiver receiver;
+  private final BooleanSupplier wanted;
   private final Consumer<State> report;
   private final CountDownLatch closed = new CountDownLatch(1);
   private final Thread thread;
   private volatile Connection current;
 
+  /**
+   * A listener, not yet started.
+   *
+   * @param listenOn where the listen connection comes from
+   * @param notifyThrough where the self-test and the stop notification are sent from
+   * @param channel a validated SQL identifier ({@link SqlNames#requireSqlIdentifier})
+   * @param label what the logs and the thread's name call the listener's user, e.g. {@code queue
+   *     "emails"}
+   * @param pgBouncerAdvice the log's advice when the self-test fails, e.g. which setting takes a
+   *     direct connection
+   * @param pollInterval the longest wait for a notification, and the wait before reconnecting
+   * @param selfTestTimeout how long the self-test notification may take to arrive
+   * @param wanted asked once per poll interval: when it answers false, the listener stops for good,
+   *     as if closed (a listener needed only while someone waits)
+   */
   public NotificationListener(
       DataSource listenOn,
       DSLContext notifyThrough,
       String channel,
-      String queue,
+      String label,
+      String pgBouncerAdvice,
       Duration pollInterval,
       Duration selfTestTimeout,
-      Runnable wake,
+      Receiver receiver,
+      BooleanSupplier wanted,
       Consumer<State> report) {
     this.listenOn = Objects.requireNonNull(listenOn, "listenOn");
     this.notifyThrough = Objects.requireNonNull(notifyThrough, "notifyThrough");
     this.channel = channel;
-    this.queue = queue;
+    this.label = label;
+    this.pgBouncerAdvice = pgBouncerAdvice;
     this.pollInterval = pollInterval;
     this.selfTestTimeout = selfTestTimeout;
-    this.wake = wake;
+    this.receiver = Objects.requireNonNull(receiver, "receiver");
+    this.wanted = Objects.requireNonNull(wanted, "wanted");
     this.report = report;
-    this.thread = new Thread(this::run, "nolock-queue-" + queue + "-listen");
+    this.thread =
+        new Thread(this::run, "nolock-" + label.replaceAll("[^A-Za-z0-9_-]+", "-") + "-listen");
     this.thread.setDaemon(true);
   }
 
@@ -96,8 +138,16 @@ public final class NotificationListener implements AutoCloseable {
     return closed.getCount() == 0;
   }
 
+  /** Whether to go on listening: not closed, and still wanted by its owner; once not, never. */
+  private boolean isWanted() {
+    if (!isClosed() && !wanted.getAsBoolean()) {
+      closed.countDown();
+    }
+    return !isClosed();
+  }
+
   private void run() {
-    while (!isClosed()) {
+    while (isWanted()) {
       try (Connection connection = listenOn.getConnection()) {
         current = connection;
         try {
@@ -113,8 +163,8 @@ public final class NotificationListener implements AutoCloseable {
         }
         report.accept(State.POLLING);
         LOG.warn(
-            "Queue \"{}\": the LISTEN connection failed; polling every {} and reconnecting",
-            queue,
+            "{}: the LISTEN connection failed; polling every {} and reconnecting",
+            label,
             pollInterval,
             e);
         awaitClose(pollInterval);
@@ -136,21 +186,20 @@ public final class NotificationListener implements AutoCloseable {
     PGConnection pg = connection.unwrap(PGConnection.class);
     if (!selfTest(pg)) {
       LOG.warn(
-          "Queue \"{}\": LISTEN {} received no self-test notification within {}. The listen"
+          "{}: LISTEN {} received no self-test notification within {}. The listen"
               + " connection most likely goes through PgBouncer in transaction or statement"
-              + " pooling, where LISTEN is silently lost. Falling back to polling every {}."
-              + " Give WorkerConfig.listenDataSource a direct connection to PostgreSQL to"
-              + " get wake-ups within milliseconds.",
-          queue,
+              + " pooling, where LISTEN is silently lost. Falling back to polling every {}. {}",
+          label,
           channel,
           selfTestTimeout,
-          pollInterval);
+          pollInterval,
+          pgBouncerAdvice);
       report.accept(State.POLLING);
       return false;
     }
     report.accept(State.LISTENING);
-    wake.run();
-    while (!isClosed()) {
+    receiver.listening();
+    while (isWanted()) {
       handle(pg.getNotifications(Math.toIntExact(pollInterval.toMillis())), null);
     }
     return true;
@@ -158,8 +207,7 @@ public final class NotificationListener implements AutoCloseable {
 
   private boolean selfTest(PGConnection pg) throws SQLException {
     String token = SELF_TEST_PREFIX + UUID.randomUUID();
-    OwnTransaction.run(
-        notifyThrough, on -> on.select(PgFunctions.pgNotify(channel, token)).execute());
+    OwnTransaction.run(notifyThrough, on -> on.select(pgNotify(channel, token)).execute());
     long deadline = System.nanoTime() + selfTestTimeout.toNanos();
     for (long left = selfTestTimeout.toNanos(); left > 0; left = deadline - System.nanoTime()) {
       int millis = (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(left));
@@ -170,30 +218,38 @@ public final class NotificationListener implements AutoCloseable {
     return false;
   }
 
-  /** Wakes the pool for this queue's notifications; true when {@code token} was among them. */
+  /**
+   * Hands the payloads of {@code notifications} to the receiver, the listener's own left out; true
+   * when {@code token} was among them.
+   */
   private boolean handle(PGNotification[] notifications, String token) {
     if (notifications == null) {
       return false;
     }
     boolean sawToken = false;
-    boolean wakeUp = false;
+    List<String> payloads = new ArrayList<>(notifications.length);
     for (PGNotification n : notifications) {
       String payload = n.getParameter();
-      if (queue.equals(payload)) {
-        wakeUp = true;
-      } else if (token != null && token.equals(payload)) {
+      if (token != null && token.equals(payload)) {
         sawToken = true;
+      } else if (!payload.startsWith(SELF_TEST_PREFIX) && !payload.startsWith(STOP_PREFIX)) {
+        payloads.add(payload);
       }
     }
-    if (wakeUp) {
-      wake.run();
+    if (!payloads.isEmpty()) {
+      receiver.received(payloads);
     }
     return sawToken;
   }
 
+  /** {@code pg_notify(:channel, :payload)}; both bound. */
+  public static Field<Object> pgNotify(String channel, String payload) {
+    return function(unquotedName("pg_notify"), SQLDataType.OTHER, val(channel), val(payload));
+  }
+
   /**
    * {@code UNLISTEN *} before the connection goes back to its pool, on every path: a session that
-   * still listens would hand the queue's notifications to the pool's next borrower, whose pgjdbc
+   * still listens would hand the channel's notifications to the pool's next borrower, whose pgjdbc
    * queues them unread. When the UNLISTEN cannot run, the connection is aborted, so the pool drops
    * it instead of handing it out again.
    */
@@ -204,11 +260,11 @@ public final class NotificationListener implements AutoCloseable {
       }
       DSL.using(connection, SQLDialect.POSTGRES).query("UNLISTEN *").execute();
     } catch (SQLException | RuntimeException e) {
-      LOG.debug("Queue \"{}\": UNLISTEN failed; dropping the connection", queue, e);
+      LOG.debug("{}: UNLISTEN failed; dropping the connection", label, e);
       try {
         connection.abort(Runnable::run);
       } catch (SQLException | RuntimeException aborting) {
-        LOG.debug("Queue \"{}\": aborting the LISTEN connection failed", queue, aborting);
+        LOG.debug("{}: aborting the LISTEN connection failed", label, aborting);
       }
     }
   }
@@ -234,12 +290,10 @@ public final class NotificationListener implements AutoCloseable {
     try {
       OwnTransaction.run(
           notifyThrough,
-          on ->
-              on.select(PgFunctions.pgNotify(channel, "nolock-stop:" + UUID.randomUUID()))
-                  .execute());
+          on -> on.select(pgNotify(channel, STOP_PREFIX + UUID.randomUUID())).execute());
       thread.join(2_000);
     } catch (RuntimeException e) {
-      LOG.debug("Queue \"{}\": could not wake the listen thread with a notification", queue, e);
+      LOG.debug("{}: could not wake the listen thread with a notification", label, e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return;
@@ -249,7 +303,7 @@ public final class NotificationListener implements AutoCloseable {
       try {
         connection.abort(Runnable::run); // unblocks getNotifications at once
       } catch (SQLException | RuntimeException e) {
-        LOG.debug("Queue \"{}\": aborting the LISTEN connection failed", queue, e);
+        LOG.debug("{}: aborting the LISTEN connection failed", label, e);
       }
     }
     try {

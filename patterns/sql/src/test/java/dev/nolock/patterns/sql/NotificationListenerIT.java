@@ -1,4 +1,4 @@
-package dev.nolock.queue.internal;
+package dev.nolock.patterns.sql;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -29,11 +29,20 @@ import org.postgresql.PGNotification;
 
 /**
  * The listen connection goes back to its pool without a LISTEN on it, whichever way listening ends:
- * otherwise the next borrower's session keeps receiving (and pgjdbc keeps queueing) the queue's
+ * otherwise the next borrower's session keeps receiving (and pgjdbc keeps queueing) the channel's
  * notifications.
  */
 @ExtendWith(PostgresExtension.class)
 class NotificationListenerIT {
+
+  private static final NotificationListener.Receiver NOTHING =
+      new NotificationListener.Receiver() {
+        @Override
+        public void listening() {}
+
+        @Override
+        public void received(List<String> payloads) {}
+      };
 
   @Test
   void aClosedListenerHandsItsConnectionBackNotListening(PostgresSchema schema) throws Exception {
@@ -45,10 +54,12 @@ class NotificationListenerIT {
               recordingPids(pool, pids),
               schema.dsl(),
               newChannel(),
-              "q",
+              "test",
+              "",
               Duration.ofSeconds(1),
               Duration.ofSeconds(2),
-              () -> {},
+              NOTHING,
+              () -> true,
               states::add);
       listener.start();
       await()
@@ -83,10 +94,12 @@ class NotificationListenerIT {
               recordingPids(pool, pids),
               DSL.using(otherDatabase, SQLDialect.POSTGRES),
               channel,
-              "q",
+              "test",
+              "",
               Duration.ofMinutes(1), // polling from now on; nothing retries within the test
               Duration.ofMillis(300), // the self-test's wait: short, it cannot succeed
-              () -> {},
+              NOTHING,
+              () -> true,
               states::add);
       listener.start();
       try {
