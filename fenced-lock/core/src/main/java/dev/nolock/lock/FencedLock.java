@@ -82,6 +82,7 @@ public final class FencedLock implements AutoCloseable {
 
   private static final Logger LOG = LoggerFactory.getLogger(FencedLock.class);
   private static final Duration MAX_WAIT = Duration.ofHours(1);
+  private static final Duration LONGEST_FALLBACK = Duration.ofSeconds(1);
 
   private final LockBackend backend;
   private final LockConfig config;
@@ -159,12 +160,16 @@ public final class FencedLock implements AutoCloseable {
    * between attempts (never spinning). An interrupt ends the wait with the interrupt flag set.
    *
    * <p>On a backend that queues waiters ({@link FairLockBackend}) the callers waiting for one name
-   * are served roughly in the order they began to wait, across processes: a caller asks only in its
-   * turn, and a release wakes the waiters at once; the backoff is then only the longest wait for a
-   * wake-up that went missing. A waiter that stops asking (its process died) loses its place after
-   * {@code 4 × backoffMax + 2 s}. Elsewhere the first to ask after a release wins.
+   * are served roughly in the order they began to wait, across processes: once the first waiter has
+   * waited {@link LockConfig#patience()}, only it may take the lock, and a release wakes it at
+   * once; the backoff is then only the longest wait for a wake-up that went missing. A waiter that
+   * stops asking (its process died) loses its place after {@code 4 × min(backoffMax, 1 s) + 2 s},
+   * and until then the waiters behind it are not served, even when the lock is free. Elsewhere, and
+   * with a {@code maxWait} of zero (which asks once, as {@link #tryAcquire} does, without
+   * queueing), the first to ask after a release wins.
    *
-   * @return the held lock, or {@link NotAcquired} when someone else held it throughout
+   * @return the held lock, or {@link NotAcquired} when someone else held it throughout, or (on a
+   *     backend that queues) waiters ahead of this one kept their turn
    */
   public Either<NotAcquired, HeldLock> acquire(String name, Duration ttl, Duration maxWait) {
     Duration interval = validate(name, ttl);
@@ -180,7 +185,9 @@ public final class FencedLock implements AutoCloseable {
     }
     long start = clock.nanoTime();
     Either<NotAcquired, HeldLock> result =
-        backend instanceof FairLockBackend fair
+        // A caller that will not wait does not queue: joining and leaving would cost two
+        // statements, and the one attempt it makes is a tryAcquire.
+        backend instanceof FairLockBackend fair && fair.wakesWaiters() && !maxWait.isZero()
             ? acquireInTurn(fair, name, ttl, interval, maxWait, start)
             : poll(name, ttl, interval, maxWait, start);
     if (result.isRight()) {
@@ -194,8 +201,20 @@ public final class FencedLock implements AutoCloseable {
   /** Asks, and after each refusal sleeps a jittered exponential backoff, until {@code maxWait}. */
   private Either<NotAcquired, HeldLock> poll(
       String name, Duration ttl, Duration interval, Duration maxWait, long start) {
-    AtomicInteger attempts = new AtomicInteger();
-    return waitPolicy(maxWait)
+    return pollOn(name, ttl, interval, maxWait, start, 0);
+  }
+
+  /** {@link #poll}, counting on from {@code attemptsSoFar} attempts made before. */
+  private Either<NotAcquired, HeldLock> pollOn(
+      String name,
+      Duration ttl,
+      Duration interval,
+      Duration maxWait,
+      long start,
+      int attemptsSoFar) {
+    AtomicInteger attempts = new AtomicInteger(attemptsSoFar);
+    Duration left = maxWait.minus(since(start));
+    return waitPolicy(left.isNegative() ? Duration.ZERO : left)
         .run(
             clock,
             () -> {
@@ -209,15 +228,20 @@ public final class FencedLock implements AutoCloseable {
    * Waits in the backend's queue ({@link FairLockBackend}):
    *
    * <ol>
-   *   <li>Subscribe to the name's releases first, so that a release between an attempt and the wait
-   *       after it is not missed.
    *   <li>Ask in turn, under a waiter identity of this call; a refusal keeps (or takes) this call's
    *       place in the queue for {@link #placeFor the place's length}.
+   *   <li>After the first refusal, subscribe to the name's releases (an uncontended acquire costs
+   *       the backend no listener). Whenever the backend cannot wake waiters (listening found not
+   *       to work, the queue unusable), give the place up and poll as on any backend: a waiter
+   *       first in line that is not woken would leave the lock idle while it sleeps.
    *   <li>Wait for a wake-up, or at most the backoff {@link #poll} would sleep (a wake-up can be
-   *       lost, and an expired lease or place wakes nobody), then go to 2.
+   *       lost, and an expired lease or place wakes nobody), then ask again.
    *   <li>However the wait ends without a grant (given up, interrupted, failed), give up the place
    *       so that the next waiter need not wait for it to expire.
    * </ol>
+   *
+   * A release that lands between the first refusal and the subscription wakes nobody; the first
+   * backoff is the shortest ({@code backoffBase}), so the waiter asks again soon.
    */
   private Either<NotAcquired, HeldLock> acquireInTurn(
       FairLockBackend fair,
@@ -231,8 +255,9 @@ public final class FencedLock implements AutoCloseable {
     RetryPolicy backoff = waitPolicy(maxWait);
     RandomGenerator random = ThreadLocalRandom.current();
     Semaphore woken = new Semaphore(0);
-    boolean granted = false;
-    try (FairLockBackend.Subscription ignored = fair.onRelease(name, waiter, woken::release)) {
+    FairLockBackend.Subscription subscription = null;
+    boolean queued = true;
+    try {
       for (int attempts = 1; ; attempts++) {
         Option<HeldLock> lock =
             attempt(
@@ -241,14 +266,25 @@ public final class FencedLock implements AutoCloseable {
                 interval,
                 owner -> fair.tryAcquireInTurn(name, owner, ttl, waiter, place, config.patience()));
         if (lock.isDefined()) {
-          granted = true;
+          queued = false;
           return Either.right(lock.get());
         }
         Duration left = maxWait.minus(since(start));
         if (left.isNegative() || left.isZero()) {
           return Either.left(new NotAcquired(name, attempts, since(start)));
         }
+        if (subscription == null) {
+          subscription = fair.onRelease(name, waiter, woken::release);
+        }
+        if (!fair.wakesWaiters()) {
+          queued = false;
+          leaveQuietly(fair, name, waiter);
+          return pollOn(name, ttl, interval, maxWait, start, attempts);
+        }
         Duration delay = backoff.backoff(attempts, random);
+        if (delay.compareTo(fallbackFor(config)) > 0) {
+          delay = fallbackFor(config);
+        }
         try {
           if (clock.await(woken, delay.compareTo(left) < 0 ? delay : left)) {
             // Every wake-up so far is answered by the next attempt.
@@ -260,19 +296,34 @@ public final class FencedLock implements AutoCloseable {
         }
       }
     } finally {
-      if (!granted) {
+      if (subscription != null) {
+        subscription.close();
+      }
+      if (queued) {
         leaveQuietly(fair, name, waiter);
       }
     }
   }
 
   /**
-   * How long a waiter's place is kept after each attempt: four of the longest backoffs plus 2 s,
-   * far longer than a live waiter takes between two attempts (at most one backoff and a round
-   * trip), and short enough that a waiter that died holds the others up for seconds, not a lease.
+   * How long a waiter's place is kept after each attempt: four of its longest waits plus 2 s (at
+   * most 6 s), far longer than a live waiter takes between two attempts (at most one wait and a
+   * round trip), and short enough that a waiter that died holds the others up for seconds, not a
+   * lease.
    */
   static Duration placeFor(LockConfig config) {
-    return config.backoffMax().multipliedBy(4).plusSeconds(2);
+    return fallbackFor(config).multipliedBy(4).plusSeconds(2);
+  }
+
+  /**
+   * The longest wait of a waiter in the queue for a wake-up before it asks again: the backoff's
+   * ceiling, but no more than {@link #LONGEST_FALLBACK}, so that the place of a waiter that died
+   * (whose length follows from this) holds the others up for seconds whatever its configuration.
+   */
+  private static Duration fallbackFor(LockConfig config) {
+    return config.backoffMax().compareTo(LONGEST_FALLBACK) < 0
+        ? config.backoffMax()
+        : LONGEST_FALLBACK;
   }
 
   private RetryPolicy waitPolicy(Duration maxWait) {

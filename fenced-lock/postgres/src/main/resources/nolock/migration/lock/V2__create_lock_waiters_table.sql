@@ -9,6 +9,7 @@ CREATE TABLE ${nolock_lock_table}_waiters (
     name varchar(255) NOT NULL,
     waiter varchar(255) NOT NULL,
     joined_at timestamp with time zone NOT NULL,
+    patient_until timestamp with time zone NOT NULL,
     expires_at timestamp with time zone NOT NULL,
     PRIMARY KEY (name, waiter)
 );

@@ -18,9 +18,10 @@ import java.time.Duration;
  *       that) loses its place when the duration runs out, so it can block the others for no longer
  *       than that; if it comes back, it queues again at the back.
  *   <li>{@link #tryAcquireInTurn} grants only when {@link LockBackend#tryAcquire} would and no
- *       waiter with an unexpired place that joined before this one has waited longer than the
- *       given patience; a caller with no place yet counts as the last. With zero patience that is
- *       strict arrival order. It joins the queue when it is not granted and leaves it when it is.
+ *       waiter with an unexpired place that joined before this one is out of patience: each waiter
+ *       lets newer callers go ahead of it for the patience it joined with, and no longer. A caller
+ *       with no place yet counts as the last. With zero patience everywhere that is strict arrival
+ *       order. It joins the queue when it is not granted and leaves it when it is.
  *   <li>{@link LockBackend#tryAcquire} does not look at the queue: a caller that asks once can take
  *       a free lease ahead of the waiters.
  * </ol>
@@ -36,7 +37,7 @@ public interface FairLockBackend extends LockBackend {
    * when it has none, or an expired one) for {@code place} from now.
    *
    * @param waiter the identity of one waiting call, unique per call (not per process)
-   * @param patience how long a waiter ahead may have waited and still be overtaken
+   * @param patience how long, from joining, this waiter lets newer callers go ahead of it
    * @return the new grant's token, or empty when the lease is held or another waiter is ahead
    */
   Option<FencingToken> tryAcquireInTurn(
@@ -57,8 +58,19 @@ public interface FairLockBackend extends LockBackend {
    */
   Subscription onRelease(String name, String waiter, Runnable wake);
 
+  /**
+   * Whether this backend can wake its waiters now: listening is on and not found broken, and the
+   * queue is usable. When it cannot, a caller waits without a place and polls: a waiter first in
+   * line that nobody wakes would leave a freed lock idle for as long as it sleeps.
+   */
+  boolean wakesWaiters();
+
   /** An {@link #onRelease} registration; closing it is idempotent. */
   interface Subscription extends AutoCloseable {
+
+    /** A subscription that never wakes, from a backend that cannot push. */
+    Subscription NEVER = () -> {};
+
     @Override
     void close();
   }

@@ -26,6 +26,8 @@ import org.jooq.Name;
 import org.jooq.SQLDialect;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A {@link LockBackend} on PostgreSQL: one row per lock name holding the owner, a fencing-token
@@ -82,11 +84,13 @@ import org.jooq.impl.DSL;
  * <p>Failures of the pool, the driver or the server (jOOQ's {@link DataAccessException}) go through
  * the shared {@link SqlErrors} policy: a connection, timeout or concurrency failure becomes a
  * {@link BackendUnavailableException} naming the lock and what to do; a refusal a retry would
- * repeat (a missing table or privilege) an {@link IllegalStateException}. Immutable and
- * thread-safe.
+ * repeat (a missing table or privilege) an {@link IllegalStateException}. Thread-safe. Its lease
+ * calls hold nothing between calls; waiting acquires share one listener thread and one pool
+ * connection ({@link #onRelease}), which {@link #close()} gives back.
  */
 public final class PostgresLockBackend implements FairLockBackend, AutoCloseable {
 
+  private static final Logger LOG = LoggerFactory.getLogger(PostgresLockBackend.class);
   private static final Duration LISTEN_POLL = Duration.ofSeconds(1);
   private static final Duration SELF_TEST_TIMEOUT = Duration.ofSeconds(2);
   private static final int IDLE_SECONDS = 10;
@@ -101,6 +105,8 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
   private final String tablePrefix;
   private final Map<String, Runnable> waiting = new ConcurrentHashMap<>();
   private NotificationListener listener; // guarded by this; started by the first wait
+  private volatile NotificationListener.State listenState = NotificationListener.State.STARTING;
+  private volatile boolean queueUnusable;
   private boolean closed; // guarded by this
   private long idleSince = System.nanoTime(); // guarded by this; when the last wait ended
 
@@ -159,6 +165,7 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
               table.waitersName(),
               config.queryTimeout(),
               on -> table.createWaitersTableIfMissing(on).execute());
+          queueUnusable = false;
           return null;
         });
   }
@@ -175,17 +182,20 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
                     + owner
                     + ". Whether it was granted is unknown; retry later with backoff (a grant that"
                     + " did happen expires after its TTL)",
-            () ->
-                OwnTransaction.run(
-                    dsl,
-                    tx ->
-                        Option.ofOptional(
-                            table
-                                .tryAcquire(tx, name, owner, ttl)
-                                .queryTimeout(queryTimeoutSeconds)
-                                .fetchOptional()
-                                .map(r -> r.value1()))));
+            () -> acquireStatement(name, owner, ttl));
     return token.map(FencingToken::of);
+  }
+
+  private Option<Long> acquireStatement(String name, String owner, Duration ttl) {
+    return OwnTransaction.run(
+        dsl,
+        tx ->
+            Option.ofOptional(
+                table
+                    .tryAcquire(tx, name, owner, ttl)
+                    .queryTimeout(queryTimeoutSeconds)
+                    .fetchOptional()
+                    .map(r -> r.value1())));
   }
 
   @Override
@@ -224,20 +234,30 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
                     + "). It may still be"
                     + " held; retry the release later or let it expire after its TTL",
             () ->
-                OwnTransaction.run(
-                    dsl,
-                    tx ->
-                        table
-                            .release(
-                                tx,
-                                name,
-                                owner,
-                                token.value(),
-                                PostgresLockConfig.CHANNEL,
-                                payloadPrefix(name))
-                            .queryTimeout(queryTimeoutSeconds)
-                            .fetch()
-                            .size()));
+                orWithoutQueue(
+                    () ->
+                        OwnTransaction.run(
+                            dsl,
+                            tx ->
+                                table
+                                    .release(
+                                        tx,
+                                        name,
+                                        owner,
+                                        token.value(),
+                                        PostgresLockConfig.CHANNEL,
+                                        payloadPrefix(name))
+                                    .queryTimeout(queryTimeoutSeconds)
+                                    .fetch()
+                                    .size()),
+                    () ->
+                        OwnTransaction.run(
+                            dsl,
+                            tx ->
+                                table
+                                    .releaseWithoutQueue(tx, name, owner, token.value())
+                                    .queryTimeout(queryTimeoutSeconds)
+                                    .execute())));
     return oneRowAtMost(rows, name);
   }
 
@@ -262,14 +282,18 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
                     + " grant that did happen expires after its TTL, a place in the queue after"
                     + " its own)",
             () ->
-                OwnTransaction.run(
-                    dsl,
-                    tx ->
-                        Option.ofOptional(
-                            table
-                                .tryAcquireInTurn(tx, name, owner, ttl, waiter, place, patience)
-                                .queryTimeout(queryTimeoutSeconds)
-                                .fetchOptional(0, Long.class))));
+                orWithoutQueue(
+                    () ->
+                        OwnTransaction.run(
+                            dsl,
+                            tx ->
+                                Option.ofOptional(
+                                    table
+                                        .tryAcquireInTurn(
+                                            tx, name, owner, ttl, waiter, place, patience)
+                                        .queryTimeout(queryTimeoutSeconds)
+                                        .fetchOptional(0, Long.class))),
+                    () -> acquireStatement(name, owner, ttl)));
     return token.map(FencingToken::of);
   }
 
@@ -280,14 +304,91 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
     translate(
         () -> "leaving the queue of lock \"" + name + "\"; the place expires on its own",
         () ->
-            OwnTransaction.run(
-                dsl,
-                tx ->
-                    table
-                        .leave(tx, name, waiter, PostgresLockConfig.CHANNEL, payloadPrefix(name))
-                        .queryTimeout(queryTimeoutSeconds)
-                        .fetch()
-                        .size()));
+            orWithoutQueue(
+                () ->
+                    OwnTransaction.run(
+                        dsl,
+                        tx ->
+                            table
+                                .leave(
+                                    tx,
+                                    name,
+                                    waiter,
+                                    PostgresLockConfig.CHANNEL,
+                                    payloadPrefix(name))
+                                .queryTimeout(queryTimeoutSeconds)
+                                .fetch()
+                                .size()),
+                () -> 0));
+  }
+
+  /**
+   * Whether waiting acquires can be woken now: listening on, its self-test not failed, its
+   * connection not down, the queue's table usable, and not closed.
+   */
+  @Override
+  public boolean wakesWaiters() {
+    return config.listen()
+        && !queueUnusable
+        && listenState != NotificationListener.State.POLLING
+        && !isClosed();
+  }
+
+  /**
+   * Whether PostgreSQL refused a statement for a missing table ({@code 42P01}) or privilege ({@code
+   * 42501}): what a database not migrated to the queue, or a user not granted it, looks like. No
+   * other failure switches the queue off (a bug in a statement must surface, not fall back).
+   */
+  private static boolean isMissingTableOrPrivilege(Throwable failure) {
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      if (t instanceof java.sql.SQLException sql && sql.getSQLState() != null) {
+        return sql.getSQLState().equals("42P01") || sql.getSQLState().equals("42501");
+      }
+    }
+    return false;
+  }
+
+  /** Whether the listener is up and its self-test passed; for tests that need it first. */
+  boolean listening() {
+    return listenState == NotificationListener.State.LISTENING;
+  }
+
+  private synchronized boolean isClosed() {
+    return closed;
+  }
+
+  /**
+   * Runs a statement that reads the queue's table; when PostgreSQL refuses it because a table is
+   * missing or not granted (a database not yet migrated to V2, a user not granted the new table),
+   * runs {@code withoutQueue} instead, and from then on (until {@link #createTableIfMissing}) goes
+   * without the queue, with one warning. Before the queue existed the lock worked without it, so an
+   * upgrade that has not yet created it must not break a release. If {@code withoutQueue} fails
+   * too, that failure is what the caller sees.
+   */
+  private <T> T orWithoutQueue(Supplier<T> withQueue, Supplier<T> withoutQueue) {
+    if (queueUnusable) {
+      return withoutQueue.get();
+    }
+    try {
+      return withQueue.get();
+    } catch (DataAccessException e) {
+      if (!isMissingTableOrPrivilege(e)) {
+        throw e;
+      }
+      T result = withoutQueue.get();
+      if (!queueUnusable) {
+        queueUnusable = true;
+        LOG.warn(
+            "Lock table {}: the queue of waiters {} cannot be used ({}); acquires wait without it,"
+                + " polling, as before it existed. Create it (migration V2, or"
+                + " createTableIfMissing()) and grant this user SELECT, INSERT, UPDATE and DELETE"
+                + " on it.",
+            config.table(),
+            config.waitersTable(),
+            e.getMessage());
+      }
+      return result;
+    }
   }
 
   /**
@@ -302,12 +403,12 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
     Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
     Objects.requireNonNull(wake, "wake");
     if (!config.listen()) {
-      return () -> {};
+      return Subscription.NEVER;
     }
     String key = payloadPrefix(name) + waiter;
     synchronized (this) {
       if (closed) {
-        return () -> {};
+        return Subscription.NEVER;
       }
       waiting.put(key, wake);
       if (listener == null) {
@@ -352,8 +453,9 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
         dsl,
         PostgresLockConfig.CHANNEL,
         "lock table " + config.table(),
-        "Waiting acquires poll with the lock's backoff instead; turn listening off"
-            + " (PostgresLockConfig.listen(false)) to skip this test.",
+        "Waiting acquires poll with the lock's backoff instead, without the queue. Behind"
+            + " PgBouncer in transaction pooling set PostgresLockConfig.listen(false): a LISTEN"
+            + " there may stay on a server connection that other clients get.",
         LISTEN_POLL,
         SELF_TEST_TIMEOUT,
         new NotificationListener.Receiver() {
@@ -373,7 +475,7 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
           }
         },
         this::stillWanted,
-        state -> {});
+        state -> listenState = state);
   }
 
   /**

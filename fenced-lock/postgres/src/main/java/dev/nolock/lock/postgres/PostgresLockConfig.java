@@ -18,7 +18,10 @@ public final class PostgresLockConfig {
   /** What the queue of waiters' table adds to the lease table's name. */
   public static final String WAITERS_SUFFIX = "_waiters";
 
-  /** The channel releases are announced on, each notification's payload {@code table:name}. */
+  /**
+   * The channel releases are announced on (a notification names the table, the lock and the first
+   * waiter; its payload's format is internal).
+   */
   public static final String CHANNEL = "nolock_lock_release";
 
   /** How long one lock statement may run before the driver cancels it. */
@@ -108,10 +111,12 @@ public final class PostgresLockConfig {
     /**
      * Whether a caller waiting in {@code FencedLock.acquire} is woken by {@code LISTEN}/{@code
      * NOTIFY} when a lease it waits for is freed, instead of at its next poll. On (the default),
-     * the backend keeps one connection of its pool listening from the first wait until {@link
-     * PostgresLockBackend#close()}; it tests the LISTEN once with a notification to itself and
-     * falls back to polling, with a warning, where that never arrives (PgBouncer in transaction
-     * pooling). Off: waiters poll with the lock's backoff, still in their turn.
+     * the backend keeps one connection of its pool listening from the first acquire that has to
+     * wait until nobody has waited for 10 s (or {@link PostgresLockBackend#close()}); it tests the
+     * LISTEN once with a notification to itself and stops listening, with a warning, where that
+     * never arrives (PgBouncer in transaction pooling, where this should be off). Whenever waiters
+     * cannot be woken, they poll with the lock's backoff without a place in the queue, as before
+     * the queue existed.
      */
     public Builder listen(boolean listen) {
       this.listen = listen;

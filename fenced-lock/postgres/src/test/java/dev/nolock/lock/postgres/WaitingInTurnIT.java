@@ -1,6 +1,7 @@
 package dev.nolock.lock.postgres;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.lock.FencedLock;
@@ -8,6 +9,8 @@ import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
+import dev.nolock.lock.ReleaseOutcome;
+import dev.nolock.lock.postgres.internal.LockTable;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseHolder;
@@ -25,8 +28,10 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -35,9 +40,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Waiting for a held lock on PostgreSQL: callers in separate processes (one backend and one {@link
- * FencedLock} each) are served in the order they began to wait, a release wakes them through
- * {@code LISTEN}/{@code NOTIFY}, and a waiter that died holds the others up only until its place
- * expires. Each with the control that shows what happens without the protection.
+ * FencedLock} each) are served in the order they began to wait, a release wakes them through {@code
+ * LISTEN}/{@code NOTIFY}, and a waiter that died holds the others up only until its place expires.
+ * Each with the control that shows what happens without the protection.
  *
  * <p>Most tests run the waiters on a clock whose timers never fire ({@link TimersNeverFire}): a
  * waiter then asks again only when a backend wakes it, so the order and the wake-ups are the
@@ -113,27 +118,38 @@ class WaitingInTurnIT {
   }
 
   /**
-   * Within the patience the releaser may take the lock again ahead of the waiters: a patience of
-   * a minute, which none of them has waited, lets it do so. Listening is off, so that the first
-   * waiter is not woken to race it: with strict order the releaser would queue and nobody would be
-   * served.
+   * The patience rule on the statement itself, with the waiters' own patience: three places queue
+   * behind a holder, the holder releases, and a newcomer asks at once. Waiters that let newer
+   * callers go ahead for a minute let it take the lock; waiters with zero patience do not, and the
+   * newcomer queues, whatever patience it has itself.
    */
   @Test
-  void withinThePatienceTheReleaserMayGoAheadOfTheWaiters() throws Exception {
-    List<String> served =
-        servedOrder(
-            pool ->
-                PostgresLockBackend.create(
-                    pool, PostgresLockConfig.custom().listen(false).build()),
-            LockConfig.MAX_PATIENCE);
+  void waitersWithinTheirPatienceLetANewcomerGoAheadAndWithZeroTheyDoNot() {
+    assertThat(newcomerAfterTheRelease(name + "-patient", LockConfig.MAX_PATIENCE))
+        .as("behind waiters patient for a minute")
+        .isNotEmpty();
+    assertThat(newcomerAfterTheRelease(name + "-strict", Duration.ZERO))
+        .as("behind waiters with zero patience")
+        .isEmpty();
+  }
 
-    await().atMost(Duration.ofSeconds(30)).until(() -> !served.isEmpty());
-    assertThat(served.get(0)).isEqualTo("holder");
+  /** What a newcomer (itself patient for a minute) gets right after the release. */
+  private Option<FencingToken> newcomerAfterTheRelease(String lockName, Duration waitersPatience) {
+    PostgresLockBackend backend = PostgresLockBackend.create(schema.dataSource());
+    FencingToken held = backend.tryAcquire(lockName, "h#0000000000000000", TTL).get();
+    for (String waiter : List.of("w1", "w2", "w3")) {
+      assertThat(
+              backend.tryAcquireInTurn(lockName, waiter + "#0", TTL, waiter, TTL, waitersPatience))
+          .isEmpty();
+    }
+    assertThat(backend.release(lockName, "h#0000000000000000", held)).isTrue();
+    return backend.tryAcquireInTurn(
+        lockName, "newcomer#0", TTL, "newcomer", TTL, LockConfig.MAX_PATIENCE);
   }
 
   /**
-   * A waiter whose timers never fire is woken by the release alone: the notification reaches it
-   * and it takes the lock.
+   * A waiter whose timers never fire is woken by the release alone: the notification reaches it and
+   * it takes the lock.
    */
   @Test
   void aReleaseWakesAWaiterWhoseTimersNeverFire() throws Exception {
@@ -145,7 +161,8 @@ class WaitingInTurnIT {
 
   /**
    * Negative control: with listening off, the same waiter is never told: the lease is free and the
-   * waiter still waits.
+   * waiter still waits. (It polls, without a place: a waiter nobody wakes must not hold the queue
+   * up.)
    */
   @Test
   void withListeningOffTheSameWaiterIsNeverWoken() throws Exception {
@@ -173,7 +190,9 @@ class WaitingInTurnIT {
     Either<NotAcquired, HeldLock> acquired = next.acquire(name, TTL, Duration.ofSeconds(30));
 
     assertThat(acquired.isRight()).as("served once the dead waiter's place expired").isTrue();
-    assertThat(placesOf(name)).as("places left, expired ones cleared by the grant").isZero();
+    assertThat(dsl.fetchCount(waiters(), DSL.field(DSL.name("name")).eq(name)))
+        .as("rows left, the expired place deleted by the grant")
+        .isZero();
   }
 
   /**
@@ -190,6 +209,52 @@ class WaitingInTurnIT {
 
     assertThat(acquired.isLeft()).as("still waiting behind the dead waiter").isTrue();
     assertThat(freeNow()).as("the lease itself is free").isTrue();
+  }
+
+  /**
+   * A database not yet migrated to the queue (the lease table alone, as 0.1 made it): release and a
+   * waiting acquire still work, without the queue, polling as before it existed.
+   */
+  @Test
+  void withoutTheQueueTableReleaseAndAWaitingAcquireStillWork() throws Exception {
+    dsl.execute("CREATE TABLE IF NOT EXISTS v1_locks (LIKE nolock_locks INCLUDING ALL)");
+    PostgresLockBackend backend =
+        PostgresLockBackend.create(
+            schema.dataSource(), PostgresLockConfig.custom().table("v1_locks").build());
+    FencedLock holder = lock(backend, LeaseClock.system());
+    FencedLock waiter = lock(backend, LeaseClock.system());
+    HeldLock held = holder.tryAcquire(name, TTL).get();
+    Future<Either<NotAcquired, HeldLock>> waiting =
+        threads.submit(() -> waiter.acquire(name, TTL, Duration.ofSeconds(30)));
+    // Its first attempt found no queue, fell back, was refused: it now polls.
+    await().atMost(Duration.ofSeconds(10)).until(() -> !backend.wakesWaiters());
+
+    assertThat(held.release()).as("released").isEqualTo(new ReleaseOutcome.Released());
+    await().atMost(Duration.ofSeconds(30)).until(waiting::isDone);
+    assertThat(waiting.get().isRight()).as("the waiter got the lock").isTrue();
+  }
+
+  /**
+   * Negative control: on that database the queue's own release statement fails as a whole (the
+   * lease is not freed): the fallback above is what keeps releases working.
+   */
+  @Test
+  void withoutTheQueueTableTheQueuesReleaseStatementFails() {
+    dsl.execute("CREATE TABLE IF NOT EXISTS v1_locks (LIKE nolock_locks INCLUDING ALL)");
+    PostgresLockBackend backend =
+        PostgresLockBackend.create(
+            schema.dataSource(), PostgresLockConfig.custom().table("v1_locks").build());
+    FencingToken token = backend.tryAcquire(name, "h#0", TTL).get();
+    LockTable queued = new LockTable(DSL.name("v1_locks"), DSL.name("v1_locks_waiters"));
+
+    assertThatThrownBy(
+            () ->
+                queued
+                    .release(dsl, name, "h#0", token.value(), PostgresLockConfig.CHANNEL, "x")
+                    .fetch())
+        .isInstanceOf(DataAccessException.class)
+        .hasMessageContaining("v1_locks_waiters");
+    assertThat(backend.holder(name)).as("still held").isNotEmpty();
   }
 
   /** A waiter that gives up leaves no place behind for the next to wait out. */
@@ -210,8 +275,8 @@ class WaitingInTurnIT {
 
   /**
    * The holder takes the lock; w1, w2 and w3 begin to wait in that order, each in the queue before
-   * the next starts; the holder releases and asks again at once. Each records its name when
-   * served, then releases.
+   * the next starts; the holder releases and asks again at once. Each records its name when served,
+   * then releases.
    */
   private List<String> servedOrder(
       Function<javax.sql.DataSource, LockBackend> backends, Duration patience) throws Exception {
@@ -219,8 +284,7 @@ class WaitingInTurnIT {
     FencedLock holder = lock(backends.apply(schema.dataSource()), new TimersNeverFire(), patience);
     HeldLock first = holder.tryAcquire(name, TTL).get();
     for (String waiter : List.of("w1", "w2", "w3")) {
-      FencedLock lock =
-          lock(backends.apply(schema.dataSource()), new TimersNeverFire(), patience);
+      FencedLock lock = lock(backends.apply(schema.dataSource()), new TimersNeverFire(), patience);
       int before = attemptsSoFar();
       threads.submit(() -> serve(lock, waiter, served));
       // In the queue (or, without one, refused once) before the next begins to wait.
@@ -255,18 +319,28 @@ class WaitingInTurnIT {
             schema.dataSource(), PostgresLockConfig.custom().listen(listen).build());
     closing.add(backend);
     FencedLock holder = lock(backend, LeaseClock.system());
-    FencedLock waiter = lock(backend, new TimersNeverFire());
+    TimersNeverFire timers = new TimersNeverFire();
+    FencedLock waiter = lock(backend, timers);
     HeldLock held = holder.tryAcquire(name, TTL).get();
     Future<Either<NotAcquired, HeldLock>> waiting =
         threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
-    await().atMost(Duration.ofSeconds(10)).until(() -> placesOf(name) == 1);
+    // Refused once and waiting: for a wake-up (in the queue) or for a timer (polling).
+    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits.get() > 0);
+    assertThat(placesOf(name)).as("places in the queue").isEqualTo(listen ? 1 : 0);
+    if (listen) {
+      // The listener wakes every waiter once when it starts listening; let that wake-up be
+      // answered first, so that only the release's notification can wake the waiter below.
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> backend.listening() && timers.waits.get() >= 2);
+    }
     held.release();
     return waiting;
   }
 
   /**
-   * A waiter queues behind a holder with a place of {@code place}, never asks again, and the
-   * holder releases: the lease is free, the dead waiter's place is ahead of everyone.
+   * A waiter queues behind a holder with a place of {@code place}, never asks again, and the holder
+   * releases: the lease is free, the dead waiter's place is ahead of everyone.
    */
   private void deadWaiterAheadOfAFreeLock(Duration place) {
     PostgresLockBackend backend = PostgresLockBackend.create(schema.dataSource());
@@ -334,9 +408,15 @@ class WaitingInTurnIT {
     return PostgresLockBackend.create(schema.dataSource()).holder(name).isEmpty();
   }
 
+  private static org.jooq.Table<?> waiters() {
+    return DSL.table(
+        DSL.name(PostgresLockConfig.DEFAULT_TABLE + PostgresLockConfig.WAITERS_SUFFIX));
+  }
+
+  /** Unexpired places in the queue of {@code lockName}. */
   private int placesOf(String lockName) {
     return dsl.fetchCount(
-        DSL.table(DSL.name(PostgresLockConfig.DEFAULT_TABLE + PostgresLockConfig.WAITERS_SUFFIX)),
+        waiters(),
         DSL.field(DSL.name("name")).eq(lockName),
         DSL.field(DSL.name("expires_at")).gt(DSL.field("clock_timestamp()")));
   }
@@ -346,6 +426,9 @@ class WaitingInTurnIT {
    * for a wake-up ends only with the wake-up. Time itself runs as usual.
    */
   private static final class TimersNeverFire implements LeaseClock {
+    /** How many waits began: a backoff or a wait for a wake-up. */
+    final AtomicInteger waits = new AtomicInteger();
+
     @Override
     public long nanoTime() {
       return System.nanoTime();
@@ -353,11 +436,13 @@ class WaitingInTurnIT {
 
     @Override
     public void sleep(Duration duration) throws InterruptedException {
+      waits.incrementAndGet();
       new Semaphore(0).acquire();
     }
 
     @Override
     public boolean await(Semaphore signal, Duration duration) throws InterruptedException {
+      waits.incrementAndGet();
       signal.acquire();
       return true;
     }

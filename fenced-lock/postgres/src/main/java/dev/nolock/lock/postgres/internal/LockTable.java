@@ -42,6 +42,7 @@ public final class LockTable {
   private final Table<?> waiters;
   private final Field<String> waiter;
   private final Field<OffsetDateTime> joinedAt;
+  private final Field<OffsetDateTime> patientUntil;
 
   /**
    * The lease table {@code tableName} and its queue of waiters {@code waitersName}, both validated
@@ -54,6 +55,8 @@ public final class LockTable {
     this.waiter =
         field(name("waiter"), SQLDataType.VARCHAR(Lease.MAX_OWNER_LENGTH).nullable(false));
     this.joinedAt = field(name("joined_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+    this.patientUntil =
+        field(name("patient_until"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
     this.leased = LeasedRow.of(tableName, "expires_at", "token");
     this.name = field(name("name"), SQLDataType.VARCHAR(Lease.MAX_NAME_LENGTH).nullable(false));
     this.owner = field(name("owner"), SQLDataType.VARCHAR(Lease.MAX_OWNER_LENGTH).nullable(false));
@@ -81,31 +84,38 @@ public final class LockTable {
 
   /**
    * {@code CREATE TABLE IF NOT EXISTS w (name varchar(255), waiter varchar(255), joined_at
-   * timestamptz not null, expires_at timestamptz not null, primary key (name, waiter))}: one row
-   * per waiting call, its place in the queue of {@code name}.
+   * timestamptz not null, patient_until timestamptz not null, expires_at timestamptz not null,
+   * primary key (name, waiter))}: one row per waiting call, its place in the queue of {@code name}:
+   * when it joined, until when it lets newer callers go ahead of it, until when the place is kept.
    */
   public Query createWaitersTableIfMissing(DSLContext dsl) {
     return dsl.createTableIfNotExists(waiters)
         .column(name)
         .column(waiter)
         .column(joinedAt)
+        .column(patientUntil)
         .column(expiresAt)
         .primaryKey(name, waiter);
   }
 
   /**
-   * The fair acquire, one statement (the {@code WITH} parts run in this order because each reads
-   * the one before):
+   * The fair acquire, one statement of {@code WITH} parts.
+   *
+   * <p>The parts are one statement on one snapshot; {@code granted} runs first because the final
+   * {@code SELECT} and the two later parts read it, and PostgreSQL 15 runs a data-modifying part
+   * when it is first read (the order of the other two is not defined, and they touch different
+   * rows).
    *
    * <ol>
    *   <li>{@code me}: the waiter's unexpired place, if any.
    *   <li>{@code turn}: true when no other unexpired place of {@code name} ahead of it (joined
-   *       earlier, ties by waiter id) has waited longer than {@code patience}; a caller with no
-   *       place counts as the last.
+   *       earlier, ties by waiter id) is out of patience (its {@code patient_until}, its own
+   *       joining time plus its own patience, has passed); a caller with no place counts as the
+   *       last.
    *   <li>{@code granted}: on its turn, the same upsert as {@link #tryAcquire} (a grant only when
    *       the lease ran out, the token bumped under the row lock), as {@code INSERT ... SELECT}.
    *   <li>{@code queued}: when not granted, keep the place for {@code place} more (a new place at
-   *       the back when it had none or it expired).
+   *       the back, patient for {@code patience}, when it had none or it expired).
    *   <li>{@code served}: when granted, delete the place, and the expired places of {@code name}
    *       with it (waiters that gave up without leaving).
    * </ol>
@@ -131,7 +141,7 @@ public final class LockTable {
             SELECT 1 FROM {0} o LEFT JOIN me ON true
             WHERE o.name = {2} AND o.waiter <> {4} AND o.expires_at > clock_timestamp()
               AND (me.joined_at IS NULL OR (o.joined_at, o.waiter) < (me.joined_at, {4}))
-              AND o.joined_at <= {7}
+              AND o.patient_until <= clock_timestamp()
           ) AS mine
         ), granted AS (
           INSERT INTO {1} AS l (name, owner, token, expires_at)
@@ -141,11 +151,13 @@ public final class LockTable {
             WHERE l.expires_at <= clock_timestamp()
           RETURNING l.token
         ), queued AS (
-          INSERT INTO {0} AS q (name, waiter, joined_at, expires_at)
-          SELECT {2}, {4}, clock_timestamp(), {6} WHERE NOT EXISTS (SELECT 1 FROM granted)
+          INSERT INTO {0} AS q (name, waiter, joined_at, patient_until, expires_at)
+          SELECT {2}, {4}, clock_timestamp(), {7}, {6} WHERE NOT EXISTS (SELECT 1 FROM granted)
           ON CONFLICT (name, waiter) DO UPDATE
             SET joined_at = CASE WHEN q.expires_at > clock_timestamp() THEN q.joined_at
                                  ELSE excluded.joined_at END,
+                patient_until = CASE WHEN q.expires_at > clock_timestamp() THEN q.patient_until
+                                     ELSE excluded.patient_until END,
                 expires_at = excluded.expires_at
         ), served AS (
           DELETE FROM {0}
@@ -161,7 +173,7 @@ public final class LockTable {
         val(waiterId, waiter),
         PgClock.plus(ttl),
         PgClock.plus(place),
-        PgClock.minus(patience));
+        PgClock.plus(patience));
   }
 
   /**
@@ -254,6 +266,17 @@ public final class LockTable {
         """,
         leased.finish(dsl, mine(lockName, lockOwner, lockToken).and(leased.unexpired()), Map.of()),
         notifyFirst(lockName, "", channel, prefix));
+  }
+
+  /**
+   * {@code UPDATE t SET expires_at = clock_timestamp() WHERE name = :name AND owner = :owner AND
+   * token = :token AND expires_at > clock_timestamp()}: the release without telling any waiter, for
+   * a database without the queue's table.
+   */
+  public Query releaseWithoutQueue(
+      DSLContext dsl, String lockName, String lockOwner, long lockToken) {
+    return leased.finish(
+        dsl, mine(lockName, lockOwner, lockToken).and(leased.unexpired()), Map.of());
   }
 
   /**
