@@ -27,8 +27,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /**
  * Waiting behind PgBouncer in transaction pooling with the default settings (listening on): the
  * LISTEN's self-test notification never arrives, the backend stops counting on wake-ups, and a
- * waiting acquire gives its place up and polls, as before the queue existed. A waiter first in
- * line that nobody wakes would otherwise leave the freed lock idle while it sleeps.
+ * waiting acquire gives its place up and polls, as before the queue existed. A waiter first in line
+ * that nobody wakes would otherwise leave the freed lock idle while it sleeps.
  */
 @ExtendWith({PostgresExtension.class, PgBouncerExtension.class})
 class WaitingThroughPgBouncerIT {
