@@ -410,6 +410,7 @@ final class Report {
                     ms(r.during().getValueAtPercentile(99)))));
       }
     }
+    goals.addAll(starvationGoals(run.convoy));
     long growth = run.heapAtEnd - run.heapAtStart;
     goals.add(
         new Goal(
@@ -1039,5 +1040,45 @@ final class Report {
 
   private static String inline(String text) {
     return Svg.escape(text).replaceAll("`([^`]+)`", "<code>$1</code>");
+  }
+
+  /** How many times the blocking advisory lock's longest wait a fenced lock's may be. */
+  static final int STARVATION_FACTOR = 5;
+
+  /**
+   * Before the stall, on the hot key: each fenced lock's longest wait within {@value
+   * #STARVATION_FACTOR}× the blocking advisory lock's, whose waiters PostgreSQL serves in turn. A
+   * polling lock lets one waiter lose the race again and again (seconds); a lock whose waiters
+   * queue does not.
+   */
+  static List<Goal> starvationGoals(List<ConvoyHarness.Result> convoy) {
+    ConvoyHarness.Result advisory =
+        convoy.stream()
+            .filter(r -> r.design().startsWith("Advisory lock, blocking"))
+            .findFirst()
+            .orElse(null);
+    if (advisory == null) {
+      return List.of();
+    }
+    long bound = advisory.before().getMaxValue() * STARVATION_FACTOR;
+    return convoy.stream()
+        .filter(r -> !r.lockFree() && r.design().startsWith("Fenced lock"))
+        .map(
+            r ->
+                new Goal(
+                    r.design()
+                        + ": no waiter starved on the hot key before the stall (longest wait"
+                        + " within "
+                        + STARVATION_FACTOR
+                        + "× the blocking advisory lock's)",
+                    r.before().getMaxValue() <= bound ? "met" : "not met",
+                    String.format(
+                        Locale.ROOT,
+                        "p99.9 / max %.1f / %.1f ms vs %.1f / %.1f ms",
+                        ms(r.before().getValueAtPercentile(99.9)),
+                        ms(r.before().getMaxValue()),
+                        ms(advisory.before().getValueAtPercentile(99.9)),
+                        ms(advisory.before().getMaxValue()))))
+        .toList();
   }
 }

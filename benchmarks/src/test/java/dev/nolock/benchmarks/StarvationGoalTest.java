@@ -1,0 +1,54 @@
+package dev.nolock.benchmarks;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The starvation goal compares each fenced lock's longest wait before the stall with the blocking
+ * advisory lock's: one unit stuck for a second fails it, however low the p99.
+ */
+class StarvationGoalTest {
+
+  private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);
+
+  /** 1000 units of 2 ms done before the stall, and one of {@code longestMs}. */
+  private static ConvoyHarness.Result design(String name, long longestMs) {
+    List<long[]> units = new ArrayList<>();
+    for (int i = 0; i < 1_000; i++) {
+      units.add(new long[] {100 * MS, 2 * MS});
+    }
+    units.add(new long[] {100 * MS, longestMs * MS});
+    return ConvoyHarness.classify(
+        new ConvoyHarness.Design(name, false, "postgres", () -> null),
+        units,
+        0,
+        2_000 * MS,
+        3_000 * MS,
+        4_000 * MS);
+  }
+
+  @Test
+  void aFencedLockWithinFiveTimesTheAdvisoryLocksLongestWaitMeetsItAndOneStarvedUnitFailsIt() {
+    List<Report.Goal> goals =
+        Report.starvationGoals(
+            List.of(
+                design("Advisory lock, blocking (PostgreSQL, raw SQL)", 10),
+                design("Fenced lock (PostgreSQL)", 40),
+                design("Fenced lock (Redis)", 1_100)));
+
+    assertThat(goals).hasSize(2);
+    assertThat(goals.get(0).goal()).startsWith("Fenced lock (PostgreSQL): no waiter starved");
+    assertThat(goals.get(0).status()).isEqualTo("met");
+    assertThat(goals.get(1).status()).isEqualTo("not met");
+    assertThat(goals.get(1).evidence()).startsWith("p99.9 / max").contains(" vs ");
+  }
+
+  @Test
+  void withoutTheAdvisoryLockThereIsNothingToCompareWith() {
+    assertThat(Report.starvationGoals(List.of(design("Fenced lock (PostgreSQL)", 40)))).isEmpty();
+  }
+}
