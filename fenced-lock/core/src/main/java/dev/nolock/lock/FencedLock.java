@@ -273,13 +273,17 @@ public final class FencedLock implements AutoCloseable {
         if (left.isNegative() || left.isZero()) {
           return Either.left(new NotAcquired(name, attempts, since(start)));
         }
-        if (subscription == null) {
-          subscription = fair.onRelease(name, waiter, woken::release);
-        }
         if (!fair.wakesWaiters()) {
           queued = false;
           leaveQuietly(fair, name, waiter);
+          if (subscription != null) {
+            subscription.close();
+            subscription = null;
+          }
           return pollOn(name, ttl, interval, maxWait, start, attempts);
+        }
+        if (subscription == null) {
+          subscription = fair.onRelease(name, waiter, woken::release);
         }
         Duration delay = backoff.backoff(attempts, random);
         if (delay.compareTo(fallbackFor(config)) > 0) {

@@ -350,6 +350,8 @@ public final class LockConfig {
 
     /**
      * Backoff between acquire attempts: full jitter from {@code base}, doubling up to {@code max}.
+     * A caller waiting in a backend's queue waits for a wake-up instead, and asks again after at
+     * most {@code min(max, 1 s)} in case one went missing.
      */
     public Builder backoff(Duration base, Duration max) {
       present(base, "base");
@@ -371,8 +373,10 @@ public final class LockConfig {
      * waited longer, everyone else queues behind it. This is the rule of Go's {@code sync.Mutex},
      * whose waiters switch it to "starvation mode" after 1 ms (https://pkg.go.dev/sync#Mutex). Zero
      * serves strictly in arrival order. Default {@link #DEFAULT_PATIENCE}, at most {@link
-     * #MAX_PATIENCE}; it bounds how long a waiter can be overtaken, not how long it waits for the
-     * holders ahead of it.
+     * #MAX_PATIENCE}. It bounds how long a waiter can be overtaken by other waiting acquires, not
+     * how long it waits for the holders ahead of it; callers that do not queue (a {@code
+     * tryAcquire}, an acquire on a process whose backend cannot wake it) can still take a freed
+     * lock ahead of it.
      */
     public Builder patience(Duration patience) {
       present(patience, "patience");

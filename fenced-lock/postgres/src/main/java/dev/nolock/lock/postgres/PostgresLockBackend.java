@@ -14,6 +14,7 @@ import dev.nolock.patterns.sql.OwnTransaction;
 import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
 import io.vavr.control.Option;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -94,6 +95,9 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
   private static final Duration LISTEN_POLL = Duration.ofSeconds(1);
   private static final Duration SELF_TEST_TIMEOUT = Duration.ofSeconds(2);
   private static final int IDLE_SECONDS = 10;
+  private static final int RETRY_SECONDS = 60;
+  private static final Duration RETRY = Duration.ofSeconds(RETRY_SECONDS);
+  private static final long NEVER = Long.MIN_VALUE;
   private static final Duration IDLE = Duration.ofSeconds(IDLE_SECONDS);
 
   private final DataSource dataSource;
@@ -102,11 +106,11 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
   private final Name tableName;
   private final LockTable table;
   private final int queryTimeoutSeconds;
-  private final String tablePrefix;
   private final Map<String, Runnable> waiting = new ConcurrentHashMap<>();
   private NotificationListener listener; // guarded by this; started by the first wait
   private volatile NotificationListener.State listenState = NotificationListener.State.STARTING;
-  private volatile boolean queueUnusable;
+  private volatile long pollingSince = NEVER; // when the listener last found it could not listen
+  private volatile long queueUnusableSince = NEVER; // when the queue's table last was refused
   private boolean closed; // guarded by this
   private long idleSince = System.nanoTime(); // guarded by this; when the last wait ended
 
@@ -119,7 +123,6 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
         new LockTable(
             tableName, SqlNames.requireSqlIdentifier("lock waiters table", config.waitersTable()));
     this.queryTimeoutSeconds = Math.toIntExact(config.queryTimeout().toSeconds());
-    this.tablePrefix = config.table() + "\n";
   }
 
   /**
@@ -165,7 +168,7 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
               table.waitersName(),
               config.queryTimeout(),
               on -> table.createWaitersTableIfMissing(on).execute());
-          queueUnusable = false;
+          queueUnusableSince = NEVER;
           return null;
         });
   }
@@ -241,12 +244,7 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
                             tx ->
                                 table
                                     .release(
-                                        tx,
-                                        name,
-                                        owner,
-                                        token.value(),
-                                        PostgresLockConfig.CHANNEL,
-                                        payloadPrefix(name))
+                                        tx, name, owner, token.value(), PostgresLockConfig.CHANNEL)
                                     .queryTimeout(queryTimeoutSeconds)
                                     .fetch()
                                     .size()),
@@ -310,12 +308,7 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
                         dsl,
                         tx ->
                             table
-                                .leave(
-                                    tx,
-                                    name,
-                                    waiter,
-                                    PostgresLockConfig.CHANNEL,
-                                    payloadPrefix(name))
+                                .leave(tx, name, waiter, PostgresLockConfig.CHANNEL)
                                 .queryTimeout(queryTimeoutSeconds)
                                 .fetch()
                                 .size()),
@@ -323,38 +316,48 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
   }
 
   /**
-   * Whether waiting acquires can be woken now: listening on, its self-test not failed, its
-   * connection not down, the queue's table usable, and not closed.
+   * Whether waiting acquires can be woken now: listening on, not found broken in the last {@value
+   * #RETRY_SECONDS} s (its self-test failed, or its connection is down), the queue's table usable
+   * (or last found unusable more than {@value #RETRY_SECONDS} s ago: it may have been created or
+   * granted since), and not closed. Neither finding is for good: a transient outage or a late
+   * self-test must not switch the queue off for the life of the process.
    */
   @Override
   public boolean wakesWaiters() {
+    long now = System.nanoTime();
     return config.listen()
-        && !queueUnusable
-        && listenState != NotificationListener.State.POLLING
+        && !recent(queueUnusableSince, now)
+        && !recent(pollingSince, now)
         && !isClosed();
   }
 
+  private static boolean recent(long since, long now) {
+    return since != NEVER && now - since < RETRY.toNanos();
+  }
+
+  private synchronized boolean isClosed() {
+    return closed;
+  }
+
   /**
-   * Whether PostgreSQL refused a statement for a missing table ({@code 42P01}) or privilege ({@code
-   * 42501}): what a database not migrated to the queue, or a user not granted it, looks like. No
-   * other failure switches the queue off (a bug in a statement must surface, not fall back).
+   * The refusal, when PostgreSQL refused a statement for a missing table ({@code 42P01}) or
+   * privilege ({@code 42501}): what a database not migrated to the queue, or a user not granted it,
+   * looks like; else null. No other failure switches the queue off (a bug in a statement must
+   * surface, not fall back).
    */
-  private static boolean isMissingTableOrPrivilege(Throwable failure) {
+  private static SQLException missingTableOrPrivilege(Throwable failure) {
     for (Throwable t = failure; t != null; t = t.getCause()) {
-      if (t instanceof java.sql.SQLException sql && sql.getSQLState() != null) {
-        return sql.getSQLState().equals("42P01") || sql.getSQLState().equals("42501");
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        boolean refused = sql.getSQLState().equals("42P01") || sql.getSQLState().equals("42501");
+        return refused ? sql : null;
       }
     }
-    return false;
+    return null;
   }
 
   /** Whether the listener is up and its self-test passed; for tests that need it first. */
   boolean listening() {
     return listenState == NotificationListener.State.LISTENING;
-  }
-
-  private synchronized boolean isClosed() {
-    return closed;
   }
 
   /**
@@ -366,26 +369,30 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
    * too, that failure is what the caller sees.
    */
   private <T> T orWithoutQueue(Supplier<T> withQueue, Supplier<T> withoutQueue) {
-    if (queueUnusable) {
+    if (recent(queueUnusableSince, System.nanoTime())) {
       return withoutQueue.get();
     }
     try {
       return withQueue.get();
     } catch (DataAccessException e) {
-      if (!isMissingTableOrPrivilege(e)) {
+      SQLException refused = missingTableOrPrivilege(e);
+      if (refused == null) {
         throw e;
       }
       T result = withoutQueue.get();
-      if (!queueUnusable) {
-        queueUnusable = true;
+      boolean first = queueUnusableSince == NEVER;
+      queueUnusableSince = System.nanoTime();
+      if (first) {
         LOG.warn(
-            "Lock table {}: the queue of waiters {} cannot be used ({}); acquires wait without it,"
+            "Lock table {}: the queue of waiters {} cannot be used (SQLState {}); acquires wait"
+                + " without it,"
                 + " polling, as before it existed. Create it (migration V2, or"
                 + " createTableIfMissing()) and grant this user SELECT, INSERT, UPDATE and DELETE"
-                + " on it.",
+                + " on it; the backend tries it again every {} s.",
             config.table(),
             config.waitersTable(),
-            e.getMessage());
+            refused.getSQLState(),
+            RETRY_SECONDS);
       }
       return result;
     }
@@ -405,26 +412,20 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
     if (!config.listen()) {
       return Subscription.NEVER;
     }
-    String key = payloadPrefix(name) + waiter;
+    String key = waiter;
     synchronized (this) {
       if (closed) {
         return Subscription.NEVER;
       }
       waiting.put(key, wake);
-      if (listener == null) {
+      if (listener == null || !listener.isRunning()) {
+        // None yet, or the last one ended (idle, or its self-test failed a while ago).
+        listenState = NotificationListener.State.STARTING;
         listener = newListener();
         listener.start();
       }
     }
     return () -> unsubscribe(key, wake);
-  }
-
-  /**
-   * A notification's payload up to the waiter: {@code table \n name \n}. Names and waiters hold no
-   * control characters, so the parts never run into each other.
-   */
-  private String payloadPrefix(String name) {
-    return tablePrefix + name + "\n";
   }
 
   private synchronized void unsubscribe(String key, Runnable wake) {
@@ -444,6 +445,7 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
       return !closed;
     }
     listener = null;
+    listenState = NotificationListener.State.STARTING;
     return false;
   }
 
@@ -475,7 +477,14 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
           }
         },
         this::stillWanted,
-        state -> listenState = state);
+        state -> {
+          listenState = state;
+          if (state == NotificationListener.State.POLLING) {
+            pollingSince = System.nanoTime();
+          } else if (state == NotificationListener.State.LISTENING) {
+            pollingSince = NEVER;
+          }
+        });
   }
 
   /**

@@ -160,6 +160,45 @@ class WaitingInTurnIT {
   }
 
   /**
+   * The listen connection is killed while a waiter waits: the listener reconnects, and the next
+   * release still wakes the waiter, whose timers never fire.
+   */
+  @Test
+  void afterTheListenConnectionIsKilledTheListenerComesBackAndTheReleaseStillWakes()
+      throws Exception {
+    PostgresLockBackend backend = PostgresLockBackend.create(schema.dataSource());
+    closing.add(backend);
+    FencedLock holder = lock(backend, LeaseClock.system());
+    TimersNeverFire timers = new TimersNeverFire();
+    FencedLock waiter = lock(backend, timers);
+    HeldLock held = holder.tryAcquire(name, TTL).get();
+    Future<Either<NotAcquired, HeldLock>> waiting =
+        threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
+    // Listening, and its start-up wake-up answered (the waiter waits again).
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> backend.listening() && timers.waits.get() >= 2);
+    int waitsBefore = timers.waits.get();
+
+    int killed =
+        dsl.fetchCount(
+            DSL.selectOne()
+                .from(DSL.table("pg_stat_activity"))
+                .where(DSL.field("query", String.class).like("LISTEN%nolock_lock_release%"))
+                .and(DSL.condition("pg_terminate_backend(pid)")));
+    assertThat(killed).as("listen sessions killed").isPositive();
+    await().atMost(Duration.ofSeconds(10)).until(() -> !backend.listening());
+    // Listening again, and the new start-up wake-up answered before the release.
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> backend.listening() && timers.waits.get() > waitsBefore);
+    held.release();
+
+    await().atMost(Duration.ofSeconds(30)).until(waiting::isDone);
+    assertThat(waiting.get().isRight()).as("woken after the listener came back").isTrue();
+  }
+
+  /**
    * Negative control: with listening off, the same waiter is never told: the lease is free and the
    * waiter still waits. (It polls, without a place: a waiter nobody wakes must not hold the queue
    * up.)
@@ -249,9 +288,7 @@ class WaitingInTurnIT {
 
     assertThatThrownBy(
             () ->
-                queued
-                    .release(dsl, name, "h#0", token.value(), PostgresLockConfig.CHANNEL, "x")
-                    .fetch())
+                queued.release(dsl, name, "h#0", token.value(), PostgresLockConfig.CHANNEL).fetch())
         .isInstanceOf(DataAccessException.class)
         .hasMessageContaining("v1_locks_waiters");
     assertThat(backend.holder(name)).as("still held").isNotEmpty();

@@ -45,6 +45,8 @@ import org.slf4j.LoggerFactory;
  *   <li>Report listening, tell the receiver once (something may have been sent before the LISTEN),
  *       then block in {@code PGConnection.getNotifications(pollInterval)} and hand each batch's
  *       payloads to the receiver: no busy loop.
+ *   <li>Every 30 s, check the connection with a round trip: reading alone never notices one that
+ *       died half-open.
  *   <li>If the connection fails, report polling, wait one poll interval and start again at 1.
  * </ol>
  *
@@ -66,6 +68,7 @@ public final class NotificationListener implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(NotificationListener.class);
   private static final String SELF_TEST_PREFIX = "nolock-self-test:";
   private static final String STOP_PREFIX = "nolock-stop:";
+  private static final Duration CHECK_EVERY = Duration.ofSeconds(30);
 
   /** What the listener reports. */
   public enum State {
@@ -127,6 +130,11 @@ public final class NotificationListener implements AutoCloseable {
     this.thread =
         new Thread(this::run, "nolock-" + label.replaceAll("[^A-Za-z0-9_-]+", "-") + "-listen");
     this.thread.setDaemon(true);
+  }
+
+  /** Whether its thread still runs: started, and neither closed nor given up. */
+  public boolean isRunning() {
+    return thread.isAlive();
   }
 
   public void start() {
@@ -199,8 +207,17 @@ public final class NotificationListener implements AutoCloseable {
     }
     report.accept(State.LISTENING);
     receiver.listening();
+    long checked = System.nanoTime();
     while (isWanted()) {
       handle(pg.getNotifications(Math.toIntExact(pollInterval.toMillis())), null);
+      if (System.nanoTime() - checked > CHECK_EVERY.toNanos()) {
+        // Reading alone never notices a connection that died half-open (a host gone, a NAT's idle
+        // timeout): a round trip now and then does, and the loop reconnects.
+        if (!connection.isValid(Math.toIntExact(CHECK_EVERY.toSeconds()))) {
+          throw new SQLException("the LISTEN connection no longer answers");
+        }
+        checked = System.nanoTime();
+      }
     }
     return true;
   }

@@ -178,12 +178,12 @@ public final class LockTable {
 
   /**
    * {@code WITH d AS (DELETE FROM w WHERE name = :name AND waiter = :waiter RETURNING 1) SELECT
-   * (SELECT pg_notify(:channel, :prefix || waiter) FROM <the first other unexpired place>) FROM d}:
-   * gives up the place and, when there was one, wakes the waiter now first in the queue (the
-   * notification goes out when the transaction commits).
+   * (SELECT pg_notify(:channel, waiter) FROM <the first other unexpired place>) FROM d}: gives up
+   * the place and, when there was one, wakes the waiter now first in the queue (the notification
+   * goes out when the transaction commits).
    */
   public ResultQuery<Record> leave(
-      DSLContext dsl, String lockName, String waiterId, String channel, String prefix) {
+      DSLContext dsl, String lockName, String waiterId, String channel) {
     return dsl.resultQuery(
         """
         WITH d AS (DELETE FROM {0} WHERE name = {1} AND waiter = {2} RETURNING 1)
@@ -192,23 +192,24 @@ public final class LockTable {
         waiters,
         val(lockName, name),
         val(waiterId, waiter),
-        notifyFirst(lockName, waiterId, channel, prefix));
+        notifyFirst(lockName, waiterId, channel));
   }
 
   /**
-   * {@code SELECT pg_notify(:channel, :prefix || waiter) FROM w WHERE name = :name AND waiter <>
-   * :except AND expires_at > clock_timestamp() ORDER BY joined_at, waiter LIMIT 1}: wakes the
-   * waiter first in the queue, if any.
+   * {@code SELECT pg_notify(:channel, waiter) FROM w WHERE name = :name AND waiter <> :except AND
+   * expires_at > clock_timestamp() ORDER BY joined_at, waiter LIMIT 1}: wakes the waiter first in
+   * the queue, if any. The payload is the waiter's identity alone, unique per waiting call: every
+   * process keys its waiters by it, however it spells the table.
    */
-  private Field<Object> notifyFirst(String lockName, String except, String channel, String prefix) {
+  private Field<Object> notifyFirst(String lockName, String except, String channel) {
     return field(
         DSL.sql(
             """
-            SELECT pg_notify({0}, {1} || f.waiter) FROM {2} f
-            WHERE f.name = {3} AND f.waiter <> {4} AND f.expires_at > clock_timestamp()
+            SELECT pg_notify({0}, f.waiter) FROM {1} f
+            WHERE f.name = {2} AND f.waiter <> {3} AND f.expires_at > clock_timestamp()
             ORDER BY f.joined_at, f.waiter LIMIT 1\
             """,
-            val(channel), val(prefix), waiters, val(lockName, name), val(except, waiter)));
+            val(channel), waiters, val(lockName, name), val(except, waiter)));
   }
 
   /**
@@ -239,9 +240,9 @@ public final class LockTable {
   /**
    * {@code WITH r AS (UPDATE t SET expires_at = clock_timestamp() WHERE name = :name AND owner =
    * :owner AND token = :token AND expires_at > clock_timestamp() RETURNING 1) SELECT (SELECT
-   * pg_notify(:channel, :prefix || waiter) FROM <the first unexpired place>) FROM r}: the row and
-   * its token stay; one row back when this call freed the lease, and then, if anyone waits for it,
-   * the first waiter is told when the transaction commits.
+   * pg_notify(:channel, waiter) FROM <the first unexpired place>) FROM r}: the row and its token
+   * stay; one row back when this call freed the lease, and then, if anyone waits for it, the first
+   * waiter is told when the transaction commits.
    *
    * <p>Why only when someone waits, and only the first: a {@code NOTIFY} serialises the commits of
    * every notifying transaction in the database (notifying on every release cost a quarter of the
@@ -251,12 +252,7 @@ public final class LockTable {
    * it asks again within milliseconds.
    */
   public ResultQuery<Record> release(
-      DSLContext dsl,
-      String lockName,
-      String lockOwner,
-      long lockToken,
-      String channel,
-      String prefix) {
+      DSLContext dsl, String lockName, String lockOwner, long lockToken, String channel) {
     // Only an unexpired lease: releasing one that already ran out would report a release that
     // did not happen.
     return dsl.resultQuery(
@@ -265,7 +261,7 @@ public final class LockTable {
         SELECT ({1}) FROM r\
         """,
         leased.finish(dsl, mine(lockName, lockOwner, lockToken).and(leased.unexpired()), Map.of()),
-        notifyFirst(lockName, "", channel, prefix));
+        notifyFirst(lockName, "", channel));
   }
 
   /**
