@@ -113,6 +113,7 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
   private volatile long queueUnusableSince = NEVER; // when the queue's table last was refused
   private boolean closed; // guarded by this
   private long idleSince = System.nanoTime(); // guarded by this; when the last wait ended
+  private int failedStarts; // guarded by this; listeners in a row that ended without listening
 
   private PostgresLockBackend(DataSource dataSource, PostgresLockConfig config) {
     this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
@@ -316,23 +317,33 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
   }
 
   /**
-   * Whether waiting acquires can be woken now: listening on, not found broken in the last {@value
-   * #RETRY_SECONDS} s (its self-test failed, or its connection is down), the queue's table usable
-   * (or last found unusable more than {@value #RETRY_SECONDS} s ago: it may have been created or
-   * granted since), and not closed. Neither finding is for good: a transient outage or a late
-   * self-test must not switch the queue off for the life of the process.
+   * Whether waiting acquires can be woken now: listening on, not found broken lately (its self-test
+   * failed, or its connection is down: {@link #listenRetry}), the queue's table usable (or last
+   * found unusable more than {@value #RETRY_SECONDS} s ago: it may have been created or granted
+   * since), and not closed. Neither finding is for good: a transient outage or a late self-test
+   * must not switch the queue off for the life of the process.
    */
   @Override
   public boolean wakesWaiters() {
     long now = System.nanoTime();
     return config.listen()
-        && !recent(queueUnusableSince, now)
-        && !recent(pollingSince, now)
+        && !recent(queueUnusableSince, now, RETRY)
+        && !recent(pollingSince, now, listenRetry())
         && !isClosed();
   }
 
-  private static boolean recent(long since, long now) {
-    return since != NEVER && now - since < RETRY.toNanos();
+  private static boolean recent(long since, long now, Duration within) {
+    return since != NEVER && now - since < within.toNanos();
+  }
+
+  /**
+   * How long after a listener found it could not listen the next may try: {@value #RETRY_SECONDS}
+   * s, doubling with each listener in a row that ended without ever listening (a self-test that
+   * never passes: PgBouncer in transaction pooling), up to an hour, so that a setting that will
+   * never work costs a warning and a self-test now and then, not every minute.
+   */
+  private synchronized Duration listenRetry() {
+    return RETRY.multipliedBy(1L << Math.min(failedStarts, 6));
   }
 
   private synchronized boolean isClosed() {
@@ -360,16 +371,22 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
     return listenState == NotificationListener.State.LISTENING;
   }
 
+  /** The server process id of the listen connection, if one is open; for tests that break it. */
+  synchronized java.util.OptionalInt listenerBackendPid() {
+    return listener == null ? java.util.OptionalInt.empty() : listener.backendPid();
+  }
+
   /**
    * Runs a statement that reads the queue's table; when PostgreSQL refuses it because a table is
    * missing or not granted (a database not yet migrated to V2, a user not granted the new table),
-   * runs {@code withoutQueue} instead, and from then on (until {@link #createTableIfMissing}) goes
-   * without the queue, with one warning. Before the queue existed the lock worked without it, so an
-   * upgrade that has not yet created it must not break a release. If {@code withoutQueue} fails
-   * too, that failure is what the caller sees.
+   * runs {@code withoutQueue} instead, and goes without the queue for {@value #RETRY_SECONDS} s (or
+   * until {@link #createTableIfMissing}), then tries it again; the first time with a warning.
+   * Before the queue existed the lock worked without it, so an upgrade that has not yet created it
+   * must not break a release. If {@code withoutQueue} fails too, that failure is what the caller
+   * sees.
    */
   private <T> T orWithoutQueue(Supplier<T> withQueue, Supplier<T> withoutQueue) {
-    if (recent(queueUnusableSince, System.nanoTime())) {
+    if (recent(queueUnusableSince, System.nanoTime(), RETRY)) {
       return withoutQueue.get();
     }
     try {
@@ -420,6 +437,9 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
       waiting.put(key, wake);
       if (listener == null || !listener.isRunning()) {
         // None yet, or the last one ended (idle, or its self-test failed a while ago).
+        if (listener != null && listenState == NotificationListener.State.POLLING) {
+          failedStarts++;
+        }
         listenState = NotificationListener.State.STARTING;
         listener = newListener();
         listener.start();
@@ -483,6 +503,9 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
             pollingSince = System.nanoTime();
           } else if (state == NotificationListener.State.LISTENING) {
             pollingSince = NEVER;
+            synchronized (this) {
+              failedStarts = 0;
+            }
           }
         });
   }

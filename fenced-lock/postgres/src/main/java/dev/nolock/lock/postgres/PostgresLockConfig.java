@@ -19,8 +19,8 @@ public final class PostgresLockConfig {
   public static final String WAITERS_SUFFIX = "_waiters";
 
   /**
-   * The channel releases are announced on (a notification names the table, the lock and the first
-   * waiter; its payload's format is internal).
+   * The channel releases are announced on (a notification names the first waiter; its payload's
+   * format is internal).
    */
   public static final String CHANNEL = "nolock_lock_release";
 
@@ -114,9 +114,9 @@ public final class PostgresLockConfig {
      * the backend keeps one connection of its pool listening from the first acquire that has to
      * wait until nobody has waited for 10 s (or {@link PostgresLockBackend#close()}); it tests the
      * LISTEN once with a notification to itself and stops listening, with a warning, where that
-     * never arrives (PgBouncer in transaction pooling, where this should be off). Whenever waiters
-     * cannot be woken, they poll with the lock's backoff without a place in the queue, as before
-     * the queue existed.
+     * never arrives (PgBouncer in transaction pooling, where this should be off), trying again a
+     * minute later, then after 2, 4, ... up to 64 minutes. Whenever waiters cannot be woken, they
+     * poll with the lock's backoff without a place in the queue, as before the queue existed.
      */
     public Builder listen(boolean listen) {
       this.listen = listen;

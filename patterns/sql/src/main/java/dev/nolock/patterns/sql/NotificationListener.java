@@ -132,6 +132,19 @@ public final class NotificationListener implements AutoCloseable {
     this.thread.setDaemon(true);
   }
 
+  /** The server process id of the listen connection while one is open. */
+  public java.util.OptionalInt backendPid() {
+    Connection connection = current;
+    if (connection == null) {
+      return java.util.OptionalInt.empty();
+    }
+    try {
+      return java.util.OptionalInt.of(connection.unwrap(PGConnection.class).getBackendPID());
+    } catch (SQLException | RuntimeException e) {
+      return java.util.OptionalInt.empty();
+    }
+  }
+
   /** Whether its thread still runs: started, and neither closed nor given up. */
   public boolean isRunning() {
     return thread.isAlive();
