@@ -122,6 +122,7 @@ public class RedisLockBenchmark {
   private String fenceHorizonSha;
   private String fencedWriteSha;
   private String releaseSha;
+  private String releaseChannel;
   private String releaseMarkerMillis;
 
   private RedissonClient redisson;
@@ -169,6 +170,7 @@ public class RedisLockBenchmark {
     owner = lockConfig.owner();
     rememberedWrites = Integer.toString(fenceConfig.rememberedWrites());
     releaseMarkerMillis = Long.toString(uri.getTimeout().toMillis());
+    releaseChannel = backendConfig.releaseChannel();
     acquireSha = redis.scriptLoad(RedisScripts.ACQUIRE.source());
     fenceHorizonSha = redis.scriptLoad(RedisScripts.FENCE_HORIZON.source());
     fencedWriteSha = redis.scriptLoad(RedisScripts.FENCED_WRITE.source());
@@ -287,13 +289,22 @@ public class RedisLockBenchmark {
               Long.toString(next));
       outcomes.of(Long.valueOf(1L).equals(reply.get(0)));
     } finally {
+      // The release looks for waiters to wake (here there never are: nothing waits in turn).
+      List<String> queue = backendConfig.queueKeys(name);
       redis.evalsha(
           releaseSha,
           ScriptOutputType.INTEGER,
-          new String[] {leaseKey, leaseKey + RedisLockBackendConfig.RELEASED_INFIX + token},
+          new String[] {
+            leaseKey,
+            leaseKey + RedisLockBackendConfig.RELEASED_INFIX + token,
+            queue.get(0),
+            queue.get(1),
+            queue.get(2)
+          },
           grant + '|' + token,
           UUID.randomUUID().toString(),
-          releaseMarkerMillis);
+          releaseMarkerMillis,
+          releaseChannel);
     }
   }
 

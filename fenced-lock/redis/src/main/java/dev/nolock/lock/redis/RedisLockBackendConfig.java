@@ -2,6 +2,7 @@ package dev.nolock.lock.redis;
 
 import dev.nolock.lock.redis.internal.RedisKeyNames;
 import dev.nolock.patterns.FencingToken;
+import java.util.List;
 
 /**
  * Immutable settings of a {@link RedisLockBackend}, built with {@link #custom()}; each setter
@@ -17,11 +18,18 @@ import dev.nolock.patterns.FencingToken;
  *   <li>{@code nolock:lock:{orders}:released:17}: the release marker of the grant with token 17,
  *       the id of the release call that freed it, kept for the connection's command timeout so a
  *       resend of that call (Lettuce's, after a lost answer) answers true.
+ *   <li>{@code nolock:lock:{orders}:queue}, {@code :queue:patience} and {@code :queue:expiry}: the
+ *       callers waiting for the lease, three sorted sets of waiter identities scored by when each
+ *       joined, until when it lets newer callers go ahead, and until when its place is kept
+ *       (milliseconds of the server's clock); each expires with the last place written.
  * </ul>
  *
- * The braces are a Redis Cluster hash tag, so every key of a lock lands in one slot. Lock names are
- * escaped inside it ({@code %} → {@code %25}, <code>{</code> → {@code %7B}, <code>}</code> → {@code
- * %7D}) so that no lock name can end the tag early or share a key with another name.
+ * Releases are published on the channel {@code nolock:lock:released} (the prefix, then {@code
+ * released}), naming the waiter first in the queue.
+ *
+ * <p>The braces are a Redis Cluster hash tag, so every key of a lock lands in one slot. Lock names
+ * are escaped inside it ({@code %} → {@code %25}, <code>{</code> → {@code %7B}, <code>}</code> →
+ * {@code %7D}) so that no lock name can end the tag early or share a key with another name.
  */
 public final class RedisLockBackendConfig {
 
@@ -33,6 +41,12 @@ public final class RedisLockBackendConfig {
 
   /** What follows the lease key, before the token, to make a release marker key. */
   public static final String RELEASED_INFIX = ":released:";
+
+  /** What follows the lease key to make the queue's key. */
+  private static final String QUEUE_SUFFIX = ":queue";
+
+  /** What follows the key prefix to make the release channel. */
+  private static final String RELEASE_CHANNEL_SUFFIX = "released";
 
   private static final RedisLockBackendConfig DEFAULTS = custom().build();
 
@@ -81,6 +95,24 @@ public final class RedisLockBackendConfig {
    */
   public String releaseMarkerKey(String lockName, FencingToken token) {
     return leaseKey(lockName) + RELEASED_INFIX + present(token, "token").value();
+  }
+
+  /**
+   * The three keys of the queue of callers waiting for {@code lockName}, in the same slot as its
+   * lease key: {@code nolock:lock:{orders}:queue}, {@code ...:queue:patience}, {@code
+   * ...:queue:expiry}.
+   */
+  public List<String> queueKeys(String lockName) {
+    String queue = leaseKey(lockName) + QUEUE_SUFFIX;
+    return List.of(queue, queue + ":patience", queue + ":expiry");
+  }
+
+  /**
+   * The Pub/Sub channel on which releases wake waiters, e.g. {@code nolock:lock:released}: one per
+   * prefix, its messages the identity of the waiter to wake.
+   */
+  public String releaseChannel() {
+    return keyPrefix + RELEASE_CHANNEL_SUFFIX;
   }
 
   @Override
