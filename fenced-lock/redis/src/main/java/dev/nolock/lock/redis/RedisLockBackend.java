@@ -4,6 +4,7 @@ import dev.nolock.lock.redis.internal.BoundedScriptCall;
 import dev.nolock.lock.redis.internal.LuaScript;
 import dev.nolock.lock.redis.internal.RedisFailures;
 import dev.nolock.lock.redis.internal.Scripts;
+import dev.nolock.patterns.FairLockBackend;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.LeaseHolder;
@@ -15,10 +16,17 @@ import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.pubsub.RedisPubSubAdapter;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import io.vavr.control.Option;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A {@link LockBackend} on one Redis server, through Lettuce: a lease key per lock name with a
@@ -82,35 +90,54 @@ import java.util.UUID;
  * {@link #ensureTokensAbove} does. Run Redis with {@code appendonly yes} and {@code appendfsync
  * always} to keep the counters across restarts (not across a failover to an asynchronous replica).
  *
+ * <p><b>Waiting in turn</b> ({@link FairLockBackend}), when made with {@link #connect}: a waiting
+ * {@code FencedLock.acquire} keeps a place in the lock's queue (three sorted sets beside the lease,
+ * see {@link RedisLockBackendConfig}) and is woken by the release, which publishes the identity of
+ * the waiter first in the queue on the release channel; a second connection from the same client,
+ * opened by the first acquire that has to wait, subscribes to it. The scripts judge the queue on
+ * the server's clock ({@code TIME}); a clock step there moves when places expire, never who holds
+ * the lease. A backend made with {@link #create} on a connection has no client to subscribe with:
+ * its waiting acquires poll, as do all while the subscription is down (Lettuce reconnects it and
+ * subscribes again) or for {@value #RETRY_SECONDS} s after it could not be made.
+ *
  * <p>Thread-safe: Lettuce connections are thread-safe and every call is one script. Failures of the
  * connection or the server, and a script without an answer within the command timeout, are {@link
  * dev.nolock.patterns.BackendUnavailableException}s (whether it took effect is unknown; never a
  * refusal or {@code false}); a key under the prefix that holds another type is an {@link
  * IllegalStateException}.
  */
-public final class RedisLockBackend implements LockBackend, AutoCloseable {
+public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
+
+  private static final Logger LOG = LoggerFactory.getLogger(RedisLockBackend.class);
+  private static final int RETRY_SECONDS = 60;
+  private static final long NEVER = Long.MIN_VALUE;
 
   private final StatefulRedisConnection<String, String> connection;
   private final RedisCommands<String, String> redis;
   private final RedisScriptingAsyncCommands<String, String> scripts;
   private final RedisLockBackendConfig config;
-  private final boolean ownsConnection;
+  private final RedisClient client; // null when made on a connection: waiting acquires poll
+  private final Map<String, Runnable> waiting = new ConcurrentHashMap<>();
+  private volatile StatefulRedisPubSubConnection<String, String> releases; // opened by a wait
+  private volatile long failedAt = NEVER; // when the subscription last could not be made
+  private volatile boolean closed;
 
   private RedisLockBackend(
       StatefulRedisConnection<String, String> connection,
       RedisLockBackendConfig config,
-      boolean ownsConnection) {
+      RedisClient client) {
     this.connection = Objects.requireNonNull(connection, "connection");
     this.config = Objects.requireNonNull(config, "config");
     this.redis = connection.sync();
     this.scripts = connection.async();
-    this.ownsConnection = ownsConnection;
+    this.client = client;
     commandTimeout();
   }
 
   /**
    * A backend on {@code connection} with the default key prefix. The caller keeps owning the
-   * connection: {@link #close()} leaves it open.
+   * connection: {@link #close()} leaves it open. Waiting acquires poll ({@link #connect} queues
+   * them and wakes them on release).
    *
    * @throws IllegalArgumentException when the connection has no positive command timeout
    */
@@ -120,17 +147,20 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
 
   /**
    * A backend on {@code connection} with {@code config}. The caller keeps owning the connection:
-   * {@link #close()} leaves it open.
+   * {@link #close()} leaves it open. Waiting acquires poll ({@link #connect} queues them and wakes
+   * them on release).
    *
    * @throws IllegalArgumentException when the connection has no positive command timeout
    */
   public static RedisLockBackend create(
       StatefulRedisConnection<String, String> connection, RedisLockBackendConfig config) {
-    return new RedisLockBackend(connection, config, false);
+    return new RedisLockBackend(connection, config, null);
   }
 
   /**
    * A backend on a new connection from {@code client}; {@link #close()} closes that connection.
+   * Waiting acquires wait in turn: the first that has to wait opens a second connection from {@code
+   * client}, subscribed to the release channel, which {@link #close()} closes too.
    *
    * @throws dev.nolock.patterns.BackendUnavailableException when the connection cannot be made
    * @throws IllegalArgumentException when the client's URI sets no positive command timeout
@@ -145,7 +175,7 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
       throw RedisFailures.translate(e, "open a connection for the lock backend");
     }
     try {
-      return new RedisLockBackend(connection, config, true);
+      return new RedisLockBackend(connection, config, client);
     } catch (IllegalArgumentException e) {
       connection.close();
       throw e;
@@ -191,12 +221,154 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
             Scripts.RELEASE,
             ScriptOutputType.INTEGER,
             "release lock \"" + name + "\"",
-            new String[] {config.leaseKey(name), config.releaseMarkerKey(name, token)},
+            keys(config.leaseKey(name), config.releaseMarkerKey(name, token), name),
             value,
             // The call's id: Lettuce's resend of this call carries it, a second call does not.
             UUID.randomUUID().toString(),
-            wholeMillisUp(commandTimeout()));
+            wholeMillisUp(commandTimeout()),
+            config.releaseChannel());
     return released != null && released == 1L;
+  }
+
+  /**
+   * The fair acquire ({@link FairLockBackend}): one script that grants only on the waiter's turn
+   * and otherwise keeps its place in the lock's queue; see {@code Scripts.ACQUIRE_IN_TURN}.
+   */
+  @Override
+  public Option<FencingToken> tryAcquireInTurn(
+      String name, String owner, Duration ttl, String waiter, Duration place, Duration patience) {
+    requireOwner(owner);
+    Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
+    String token =
+        run(
+            Scripts.ACQUIRE_IN_TURN,
+            ScriptOutputType.VALUE,
+            "acquire lock \"" + name + "\" in turn",
+            keys(config.leaseKey(name), config.counterKey(name), name),
+            owner,
+            millis(ttl),
+            waiter,
+            wholeMillisUp(requireNotNegative("place", place)),
+            wholeMillisUp(requireNotNegative("patience", patience)));
+    return token == null ? Option.none() : Option.some(FencingToken.of(Long.parseLong(token)));
+  }
+
+  @Override
+  public void leaveQueue(String name, String waiter) {
+    Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
+    run(
+        Scripts.LEAVE_QUEUE,
+        ScriptOutputType.INTEGER,
+        "leave the queue of lock \"" + name + "\"; the place expires on its own",
+        config.queueKeys(name).toArray(String[]::new),
+        waiter,
+        config.releaseChannel());
+  }
+
+  /**
+   * Whether waiting acquires can be woken now: made with {@link #connect}, not closed, the
+   * subscription's connection not down (before the first wait there is none yet), and the last
+   * attempt to make it not within {@value #RETRY_SECONDS} s a failure.
+   */
+  @Override
+  public boolean wakesWaiters() {
+    StatefulRedisPubSubConnection<String, String> subscribed = releases;
+    long failed = failedAt;
+    return client != null
+        && !closed
+        && (failed == NEVER || System.nanoTime() - failed > RETRY_SECONDS * 1_000_000_000L)
+        && (subscribed == null || subscribed.isOpen());
+  }
+
+  /**
+   * Wakes {@code wake} when a message on the release channel names {@code waiter}, and once
+   * whenever the subscription is confirmed (at first, and after Lettuce reconnected it: releases
+   * may have been missed meanwhile), until closed. The first call opens the subscription; when it
+   * cannot be made, or on a backend made with {@link #create}, a subscription that never wakes.
+   */
+  @Override
+  public Subscription onRelease(String name, String waiter, Runnable wake) {
+    Names.requireName("lock name", name, Lease.MAX_NAME_LENGTH);
+    Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
+    Objects.requireNonNull(wake, "wake");
+    if (client == null) {
+      return Subscription.NEVER;
+    }
+    // Registered before subscribing: the confirmation that wakes every waiter may come at once.
+    waiting.put(waiter, wake);
+    if (!subscribed()) {
+      waiting.remove(waiter, wake);
+      return Subscription.NEVER;
+    }
+    return () -> waiting.remove(waiter, wake);
+  }
+
+  /** Opens the subscription unless there is one, or it failed lately; whether there is one. */
+  private synchronized boolean subscribed() {
+    if (closed) {
+      return false;
+    }
+    if (releases != null) {
+      return true;
+    }
+    if (failedAt != NEVER && System.nanoTime() - failedAt <= RETRY_SECONDS * 1_000_000_000L) {
+      return false;
+    }
+    StatefulRedisPubSubConnection<String, String> opened;
+    try {
+      opened = client.connectPubSub();
+    } catch (RedisException e) {
+      subscriptionFailed(null, e);
+      return false;
+    }
+    opened.addListener(
+        new RedisPubSubAdapter<>() {
+          @Override
+          public void message(String channel, String waiter) {
+            Runnable wake = waiting.get(waiter);
+            if (wake != null) {
+              wake.run();
+            }
+          }
+
+          @Override
+          public void subscribed(String channel, long count) {
+            waiting.values().forEach(Runnable::run);
+          }
+        });
+    releases = opened;
+    opened
+        .async()
+        .subscribe(config.releaseChannel())
+        .whenComplete(
+            (ok, failure) -> {
+              if (failure != null) {
+                subscriptionFailed(opened, failure);
+              }
+            });
+    return true;
+  }
+
+  /**
+   * The subscription could not be made (the server refused {@code SUBSCRIBE}, e.g. a proxy or an
+   * ACL without the channel, or the connection failed): waiting acquires poll for {@value
+   * #RETRY_SECONDS} s, then the next wait tries again.
+   */
+  private synchronized void subscriptionFailed(
+      StatefulRedisPubSubConnection<String, String> opened, Throwable failure) {
+    failedAt = System.nanoTime();
+    if (opened != null && releases == opened) {
+      releases = null;
+      opened.closeAsync();
+    }
+    waiting.values().forEach(Runnable::run); // they find they cannot be woken, and poll
+    LOG.warn(
+        "Lock prefix {}: could not subscribe to {}; waiting acquires poll with the lock's backoff"
+            + " instead, and try again in {} s",
+        config.keyPrefix(),
+        config.releaseChannel(),
+        RETRY_SECONDS,
+        failure);
   }
 
   /** A GET of the lease key: Redis drops the key when its PX expiry passes, so present = held. */
@@ -251,16 +423,34 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
     return Long.parseLong(counter);
   }
 
-  /** Closes the connection if {@link #connect} opened it; otherwise does nothing. Idempotent. */
+  /**
+   * Closes the connections {@link #connect} and waiting opened; waiters still waiting poll from
+   * then on. On a backend made with {@link #create} does nothing. Idempotent.
+   */
   @Override
   public void close() {
-    if (ownsConnection) {
+    StatefulRedisPubSubConnection<String, String> subscribed;
+    synchronized (this) {
+      closed = true;
+      subscribed = releases;
+      releases = null;
+    }
+    if (subscribed != null) {
+      subscribed.close();
+    }
+    if (client != null) {
       connection.close();
     }
   }
 
   private String[] keys(String name) {
     return new String[] {config.leaseKey(name), config.counterKey(name)};
+  }
+
+  /** {@code first} and {@code second}, then the keys of the queue of {@code name}. */
+  private String[] keys(String first, String second, String name) {
+    return Stream.concat(Stream.of(first, second), config.queueKeys(name).stream())
+        .toArray(String[]::new);
   }
 
   private <T> T run(
@@ -307,6 +497,15 @@ public final class RedisLockBackend implements LockBackend, AutoCloseable {
               + ": pass a TTL a few times longer than the critical section.");
     }
     return wholeMillisUp(ttl);
+  }
+
+  private static Duration requireNotNegative(String what, Duration duration) {
+    Objects.requireNonNull(duration, what);
+    if (duration.isNegative()) {
+      throw new IllegalArgumentException(
+          "The " + what + " must not be negative, got " + duration + ".");
+    }
+    return duration;
   }
 
   private static String wholeMillisUp(Duration duration) {

@@ -20,8 +20,15 @@ public enum RedisScripts {
   ACQUIRE(Scripts.ACQUIRE),
   /** Extends a lease if it is still the caller's. */
   RENEW(Scripts.RENEW),
-  /** Deletes a lease if it is still the caller's, leaving a marker of the call that deleted it. */
+  /**
+   * Deletes a lease if it is still the caller's, leaving a marker of the call that deleted it, and
+   * wakes the waiter first in the lock's queue.
+   */
   RELEASE(Scripts.RELEASE),
+  /** Grants a lease on the waiter's turn, or keeps its place in the lock's queue. */
+  ACQUIRE_IN_TURN(Scripts.ACQUIRE_IN_TURN),
+  /** Gives up a waiter's place in the lock's queue and wakes the waiter now first. */
+  LEAVE_QUEUE(Scripts.LEAVE_QUEUE),
   /** Raises the token counter to a floor. */
   ENSURE_TOKENS_ABOVE(Scripts.ENSURE_TOKENS_ABOVE),
   /** Reads where the fence's write sequence stands, before a fenced write is first sent. */

@@ -217,9 +217,15 @@ class RedisLockBackendIT extends LockBackendContract {
   void aResendOfTheReleaseCallThatFreedTheLeaseAnswersTrueAndNoOtherCallDoes() {
     String name = name("release-resend");
     FencingToken token = backend.tryAcquire(name, "A", TTL).get();
+    List<String> queue = backend.config().queueKeys(name);
     String[] keys = {
-      backend.config().leaseKey(name), backend.config().releaseMarkerKey(name, token)
+      backend.config().leaseKey(name),
+      backend.config().releaseMarkerKey(name, token),
+      queue.get(0),
+      queue.get(1),
+      queue.get(2)
     };
+    String channel = backend.config().releaseChannel();
     redis.scriptLoad(Scripts.RELEASE.source());
 
     // The script as Lettuce sends it, and resends after a lost answer: the same call id.
@@ -230,7 +236,8 @@ class RedisLockBackendIT extends LockBackendContract {
             keys,
             "A|" + token.value(),
             "call-1",
-            "10000");
+            "10000",
+            channel);
     FencingToken next = backend.tryAcquire(name, "B", TTL).get();
     Long resent =
         redis.evalsha(
@@ -239,7 +246,8 @@ class RedisLockBackendIT extends LockBackendContract {
             keys,
             "A|" + token.value(),
             "call-1",
-            "10000");
+            "10000",
+            channel);
     Long another =
         redis.evalsha(
             Scripts.RELEASE.sha(),
@@ -247,7 +255,8 @@ class RedisLockBackendIT extends LockBackendContract {
             keys,
             "A|" + token.value(),
             "call-2",
-            "10000");
+            "10000",
+            channel);
 
     assertThat(first).as("the first send frees the lease").isEqualTo(1L);
     assertThat(resent).as("its resend, after the next holder took the lease").isEqualTo(1L);

@@ -64,29 +64,172 @@ public final class Scripts {
           """);
 
   /**
-   * Compare-and-delete, leaving a marker of the call that deleted. KEYS: lease, the grant's release
-   * marker. ARGV: {@code owner|token}, the call's id, the marker's TTL in milliseconds. Returns 1
-   * when this call deleted the lease, now or in an earlier send of the same call (the marker holds
-   * its id); 0 when the lease is gone or another holder's.
+   * The queue's common part, for the scripts that read or change a lock's waiters; each defines
+   * {@code queue}, {@code patience} and {@code expiry} (the queue's three keys, see {@link
+   * #ACQUIRE_IN_TURN}) first, and calls {@code redis.replicate_commands()} before any write: {@code
+   * TIME} makes a script non-deterministic, which Redis before 5.0 allows only in a script
+   * replicated by its effects (from 5.0 on that is the default and the call does nothing).
+   *
+   * <p>Sets {@code now}, the server's clock in milliseconds, and drops every place whose expiry has
+   * passed, so that what the script reads next is the live queue. Defines {@code leave(waiter)} and
+   * {@code wakeFirst(channel)}, which publishes the identity of the waiter first in the queue.
+   */
+  private static final String QUEUE_PRELUDE =
+      """
+      local clock = redis.call('TIME')
+      local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+      local function leave(waiter)
+        redis.call('ZREM', queue, waiter)
+        redis.call('ZREM', patience, waiter)
+        return redis.call('ZREM', expiry, waiter)
+      end
+      for _, gone in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now)) do
+        leave(gone)
+      end
+      local function wakeFirst(channel)
+        local first = redis.call('ZRANGE', queue, 0, 0)[1]
+        if first then
+          redis.call('PUBLISH', channel, first)
+        end
+      end
+      """;
+
+  /**
+   * Compare-and-delete, leaving a marker of the call that deleted, and waking the first waiter.
+   * KEYS: lease, the grant's release marker, then the queue's three keys (see {@link
+   * #ACQUIRE_IN_TURN}). ARGV: {@code owner|token}, the call's id, the marker's TTL in milliseconds,
+   * the release channel. Returns 1 when this call deleted the lease, now or in an earlier send of
+   * the same call (the marker holds its id); 0 when the lease is gone or another holder's.
    *
    * <p>Without the marker, a resend after a lost answer finds the lease gone (or the next holder's)
    * and answers 0: "not released", which is false. The marker is one key per release, and expires.
+   *
+   * <p>When someone waits (the queue's key exists), the release publishes the identity of the
+   * waiter first in the queue on the channel; when nobody does, it costs one {@code EXISTS} more. A
+   * resend that finds its marker publishes nothing: the first send did.
    */
   public static final LuaScript RELEASE =
       new LuaScript(
           "release",
           """
           -- nolock fenced lock: release
+          redis.replicate_commands()
           if redis.call('GET', KEYS[1]) == ARGV[1] then
             redis.call('DEL', KEYS[1])
             redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-            return 1
-          end
-          if redis.call('GET', KEYS[2]) == ARGV[2] then
-            return 1
-          end
-          return 0
-          """);
+            local queue, patience, expiry = KEYS[3], KEYS[4], KEYS[5]
+            if redis.call('EXISTS', queue) == 1 then
+          """
+              + QUEUE_PRELUDE
+              + """
+                  wakeFirst(ARGV[4])
+                end
+                return 1
+              end
+              if redis.call('GET', KEYS[2]) == ARGV[2] then
+                return 1
+              end
+              return 0
+              """);
+
+  /**
+   * Grants the lease in turn, or keeps the caller's place in the queue. KEYS: lease, counter, then
+   * the queue's three sorted sets, members the waiters' identities, scores milliseconds of the
+   * server's clock: the queue (when each joined), its patience (until when each lets newer callers
+   * go ahead) and its expiry (until when each place is kept). ARGV: owner, TTL in milliseconds,
+   * waiter, the place's length in milliseconds, the waiter's patience in milliseconds. Returns the
+   * new token as a string, or the stored one when the lease is this owner's already (as {@link
+   * #ACQUIRE}); nil when the lease is held or it is not this waiter's turn.
+   *
+   * <p>It is this waiter's turn when no other waiter that joined before it (every other waiter,
+   * when it has no place) is out of patience. Ties of the join time go by the waiter's identity, as
+   * {@code ZRANGE} orders them. A grant removes the waiter's place; a refusal keeps it (joining at
+   * the back, with the caller's patience, when it had none) for the place's length from now. Each
+   * queue key lives at least as long as the place written, so a queue that nobody asks about again
+   * disappears on its own.
+   */
+  public static final LuaScript ACQUIRE_IN_TURN =
+      new LuaScript(
+          "acquire-in-turn",
+          """
+          -- nolock fenced lock: acquire in turn
+          redis.replicate_commands()
+          local queue, patience, expiry = KEYS[3], KEYS[4], KEYS[5]
+          """
+              + QUEUE_PRELUDE
+              + """
+              local waiter = ARGV[3]
+              local held = redis.call('GET', KEYS[1])
+              if held then
+                local mine = ARGV[1] .. '|'
+                if string.sub(held, 1, #mine) == mine
+                    and not string.find(held, '|', #mine + 1, true) then
+                  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+                    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+                  end
+                  return string.sub(held, #mine + 1)
+                end
+              end
+              local joined = redis.call('ZSCORE', queue, waiter)
+              local turn = not held
+              if turn then
+                for _, other in ipairs(redis.call('ZRANGEBYSCORE', patience, '-inf', now)) do
+                  if other ~= waiter then
+                    if not joined then
+                      turn = false
+                      break
+                    end
+                    local since = tonumber(redis.call('ZSCORE', queue, other))
+                    -- A place without its join time (a key evicted) is nobody's turn to keep.
+                    if since and (since < tonumber(joined)
+                        or (since == tonumber(joined) and other < waiter)) then
+                      turn = false
+                      break
+                    end
+                  end
+                end
+              end
+              if turn then
+                redis.call('INCR', KEYS[2])
+                local token = redis.call('GET', KEYS[2])
+                redis.call('SET', KEYS[1], ARGV[1] .. '|' .. token, 'PX', ARGV[2])
+                leave(waiter)
+                return token
+              end
+              if not joined then
+                redis.call('ZADD', queue, string.format('%.0f', now), waiter)
+                redis.call('ZADD', patience, string.format('%.0f', now + tonumber(ARGV[5])), waiter)
+              end
+              redis.call('ZADD', expiry, string.format('%.0f', now + tonumber(ARGV[4])), waiter)
+              for _, key in ipairs({queue, patience, expiry}) do
+                if redis.call('PTTL', key) < tonumber(ARGV[4]) then
+                  redis.call('PEXPIRE', key, ARGV[4])
+                end
+              end
+              return false
+              """);
+
+  /**
+   * Gives up a waiter's place and, when it had one, wakes the waiter now first. KEYS: the queue's
+   * three keys (see {@link #ACQUIRE_IN_TURN}). ARGV: waiter, the release channel. Returns 1 when a
+   * place was given up, else 0.
+   */
+  public static final LuaScript LEAVE_QUEUE =
+      new LuaScript(
+          "leave-queue",
+          """
+          -- nolock fenced lock: leave the queue
+          redis.replicate_commands()
+          local queue, patience, expiry = KEYS[1], KEYS[2], KEYS[3]
+          """
+              + QUEUE_PRELUDE
+              + """
+              if leave(ARGV[1]) == 0 then
+                return 0
+              end
+              wakeFirst(ARGV[2])
+              return 1
+              """);
 
   /**
    * Raises the token counter to a floor. KEYS: counter. ARGV: floor (decimal). Returns the counter
