@@ -3,6 +3,7 @@ package dev.nolock.lock.redis;
 import dev.nolock.lock.redis.internal.BoundedScriptCall;
 import dev.nolock.lock.redis.internal.LuaScript;
 import dev.nolock.lock.redis.internal.RedisFailures;
+import dev.nolock.lock.redis.internal.ReleaseSubscription;
 import dev.nolock.lock.redis.internal.Scripts;
 import dev.nolock.patterns.FairLockBackend;
 import dev.nolock.patterns.FencingToken;
@@ -11,19 +12,17 @@ import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.LockBackend;
 import dev.nolock.patterns.Names;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
-import io.lettuce.core.pubsub.RedisPubSubAdapter;
-import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.Map;
+import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -94,11 +93,13 @@ import org.slf4j.LoggerFactory;
  * {@code FencedLock.acquire} keeps a place in the lock's queue (three sorted sets beside the lease,
  * see {@link RedisLockBackendConfig}) and is woken by the release, which publishes the identity of
  * the waiter first in the queue on the release channel; a second connection from the same client,
- * opened by the first acquire that has to wait, subscribes to it. The scripts judge the queue on
- * the server's clock ({@code TIME}); a clock step there moves when places expire, never who holds
- * the lease. A backend made with {@link #create} on a connection has no client to subscribe with:
- * its waiting acquires poll, as do all while the subscription is down (Lettuce reconnects it and
- * subscribes again) or for {@value #RETRY_SECONDS} s after it could not be made.
+ * opened by the first acquire that has to wait, subscribes to it, and proves with a probe message
+ * now and then that it is heard. The scripts judge patience and places on the server's clock
+ * ({@code TIME}) and order the queue by arrival, so a clock step there moves when places expire,
+ * never the order or who holds the lease. A backend made with {@link #create} on a connection has
+ * no client to subscribe with: its waiting acquires poll, as do all while the subscription is down
+ * or not heard (then for a minute or more), and while the server refuses the queue's script for a
+ * permission. The wake-up is a hint: a release frees the lease whatever its {@code PUBLISH} does.
  *
  * <p>Thread-safe: Lettuce connections are thread-safe and every call is one script. Failures of the
  * connection or the server, and a script without an answer within the command timeout, are {@link
@@ -116,11 +117,9 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
   private final RedisCommands<String, String> redis;
   private final RedisScriptingAsyncCommands<String, String> scripts;
   private final RedisLockBackendConfig config;
-  private final RedisClient client; // null when made on a connection: waiting acquires poll
-  private final Map<String, Runnable> waiting = new ConcurrentHashMap<>();
-  private volatile StatefulRedisPubSubConnection<String, String> releases; // opened by a wait
-  private volatile long failedAt = NEVER; // when the subscription last could not be made
-  private volatile boolean closed;
+  private final boolean ownsConnection;
+  private final ReleaseSubscription releases; // null when made on a connection: waiters poll
+  private volatile long queueRefusedAt = NEVER; // when the server last refused the queue's script
 
   private RedisLockBackend(
       StatefulRedisConnection<String, String> connection,
@@ -130,7 +129,11 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
     this.config = Objects.requireNonNull(config, "config");
     this.redis = connection.sync();
     this.scripts = connection.async();
-    this.client = client;
+    this.ownsConnection = client != null;
+    this.releases =
+        client == null
+            ? null
+            : new ReleaseSubscription(client, connection, config.releaseChannel());
     commandTimeout();
   }
 
@@ -233,24 +236,75 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
   /**
    * The fair acquire ({@link FairLockBackend}): one script that grants only on the waiter's turn
    * and otherwise keeps its place in the lock's queue; see {@code Scripts.ACQUIRE_IN_TURN}.
+   *
+   * <p>When the server refuses that script for a missing permission (an ACL written for the scripts
+   * of 0.1), the plain acquire is sent instead, with the same owner (if the refused script had
+   * granted before it failed, the plain acquire finds that grant and answers its token), and
+   * waiting goes without the queue for {@value #RETRY_SECONDS} s, then tries it again; the first
+   * time with a warning.
    */
   @Override
   public Option<FencingToken> tryAcquireInTurn(
       String name, String owner, Duration ttl, String waiter, Duration place, Duration patience) {
     requireOwner(owner);
     Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
-    String token =
-        run(
-            Scripts.ACQUIRE_IN_TURN,
-            ScriptOutputType.VALUE,
-            "acquire lock \"" + name + "\" in turn",
-            keys(config.leaseKey(name), config.counterKey(name), name),
-            owner,
-            millis(ttl),
-            waiter,
-            wholeMillisUp(requireNotNegative("place", place)),
-            wholeMillisUp(requireNotNegative("patience", patience)));
+    String what = "acquire lock \"" + name + "\" in turn";
+    String[] keys = keys(config.leaseKey(name), config.counterKey(name), name);
+    String ttlMillis = millis(ttl);
+    String placeMillis = wholeMillisUp(requireNotNegative("place", place));
+    String patienceMillis = wholeMillisUp(requireNotNegative("patience", patience));
+    if (queueRefusedLately()) {
+      return tryAcquire(name, owner, ttl);
+    }
+    String token;
+    try {
+      token =
+          BoundedScriptCall.run(
+              scripts,
+              Scripts.ACQUIRE_IN_TURN,
+              ScriptOutputType.VALUE,
+              commandTimeout(),
+              keys,
+              owner,
+              ttlMillis,
+              waiter,
+              placeMillis,
+              patienceMillis);
+    } catch (RedisCommandExecutionException e) {
+      if (!refusedByAcl(e)) {
+        throw RedisFailures.translate(e, what);
+      }
+      boolean first = queueRefusedAt == NEVER;
+      queueRefusedAt = System.nanoTime();
+      if (first) {
+        LOG.warn(
+            "Lock prefix {}: Redis refused the queue's script ({}); waiting acquires poll"
+                + " without the queue. Allow this user the commands of RedisScripts.ACQUIRE_IN_TURN"
+                + " and PUBLISH and SUBSCRIBE on {}; the backend tries again every {} s.",
+            config.keyPrefix(),
+            e.getMessage(),
+            config.releaseChannel(),
+            RETRY_SECONDS);
+      }
+      return tryAcquire(name, owner, ttl);
+    } catch (RedisException e) {
+      throw RedisFailures.translate(e, what);
+    }
     return token == null ? Option.none() : Option.some(FencingToken.of(Long.parseLong(token)));
+  }
+
+  /**
+   * Whether Redis refused a script for a permission: {@code NOPERM}, or inside a script on Redis
+   * 7.0 "The user executing the script can't run this command or subcommand".
+   */
+  private static boolean refusedByAcl(RedisCommandExecutionException e) {
+    String message = String.valueOf(e.getMessage());
+    return message.contains("NOPERM") || message.contains("user executing the script can't");
+  }
+
+  private boolean queueRefusedLately() {
+    long refused = queueRefusedAt;
+    return refused != NEVER && System.nanoTime() - refused < RETRY_SECONDS * 1_000_000_000L;
   }
 
   @Override
@@ -266,109 +320,36 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
   }
 
   /**
-   * Whether waiting acquires can be woken now: made with {@link #connect}, not closed, the
-   * subscription's connection not down (before the first wait there is none yet), and the last
-   * attempt to make it not within {@value #RETRY_SECONDS} s a failure.
+   * Whether waiting acquires can be woken now: made with {@link #connect}, not closed, the queue's
+   * script not refused within {@value #RETRY_SECONDS} s, and the subscription to the release
+   * channel proven to deliver (before the first wait there is none yet; see {@code
+   * ReleaseSubscription}).
    */
   @Override
   public boolean wakesWaiters() {
-    StatefulRedisPubSubConnection<String, String> subscribed = releases;
-    long failed = failedAt;
-    return client != null
-        && !closed
-        && (failed == NEVER || System.nanoTime() - failed > RETRY_SECONDS * 1_000_000_000L)
-        && (subscribed == null || subscribed.isOpen());
+    return releases != null && !queueRefusedLately() && releases.wakes();
   }
 
   /**
    * Wakes {@code wake} when a message on the release channel names {@code waiter}, and once
    * whenever the subscription is confirmed (at first, and after Lettuce reconnected it: releases
-   * may have been missed meanwhile), until closed. The first call opens the subscription; when it
-   * cannot be made, or on a backend made with {@link #create}, a subscription that never wakes.
+   * may have been missed meanwhile) or found not to deliver, until closed. The first call opens the
+   * subscription; when none may be opened now, or on a backend made with {@link #create}, a
+   * subscription that never wakes.
    */
   @Override
   public Subscription onRelease(String name, String waiter, Runnable wake) {
     Names.requireName("lock name", name, Lease.MAX_NAME_LENGTH);
     Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
     Objects.requireNonNull(wake, "wake");
-    if (client == null) {
+    if (releases == null) {
       return Subscription.NEVER;
     }
-    // Registered before subscribing: the confirmation that wakes every waiter may come at once.
-    waiting.put(waiter, wake);
-    if (!subscribed()) {
-      waiting.remove(waiter, wake);
+    ReleaseSubscription.Waiter registered = new ReleaseSubscription.Waiter(name, wake);
+    if (!releases.register(waiter, registered)) {
       return Subscription.NEVER;
     }
-    return () -> waiting.remove(waiter, wake);
-  }
-
-  /** Opens the subscription unless there is one, or it failed lately; whether there is one. */
-  private synchronized boolean subscribed() {
-    if (closed) {
-      return false;
-    }
-    if (releases != null) {
-      return true;
-    }
-    if (failedAt != NEVER && System.nanoTime() - failedAt <= RETRY_SECONDS * 1_000_000_000L) {
-      return false;
-    }
-    StatefulRedisPubSubConnection<String, String> opened;
-    try {
-      opened = client.connectPubSub();
-    } catch (RedisException e) {
-      subscriptionFailed(null, e);
-      return false;
-    }
-    opened.addListener(
-        new RedisPubSubAdapter<>() {
-          @Override
-          public void message(String channel, String waiter) {
-            Runnable wake = waiting.get(waiter);
-            if (wake != null) {
-              wake.run();
-            }
-          }
-
-          @Override
-          public void subscribed(String channel, long count) {
-            waiting.values().forEach(Runnable::run);
-          }
-        });
-    releases = opened;
-    opened
-        .async()
-        .subscribe(config.releaseChannel())
-        .whenComplete(
-            (ok, failure) -> {
-              if (failure != null) {
-                subscriptionFailed(opened, failure);
-              }
-            });
-    return true;
-  }
-
-  /**
-   * The subscription could not be made (the server refused {@code SUBSCRIBE}, e.g. a proxy or an
-   * ACL without the channel, or the connection failed): waiting acquires poll for {@value
-   * #RETRY_SECONDS} s, then the next wait tries again.
-   */
-  private synchronized void subscriptionFailed(
-      StatefulRedisPubSubConnection<String, String> opened, Throwable failure) {
-    failedAt = System.nanoTime();
-    if (opened != null && releases == opened) {
-      releases = null;
-      opened.closeAsync();
-    }
-    waiting.values().forEach(Runnable::run); // they find they cannot be woken, and poll
-    LOG.warn(
-        "Lock prefix {}: could not subscribe to {}; waiting acquires poll with the lock's backoff"
-            + " instead, and try again in {} s",
-        config.keyPrefix(),
-        config.releaseChannel(),
-        RETRY_SECONDS,
-        failure);
+    return () -> releases.unregister(waiter, registered);
   }
 
   /** A GET of the lease key: Redis drops the key when its PX expiry passes, so present = held. */
@@ -424,23 +405,18 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
   }
 
   /**
-   * Closes the connections {@link #connect} and waiting opened; waiters still waiting poll from
-   * then on. On a backend made with {@link #create} does nothing. Idempotent.
+   * Closes the connections {@link #connect} and waiting opened, after giving up the places of the
+   * acquires still waiting (so that waiters elsewhere need not wait for them to expire) and waking
+   * them: their next call fails, the connection being closed. On a backend made with {@link
+   * #create} does nothing. Idempotent.
    */
   @Override
   public void close() {
-    StatefulRedisPubSubConnection<String, String> subscribed;
-    synchronized (this) {
-      closed = true;
-      subscribed = releases;
-      releases = null;
-    }
-    if (subscribed != null) {
-      subscribed.close();
-    }
-    if (client != null) {
+    List<Runnable> waiters = releases == null ? List.of() : releases.close(this::leaveQueue);
+    if (ownsConnection) {
       connection.close();
     }
+    waiters.forEach(Runnable::run);
   }
 
   private String[] keys(String name) {

@@ -1,6 +1,7 @@
 package dev.nolock.lock.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.lock.FencedLock;
@@ -8,6 +9,7 @@ import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
+import dev.nolock.lock.ReleaseOutcome;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseHolder;
@@ -17,11 +19,14 @@ import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.RedisExtension;
 import dev.nolock.testkit.RedisKeys;
 import dev.nolock.testkit.TcpProxy;
+import io.lettuce.core.AclSetuserArgs;
 import io.lettuce.core.KillArgs;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.protocol.CommandType;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -287,6 +292,168 @@ class RedisWaitingInTurnIT {
         proxiedClient.shutdown(Duration.ZERO, Duration.ofSeconds(1));
       }
     }
+  }
+
+  /**
+   * A place whose expiry was lost (its key evicted or deleted) would never expire; the scripts drop
+   * it, and the next waiter is served. (The control is {@link
+   * #aPlaceThatNeverExpiresKeepsTheNextWaiterOutOfAFreeLock}: the same dead waiter with its expiry
+   * kept holds the next out.)
+   */
+  @Test
+  void aPlaceThatLostItsExpiryIsDroppedAndTheNextIsServed() {
+    FencedLock next = lock(newBackend(), LeaseClock.system(), Duration.ZERO);
+    deadWaiterAheadOfAFreeLock(Duration.ofHours(1));
+    assertThat(redis.del(config.queueKeys(name).get(2))).as("expiry key deleted").isOne();
+
+    Either<NotAcquired, HeldLock> acquired = next.acquire(name, TTL, Duration.ofSeconds(30));
+
+    assertThat(acquired.isRight()).as("served although the dead place never expires").isTrue();
+  }
+
+  /**
+   * Closing a backend gives up the places of the acquires still waiting on it, so that waiters
+   * elsewhere need not wait for them to expire.
+   */
+  @Test
+  void closingABackendGivesUpThePlacesOfItsWaiters() {
+    RedisLockBackend waiterBackend = newBackend();
+    FencedLock holder = lock(newBackend(), LeaseClock.system(), LockConfig.DEFAULT_PATIENCE);
+    TimersNeverFire timers = new TimersNeverFire();
+    FencedLock waiter = lock(waiterBackend, timers, LockConfig.DEFAULT_PATIENCE);
+    HeldLock held = holder.tryAcquire(name, TTL).get();
+    threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
+    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits.get() >= 2);
+    assertThat(places()).as("the waiter's place").isOne();
+
+    waiterBackend.close();
+
+    assertThat(places()).as("places left after close").isZero();
+    held.release();
+  }
+
+  /**
+   * A user whose ACL does not allow the release channel (Redis 7's default for new users, {@code
+   * acl-pubsub-default resetchannels}): the release's {@code PUBLISH} is refused, and the release
+   * still frees the lease and answers true (the wake-up runs under {@code pcall}); a waiting
+   * acquire finds that nothing wakes it, polls, and gets the lock. Control: the same {@code
+   * PUBLISH} sent by that user is refused.
+   */
+  @Test
+  void withoutTheChannelInTheAclReleasesAnswerTrueAndWaitersPoll() throws Exception {
+    RedisClient restricted = clientOf(aclUser(false));
+    RedisLockBackend backend = RedisLockBackend.connect(restricted, config);
+    closing.add(backend);
+    FencingToken held = backend.tryAcquire(name, "h#0", TTL).get();
+    assertThat(backend.tryAcquireInTurn(name, "w#0", TTL, "w", TTL, Duration.ZERO)).isEmpty();
+
+    assertThat(backend.release(name, "h#0", held)).as("released, its wake-up refused").isTrue();
+    assertThat(freeNow()).isTrue();
+    try (StatefulRedisConnection<String, String> asUser = restricted.connect()) {
+      assertThatThrownBy(() -> asUser.sync().publish(config.releaseChannel(), "w"))
+          .as("PUBLISH by that user")
+          .hasMessageContaining("NOPERM");
+    }
+    backend.leaveQueue(name, "w");
+
+    FencedLock holder = lock(backend, LeaseClock.system(), LockConfig.DEFAULT_PATIENCE);
+    FencedLock waiter = lock(backend, LeaseClock.system(), LockConfig.DEFAULT_PATIENCE);
+    HeldLock again = holder.tryAcquire(name, TTL).get();
+    Future<Either<NotAcquired, HeldLock>> waiting =
+        threads.submit(() -> waiter.acquire(name, TTL, Duration.ofSeconds(60)));
+    await().atMost(Duration.ofSeconds(20)).until(() -> !backend.wakesWaiters());
+    assertThat(again.release()).isEqualTo(new ReleaseOutcome.Released());
+    await().atMost(Duration.ofSeconds(30)).until(waiting::isDone);
+    assertThat(waiting.get().isRight()).as("the polling waiter got the lock").isTrue();
+  }
+
+  /**
+   * A user allowed the channel but not {@code PUBLISH}: the subscription is confirmed but hears
+   * nothing, which its probe shows within seconds; waiting acquires then poll rather than wait for
+   * a wake-up that cannot come. Control: for a user that may publish, the same subscription stays
+   * trusted.
+   */
+  @Test
+  void aSubscriptionThatHearsNothingIsNotTrusted() {
+    RedisLockBackend deaf =
+        RedisLockBackend.connect(clientOf(aclUser(true, CommandType.PUBLISH)), config);
+    closing.add(deaf);
+    RedisLockBackend heard = RedisLockBackend.connect(clientOf(aclUser(true)), config);
+    closing.add(heard);
+    deaf.onRelease(name, "w-deaf", () -> {});
+    heard.onRelease(name, "w-heard", () -> {});
+
+    await().atMost(Duration.ofSeconds(15)).until(() -> !deaf.wakesWaiters());
+    await().during(Duration.ofSeconds(7)).atMost(Duration.ofSeconds(10)).until(heard::wakesWaiters);
+  }
+
+  /**
+   * A user whose ACL lacks the queue's commands (written for the scripts of 0.1): the in-turn
+   * acquire falls back to the plain one, answers truthfully, and waiting polls. Control: the
+   * queue's script sent by that user is refused.
+   */
+  @Test
+  void withoutTheQueuesCommandsInTheAclTheInTurnAcquireFallsBackToThePlainOne() {
+    RedisClient restricted = clientOf(aclUser(true, CommandType.ZADD, CommandType.ZRANGEBYSCORE));
+    RedisLockBackend backend = RedisLockBackend.connect(restricted, config);
+    closing.add(backend);
+
+    Option<FencingToken> token =
+        backend.tryAcquireInTurn(name, "a#0", TTL, "a", TTL, Duration.ZERO);
+
+    assertThat(token).as("granted by the plain acquire").isNotEmpty();
+    assertThat(backend.holder(name)).contains(new LeaseHolder("a#0", token.get()));
+    assertThat(backend.wakesWaiters()).as("waiting goes without the queue").isFalse();
+    try (StatefulRedisConnection<String, String> asUser = restricted.connect()) {
+      assertThatThrownBy(
+              () ->
+                  asUser
+                      .sync()
+                      .eval(
+                          RedisScripts.ACQUIRE_IN_TURN.source(),
+                          ScriptOutputType.VALUE,
+                          keysOfTheInTurnScript(),
+                          "b#0",
+                          "1000",
+                          "b",
+                          "1000",
+                          "0"))
+          .as("the queue's script sent by that user")
+          .hasMessageContaining("can't run this command");
+    }
+  }
+
+  private String[] keysOfTheInTurnScript() {
+    List<String> queue = config.queueKeys(name);
+    return new String[] {
+      config.leaseKey(name), config.counterKey(name), queue.get(0), queue.get(1), queue.get(2)
+    };
+  }
+
+  /**
+   * A user of the shared server for this test, with every key and every command but {@code denied},
+   * and the release channel only if {@code channel}.
+   */
+  private String aclUser(boolean channel, CommandType... denied) {
+    String user = "nolock-test-" + UUID.randomUUID();
+    AclSetuserArgs rules = new AclSetuserArgs().reset().on().nopass().allKeys().resetChannels();
+    if (channel) {
+      rules.channelPattern(config.releaseChannel());
+    }
+    rules.allCommands();
+    for (CommandType command : denied) {
+      rules.removeCommand(command);
+    }
+    redis.aclSetuser(user, rules);
+    closing.add(() -> redis.aclDeluser(user));
+    return user;
+  }
+
+  private RedisClient clientOf(String user) {
+    RedisClient userClient =
+        RedisClient.create(RedisURI.builder(uri).withAuthentication(user, "unused").build());
+    closing.add(() -> userClient.shutdown(Duration.ZERO, Duration.ofSeconds(1)));
+    return userClient;
   }
 
   /**

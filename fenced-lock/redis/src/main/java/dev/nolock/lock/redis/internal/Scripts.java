@@ -64,15 +64,28 @@ public final class Scripts {
           """);
 
   /**
+   * Lets a script read {@code TIME} before it writes: Redis before 5.0 allows that only in a script
+   * replicated by its effects, which this call asks for (from 5.0 on that is the default; before
+   * 3.2 the call does not exist, and the queue's scripts then fail, never a release).
+   */
+  private static final String BY_EFFECTS =
+      """
+      if redis.replicate_commands then
+        redis.replicate_commands()
+      end
+      """;
+
+  /**
    * The queue's common part, for the scripts that read or change a lock's waiters; each defines
    * {@code queue}, {@code patience} and {@code expiry} (the queue's three keys, see {@link
-   * #ACQUIRE_IN_TURN}) first, and calls {@code redis.replicate_commands()} before any write: {@code
-   * TIME} makes a script non-deterministic, which Redis before 5.0 allows only in a script
-   * replicated by its effects (from 5.0 on that is the default and the call does nothing).
+   * #ACQUIRE_IN_TURN}) first.
    *
    * <p>Sets {@code now}, the server's clock in milliseconds, and drops every place whose expiry has
-   * passed, so that what the script reads next is the live queue. Defines {@code leave(waiter)} and
-   * {@code wakeFirst(channel)}, which publishes the identity of the waiter first in the queue.
+   * passed, so that what the script reads next is the live queue. Defines {@code leave(waiter)};
+   * {@code live(waiter)}, which also drops a place that lost its join time or its expiry (one of
+   * the keys evicted or deleted: such a place would otherwise never expire, or never be ordered);
+   * and {@code wakeFirst(channel)}, which publishes the identity of the live waiter first in the
+   * queue.
    */
   private static final String QUEUE_PRELUDE =
       """
@@ -86,8 +99,18 @@ public final class Scripts {
       for _, gone in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now)) do
         leave(gone)
       end
+      local function live(waiter)
+        if redis.call('ZSCORE', expiry, waiter) and redis.call('ZSCORE', queue, waiter) then
+          return true
+        end
+        leave(waiter)
+        return false
+      end
       local function wakeFirst(channel)
         local first = redis.call('ZRANGE', queue, 0, 0)[1]
+        while first and not live(first) do
+          first = redis.call('ZRANGE', queue, 0, 0)[1]
+        end
         if first then
           redis.call('PUBLISH', channel, first)
         end
@@ -105,25 +128,31 @@ public final class Scripts {
    * and answers 0: "not released", which is false. The marker is one key per release, and expires.
    *
    * <p>When someone waits (the queue's key exists), the release publishes the identity of the
-   * waiter first in the queue on the channel; when nobody does, it costs one {@code EXISTS} more. A
-   * resend that finds its marker publishes nothing: the first send did.
+   * waiter first in the queue on the channel; when nobody does, it costs one {@code EXISTS} more.
+   * That part runs under {@code pcall}: a wake-up is a hint, and once the lease is deleted nothing
+   * that fails there (an ACL without the channel or the queue's commands) may turn the release into
+   * an error, which the caller would have to report as unknown. A resend that finds its marker
+   * publishes nothing: the first send did.
    */
   public static final LuaScript RELEASE =
       new LuaScript(
           "release",
-          """
-          -- nolock fenced lock: release
-          redis.replicate_commands()
-          if redis.call('GET', KEYS[1]) == ARGV[1] then
-            redis.call('DEL', KEYS[1])
-            redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-            local queue, patience, expiry = KEYS[3], KEYS[4], KEYS[5]
-            if redis.call('EXISTS', queue) == 1 then
-          """
+          "-- nolock fenced lock: release\n"
+              + BY_EFFECTS
+              + """
+              if redis.call('GET', KEYS[1]) == ARGV[1] then
+                redis.call('DEL', KEYS[1])
+                redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+                pcall(function()
+                  local queue, patience, expiry = KEYS[3], KEYS[4], KEYS[5]
+                  if redis.call('EXISTS', queue) == 0 then
+                    return
+                  end
+              """
               + QUEUE_PRELUDE
               + """
                   wakeFirst(ARGV[4])
-                end
+                end)
                 return 1
               end
               if redis.call('GET', KEYS[2]) == ARGV[2] then
@@ -134,28 +163,28 @@ public final class Scripts {
 
   /**
    * Grants the lease in turn, or keeps the caller's place in the queue. KEYS: lease, counter, then
-   * the queue's three sorted sets, members the waiters' identities, scores milliseconds of the
-   * server's clock: the queue (when each joined), its patience (until when each lets newer callers
-   * go ahead) and its expiry (until when each place is kept). ARGV: owner, TTL in milliseconds,
-   * waiter, the place's length in milliseconds, the waiter's patience in milliseconds. Returns the
-   * new token as a string, or the stored one when the lease is this owner's already (as {@link
-   * #ACQUIRE}); nil when the lease is held or it is not this waiter's turn.
+   * the queue's three sorted sets, members the waiters' identities: the queue (score: the order in
+   * which they joined), its patience (until when each lets newer callers go ahead) and its expiry
+   * (until when each place is kept), the last two in milliseconds of the server's clock. ARGV:
+   * owner, TTL in milliseconds, waiter, the place's length in milliseconds, the waiter's patience
+   * in milliseconds. Returns the new token as a string, or the stored one when the lease is this
+   * owner's already (as {@link #ACQUIRE}); nil when the lease is held or it is not this waiter's
+   * turn.
    *
-   * <p>It is this waiter's turn when no other waiter that joined before it (every other waiter,
-   * when it has no place) is out of patience. Ties of the join time go by the waiter's identity, as
-   * {@code ZRANGE} orders them. A grant removes the waiter's place; a refusal keeps it (joining at
-   * the back, with the caller's patience, when it had none) for the place's length from now. Each
+   * <p>It is this waiter's turn when no other live waiter that joined before it (every other, when
+   * it has no place) is out of patience. A grant removes the waiter's place; a refusal keeps it for
+   * the place's length from now, joining at the back when it had none: its order is the clock, but
+   * above every waiter already queued, so that a step back of the server's clock cannot put a
+   * newcomer ahead of the waiters before it (and no two waiters share a place in the order). Each
    * queue key lives at least as long as the place written, so a queue that nobody asks about again
    * disappears on its own.
    */
   public static final LuaScript ACQUIRE_IN_TURN =
       new LuaScript(
           "acquire-in-turn",
-          """
-          -- nolock fenced lock: acquire in turn
-          redis.replicate_commands()
-          local queue, patience, expiry = KEYS[3], KEYS[4], KEYS[5]
-          """
+          "-- nolock fenced lock: acquire in turn\n"
+              + BY_EFFECTS
+              + "local queue, patience, expiry = KEYS[3], KEYS[4], KEYS[5]\n"
               + QUEUE_PRELUDE
               + """
               local waiter = ARGV[3]
@@ -174,15 +203,9 @@ public final class Scripts {
               local turn = not held
               if turn then
                 for _, other in ipairs(redis.call('ZRANGEBYSCORE', patience, '-inf', now)) do
-                  if other ~= waiter then
-                    if not joined then
-                      turn = false
-                      break
-                    end
-                    local since = tonumber(redis.call('ZSCORE', queue, other))
-                    -- A place without its join time (a key evicted) is nobody's turn to keep.
-                    if since and (since < tonumber(joined)
-                        or (since == tonumber(joined) and other < waiter)) then
+                  if other ~= waiter and live(other) then
+                    if not joined
+                        or tonumber(redis.call('ZSCORE', queue, other)) < tonumber(joined) then
                       turn = false
                       break
                     end
@@ -197,7 +220,12 @@ public final class Scripts {
                 return token
               end
               if not joined then
-                redis.call('ZADD', queue, string.format('%.0f', now), waiter)
+                local at = now
+                local last = redis.call('ZRANGE', queue, -1, -1, 'WITHSCORES')[2]
+                if last and tonumber(last) >= at then
+                  at = tonumber(last) + 1
+                end
+                redis.call('ZADD', queue, string.format('%.0f', at), waiter)
                 redis.call('ZADD', patience, string.format('%.0f', now + tonumber(ARGV[5])), waiter)
               end
               redis.call('ZADD', expiry, string.format('%.0f', now + tonumber(ARGV[4])), waiter)
@@ -210,24 +238,22 @@ public final class Scripts {
               """);
 
   /**
-   * Gives up a waiter's place and, when it had one, wakes the waiter now first. KEYS: the queue's
-   * three keys (see {@link #ACQUIRE_IN_TURN}). ARGV: waiter, the release channel. Returns 1 when a
-   * place was given up, else 0.
+   * Gives up a waiter's place and, when it had one, wakes the waiter now first (under {@code
+   * pcall}, as a hint). KEYS: the queue's three keys (see {@link #ACQUIRE_IN_TURN}). ARGV: waiter,
+   * the release channel. Returns 1 when a place was given up, else 0.
    */
   public static final LuaScript LEAVE_QUEUE =
       new LuaScript(
           "leave-queue",
-          """
-          -- nolock fenced lock: leave the queue
-          redis.replicate_commands()
-          local queue, patience, expiry = KEYS[1], KEYS[2], KEYS[3]
-          """
+          "-- nolock fenced lock: leave the queue\n"
+              + BY_EFFECTS
+              + "local queue, patience, expiry = KEYS[1], KEYS[2], KEYS[3]\n"
               + QUEUE_PRELUDE
               + """
               if leave(ARGV[1]) == 0 then
                 return 0
               end
-              wakeFirst(ARGV[2])
+              pcall(wakeFirst, ARGV[2])
               return 1
               """);
 
