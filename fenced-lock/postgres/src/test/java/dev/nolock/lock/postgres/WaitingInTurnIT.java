@@ -10,6 +10,7 @@ import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
 import dev.nolock.lock.ReleaseOutcome;
+import dev.nolock.lock.TimersNeverFire;
 import dev.nolock.lock.postgres.internal.LockTable;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
@@ -27,8 +28,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import org.jooq.DSLContext;
 import org.jooq.exception.DataAccessException;
@@ -175,10 +174,8 @@ class WaitingInTurnIT {
     Future<Either<NotAcquired, HeldLock>> waiting =
         threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
     // Listening, and its start-up wake-up answered (the waiter waits again).
-    await()
-        .atMost(Duration.ofSeconds(10))
-        .until(() -> backend.listening() && timers.waits.get() >= 2);
-    int waitsBefore = timers.waits.get();
+    await().atMost(Duration.ofSeconds(10)).until(() -> backend.listening() && timers.waits() >= 2);
+    int waitsBefore = timers.waits();
 
     // Only this backend's listen session: other tests' listeners may share the server.
     int pid = backend.listenerBackendPid().orElseThrow();
@@ -191,7 +188,7 @@ class WaitingInTurnIT {
     // Listening again, and the new start-up wake-up answered before the release.
     await()
         .atMost(Duration.ofSeconds(20))
-        .until(() -> backend.listening() && timers.waits.get() > waitsBefore);
+        .until(() -> backend.listening() && timers.waits() > waitsBefore);
     held.release();
 
     await().atMost(Duration.ofSeconds(30)).until(waiting::isDone);
@@ -362,14 +359,14 @@ class WaitingInTurnIT {
     Future<Either<NotAcquired, HeldLock>> waiting =
         threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
     // Refused once and waiting: for a wake-up (in the queue) or for a timer (polling).
-    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits.get() > 0);
+    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits() > 0);
     assertThat(placesOf(name)).as("places in the queue").isEqualTo(listen ? 1 : 0);
     if (listen) {
       // The listener wakes every waiter once when it starts listening; let that wake-up be
       // answered first, so that only the release's notification can wake the waiter below.
       await()
           .atMost(Duration.ofSeconds(10))
-          .until(() -> backend.listening() && timers.waits.get() >= 2);
+          .until(() -> backend.listening() && timers.waits() >= 2);
     }
     held.release();
     return waiting;
@@ -456,32 +453,5 @@ class WaitingInTurnIT {
         waiters(),
         DSL.field(DSL.name("name")).eq(lockName),
         DSL.field(DSL.name("expires_at")).gt(DSL.field("clock_timestamp()")));
-  }
-
-  /**
-   * A clock whose timers never fire: a backoff sleeps until the thread is interrupted, and a wait
-   * for a wake-up ends only with the wake-up. Time itself runs as usual.
-   */
-  private static final class TimersNeverFire implements LeaseClock {
-    /** How many waits began: a backoff or a wait for a wake-up. */
-    final AtomicInteger waits = new AtomicInteger();
-
-    @Override
-    public long nanoTime() {
-      return System.nanoTime();
-    }
-
-    @Override
-    public void sleep(Duration duration) throws InterruptedException {
-      waits.incrementAndGet();
-      new Semaphore(0).acquire();
-    }
-
-    @Override
-    public boolean await(Semaphore signal, Duration duration) throws InterruptedException {
-      waits.incrementAndGet();
-      signal.acquire();
-      return true;
-    }
   }
 }

@@ -19,8 +19,8 @@ import java.util.List;
  *       the id of the release call that freed it, kept for the connection's command timeout so a
  *       resend of that call (Lettuce's, after a lost answer) answers true.
  *   <li>{@code nolock:lock:{orders}:queue}, {@code :queue:patience} and {@code :queue:expiry}: the
- *       callers waiting for the lease, three sorted sets of waiter identities scored by their order of
- *       arrival, until when each lets newer callers go ahead, and until when its place is kept
+ *       callers waiting for the lease, three sorted sets of waiter identities scored by their order
+ *       of arrival, until when each lets newer callers go ahead, and until when its place is kept
  *       (milliseconds of the server's clock); each expires with the last place written.
  * </ul>
  *

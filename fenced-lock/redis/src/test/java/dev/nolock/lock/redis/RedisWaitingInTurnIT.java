@@ -10,6 +10,7 @@ import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
 import dev.nolock.lock.ReleaseOutcome;
+import dev.nolock.lock.TimersNeverFire;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseHolder;
@@ -38,8 +39,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -198,13 +197,13 @@ class RedisWaitingInTurnIT {
     Future<Either<NotAcquired, HeldLock>> waiting =
         threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
     // Subscribed, and its first wake-up answered (the waiter waits again).
-    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits.get() >= 2);
-    int waitsBefore = timers.waits.get();
+    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits() >= 2);
+    int waitsBefore = timers.waits();
 
     long killed = killSubscription();
     assertThat(killed).as("subscriptions killed").isOne();
     // Subscribed again (the waiter, woken once more, asked and waits again) before the release.
-    await().atMost(Duration.ofSeconds(20)).until(() -> timers.waits.get() > waitsBefore);
+    await().atMost(Duration.ofSeconds(20)).until(() -> timers.waits() > waitsBefore);
     await().atMost(Duration.ofSeconds(10)).until(() -> subscriptionIds().size() == 1);
     held.release();
 
@@ -323,7 +322,7 @@ class RedisWaitingInTurnIT {
     FencedLock waiter = lock(waiterBackend, timers, LockConfig.DEFAULT_PATIENCE);
     HeldLock held = holder.tryAcquire(name, TTL).get();
     threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
-    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits.get() >= 2);
+    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits() >= 2);
     assertThat(places()).as("the waiter's place").isOne();
 
     waiterBackend.close();
@@ -504,13 +503,13 @@ class RedisWaitingInTurnIT {
     Future<Either<NotAcquired, HeldLock>> waiting =
         threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
     // Refused once and waiting: for a wake-up (in the queue) or for a timer (polling).
-    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits.get() > 0);
+    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits() > 0);
     boolean queues = backend.wakesWaiters();
     assertThat(places()).as("places in the queue").isEqualTo(queues ? 1 : 0);
     if (queues) {
       // The subscription wakes every waiter once when it is confirmed; let that wake-up be
       // answered first, so that only the release's message can wake the waiter below.
-      await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits.get() >= 2);
+      await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits() >= 2);
     }
     held.release();
     return waiting;
@@ -610,32 +609,5 @@ class RedisWaitingInTurnIT {
       killed += redis.clientKill(KillArgs.Builder.id(Long.parseLong(id)));
     }
     return killed;
-  }
-
-  /**
-   * A clock whose timers never fire: a backoff sleeps until the thread is interrupted, and a wait
-   * for a wake-up ends only with the wake-up. Time itself runs as usual.
-   */
-  private static final class TimersNeverFire implements LeaseClock {
-    /** How many waits began: a backoff or a wait for a wake-up. */
-    final AtomicInteger waits = new AtomicInteger();
-
-    @Override
-    public long nanoTime() {
-      return System.nanoTime();
-    }
-
-    @Override
-    public void sleep(Duration duration) throws InterruptedException {
-      waits.incrementAndGet();
-      new Semaphore(0).acquire();
-    }
-
-    @Override
-    public boolean await(Semaphore signal, Duration duration) throws InterruptedException {
-      waits.incrementAndGet();
-      signal.acquire();
-      return true;
-    }
   }
 }
