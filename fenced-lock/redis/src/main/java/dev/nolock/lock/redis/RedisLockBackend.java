@@ -20,7 +20,6 @@ import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.vavr.control.Option;
 import java.time.Duration;
-import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.stream.Stream;
@@ -253,6 +252,7 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
     String ttlMillis = millis(ttl);
     String placeMillis = wholeMillisUp(requireNotNegative("place", place));
     String patienceMillis = wholeMillisUp(requireNotNegative("patience", patience));
+    requireOpen();
     if (queueRefusedLately()) {
       return tryAcquire(name, owner, ttl);
     }
@@ -299,7 +299,23 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
    */
   private static boolean refusedByAcl(RedisCommandExecutionException e) {
     String message = String.valueOf(e.getMessage());
-    return message.contains("NOPERM") || message.contains("user executing the script can't");
+    return message.contains("NOPERM")
+        || message.contains("user executing the script can't") // Redis 7.0, inside a script
+        || message.contains("ACL failure in script") // Redis 7.2 on, and Valkey
+        || message.contains("no permissions");
+  }
+
+  /**
+   * Refuses a wait's call once {@link #close()} has begun, before anything is sent: a waiter of
+   * this backend woken meanwhile must not take a place again, or a grant, on a connection about to
+   * close.
+   */
+  private void requireOpen() {
+    if (releases != null && releases.isClosed()) {
+      throw new IllegalStateException(
+          "This RedisLockBackend was closed while the acquire waited; nothing was sent. Create a"
+              + " new backend to acquire again.");
+    }
   }
 
   private boolean queueRefusedLately() {
@@ -342,7 +358,7 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
     Names.requireName("lock name", name, Lease.MAX_NAME_LENGTH);
     Names.requireName("waiter", waiter, Lease.MAX_OWNER_LENGTH);
     Objects.requireNonNull(wake, "wake");
-    if (releases == null) {
+    if (releases == null || releases.isClosed()) {
       return Subscription.NEVER;
     }
     ReleaseSubscription.Waiter registered = new ReleaseSubscription.Waiter(name, wake);
@@ -405,18 +421,23 @@ public final class RedisLockBackend implements FairLockBackend, AutoCloseable {
   }
 
   /**
-   * Closes the connections {@link #connect} and waiting opened, after giving up the places of the
-   * acquires still waiting (so that waiters elsewhere need not wait for them to expire) and waking
-   * them: their next call fails, the connection being closed. On a backend made with {@link
-   * #create} does nothing. Idempotent.
+   * Closes the connections {@link #connect} and waiting opened: first the subscription, then, after
+   * giving up the places of the acquires still waiting (so that waiters elsewhere need not wait for
+   * them to expire; after the first that fails no other is tried), the backend's own; then wakes
+   * those waiters, whose next call fails with an {@link IllegalStateException} before anything is
+   * sent. On a backend made with {@link #create} does nothing. Idempotent.
    */
   @Override
   public void close() {
-    List<Runnable> waiters = releases == null ? List.of() : releases.close(this::leaveQueue);
+    if (releases != null) {
+      releases.close(this::leaveQueue);
+    }
     if (ownsConnection) {
       connection.close();
     }
-    waiters.forEach(Runnable::run);
+    if (releases != null) {
+      releases.wakeAll();
+    }
   }
 
   private String[] keys(String name) {

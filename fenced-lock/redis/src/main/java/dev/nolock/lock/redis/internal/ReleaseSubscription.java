@@ -5,13 +5,10 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,18 +23,21 @@ import org.slf4j.LoggerFactory;
  * line that nobody wakes would leave a freed lock idle for as long as it sleeps. So:
  *
  * <ol>
- *   <li>With each request to subscribe, each confirmation of a subscription (the first, and each
- *       after Lettuce reconnected) and then every {@link #PROBE_EVERY} while waits go on, a probe
- *       message is published from the backend's own connection, as a release would be.
- *   <li>A probe not received within {@link #PROBE_TIMEOUT} (connecting included) ends the
- *       subscription: waiters are woken, find that it cannot wake them, and poll. The next wait
- *       tries again {@value #RETRY_SECONDS} s later, doubling with each failure in a row up to 64
- *       times that, so a setting that never works costs a warning now and then.
+ *   <li>With each request to subscribe, each confirmation of a subscription, each time the
+ *       connection is found open again after it was down, and every {@link #PROBE_EVERY} while
+ *       waits go on, a probe message is published from the backend's own connection, as a release
+ *       would be.
+ *   <li>A probe not received within {@link #PROBE_TIMEOUT} (connecting included), or the connection
+ *       down that long, ends the subscription: waiters are woken, find that it cannot wake them,
+ *       and poll. The next wait tries again {@value #RETRY_SECONDS} s later, doubling with each
+ *       failure in a row up to 64 times that, so a setting that never works costs a warning now and
+ *       then.
  *   <li>A confirmation wakes every waiter once: releases may have gone unheard meanwhile.
  * </ol>
  *
- * The connection is opened on a thread of its own, so that no acquire waits for a connect.
- * Thread-safe.
+ * Each attempt to subscribe is a generation; a failure, a probe or a callback of a generation that
+ * has ended changes nothing. The connection is opened on a thread of its own, so that no acquire
+ * waits for a connect. Thread-safe.
  */
 public final class ReleaseSubscription {
 
@@ -56,15 +56,16 @@ public final class ReleaseSubscription {
   private final String channel;
   private final String probePrefix = "nolock-probe:" + UUID.randomUUID() + ":";
   private final Map<String, Waiter> waiting = new ConcurrentHashMap<>();
-  private final AtomicLong probesSent = new AtomicLong();
-  private final AtomicLong probesReceived = new AtomicLong();
-  private volatile long probeSentAt = NEVER;
   private volatile StatefulRedisPubSubConnection<String, String> current;
+  private volatile boolean closed;
   private volatile long failedAt = NEVER;
   private volatile long retryNanos = RETRY.toNanos();
-  private volatile boolean closed;
+  private volatile long probeSentAt = NEVER;
+  private volatile long downSince = NEVER;
+  private volatile long probesSent; // written under this
+  private volatile long probesReceived; // written under this
   private boolean connecting; // guarded by this
-  private long generation; // guarded by this; each request to subscribe and each failure moves it
+  private long generation; // guarded by this
   private int failuresInARow; // guarded by this
 
   /**
@@ -81,8 +82,9 @@ public final class ReleaseSubscription {
 
   /**
    * Whether a wait can count on being woken: not closed, not failed within the retry window, no
-   * probe overdue (one overdue ends the subscription here), and the connection open if there is
-   * one. Before the first wait there is none, and this is true: the first wait opens it.
+   * probe overdue and the connection not down for long (either ends the subscription here), and the
+   * connection open if there is one. Before the first wait there is none, and this is true: the
+   * first wait opens it.
    */
   public boolean wakes() {
     if (closed) {
@@ -93,27 +95,36 @@ public final class ReleaseSubscription {
     if (failed != NEVER && now - failed < retryNanos) {
       return false;
     }
-    StatefulRedisPubSubConnection<String, String> connection = current;
-    boolean awaiting = probesReceived.get() < probesSent.get();
-    if (awaiting && now - probeSentAt > PROBE_TIMEOUT.toNanos()) {
-      failed(connection, "no message came back within " + PROBE_TIMEOUT.toSeconds() + " s");
-      return false;
+    if (probesReceived < probesSent && now - probeSentAt > PROBE_TIMEOUT.toNanos()) {
+      return !failIfStill(now, "no probe came back within " + PROBE_TIMEOUT.toSeconds() + " s");
     }
+    StatefulRedisPubSubConnection<String, String> connection = current;
     if (connection == null) {
       return true;
     }
     if (!connection.isOpen()) {
+      long down = downSince;
+      if (down == NEVER) {
+        downSince = now;
+      } else if (now - down > PROBE_TIMEOUT.toNanos()) {
+        failIfStill(now, "its connection was down for " + PROBE_TIMEOUT.toSeconds() + " s");
+      }
       return false;
     }
-    if (!awaiting && now - probeSentAt > PROBE_EVERY.toNanos()) {
-      probe(false);
+    if (downSince != NEVER) {
+      // Open again (Lettuce reconnected): prove that it hears, whatever its resubscribe did.
+      downSince = NEVER;
+      probe(connection, true);
+    } else if (probesReceived >= probesSent && now - probeSentAt > PROBE_EVERY.toNanos()) {
+      probe(connection, false);
     }
     return true;
   }
 
   /**
    * Wakes {@code waiter.wake()} when a message names {@code id}, and once whenever the subscription
-   * is confirmed, until {@link #unregister}; opens the subscription if there is none.
+   * is confirmed or found not to work, until {@link #unregister}; opens the subscription if there
+   * is none.
    *
    * @return false (and nothing registered) when there is none and none may be opened now
    */
@@ -131,14 +142,19 @@ public final class ReleaseSubscription {
     waiting.remove(id, waiter);
   }
 
+  /** Whether {@link #close} has begun: nothing may be sent for a wait from then on. */
+  public boolean isClosed() {
+    return closed;
+  }
+
   /**
-   * Ends the subscription: gives each registered waiter's place up through {@code leave} (name,
-   * waiter id; failures ignored: the place then expires) and closes the connection. Idempotent.
-   *
-   * @return how to wake those waiters: only once the caller closed the connection their next
-   *     attempt would go through, or a woken waiter could take its place again meanwhile
+   * Ends the subscription, closing its connection first so that no release wakes a waiter of this
+   * backend meanwhile, then gives each registered waiter's place up through {@code leave} (name,
+   * waiter id). After the first {@code leave} that fails no other is tried: the server is likely
+   * out of reach, each would wait its command timeout, and the places expire on their own.
+   * Idempotent.
    */
-  public List<Runnable> close(BiConsumer<String, String> leave) {
+  public void close(BiConsumer<String, String> leave) {
     StatefulRedisPubSubConnection<String, String> connection;
     synchronized (this) {
       closed = true;
@@ -146,20 +162,22 @@ public final class ReleaseSubscription {
       connection = current;
       current = null;
     }
-    List<Runnable> wakes = new ArrayList<>();
-    waiting.forEach(
-        (id, waiter) -> {
-          try {
-            leave.accept(waiter.name(), id);
-          } catch (RuntimeException e) {
-            LOG.debug("Could not leave the queue of {} on close; the place expires", waiter, e);
-          }
-          wakes.add(waiter.wake());
-        });
     if (connection != null) {
       connection.close();
     }
-    return wakes;
+    for (Map.Entry<String, Waiter> entry : waiting.entrySet()) {
+      try {
+        leave.accept(entry.getValue().name(), entry.getKey());
+      } catch (RuntimeException e) {
+        LOG.debug("Could not give up places on close; they expire on their own", e);
+        return;
+      }
+    }
+  }
+
+  /** Wakes every registered waiter, e.g. once the backend's connection is closed. */
+  public void wakeAll() {
+    waiting.values().forEach(waiter -> waiter.wake().run());
   }
 
   private synchronized boolean subscribing() {
@@ -175,9 +193,10 @@ public final class ReleaseSubscription {
     }
     connecting = true;
     long mine = ++generation;
+    downSince = NEVER;
     // The first probe's deadline counts from the request: a connect that never completes fails.
     probeSentAt = System.nanoTime();
-    probesSent.incrementAndGet();
+    probesSent++;
     Thread opener = new Thread(() -> open(mine), "nolock-redis-release-subscription");
     opener.setDaemon(true);
     opener.start();
@@ -189,22 +208,16 @@ public final class ReleaseSubscription {
     try {
       opened = client.connectPubSub();
     } catch (RuntimeException e) {
-      synchronized (this) {
-        if (generation != mine) {
-          return;
-        }
-        connecting = false;
-      }
-      failed(null, e.toString());
+      failed(mine, e.toString());
       return;
     }
     synchronized (this) {
-      connecting = false;
       if (closed || generation != mine) {
         opened.closeAsync();
         return;
       }
-      opened.addListener(new Listener());
+      connecting = false;
+      opened.addListener(new Listener(opened));
       current = opened;
     }
     opened
@@ -213,45 +226,69 @@ public final class ReleaseSubscription {
         .whenComplete(
             (ok, failure) -> {
               if (failure != null) {
-                failed(opened, failure.toString());
+                failed(mine, failure.toString());
               }
             });
   }
 
   /**
-   * Publishes a probe, unless one is in flight and this is not {@code fresh} (a confirmation of the
-   * subscription: what was published before it was not heard).
+   * Publishes a probe while {@code connection} is the subscription, unless one is in flight and
+   * this is not {@code fresh} (a confirmation of the subscription, or a reconnect: what was
+   * published before it was not heard).
    */
-  private synchronized void probe(boolean fresh) {
-    if (!fresh && probesReceived.get() < probesSent.get()) {
-      return; // one at a time; the one in flight has its own deadline
+  private synchronized void probe(
+      StatefulRedisPubSubConnection<String, String> connection, boolean fresh) {
+    if (closed || connection != current || (!fresh && probesReceived < probesSent)) {
+      return;
     }
     probeSentAt = System.nanoTime();
-    long sequence = probesSent.incrementAndGet();
+    long sequence = ++probesSent;
     // A failed publish is answered by the deadline, like a lost one.
     publisher.async().publish(channel, probePrefix + sequence);
   }
 
   private synchronized void received(long sequence) {
-    probesReceived.accumulateAndGet(sequence, Math::max);
-    failuresInARow = 0;
+    if (sequence > probesReceived && sequence <= probesSent) {
+      probesReceived = sequence;
+      failuresInARow = 0;
+    }
+  }
+
+  /** {@link #failed} for the generation still running, if the probe is still overdue. */
+  private boolean failIfStill(long now, String reason) {
+    long seen;
+    synchronized (this) {
+      boolean overdue = probesReceived < probesSent && now - probeSentAt > PROBE_TIMEOUT.toNanos();
+      boolean down = downSince != NEVER && now - downSince > PROBE_TIMEOUT.toNanos();
+      if (!overdue && !down) {
+        return false;
+      }
+      seen = generation;
+    }
+    return failed(seen, reason);
   }
 
   /**
-   * The subscription cannot be counted on: end it, wake every waiter (they find that it cannot wake
-   * them, and poll) and wait the retry window before another is opened. A late failure of a
-   * connection already replaced, or after close, changes nothing.
+   * Generation {@code seen} of the subscription cannot be counted on: end it (closing whatever
+   * connection it has), wake every waiter (they find that it cannot wake them, and poll) and wait
+   * the retry window before another is opened. A failure of a generation that has ended, or after
+   * close, changes nothing.
+   *
+   * @return whether this call ended it
    */
-  private void failed(StatefulRedisPubSubConnection<String, String> connection, String reason) {
+  private boolean failed(long seen, String reason) {
+    StatefulRedisPubSubConnection<String, String> connection;
     long retrySeconds;
     synchronized (this) {
-      if (closed || (connection != null && connection != current)) {
-        return;
+      if (closed || generation != seen) {
+        return false;
       }
       generation++;
       connecting = false;
+      connection = current;
       current = null;
-      probesReceived.set(probesSent.get());
+      downSince = NEVER;
+      probesReceived = probesSent;
       retryNanos = RETRY.toNanos() << Math.min(failuresInARow, 6);
       failuresInARow++;
       failedAt = System.nanoTime();
@@ -260,18 +297,26 @@ public final class ReleaseSubscription {
     if (connection != null) {
       connection.closeAsync();
     }
-    waiting.values().forEach(waiter -> waiter.wake().run());
+    wakeAll();
     LOG.warn(
         "The subscription to {} wakes no waiter ({}); waiting acquires poll with the lock's backoff"
             + " instead, and a subscription is tried again in {} s. Behind a proxy without"
-            + " Pub/Sub, or with an ACL that does not allow the channel (&{}), this is expected.",
+            + " Pub/Sub, or with an ACL that does not allow the channel (&{}) or PUBLISH, this is"
+            + " expected.",
         channel,
         reason,
         retrySeconds,
         channel);
+    return true;
   }
 
   private final class Listener extends RedisPubSubAdapter<String, String> {
+    private final StatefulRedisPubSubConnection<String, String> connection;
+
+    Listener(StatefulRedisPubSubConnection<String, String> connection) {
+      this.connection = connection;
+    }
+
     @Override
     public void message(String from, String message) {
       if (message.startsWith(probePrefix)) {
@@ -286,8 +331,8 @@ public final class ReleaseSubscription {
 
     @Override
     public void subscribed(String to, long count) {
-      probe(true);
-      waiting.values().forEach(waiter -> waiter.wake().run());
+      probe(connection, true);
+      wakeAll();
     }
   }
 }

@@ -92,9 +92,8 @@ public final class Scripts {
       local clock = redis.call('TIME')
       local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
       local function leave(waiter)
-        redis.call('ZREM', queue, waiter)
-        redis.call('ZREM', patience, waiter)
-        return redis.call('ZREM', expiry, waiter)
+        return redis.call('ZREM', queue, waiter) + redis.call('ZREM', patience, waiter)
+          + redis.call('ZREM', expiry, waiter)
       end
       for _, gone in ipairs(redis.call('ZRANGEBYSCORE', expiry, '-inf', now)) do
         leave(gone)
