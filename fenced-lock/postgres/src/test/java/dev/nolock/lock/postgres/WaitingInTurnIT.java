@@ -132,6 +132,47 @@ class WaitingInTurnIT {
         .isEmpty();
   }
 
+  /**
+   * A step back of the database's clock, as the queue sees it: a waiter's place records times an
+   * hour ahead of the clock. A newcomer then joins behind it all the same, and once the lease is
+   * free the waiter is served, the newcomer (out of patience at once) not counting as ahead.
+   * Control: the newcomer's place moved before the waiter's, as joining at the clock alone would
+   * put it, keeps the waiter out.
+   */
+  @Test
+  void afterAStepBackOfTheClockANewcomerStillJoinsBehindTheWaiters() {
+    assertThat(waiterAfterAStepBack(name + "-ordered", false)).as("the waiter").isNotEmpty();
+    assertThat(waiterAfterAStepBack(name + "-at-the-clock", true))
+        .as("the waiter, with the newcomer ahead of it")
+        .isEmpty();
+  }
+
+  private Option<FencingToken> waiterAfterAStepBack(String lockName, boolean newcomerAtTheClock) {
+    PostgresLockBackend backend = PostgresLockBackend.create(schema.dataSource());
+    FencingToken held = backend.tryAcquire(lockName, "h#0", TTL).get();
+    assertThat(backend.tryAcquireInTurn(lockName, "w#0", TTL, "w", TTL, Duration.ZERO)).isEmpty();
+    dsl.execute(
+        "UPDATE "
+            + waitersTable()
+            + " SET joined_at = joined_at + interval '1 hour', patient_until = patient_until"
+            + " + interval '1 hour', expires_at = expires_at + interval '1 hour' WHERE name = ?",
+        lockName);
+    assertThat(backend.tryAcquireInTurn(lockName, "n#0", TTL, "n", TTL, Duration.ZERO)).isEmpty();
+    if (newcomerAtTheClock) {
+      dsl.execute(
+          "UPDATE "
+              + waitersTable()
+              + " SET joined_at = clock_timestamp() WHERE name = ? AND waiter = 'n'",
+          lockName);
+    }
+    assertThat(backend.release(lockName, "h#0", held)).isTrue();
+    return backend.tryAcquireInTurn(lockName, "w#1", TTL, "w", TTL, Duration.ZERO);
+  }
+
+  private static String waitersTable() {
+    return PostgresLockConfig.DEFAULT_TABLE + PostgresLockConfig.WAITERS_SUFFIX;
+  }
+
   /** What a newcomer (itself patient for a minute) gets right after the release. */
   private Option<FencingToken> newcomerAfterTheRelease(String lockName, Duration waitersPatience) {
     PostgresLockBackend backend = PostgresLockBackend.create(schema.dataSource());

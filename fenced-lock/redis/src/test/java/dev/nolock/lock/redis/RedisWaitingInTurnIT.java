@@ -155,6 +155,38 @@ class RedisWaitingInTurnIT {
         lockName, "newcomer#0", TTL, "newcomer", TTL, LockConfig.MAX_PATIENCE);
   }
 
+  /**
+   * A step back of the server's clock, as the queue sees it: a waiter's place records times an hour
+   * ahead of the clock. A newcomer then joins behind it all the same, and once the lease is free
+   * the waiter is served, the newcomer (out of patience at once) not counting as ahead. Control:
+   * the newcomer's place moved before the waiter's, as joining at the clock alone would put it,
+   * keeps the waiter out.
+   */
+  @Test
+  void afterAStepBackOfTheClockANewcomerStillJoinsBehindTheWaiters() {
+    assertThat(waiterAfterAStepBack(name + "-ordered", false)).as("the waiter").isNotEmpty();
+    assertThat(waiterAfterAStepBack(name + "-at-the-clock", true))
+        .as("the waiter, with the newcomer ahead of it")
+        .isEmpty();
+  }
+
+  private Option<FencingToken> waiterAfterAStepBack(String lockName, boolean newcomerAtTheClock) {
+    RedisLockBackend backend = newBackend();
+    FencingToken held = backend.tryAcquire(lockName, "h#0", TTL).get();
+    assertThat(backend.tryAcquireInTurn(lockName, "w#0", TTL, "w", TTL, Duration.ZERO)).isEmpty();
+    double hour = Duration.ofHours(1).toMillis();
+    for (String key : config.queueKeys(lockName)) {
+      redis.zincrby(key, hour, "w");
+    }
+    assertThat(backend.tryAcquireInTurn(lockName, "n#0", TTL, "n", TTL, Duration.ZERO)).isEmpty();
+    String queue = config.queueKeys(lockName).get(0);
+    if (newcomerAtTheClock) {
+      redis.zadd(queue, redis.zscore(queue, "w") - hour, "n");
+    }
+    assertThat(backend.release(lockName, "h#0", held)).isTrue();
+    return backend.tryAcquireInTurn(lockName, "w#1", TTL, "w", TTL, Duration.ZERO);
+  }
+
   /** A waiter whose timers never fire is woken by the release alone, and takes the lock. */
   @Test
   void aReleaseWakesAWaiterWhoseTimersNeverFire() throws Exception {

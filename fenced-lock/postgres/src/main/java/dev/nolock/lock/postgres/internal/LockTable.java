@@ -115,7 +115,9 @@ public final class LockTable {
    *   <li>{@code granted}: on its turn, the same upsert as {@link #tryAcquire} (a grant only when
    *       the lease ran out, the token bumped under the row lock), as {@code INSERT ... SELECT}.
    *   <li>{@code queued}: when not granted, keep the place for {@code place} more (a new place at
-   *       the back, patient for {@code patience}, when it had none or it expired).
+   *       the back, patient for {@code patience}, when it had none or it expired). A new place
+   *       joins at the clock, but behind every place of the name: after a step back of the
+   *       database's clock a newcomer must not count as earlier than the waiters before it.
    *   <li>{@code served}: when granted, delete the place, and the expired places of {@code name}
    *       with it (waiters that gave up without leaving).
    * </ol>
@@ -152,7 +154,11 @@ public final class LockTable {
           RETURNING l.token
         ), queued AS (
           INSERT INTO {0} AS q (name, waiter, joined_at, patient_until, expires_at)
-          SELECT {2}, {4}, clock_timestamp(), {7}, {6} WHERE NOT EXISTS (SELECT 1 FROM granted)
+          SELECT {2}, {4},
+            GREATEST(clock_timestamp(),
+              (SELECT max(o.joined_at) + interval '1 microsecond' FROM {0} o WHERE o.name = {2})),
+            {7}, {6}
+          WHERE NOT EXISTS (SELECT 1 FROM granted)
           ON CONFLICT (name, waiter) DO UPDATE
             SET joined_at = CASE WHEN q.expires_at > clock_timestamp() THEN q.joined_at
                                  ELSE excluded.joined_at END,
