@@ -7,11 +7,11 @@ import io.vavr.control.Option;
 import java.time.Duration;
 
 /** A backend that passes every call on; a test overrides the one call it makes misbehave. */
-class ForwardingLockBackend implements LockBackend {
+public class ForwardingLockBackend implements LockBackend {
 
   private final LockBackend server;
 
-  ForwardingLockBackend(LockBackend server) {
+  public ForwardingLockBackend(LockBackend server) {
     this.server = server;
   }
 

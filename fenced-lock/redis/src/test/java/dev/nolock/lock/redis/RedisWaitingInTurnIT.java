@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.nolock.lock.FencedLock;
+import dev.nolock.lock.ForwardingLockBackend;
 import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
 import dev.nolock.lock.LockPurpose;
@@ -589,29 +590,14 @@ class RedisWaitingInTurnIT {
 
   /** {@code real} as a plain {@link LockBackend}, counting the races it lost. */
   private LockBackend plain(LockBackend real) {
-    return new LockBackend() {
+    return new ForwardingLockBackend(real) {
       @Override
       public Option<FencingToken> tryAcquire(String n, String owner, Duration ttl) {
-        Option<FencingToken> token = real.tryAcquire(n, owner, ttl);
+        Option<FencingToken> token = super.tryAcquire(n, owner, ttl);
         if (token.isEmpty()) {
           refusals.add(owner);
         }
         return token;
-      }
-
-      @Override
-      public boolean renew(String n, String owner, FencingToken token, Duration ttl) {
-        return real.renew(n, owner, token, ttl);
-      }
-
-      @Override
-      public boolean release(String n, String owner, FencingToken token) {
-        return real.release(n, owner, token);
-      }
-
-      @Override
-      public Option<LeaseHolder> holder(String n) {
-        return real.holder(n);
       }
     };
   }
