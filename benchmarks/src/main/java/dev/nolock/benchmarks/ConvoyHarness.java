@@ -12,6 +12,9 @@ import dev.nolock.lock.redis.RedisFence;
 import dev.nolock.lock.redis.RedisFenceConfig;
 import dev.nolock.lock.redis.RedisLockBackend;
 import dev.nolock.lock.redis.RedisLockBackendConfig;
+import dev.nolock.patterns.FairLockBackend;
+import dev.nolock.patterns.FencingToken;
+import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.Versioned;
 import dev.nolock.patterns.sql.Fence;
@@ -22,6 +25,7 @@ import dev.nolock.queue.PayloadCodec;
 import dev.nolock.queue.QueueConfig;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.vavr.control.Option;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
@@ -75,8 +79,8 @@ public final class ConvoyHarness {
 
   /** One design's unit of work on the shared resource, and how it stalls. */
   interface Subject extends AutoCloseable {
-    /** One unit of work, retried or waited for inside until it is done. */
-    void work() throws Exception;
+    /** One unit of work, retried or waited for inside until it is done or the design gives up. */
+    Tries work() throws Exception;
 
     /**
      * One unit that stops for {@code stall} at the point described in the class Javadoc, and tells
@@ -87,6 +91,20 @@ public final class ConvoyHarness {
     @Override
     void close() throws Exception;
   }
+
+  /**
+   * How one unit went: the attempts it sent to the server (lock requests, conditional writes,
+   * claims) and whether the design gave up on it. A unit that gave up is recorded with the latency
+   * to its give-up, which flatters the design: the report counts give-ups beside the latencies.
+   */
+  record Tries(int attempts, boolean gaveUp) {
+    static Tries done(int attempts) {
+      return new Tries(attempts, false);
+    }
+  }
+
+  /** One recorded unit: when it began ({@code System.nanoTime()}), its latency and its tries. */
+  record Unit(long begin, long latency, Tries tries) {}
 
   /**
    * The figures of one design.
@@ -105,12 +123,54 @@ public final class ConvoyHarness {
       double afterPerSecond,
       double stallFromSecond,
       double stallToSecond,
-      List<long[]> slices) {
+      List<long[]> slices,
+      Phases attempts,
+      Phases giveUps) {
+
+    /** Units completed per second in {@code phase}. */
+    public double perSecond(Phase phase) {
+      return switch (phase) {
+        case BEFORE -> beforePerSecond;
+        case DURING -> duringPerSecond;
+        case AFTER -> afterPerSecond;
+      };
+    }
+
+    /** Attempts per unit in each phase. */
+    public double attemptsPerUnit(Phase phase) {
+      return (double) attempts.of(phase) / Math.max(1, histogram(phase).getTotalCount());
+    }
+
+    public Histogram histogram(Phase phase) {
+      return switch (phase) {
+        case BEFORE -> before;
+        case DURING -> during;
+        case AFTER -> after;
+      };
+    }
 
     /** p99 of the units in flight during the stall over p99 of those done before it. */
     public double p99Ratio() {
       return (double) during.getValueAtPercentile(99)
           / Math.max(1, before.getValueAtPercentile(99));
+    }
+  }
+
+  /** The three phases a unit is filed under, as in the class Javadoc. */
+  public enum Phase {
+    BEFORE,
+    DURING,
+    AFTER
+  }
+
+  /** A count per phase. */
+  public record Phases(long before, long during, long after) {
+    long of(Phase phase) {
+      return switch (phase) {
+        case BEFORE -> before;
+        case DURING -> during;
+        case AFTER -> after;
+      };
     }
   }
 
@@ -130,7 +190,21 @@ public final class ConvoyHarness {
             false,
             "postgres",
             BlockingAdvisory::new),
-        new Design("CAS on a version column (PostgreSQL)", true, "postgres", VersionColumnCas::new),
+        new Design(
+            CAS_LONG_RETRIES,
+            true,
+            "postgres",
+            () ->
+                new VersionColumnCas(
+                    RetryPolicy.custom()
+                        .maxAttempts(CAS_MAX_ATTEMPTS)
+                        .maxElapsed(MAX_WAIT)
+                        .build())),
+        new Design(
+            CAS_DEFAULT_RETRIES,
+            true,
+            "postgres",
+            () -> new VersionColumnCas(RetryPolicy.ofDefaults())),
         new Design("SKIP LOCKED queue (PostgreSQL)", true, "postgres", SkipLockedQueue::new));
   }
 
@@ -149,7 +223,7 @@ public final class ConvoyHarness {
       throws Exception {
     try (Subject subject = design.factory().create()) {
       long phase = profile.convoyPhase().toNanos();
-      List<long[]> units = Collections.synchronizedList(new ArrayList<>());
+      List<Unit> units = Collections.synchronizedList(new ArrayList<>());
       AtomicLong stop = new AtomicLong(Long.MAX_VALUE);
       long[] stallWindow = new long[2];
       CountDownLatch stallDone = new CountDownLatch(1);
@@ -162,10 +236,10 @@ public final class ConvoyHarness {
                 () -> {
                   long begin;
                   while ((begin = System.nanoTime()) < stop.get()) {
-                    subject.work();
+                    Tries tries = subject.work();
                     long done = System.nanoTime();
                     if (begin >= t0) {
-                      units.add(new long[] {begin, done - begin});
+                      units.add(new Unit(begin, done - begin, tries));
                     }
                   }
                   return null;
@@ -210,23 +284,27 @@ public final class ConvoyHarness {
   }
 
   static Result classify(
-      Design design, List<long[]> units, long t0, long stallBegan, long stallEnded, long end) {
+      Design design, List<Unit> units, long t0, long stallBegan, long stallEnded, long end) {
     Histogram[] phases = {new Histogram(3), new Histogram(3), new Histogram(3)};
     long[] counts = new long[3];
+    long[] attempts = new long[3];
+    long[] giveUps = new long[3];
     int sliceCount = (int) ((end - t0) / SLICE_NANOS) + 1;
     long[] sliceMax = new long[sliceCount];
     long[] sliceUnits = new long[sliceCount];
     long[] sliceDone = new long[sliceCount];
-    for (long[] unit : units) {
-      long begin = unit[0];
-      long done = begin + unit[1];
+    for (Unit unit : units) {
+      long begin = unit.begin();
+      long done = begin + unit.latency();
       if (begin >= end) {
         continue;
       }
       // A unit belongs to the stall when it was in flight during it: with a blocking lock the
       // victims started before the stall and wait through it.
-      long latency = Math.min(unit[1], MAX_LATENCY_NANOS);
-      phases[done <= stallBegan ? 0 : begin < stallEnded ? 1 : 2].recordValue(latency);
+      int phase = done <= stallBegan ? 0 : begin < stallEnded ? 1 : 2;
+      phases[phase].recordValue(Math.min(unit.latency(), MAX_LATENCY_NANOS));
+      attempts[phase] += unit.tries().attempts();
+      giveUps[phase] += unit.tries().gaveUp() ? 1 : 0;
       if (done < end) {
         counts[done < stallBegan ? 0 : done < stallEnded ? 1 : 2]++;
         sliceDone[(int) ((done - t0) / SLICE_NANOS)]++;
@@ -257,7 +335,9 @@ public final class ConvoyHarness {
         counts[2] / seconds(end - stallEnded),
         seconds(stallBegan - t0),
         seconds(stallEnded - t0),
-        slices);
+        slices,
+        new Phases(attempts[0], attempts[1], attempts[2]),
+        new Phases(giveUps[0], giveUps[1], giveUps[2]));
   }
 
   private static double seconds(long nanos) {
@@ -282,8 +362,18 @@ public final class ConvoyHarness {
   private static final Duration TTL = Duration.ofSeconds(10);
   static final Duration MAX_WAIT = Duration.ofSeconds(30);
 
-  /** The CAS writer's attempts, the one retry policy here that is not the default. */
+  /**
+   * The attempts of the CAS writer that must not give up (a give-up ends a unit early and flatters
+   * its latency); a second CAS writer runs the default policy and counts its give-ups.
+   */
   static final int CAS_MAX_ATTEMPTS = 1_000;
+
+  static final String CAS_LONG_RETRIES =
+      "CAS on a version column (PostgreSQL), up to " + CAS_MAX_ATTEMPTS + " attempts";
+  static final String CAS_DEFAULT_RETRIES =
+      "CAS on a version column (PostgreSQL), default retries ("
+          + RetryPolicy.DEFAULT_MAX_ATTEMPTS
+          + " attempts)";
 
   /** A fenced lock on one hot name; a unit is one fenced counter increment under it. */
   abstract static class FencedLockSubject implements Subject {
@@ -293,11 +383,21 @@ public final class ConvoyHarness {
     /** The unit's fenced write. */
     abstract void increment(HeldLock held);
 
+    /** The lock requests this thread's current unit sent, counted by {@link CountingBackend}. */
+    private final ThreadLocal<int[]> requests = ThreadLocal.withInitial(() -> new int[1]);
+
+    /** The backend to build the lock on, counting the lock requests of each unit. */
+    FairLockBackend counted(FairLockBackend backend) {
+      return new CountingBackend(backend, requests);
+    }
+
     @Override
-    public void work() {
+    public Tries work() {
+      requests.get()[0] = 0;
       try (HeldLock held = acquire()) {
         increment(held);
       }
+      return Tries.done(requests.get()[0]);
     }
 
     @Override
@@ -330,7 +430,7 @@ public final class ConvoyHarness {
       backend = PostgresLockBackend.create(schema.dataSource());
       backend.createTableIfMissing();
       fence.createTableIfMissing(dsl);
-      lock = FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
+      lock = FencedLock.create(counted(backend), LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
     }
 
     @Override
@@ -365,7 +465,7 @@ public final class ConvoyHarness {
         RedisLockBackend.connect(
             client, RedisLockBackendConfig.custom().keyPrefix(prefix + "lock:").build());
     private final FencedLock lock =
-        FencedLock.create(backend, LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
+        FencedLock.create(counted(backend), LockConfig.ofDefaults(LockPurpose.CORRECTNESS));
     private final RedisFence fence =
         RedisFence.create(
             connection,
@@ -436,8 +536,9 @@ public final class ConvoyHarness {
     }
 
     @Override
-    public void work() throws Exception {
+    public Tries work() throws Exception {
       locked(null, null);
+      return Tries.done(1);
     }
 
     @Override
@@ -451,12 +552,12 @@ public final class ConvoyHarness {
     }
   }
 
-  /** nolock's version-column CAS with its default retries. */
+  /** nolock's version-column CAS, its unit one {@code update} under {@code retries}. */
   static final class VersionColumnCas implements Subject {
     private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
     private final VersionColumnStore<Long, Long> store;
 
-    VersionColumnCas() {
+    VersionColumnCas(RetryPolicy retries) {
       schema.execute(
           "CREATE TABLE counters (id bigint PRIMARY KEY, version bigint NOT NULL,"
               + " value bigint NOT NULL)");
@@ -465,21 +566,24 @@ public final class ConvoyHarness {
           VersionColumnStore.create(
               schema.dataSource(),
               VersionColumnStoreConfig.custom("counters", Long.class, ValueCodec.longs())
-                  // The defaults (10 attempts) give up now and then with four writers on one
-                  // key; a give-up would end the unit early and flatter the latency.
-                  .retryPolicy(
-                      RetryPolicy.custom()
-                          .maxAttempts(CAS_MAX_ATTEMPTS)
-                          .maxElapsed(MAX_WAIT)
-                          .build())
+                  .retryPolicy(retries)
                   .build());
     }
 
     @Override
-    public void work() {
-      store
-          .update(0L, value -> value + 1)
-          .getOrElseThrow(conflict -> new IllegalStateException("gave up: " + conflict));
+    public Tries work() {
+      // The change runs once per attempt, after the attempt's read and before its write.
+      int[] attempts = new int[1];
+      boolean written =
+          store
+              .update(
+                  0L,
+                  value -> {
+                    attempts[0]++;
+                    return value + 1;
+                  })
+              .isRight();
+      return new Tries(attempts[0], !written);
     }
 
     @Override
@@ -516,12 +620,13 @@ public final class ConvoyHarness {
     }
 
     @Override
-    public void work() {
+    public Tries work() {
       List<Job<byte[]>> claimed = queue.claim(1);
       if (claimed.isEmpty()) {
         throw new IllegalStateException("the convoy queue ran dry; raise JOBS");
       }
       queue.complete(claimed.get(0));
+      return Tries.done(1);
     }
 
     @Override
@@ -534,6 +639,63 @@ public final class ConvoyHarness {
     @Override
     public void close() {
       schema.close();
+    }
+  }
+
+  /**
+   * Counts a fenced lock's requests for the lease on the calling thread, which is the thread that
+   * waits: {@code FencedLock} asks on the caller's thread, and wake-ups only end its sleep.
+   */
+  private static final class CountingBackend implements FairLockBackend {
+    private final FairLockBackend backend;
+    private final ThreadLocal<int[]> requests;
+
+    CountingBackend(FairLockBackend backend, ThreadLocal<int[]> requests) {
+      this.backend = backend;
+      this.requests = requests;
+    }
+
+    @Override
+    public Option<FencingToken> tryAcquire(String name, String owner, Duration ttl) {
+      requests.get()[0]++;
+      return backend.tryAcquire(name, owner, ttl);
+    }
+
+    @Override
+    public Option<FencingToken> tryAcquireInTurn(
+        String name, String owner, Duration ttl, String waiter, Duration place, Duration patience) {
+      requests.get()[0]++;
+      return backend.tryAcquireInTurn(name, owner, ttl, waiter, place, patience);
+    }
+
+    @Override
+    public boolean renew(String name, String owner, FencingToken token, Duration ttl) {
+      return backend.renew(name, owner, token, ttl);
+    }
+
+    @Override
+    public boolean release(String name, String owner, FencingToken token) {
+      return backend.release(name, owner, token);
+    }
+
+    @Override
+    public Option<LeaseHolder> holder(String name) {
+      return backend.holder(name);
+    }
+
+    @Override
+    public void leaveQueue(String name, String waiter) {
+      backend.leaveQueue(name, waiter);
+    }
+
+    @Override
+    public Subscription onRelease(String name, String waiter, Runnable wake) {
+      return backend.onRelease(name, waiter, wake);
+    }
+
+    @Override
+    public boolean wakesWaiters() {
+      return backend.wakesWaiters();
     }
   }
 

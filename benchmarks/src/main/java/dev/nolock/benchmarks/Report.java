@@ -411,6 +411,7 @@ final class Report {
       }
     }
     goals.addAll(starvationGoals(run.convoy));
+    goals.addAll(casWorstCaseGoals(run.convoy));
     long growth = run.heapAtEnd - run.heapAtStart;
     goals.add(
         new Goal(
@@ -655,21 +656,14 @@ final class Report {
         .append(" ms\n\n")
         .append(convoyIntro())
         .append("\n\n");
-    md.append(
-        "| design | phase | units | units/s | p50 ms | p99 ms | p99.9 ms | max ms |\n"
-            + "|---|---|---|---|---|---|---|---|\n");
-    for (ConvoyHarness.Result r : run.convoy) {
-      row(md, r.design(), "before", r.beforePerSecond(), r.before());
-      row(md, r.design(), "during the stall", r.duringPerSecond(), r.during());
-      row(md, r.design(), "after", r.afterPerSecond(), r.after());
+    md.append("| ")
+        .append(String.join(" | ", CONVOY_COLUMNS))
+        .append(" |\n|")
+        .append("---|".repeat(CONVOY_COLUMNS.size()))
+        .append('\n');
+    for (List<String> row : convoyRows()) {
+      md.append("| ").append(String.join(" | ", row)).append(" |\n");
     }
-    run.convoySkipped.forEach(
-        (design, why) ->
-            md.append("| ")
-                .append(design)
-                .append(" | skipped: ")
-                .append(why)
-                .append(" | | | | | | |\n"));
     return md.toString();
   }
 
@@ -685,28 +679,14 @@ final class Report {
         + " completed; units = how many the phase holds (in a phase of a handful, p99 is the"
         + " max). Phases of "
         + run.profile.convoyPhase().toSeconds()
-        + " s before and after. Every design runs with its defaults except the CAS writer, whose"
-        + " retry policy allows "
+        + " s before and after. Attempts per unit: the requests a unit sent for the resource (lock"
+        + " requests, conditional writes, claims); gave up: units the design gave up on, whose"
+        + " latency is recorded to the give-up and so flatters the row. Every design runs with its"
+        + " defaults except one of the two CAS writers, whose retry policy allows "
         + ConvoyHarness.CAS_MAX_ATTEMPTS
-        + " attempts (the default 10 give up now and then with four writers on one row, and a"
-        + " give-up would end a unit early and flatter its latency); the fenced locks wait up to "
+        + " attempts so that its latencies include every unit; the fenced locks wait up to "
         + ConvoyHarness.MAX_WAIT.toSeconds()
         + " s to acquire.";
-  }
-
-  private static void row(StringBuilder md, String design, String phase, double rate, Histogram h) {
-    md.append(
-        String.format(
-            Locale.ROOT,
-            "| %s | %s | %d | %s | %.2f | %.2f | %.2f | %.2f |%n",
-            design,
-            phase,
-            h.getTotalCount(),
-            Svg.compact(rate),
-            ms(h.getValueAtPercentile(50)),
-            ms(h.getValueAtPercentile(99)),
-            ms(h.getValueAtPercentile(99.9)),
-            ms(h.getMaxValue())));
   }
 
   private List<Figure> groupFigures(String group) {
@@ -728,13 +708,16 @@ final class Report {
   }
 
   /**
-   * The convoy's winner and by how much: the design with the lowest p99 during the stall wins only
-   * when its p99.9 and max are no higher than the runner-up's too (a phase holds few units, so one
-   * slow unit is its tail); otherwise the two tie, each better at one end.
+   * The convoy's winner and by how much, among the designs that gave up on no unit during the
+   * stall: the design with the lowest p99 during the stall wins only when its p99.9 and max are no
+   * higher than the runner-up's too (a phase holds few units, so one slow unit is its tail);
+   * otherwise the two tie, each better at one end.
    */
   static Optional<String[]> convoyWinner(List<ConvoyHarness.Result> convoy) {
     List<ConvoyHarness.Result> ranked =
         convoy.stream()
+            // A unit given up on ends early: its latency flatters the design it failed.
+            .filter(r -> r.giveUps().during() == 0)
             .sorted(Comparator.comparingLong(r -> r.during().getValueAtPercentile(99)))
             .toList();
     if (ranked.isEmpty()) {
@@ -967,35 +950,59 @@ final class Report {
               stallTo,
               true));
     }
-    List<List<String>> rows = new ArrayList<>();
-    for (ConvoyHarness.Result r : run.convoy) {
-      rows.add(convoyRow(r.design(), "before", r.beforePerSecond(), r.before()));
-      rows.add(convoyRow(r.design(), "during the stall", r.duringPerSecond(), r.during()));
-      rows.add(convoyRow(r.design(), "after", r.afterPerSecond(), r.after()));
-    }
-    run.convoySkipped.forEach(
-        (d, why) -> rows.add(List.of(d, "skipped: " + why, "", "", "", "", "", "")));
-    html.append(
-        table(
-            List.of(
-                "design", "phase", "units", "units/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms"),
-            rows));
+    html.append(table(CONVOY_COLUMNS, convoyRows()));
     html.append(
         "<p>Every measured turn: <a href='turns.csv'>turns.csv</a>; the same tables"
             + " in <a href='summary.md'>summary.md</a>.</p></body></html>\n");
     return html.toString();
   }
 
-  private static List<String> convoyRow(String design, String phase, double rate, Histogram h) {
-    return List.of(
-        design,
-        phase,
-        Long.toString(h.getTotalCount()),
-        Svg.compact(rate),
-        String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(50))),
-        String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(99))),
-        String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(99.9))),
-        String.format(Locale.ROOT, "%.2f", ms(h.getMaxValue())));
+  private static final List<String> CONVOY_COLUMNS =
+      List.of(
+          "design",
+          "phase",
+          "units",
+          "units/s",
+          "attempts per unit",
+          "gave up",
+          "p50 ms",
+          "p99 ms",
+          "p99.9 ms",
+          "max ms");
+
+  /** The convoy table's rows, the same in the Markdown and the HTML report. */
+  private List<List<String>> convoyRows() {
+    List<List<String>> rows = new ArrayList<>();
+    for (ConvoyHarness.Result r : run.convoy) {
+      for (ConvoyHarness.Phase phase : ConvoyHarness.Phase.values()) {
+        Histogram h = r.histogram(phase);
+        rows.add(
+            List.of(
+                r.design(),
+                switch (phase) {
+                  case BEFORE -> "before";
+                  case DURING -> "during the stall";
+                  case AFTER -> "after";
+                },
+                Long.toString(h.getTotalCount()),
+                Svg.compact(r.perSecond(phase)),
+                String.format(Locale.ROOT, "%.2f", r.attemptsPerUnit(phase)),
+                Long.toString(r.giveUps().of(phase)),
+                String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(50))),
+                String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(99))),
+                String.format(Locale.ROOT, "%.2f", ms(h.getValueAtPercentile(99.9))),
+                String.format(Locale.ROOT, "%.2f", ms(h.getMaxValue()))));
+      }
+    }
+    run.convoySkipped.forEach(
+        (design, why) -> {
+          List<String> row = new ArrayList<>(List.of(design, "skipped: " + why));
+          while (row.size() < CONVOY_COLUMNS.size()) {
+            row.add("");
+          }
+          rows.add(row);
+        });
+    return rows;
   }
 
   private String chart(String group, List<Figure> groupFigures) {
@@ -1040,6 +1047,41 @@ final class Report {
 
   private static String inline(String text) {
     return Svg.escape(text).replaceAll("`([^`]+)`", "<code>$1</code>");
+  }
+
+  /** How many times its own p99 a CAS writer's longest wait before the stall may be. */
+  static final int CAS_WORST_CASE_FACTOR = 10;
+
+  /**
+   * Before the stall, on the hot row: each CAS writer's longest wait within {@value
+   * #CAS_WORST_CASE_FACTOR}× its own p99, with no unit given up. Exponential backoff keeps the
+   * losers of a race out longer and longer while the winners write on, so one writer can lose for
+   * seconds; giving up bounds the wait only by failing the write.
+   */
+  static List<Goal> casWorstCaseGoals(List<ConvoyHarness.Result> convoy) {
+    return convoy.stream()
+        .filter(r -> r.lockFree() && r.design().startsWith("CAS"))
+        .map(
+            r -> {
+              Histogram before = r.before();
+              boolean bounded =
+                  before.getMaxValue()
+                      <= before.getValueAtPercentile(99) * (long) CAS_WORST_CASE_FACTOR;
+              return new Goal(
+                  r.design()
+                      + ": bounded worst case on the hot row before the stall (longest wait within "
+                      + CAS_WORST_CASE_FACTOR
+                      + "× its p99, no unit given up)",
+                  bounded && r.giveUps().before() == 0 ? "met" : "not met",
+                  String.format(
+                      Locale.ROOT,
+                      "p99 / max %.1f / %.1f ms, %d of %d units gave up",
+                      ms(before.getValueAtPercentile(99)),
+                      ms(before.getMaxValue()),
+                      r.giveUps().before(),
+                      before.getTotalCount()));
+            })
+        .toList();
   }
 
   /** How many times the blocking advisory lock's longest wait a fenced lock's may be. */

@@ -16,11 +16,14 @@ class ConvoyClassificationTest {
   @Test
   void aUnitThatStartedBeforeTheStallAndWaitedThroughItCountsAsDuring() {
     // t0 = 0, stall 1000..3000 ms, end 4000 ms
-    List<long[]> units =
+    List<ConvoyHarness.Unit> units =
         List.of(
-            new long[] {100 * MS, 5 * MS}, // before, 5 ms
-            new long[] {990 * MS, 2_020 * MS}, // queued behind the stalled holder
-            new long[] {3_500 * MS, 7 * MS}); // after
+            new ConvoyHarness.Unit(100 * MS, 5 * MS, ConvoyHarness.Tries.done(1)), // before, 5 ms
+            new ConvoyHarness.Unit(
+                990 * MS,
+                2_020 * MS,
+                ConvoyHarness.Tries.done(1)), // queued behind the stalled holder
+            new ConvoyHarness.Unit(3_500 * MS, 7 * MS, ConvoyHarness.Tries.done(1))); // after
 
     ConvoyHarness.Result result =
         ConvoyHarness.classify(DESIGN, units, 0, 1_000 * MS, 3_000 * MS, 4_000 * MS);
@@ -35,12 +38,13 @@ class ConvoyClassificationTest {
 
   @Test
   void throughputCountsUnitsByWhenTheyCompleted() {
-    List<long[]> units =
+    List<ConvoyHarness.Unit> units =
         List.of(
-            new long[] {100 * MS, 5 * MS},
-            new long[] {200 * MS, 5 * MS},
-            new long[] {990 * MS, 2_020 * MS}, // completes after the stall
-            new long[] {3_500 * MS, 7 * MS});
+            new ConvoyHarness.Unit(100 * MS, 5 * MS, ConvoyHarness.Tries.done(1)),
+            new ConvoyHarness.Unit(200 * MS, 5 * MS, ConvoyHarness.Tries.done(1)),
+            new ConvoyHarness.Unit(
+                990 * MS, 2_020 * MS, ConvoyHarness.Tries.done(1)), // completes after the stall
+            new ConvoyHarness.Unit(3_500 * MS, 7 * MS, ConvoyHarness.Tries.done(1)));
 
     ConvoyHarness.Result result =
         ConvoyHarness.classify(DESIGN, units, 0, 1_000 * MS, 3_000 * MS, 4_000 * MS);
@@ -51,8 +55,29 @@ class ConvoyClassificationTest {
   }
 
   @Test
+  void attemptsAndGiveUpsAreCountedInTheUnitsPhase() {
+    List<ConvoyHarness.Unit> units =
+        List.of(
+            new ConvoyHarness.Unit(100 * MS, 5 * MS, ConvoyHarness.Tries.done(1)),
+            new ConvoyHarness.Unit(200 * MS, 5 * MS, ConvoyHarness.Tries.done(3)),
+            new ConvoyHarness.Unit(990 * MS, 40 * MS, new ConvoyHarness.Tries(10, true)),
+            new ConvoyHarness.Unit(3_500 * MS, 7 * MS, ConvoyHarness.Tries.done(2)));
+
+    ConvoyHarness.Result result =
+        ConvoyHarness.classify(DESIGN, units, 0, 1_000 * MS, 3_000 * MS, 4_000 * MS);
+
+    assertThat(result.attemptsPerUnit(ConvoyHarness.Phase.BEFORE)).isEqualTo(2.0);
+    assertThat(result.attemptsPerUnit(ConvoyHarness.Phase.DURING)).isEqualTo(10.0);
+    assertThat(result.attemptsPerUnit(ConvoyHarness.Phase.AFTER)).isEqualTo(2.0);
+    assertThat(result.giveUps()).isEqualTo(new ConvoyHarness.Phases(0, 1, 0));
+  }
+
+  @Test
   void theChartShowsAUnitWaitingThroughTheStallAsARamp() {
-    List<long[]> units = List.of(new long[] {100 * MS, 5 * MS}, new long[] {990 * MS, 2_020 * MS});
+    List<ConvoyHarness.Unit> units =
+        List.of(
+            new ConvoyHarness.Unit(100 * MS, 5 * MS, ConvoyHarness.Tries.done(1)),
+            new ConvoyHarness.Unit(990 * MS, 2_020 * MS, ConvoyHarness.Tries.done(1)));
 
     ConvoyHarness.Result result =
         ConvoyHarness.classify(DESIGN, units, 0, 1_000 * MS, 3_000 * MS, 4_000 * MS);

@@ -19,12 +19,12 @@ class ConvoyRankingTest {
    * 1000 units of {@code typicalMs} during the stall, plus {@code slow} units of {@code slowMs}.
    */
   private static ConvoyHarness.Result design(String name, long typicalMs, int slow, long slowMs) {
-    List<long[]> units = new ArrayList<>();
+    List<ConvoyHarness.Unit> units = new ArrayList<>();
     for (int i = 0; i < 1_000; i++) {
-      units.add(new long[] {1_100 * MS, typicalMs * MS});
+      units.add(new ConvoyHarness.Unit(1_100 * MS, typicalMs * MS, ConvoyHarness.Tries.done(1)));
     }
     for (int i = 0; i < slow; i++) {
-      units.add(new long[] {1_100 * MS, slowMs * MS});
+      units.add(new ConvoyHarness.Unit(1_100 * MS, slowMs * MS, ConvoyHarness.Tries.done(1)));
     }
     return ConvoyHarness.classify(
         new ConvoyHarness.Design(name, false, "postgres", () -> null),
@@ -67,6 +67,27 @@ class ConvoyRankingTest {
     String[] winner = Report.convoyWinner(List.of(runnerUp, third, leader)).orElseThrow();
 
     assertThat(winner[0]).isEqualTo("tie: a (lower p99); c (lower tail)");
+  }
+
+  @Test
+  void aDesignThatGaveUpOnAUnitDuringTheStallCannotWin() {
+    // Its give-up ended a unit early: the lowest latencies, bought by failing a write.
+    List<ConvoyHarness.Unit> units = new ArrayList<>();
+    for (int i = 0; i < 1_000; i++) {
+      units.add(new ConvoyHarness.Unit(1_100 * MS, MS, ConvoyHarness.Tries.done(1)));
+    }
+    units.add(new ConvoyHarness.Unit(1_100 * MS, MS, new ConvoyHarness.Tries(10, true)));
+    ConvoyHarness.Result gaveUp =
+        ConvoyHarness.classify(
+            new ConvoyHarness.Design("gave up", true, "postgres", () -> null),
+            units,
+            0,
+            1_000 * MS,
+            3_000 * MS,
+            4_000 * MS);
+    ConvoyHarness.Result slower = design("slower", 5, 0, 0);
+
+    assertThat(Report.convoyWinner(List.of(gaveUp, slower)).orElseThrow()[0]).isEqualTo("slower");
   }
 
   @Test

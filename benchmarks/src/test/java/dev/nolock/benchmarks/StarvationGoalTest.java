@@ -17,11 +17,11 @@ class StarvationGoalTest {
 
   /** 1000 units of 2 ms done before the stall, and one of {@code longestMs}. */
   private static ConvoyHarness.Result design(String name, long longestMs) {
-    List<long[]> units = new ArrayList<>();
+    List<ConvoyHarness.Unit> units = new ArrayList<>();
     for (int i = 0; i < 1_000; i++) {
-      units.add(new long[] {100 * MS, 2 * MS});
+      units.add(new ConvoyHarness.Unit(100 * MS, 2 * MS, ConvoyHarness.Tries.done(1)));
     }
-    units.add(new long[] {100 * MS, longestMs * MS});
+    units.add(new ConvoyHarness.Unit(100 * MS, longestMs * MS, ConvoyHarness.Tries.done(1)));
     return ConvoyHarness.classify(
         new ConvoyHarness.Design(name, false, "postgres", () -> null),
         units,
@@ -45,6 +45,34 @@ class StarvationGoalTest {
     assertThat(goals.get(0).status()).isEqualTo("met");
     assertThat(goals.get(1).status()).isEqualTo("not met");
     assertThat(goals.get(1).evidence()).startsWith("p99.9 / max").contains(" vs ");
+  }
+
+  /** 1000 CAS units of 2 ms before the stall, and one of {@code longestMs} that may give up. */
+  private static ConvoyHarness.Result cas(long longestMs, boolean gaveUp) {
+    List<ConvoyHarness.Unit> units = new ArrayList<>();
+    for (int i = 0; i < 1_000; i++) {
+      units.add(new ConvoyHarness.Unit(100 * MS, 2 * MS, ConvoyHarness.Tries.done(1)));
+    }
+    units.add(new ConvoyHarness.Unit(100 * MS, longestMs * MS, new ConvoyHarness.Tries(5, gaveUp)));
+    return ConvoyHarness.classify(
+        new ConvoyHarness.Design("CAS on a version column", true, "postgres", () -> null),
+        units,
+        0,
+        2_000 * MS,
+        3_000 * MS,
+        4_000 * MS);
+  }
+
+  @Test
+  void aCasWriterMeetsTheBoundedWorstCaseOnlyWithinTenTimesItsP99AndWithNoGiveUp() {
+    assertThat(Report.casWorstCaseGoals(List.of(cas(19, false))).get(0).status()).isEqualTo("met");
+    assertThat(Report.casWorstCaseGoals(List.of(cas(500, false))).get(0).status())
+        .isEqualTo("not met");
+    Report.Goal gaveUp = Report.casWorstCaseGoals(List.of(cas(19, true))).get(0);
+    assertThat(gaveUp.status()).isEqualTo("not met");
+    assertThat(gaveUp.evidence()).endsWith("1 of 1001 units gave up");
+    assertThat(Report.casWorstCaseGoals(List.of(design("Fenced lock (PostgreSQL)", 500))))
+        .isEmpty();
   }
 
   @Test
