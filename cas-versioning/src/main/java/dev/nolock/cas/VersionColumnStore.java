@@ -6,6 +6,7 @@ import dev.nolock.cas.internal.StoreMetrics;
 import dev.nolock.cas.internal.VersionTable;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.Conflict;
+import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.Version;
 import dev.nolock.patterns.Versioned;
@@ -13,6 +14,7 @@ import dev.nolock.patterns.VersionedStore;
 import dev.nolock.patterns.sql.OwnTransaction;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -20,10 +22,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
+import java.util.random.RandomGenerator;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
@@ -62,7 +65,11 @@ import org.jooq.impl.DSL;
  *       {@link IllegalStateException}.
  *   <li>{@link #delete}: {@code DELETE ... WHERE key = :id AND version = :expected}, the same way.
  *   <li>{@link #update}: read, apply the change, compare-and-set; on a conflict, back off and
- *       repeat under the configured {@link RetryPolicy}.
+ *       repeat under the configured {@link RetryPolicy}. An update that has lost races for {@link
+ *       VersionColumnStoreConfig#takeTurnAfter()} (20 ms by default) makes each next attempt a
+ *       turn: {@code SELECT ... FOR NO KEY UPDATE} in a transaction of its own, the change, the
+ *       same compare-and-set, the commit. It waits in PostgreSQL's queue for the row instead of
+ *       racing writers that keep winning, so no writer loses for seconds on a hot row.
  * </ol>
  *
  * <p>Under PostgreSQL's default READ COMMITTED, a compare-and-set that finds the row locked by
@@ -265,9 +272,17 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    * last result is stored. A missing key is a conflict with no version, returned at once without
    * calling {@code change}; so is a row deleted between the read and the write.
    *
+   * <p>A store from {@link #create} that has lost races on the row for {@link
+   * VersionColumnStoreConfig#takeTurnAfter()} takes its turn: each next attempt locks the row while
+   * it reads, applies {@code change} and writes (see {@link
+   * VersionColumnStoreConfig.Builder#takeTurnAfter}), so {@code change} then runs while the other
+   * writers of the row wait: keep it quick. A turn idle for longer than {@link
+   * VersionColumnStoreConfig#TURN_IDLE_LIMIT} is ended by PostgreSQL with nothing written.
+   *
    * <p>Only lost races are retried. When PostgreSQL fails or the answer to the compare-and-set is
    * lost, the call ends with a {@link BackendUnavailableException}: the change was applied once or
-   * not at all. Read the key before calling {@code update} again, which would apply it again.
+   * not at all (its message says which is known). Read the key before calling {@code update} again,
+   * which would apply it again.
    *
    * @throws IllegalArgumentException when {@code change} returns null
    * @throws RuntimeException whatever {@code change} throws, unchanged (nothing is written)
@@ -283,23 +298,60 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     if (!ownsTransactions) {
       return attemptUpdate(id, change).fold(Either::left, Function.identity());
     }
-    AtomicInteger attempts = new AtomicInteger();
-    Either<Conflict, Either<Conflict, Versioned<T>>> outcome =
-        config
-            .retryPolicy()
-            .run(
-                config.clock(),
-                () -> {
-                  if (attempts.getAndIncrement() > 0) {
-                    metrics.retry();
-                  }
-                  return attemptUpdate(id, change);
-                });
-    if (outcome.isLeft()) {
-      metrics.gaveUp();
-      return Either.left(outcome.getLeft());
+    return retryUpdate(id, change);
+  }
+
+  /**
+   * {@link #update}'s retries, by the configured {@link RetryPolicy} with one addition, the turn:
+   *
+   * <ol>
+   *   <li>Attempt: read, apply the change, compare-and-set. Done, or the row is gone: return.
+   *   <li>Lost the race: give up after the policy's attempts, or when the backoff would pass its
+   *       elapsed time; otherwise sleep the backoff, cut short at the moment the update may take
+   *       its turn (the backoff spreads racers apart; a turn waits in the row's queue instead).
+   *   <li>Once the update has lost for {@code takeTurnAfter}, each attempt is a turn ({@link
+   *       #attemptTurn}); go to 2 on a loss (only a serialization failure or a trigger makes one).
+   * </ol>
+   *
+   * Written out rather than through {@link RetryPolicy#run} for the cut-short sleep: it is what
+   * bounds the wait of a writer that keeps losing (a sleep drawn late in the backoff can be a
+   * second long).
+   */
+  private Either<Conflict, Versioned<T>> retryUpdate(K id, UnaryOperator<T> change) {
+    RetryPolicy policy = config.retryPolicy();
+    LeaseClock clock = config.clock();
+    long turnAfter = config.takeTurnAfter().map(Duration::toNanos).getOrElse(Long.MAX_VALUE);
+    long maxElapsed = policy.maxElapsed().toNanos();
+    RandomGenerator random = ThreadLocalRandom.current();
+    long start = clock.nanoTime();
+    for (int failures = 0; ; ) {
+      if (failures > 0) {
+        metrics.retry();
+      }
+      long elapsed = clock.nanoTime() - start;
+      Either<Conflict, Either<Conflict, Versioned<T>>> outcome =
+          elapsed >= turnAfter ? attemptTurn(id, change) : attemptUpdate(id, change);
+      if (outcome.isRight()) {
+        return outcome.get();
+      }
+      failures++;
+      long delay = policy.backoff(failures, random).toNanos();
+      elapsed = clock.nanoTime() - start;
+      if (elapsed < turnAfter && delay > turnAfter - elapsed) {
+        delay = turnAfter - elapsed;
+      }
+      if (failures >= policy.maxAttempts() || elapsed + delay > maxElapsed) {
+        metrics.gaveUp();
+        return Either.left(outcome.getLeft());
+      }
+      try {
+        clock.sleep(Duration.ofNanos(delay));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        metrics.gaveUp();
+        return Either.left(outcome.getLeft());
+      }
     }
-    return outcome.get();
   }
 
   /**
@@ -387,13 +439,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     if (current.isEmpty()) {
       return Either.right(Either.left(new Conflict(String.valueOf(id), Option.none())));
     }
-    T newValue = change.apply(current.get().value());
-    if (newValue == null) {
-      throw new IllegalArgumentException(
-          "The change function returned null for key "
-              + id
-              + ": return the new value (to remove the row, use delete).");
-    }
+    T newValue = applyChange(change, current.get().value(), id);
     Either<Conflict, Versioned<T>> written =
         compareAndSet(
             id,
@@ -405,6 +451,74 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
       return Either.left(written.getLeft()); // lost a race: retry
     }
     return Either.right(written); // done, or the row is gone: retrying cannot help
+  }
+
+  /**
+   * One attempt of {@link #update} in its turn, in a transaction of its own:
+   *
+   * <ol>
+   *   <li>{@code SELECT ... FOR NO KEY UPDATE} waits in PostgreSQL's queue for the row's lock,
+   *       reads it, and limits how long the transaction may then sit idle to {@link
+   *       VersionColumnStoreConfig#TURN_IDLE_LIMIT} (PostgreSQL ends a session idle longer, which
+   *       rolls the turn back and frees the row for the others).
+   *   <li>Apply the change; compare-and-set as any attempt does (the lock makes it match, the check
+   *       stays); commit.
+   * </ol>
+   *
+   * A failure before the COMMIT was sent leaves nothing written (PostgreSQL rolls back a
+   * transaction that does not commit); a failure of the COMMIT itself leaves the outcome unknown. A
+   * serialization failure (REPEATABLE READ or SERIALIZABLE pools) is a lost race, as elsewhere.
+   */
+  private Either<Conflict, Either<Conflict, Versioned<T>>> attemptTurn(
+      K id, UnaryOperator<T> change) {
+    metrics.attempts(1);
+    metrics.turn();
+    boolean[] committing = {false};
+    Either<Conflict, Either<Conflict, Versioned<T>>> outcome;
+    try {
+      outcome =
+          dsl.transactionResult(
+              configuration -> {
+                DSLContext tx = configuration.dsl();
+                Option<Versioned<T>> current =
+                    table.readForTurn(tx, id, VersionColumnStoreConfig.TURN_IDLE_LIMIT);
+                if (current.isEmpty()) {
+                  return Either.right(Either.left(new Conflict(String.valueOf(id), Option.none())));
+                }
+                T newValue = applyChange(change, current.get().value(), id);
+                Option<Version> written =
+                    table.compareAndSet(tx, id, current.get().version().asLong(), newValue);
+                committing[0] = true;
+                return written.isDefined()
+                    ? Either.right(Either.right(new Versioned<>(newValue, written.get())))
+                    : Either.left(conflict(tx, id));
+              });
+    } catch (DataAccessException e) {
+      if (!committing[0] && StoreErrors.isSerializationFailure(e)) {
+        outcome = Either.left(translate("update of key " + id, Sent.READ, () -> conflict(dsl, id)));
+      } else {
+        throw StoreErrors.translate(
+            e,
+            table,
+            "update of key " + id + " (its turn on the row)",
+            committing[0] ? Sent.UPDATE : Sent.UNCOMMITTED);
+      }
+    }
+    if (outcome.isLeft()) {
+      metrics.conflicts(1);
+    }
+    return outcome;
+  }
+
+  private static <K, T> T applyChange(UnaryOperator<T> change, T value, K id) {
+    T newValue = change.apply(value);
+    if (newValue == null) {
+      throw new IllegalArgumentException(
+          "The change function returned null for key "
+              + id
+              + ": return the new value (to remove the row, use delete).");
+    }
+    return newValue;
   }
 
   /**

@@ -41,6 +41,22 @@ public final class VersionColumnStoreConfig<K, T> {
   /** Longest query timeout accepted: every statement touches rows by key; minutes mean trouble. */
   public static final Duration MAX_QUERY_TIMEOUT = Duration.ofMinutes(5);
 
+  /**
+   * How long an {@code update} loses races before its next attempt takes its turn on the row: 20
+   * ms, a few times a hot row's p99 wait, so that the turn is for the writers the backoff left
+   * behind, not for every writer that lost once.
+   */
+  public static final Duration DEFAULT_TAKE_TURN_AFTER = Duration.ofMillis(20);
+
+  /** Longest {@link Builder#takeTurnAfter} accepted. */
+  public static final Duration MAX_TAKE_TURN_AFTER = Duration.ofMinutes(1);
+
+  /**
+   * The longest a turn may keep the row locked while its session is idle (the caller paused, or its
+   * change function ran long) before PostgreSQL ends the session and the other writers go on.
+   */
+  public static final Duration TURN_IDLE_LIMIT = Duration.ofSeconds(1);
+
   /** The key types the store binds and compares natively. */
   public static final Set<Class<?>> KEY_TYPES =
       Set.of(String.class, Long.class, Integer.class, UUID.class);
@@ -54,6 +70,7 @@ public final class VersionColumnStoreConfig<K, T> {
   private final RetryPolicy retryPolicy;
   private final LeaseClock clock;
   private final Duration queryTimeout;
+  private final Duration takeTurnAfter;
   private final MeterRegistry registry;
   private final String instanceName;
 
@@ -67,6 +84,7 @@ public final class VersionColumnStoreConfig<K, T> {
     this.retryPolicy = builder.retryPolicy;
     this.clock = builder.clock;
     this.queryTimeout = builder.queryTimeout;
+    this.takeTurnAfter = builder.takeTurnAfter;
     this.registry = builder.registry;
     this.instanceName = builder.instanceName;
   }
@@ -127,6 +145,14 @@ public final class VersionColumnStoreConfig<K, T> {
     return queryTimeout;
   }
 
+  /**
+   * How long an {@code update} loses races before it takes its turn on the row; none when it never
+   * does (see {@link Builder#takeTurnAfter}).
+   */
+  public Option<Duration> takeTurnAfter() {
+    return Option.of(takeTurnAfter);
+  }
+
   /** The metrics instance name ({@code name} tag); none when metrics are off. */
   public Option<String> instanceName() {
     return Option.of(instanceName);
@@ -154,6 +180,8 @@ public final class VersionColumnStoreConfig<K, T> {
         + retryPolicy
         + ", queryTimeout="
         + queryTimeout
+        + ", takeTurnAfter="
+        + (takeTurnAfter == null ? "never" : takeTurnAfter)
         + (instanceName == null ? "" : ", metrics=" + instanceName)
         + "]";
   }
@@ -169,6 +197,7 @@ public final class VersionColumnStoreConfig<K, T> {
     private RetryPolicy retryPolicy = RetryPolicy.ofDefaults();
     private LeaseClock clock = LeaseClock.system();
     private Duration queryTimeout = DEFAULT_QUERY_TIMEOUT;
+    private Duration takeTurnAfter = DEFAULT_TAKE_TURN_AFTER;
     private MeterRegistry registry;
     private String instanceName;
 
@@ -255,6 +284,51 @@ public final class VersionColumnStoreConfig<K, T> {
                 + " Duration.ofSeconds(5).");
       }
       this.queryTimeout = queryTimeout;
+      return this;
+    }
+
+    /**
+     * How long an {@code update} that owns its transactions loses races before each of its next
+     * attempts takes its turn on the row: it reads the row with {@code SELECT ... FOR NO KEY
+     * UPDATE} in a transaction of its own, applies the change and compares-and-sets, so it waits in
+     * PostgreSQL's queue for the row's lock instead of racing the writers that keep winning.
+     * Without it, exponential backoff keeps a loser out longer and longer while the winners write
+     * on, and on a hot row one writer can lose for seconds.
+     *
+     * <p>The price, paid only by an update that has lost for this long: its turn holds the row's
+     * lock for a round trip and the change function, so the other writers of the row wait for it. A
+     * turn whose session sits idle longer than {@link VersionColumnStoreConfig#TURN_IDLE_LIMIT}
+     * (the caller paused, or its change function ran long) is ended by PostgreSQL; its update fails
+     * with nothing written and the others go on. From {@code Duration.ZERO} (every update takes its
+     * turn at once: a pessimistic store) to {@link VersionColumnStoreConfig#MAX_TAKE_TURN_AFTER}.
+     * Default {@link VersionColumnStoreConfig#DEFAULT_TAKE_TURN_AFTER}; {@link #neverTakeTurn()}
+     * keeps every update lock-free.
+     */
+    public Builder<K, T> takeTurnAfter(Duration after) {
+      required(
+          after,
+          "takeTurnAfter(null): pass a Duration, e.g. Duration.ofMillis(20) (the default), or"
+              + " call neverTakeTurn()");
+      if (after.isNegative() || after.compareTo(MAX_TAKE_TURN_AFTER) > 0) {
+        throw new IllegalArgumentException(
+            "takeTurnAfter must be between 0 and "
+                + MAX_TAKE_TURN_AFTER
+                + ", got "
+                + after
+                + ": use e.g. Duration.ofMillis(20), or neverTakeTurn() for updates that never"
+                + " lock the row.");
+      }
+      this.takeTurnAfter = after;
+      return this;
+    }
+
+    /**
+     * Every {@code update} stays lock-free however long it loses: no writer of the store ever holds
+     * the row's lock beyond one statement, and a writer on a hot row can wait through many backoffs
+     * (see {@link #takeTurnAfter}).
+     */
+    public Builder<K, T> neverTakeTurn() {
+      this.takeTurnAfter = null;
       return this;
     }
 

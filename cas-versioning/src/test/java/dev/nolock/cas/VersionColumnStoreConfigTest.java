@@ -146,6 +146,24 @@ class VersionColumnStoreConfigTest {
   }
 
   @Test
+  void anUpdateTakesItsTurnAfter20MsByDefaultWithinZeroToAMinuteOrNever() {
+    VersionColumnStoreConfig.Builder<String, Long> builder =
+        VersionColumnStoreConfig.custom("accounts", String.class, ValueCodec.longs());
+
+    assertThat(builder.build().takeTurnAfter()).contains(Duration.ofMillis(20));
+    assertThat(builder.takeTurnAfter(Duration.ZERO).build().takeTurnAfter())
+        .contains(Duration.ZERO);
+    assertThat(builder.neverTakeTurn().build().takeTurnAfter()).isEmpty();
+    assertThat(builder.build().toString()).contains("takeTurnAfter=never");
+    assertThatThrownBy(() -> builder.takeTurnAfter(Duration.ofMillis(-1)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("neverTakeTurn()");
+    assertThatThrownBy(() -> builder.takeTurnAfter(Duration.ofSeconds(61)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("between 0 and PT1M");
+  }
+
+  @Test
   void aBlankOrOverlongMetricsInstanceNameIsRefused() {
     VersionColumnStoreConfig.Builder<String, Long> builder =
         VersionColumnStoreConfig.custom("accounts", String.class, ValueCodec.longs());

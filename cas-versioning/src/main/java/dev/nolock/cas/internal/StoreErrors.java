@@ -42,6 +42,11 @@ public final class StoreErrors {
         "The outcome is unknown: PostgreSQL may have applied the change before the failure, once."
             + " Read the key back before you call update again: a second call applies the change"
             + " again on top of the first if that one landed."),
+    /** A transaction of the store's own that failed before its COMMIT was sent. */
+    UNCOMMITTED(
+        "Nothing was written by this call: its transaction failed before the COMMIT was sent, and"
+            + " PostgreSQL rolls back a transaction that does not commit. Retry later with"
+            + " backoff."),
     /** The transaction of a batch compare-and-set. */
     BATCH(
         "The outcome is unknown: if the failure hit the COMMIT, PostgreSQL may have committed the"

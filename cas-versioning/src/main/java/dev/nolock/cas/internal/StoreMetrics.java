@@ -7,8 +7,8 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 
 /**
- * The store's four signals, tagged {@code component="store"} and {@code name=<instance>}: conflicts
- * through {@link CoordinationMetrics#conflict()} ({@code nolock.conflicts}), and three counters of
+ * The store's five signals, tagged {@code component="store"} and {@code name=<instance>}: conflicts
+ * through {@link CoordinationMetrics#conflict()} ({@code nolock.conflicts}), and four counters of
  * this module. All are registered at construction, so dashboards see zeros rather than gaps.
  */
 public final class StoreMetrics {
@@ -21,12 +21,16 @@ public final class StoreMetrics {
   /** {@code update} attempts after the first, each one after a lost race. */
   public static final String RETRIES = "nolock.cas.retries";
 
+  /** {@code update} attempts that took their turn on the row after losing for long enough. */
+  public static final String TURNS = "nolock.cas.turns";
+
   /** {@code update} calls that returned a conflict because the retry policy gave up. */
   public static final String GIVE_UPS = "nolock.cas.give_ups";
 
   private final CoordinationMetrics coordination;
   private final Counter attempts;
   private final Counter retries;
+  private final Counter turns;
   private final Counter giveUps;
 
   private StoreMetrics(MeterRegistry registry, String instance) {
@@ -36,6 +40,8 @@ public final class StoreMetrics {
             CoordinationMetrics.COMPONENT_TAG, COMPONENT, CoordinationMetrics.NAME_TAG, instance);
     this.attempts = counter(registry, tags, ATTEMPTS, "Conditional writes sent to the table");
     this.retries = counter(registry, tags, RETRIES, "update attempts after a lost race");
+    this.turns =
+        counter(registry, tags, TURNS, "update attempts that took their turn on the row's lock");
     this.giveUps = counter(registry, tags, GIVE_UPS, "update calls that gave up on a conflict");
   }
 
@@ -58,6 +64,10 @@ public final class StoreMetrics {
 
   public void retry() {
     retries.increment();
+  }
+
+  public void turn() {
+    turns.increment();
   }
 
   public void gaveUp() {

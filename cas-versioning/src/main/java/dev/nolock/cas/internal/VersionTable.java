@@ -2,6 +2,7 @@ package dev.nolock.cas.internal;
 
 import static org.jooq.impl.DSL.cast;
 import static org.jooq.impl.DSL.field;
+import static org.jooq.impl.DSL.function;
 import static org.jooq.impl.DSL.inline;
 import static org.jooq.impl.DSL.name;
 import static org.jooq.impl.DSL.table;
@@ -15,6 +16,7 @@ import dev.nolock.patterns.Versioned;
 import dev.nolock.patterns.sql.SqlNames;
 import io.vavr.control.Option;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -25,6 +27,7 @@ import org.jooq.DataType;
 import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.Record2;
+import org.jooq.Record3;
 import org.jooq.RowN;
 import org.jooq.SQLDialect;
 import org.jooq.Table;
@@ -119,6 +122,36 @@ public final class VersionTable<K, T, S> {
             .fetch();
     if (rows.size() > 1) {
       throw notUnique(rows.size(), id, "read");
+    }
+    return Option.ofOptional(rows.stream().findFirst())
+        .map(row -> new Versioned<>(decode(row.value1(), id), version(row.value2(), id)));
+  }
+
+  /**
+   * {@code SELECT value, version, set_config('idle_in_transaction_session_timeout', :idle, true)
+   * FROM t WHERE key = :id FOR NO KEY UPDATE}: waits in PostgreSQL's queue for the row's lock and
+   * reads the row, and bounds how long this transaction may then sit idle holding it: past {@code
+   * idleLimit} between two statements PostgreSQL ends the session (the setting is the transaction's
+   * own, gone at its end, so a pooled session keeps its own).
+   */
+  public Option<Versioned<T>> readForTurn(DSLContext dsl, K id, Duration idleLimit) {
+    List<Record3<S, Long, String>> rows =
+        dsl.select(
+                value,
+                version,
+                function(
+                    "set_config",
+                    SQLDataType.VARCHAR,
+                    inline("idle_in_transaction_session_timeout"),
+                    val(Long.toString(idleLimit.toMillis())),
+                    inline(true)))
+            .from(table)
+            .where(key.eq(val(id, key)))
+            .forNoKeyUpdate()
+            .queryTimeout(queryTimeoutSeconds)
+            .fetch();
+    if (rows.size() > 1) {
+      throw notUnique(rows.size(), id, "read for its turn");
     }
     return Option.ofOptional(rows.stream().findFirst())
         .map(row -> new Versioned<>(decode(row.value1(), id), version(row.value2(), id)));

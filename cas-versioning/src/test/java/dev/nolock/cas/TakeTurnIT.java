@@ -1,0 +1,329 @@
+package dev.nolock.cas;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.awaitility.Awaitility.await;
+
+import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.ManualLeaseClock;
+import dev.nolock.patterns.RetryPolicy;
+import dev.nolock.patterns.Version;
+import dev.nolock.patterns.Versioned;
+import dev.nolock.testkit.FaultKind;
+import dev.nolock.testkit.InjectedFault;
+import dev.nolock.testkit.JdbcFaults;
+import dev.nolock.testkit.PostgresExtension;
+import dev.nolock.testkit.PostgresSchema;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.vavr.control.Either;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.jooq.DSLContext;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * An {@code update} that keeps losing takes its turn on the row ({@link
+ * VersionColumnStoreConfig.Builder#takeTurnAfter}): it writes where the lock-free retries give up,
+ * a turn that sits idle is ended with nothing written and frees the row, and a turn's lost answers
+ * are reported as what they are.
+ */
+@ExtendWith(PostgresExtension.class)
+class TakeTurnIT {
+
+  private static final int ATTEMPTS = 30;
+
+  private final PostgresSchema schema;
+  private final DSLContext dsl;
+  private final ExecutorService rivals = Executors.newCachedThreadPool();
+
+  TakeTurnIT(PostgresSchema schema) {
+    this.schema = schema;
+    this.dsl = schema.dsl();
+  }
+
+  @BeforeAll
+  static void createTable(PostgresSchema schema) {
+    schema.dsl().execute(Tables.COUNTERS_DDL);
+  }
+
+  @AfterEach
+  void stopRivals() {
+    rivals.shutdownNow();
+  }
+
+  private static String newId() {
+    return "turn-" + UUID.randomUUID();
+  }
+
+  private static VersionColumnStoreConfig.Builder<String, Long> config() {
+    return VersionColumnStoreConfig.custom("counters", String.class, ValueCodec.longs())
+        // every attempt is made: no give-up by time before the last one
+        .retryPolicy(
+            RetryPolicy.custom().maxAttempts(ATTEMPTS).maxElapsed(Duration.ofMinutes(10)).build())
+        // the backoff advances this clock instead of sleeping: 20 ms of losing is a few attempts
+        .clock(new ManualLeaseClock());
+  }
+
+  /**
+   * A writer that loses every race it runs: each time its change is applied, another connection
+   * bumps the row's version before the change returns, so the compare-and-set that follows finds
+   * the row moved on. In a turn the bump cannot land (the row is locked): it waits, and the change
+   * returns once PostgreSQL shows it waiting for the lock.
+   */
+  private final class Rival implements AutoCloseable {
+    private final Connection connection;
+    private final int pid;
+    private final String id;
+    final AtomicInteger bumps = new AtomicInteger();
+    final AtomicInteger bumpsThatWaited = new AtomicInteger();
+
+    Rival(DataSource dataSource, String id) throws SQLException {
+      this.connection = dataSource.getConnection();
+      this.id = id;
+      try (Statement statement = connection.createStatement();
+          ResultSet rs = statement.executeQuery("SELECT pg_backend_pid()")) {
+        rs.next();
+        this.pid = rs.getInt(1);
+      }
+    }
+
+    long change(long value) {
+      Future<?> bump =
+          rivals.submit(
+              () -> {
+                try (var update =
+                    connection.prepareStatement(
+                        "UPDATE counters SET version = version + 1 WHERE id = ?")) {
+                  update.setString(1, id);
+                  update.executeUpdate();
+                }
+                return null;
+              });
+      bumps.incrementAndGet();
+      await().atMost(Duration.ofSeconds(20)).until(() -> bump.isDone() || waitsForALock());
+      if (!bump.isDone()) {
+        bumpsThatWaited.incrementAndGet();
+      }
+      return value + 1;
+    }
+
+    private boolean waitsForALock() {
+      return dsl.fetchExists(
+          dsl.selectOne()
+              .from("pg_stat_activity")
+              .where("pid = ? AND wait_event_type = 'Lock'", pid));
+    }
+
+    @Override
+    public void close() throws SQLException {
+      connection.close();
+    }
+  }
+
+  private static double count(SimpleMeterRegistry registry, String name) {
+    return registry.get(name).tag("name", "turns").counter().count();
+  }
+
+  @Test
+  void aWriterThatLosesEveryRaceTakesItsTurnAndWritesWhereTheLockFreeRetriesGiveUp()
+      throws Exception {
+    String id = newId();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    VersionColumnStore<String, Long> store =
+        VersionColumnStore.create(schema.dataSource(), config().metrics(registry, "turns").build());
+    Version first = store.insert(id, 0L).get().version();
+
+    try (Rival rival = new Rival(schema.dataSource(), id)) {
+      Either<?, Versioned<Long>> outcome = store.update(id, rival::change);
+
+      assertThat(outcome.isRight()).as("written in its turn: %s", outcome).isTrue();
+      assertThat(rival.bumpsThatWaited).as("the last bump queued behind the turn").hasValue(1);
+      assertThat(rival.bumps.get())
+          .as("it lost a few races first, then took its turn")
+          .isBetween(2, ATTEMPTS - 1);
+      assertThat(count(registry, "nolock.cas.turns")).isEqualTo(1.0);
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .until(
+              () ->
+                  store.read(id).get().version().asLong()
+                      == first.asLong() + rival.bumps.get() + 1);
+      // every bump landed, before the turn or after it; the turn's write is there too
+      assertThat(store.read(id).get().value()).isEqualTo(1L);
+    }
+  }
+
+  @Test
+  void controlWithoutTurnsTheSameWriterGivesUp() throws Exception {
+    String id = newId();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    VersionColumnStore<String, Long> store =
+        VersionColumnStore.create(
+            schema.dataSource(), config().neverTakeTurn().metrics(registry, "turns").build());
+    store.insert(id, 0L);
+
+    try (Rival rival = new Rival(schema.dataSource(), id)) {
+      Either<?, Versioned<Long>> outcome = store.update(id, rival::change);
+
+      assertThat(outcome.isLeft()).as("gave up: %s", outcome).isTrue();
+      assertThat(rival.bumps).hasValue(ATTEMPTS);
+      assertThat(rival.bumpsThatWaited).hasValue(0);
+      assertThat(count(registry, "nolock.cas.turns")).isZero();
+      assertThat(store.read(id).get().value()).isZero();
+    }
+  }
+
+  @Test
+  void aTurnThatSitsIdleIsEndedWithNothingWrittenAndTheOtherWritersGoOn() throws Exception {
+    String id = newId();
+    VersionColumnStore<String, Long> store =
+        VersionColumnStore.create(
+            schema.dataSource(), config().takeTurnAfter(Duration.ZERO).build());
+    Versioned<Long> start = store.insert(id, 0L).get();
+    CountDownLatch inTurn = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
+
+    // The paused writer: its change runs in its turn, with the row locked, and stops there.
+    Future<Throwable> paused =
+        rivals.submit(
+            () ->
+                catchThrowable(
+                    () ->
+                        store.update(
+                            id,
+                            v -> {
+                              inTurn.countDown();
+                              awaitQuietly(resume);
+                              return v + 100;
+                            })));
+    assertThat(inTurn.await(20, TimeUnit.SECONDS)).isTrue();
+    CompletableFuture<Either<?, Versioned<Long>>> other =
+        CompletableFuture.supplyAsync(() -> store.compareAndSet(id, start.version(), 1L), rivals);
+
+    await().atMost(VersionColumnStoreConfig.TURN_IDLE_LIMIT.plusSeconds(10)).until(other::isDone);
+    resume.countDown();
+
+    assertThat(other.get().isRight()).as("the other writer went on: %s", other.get()).isTrue();
+    assertThat(paused.get(20, TimeUnit.SECONDS))
+        .isInstanceOf(BackendUnavailableException.class)
+        .hasMessageContaining("Nothing was written by this call");
+    assertThat(store.read(id).get().value()).as("only the other writer's value").isEqualTo(1L);
+  }
+
+  @Test
+  void controlALockedReadWithoutTheIdleLimitKeepsTheOtherWritersWaiting() throws Exception {
+    String id = newId();
+    VersionColumnStore<String, Long> store =
+        VersionColumnStore.create(schema.dataSource(), config().build());
+    Versioned<Long> start = store.insert(id, 0L).get();
+    CountDownLatch locked = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
+
+    // The turn's statements, without set_config: a session that pauses holding the row.
+    Future<?> holder =
+        rivals.submit(
+            () -> {
+              dsl.transaction(
+                  configuration -> {
+                    configuration
+                        .dsl()
+                        .fetch("SELECT version FROM counters WHERE id = ? FOR NO KEY UPDATE", id);
+                    locked.countDown();
+                    awaitQuietly(resume);
+                  });
+              return null;
+            });
+    assertThat(locked.await(20, TimeUnit.SECONDS)).isTrue();
+    CompletableFuture<Either<?, Versioned<Long>>> other =
+        CompletableFuture.supplyAsync(() -> store.compareAndSet(id, start.version(), 1L), rivals);
+
+    await()
+        .during(VersionColumnStoreConfig.TURN_IDLE_LIMIT.multipliedBy(3))
+        .atMost(VersionColumnStoreConfig.TURN_IDLE_LIMIT.plusSeconds(10))
+        .until(() -> !other.isDone());
+    resume.countDown();
+    holder.get(20, TimeUnit.SECONDS);
+    assertThat(other.get(20, TimeUnit.SECONDS).isRight()).isTrue();
+  }
+
+  @Test
+  void aTurnWhoseWriteAnswerWasLostWroteNothingAndSaysSo() {
+    String id = newId();
+    try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
+      VersionColumnStore<String, Long> healthy =
+          VersionColumnStore.create(schema.dataSource(), config().build());
+      VersionColumnStore<String, Long> store =
+          VersionColumnStore.create(
+              faults.dataSource(), config().takeTurnAfter(Duration.ZERO).build());
+      healthy.insert(id, 100L);
+      InjectedFault fault =
+          faults.onNextStatement(
+              FaultKind.ANSWER_LOST, JdbcFaults.sqlContaining("update \"counters\" set"));
+
+      Throwable thrown = catchThrowable(() -> store.update(id, v -> v + 10));
+
+      fault.assertFired();
+      assertThat(healthy.read(id).get().value())
+          .as("the UPDATE ran in the turn's transaction, which never committed")
+          .isEqualTo(100L);
+      assertThat(thrown)
+          .isInstanceOf(BackendUnavailableException.class)
+          .hasMessageContaining("Nothing was written by this call");
+    }
+  }
+
+  @Test
+  void aTurnWhoseCommitAnswerWasLostIsUnknownAndAppliedOnce() {
+    String id = newId();
+    try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
+      VersionColumnStore<String, Long> healthy =
+          VersionColumnStore.create(schema.dataSource(), config().build());
+      VersionColumnStore<String, Long> store =
+          VersionColumnStore.create(
+              faults.dataSource(), config().takeTurnAfter(Duration.ZERO).build());
+      healthy.insert(id, 100L);
+      AtomicInteger calls = new AtomicInteger();
+      InjectedFault fault = faults.onNextCommit(FaultKind.ANSWER_LOST);
+
+      Throwable thrown =
+          catchThrowable(
+              () ->
+                  store.update(
+                      id,
+                      v -> {
+                        calls.incrementAndGet();
+                        return v + 10;
+                      }));
+
+      fault.assertFired();
+      assertThat(healthy.read(id).get().value()).as("+10 applied exactly once").isEqualTo(110L);
+      assertThat(calls).as("no retry after the lost answer").hasValue(1);
+      assertThat(thrown)
+          .isInstanceOf(BackendUnavailableException.class)
+          .hasMessageContaining("outcome is unknown");
+    }
+  }
+
+  private static void awaitQuietly(CountDownLatch latch) {
+    try {
+      latch.await(60, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
