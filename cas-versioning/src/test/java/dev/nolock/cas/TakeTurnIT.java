@@ -79,6 +79,11 @@ class TakeTurnIT {
         .clock(new ManualLeaseClock());
   }
 
+  /** A store whose every update takes its turn at once. */
+  private static VersionColumnStore<String, Long> everyUpdateATurn(DataSource dataSource) {
+    return VersionColumnStore.create(dataSource, config().takeTurnAfter(Duration.ZERO).build());
+  }
+
   /**
    * A writer that loses every race it runs: each time its change is applied, another connection
    * bumps the row's version before the change returns, so the compare-and-set that follows finds
@@ -191,9 +196,7 @@ class TakeTurnIT {
   @Test
   void aTurnThatSitsIdleIsEndedWithNothingWrittenAndTheOtherWritersGoOn() throws Exception {
     String id = newId();
-    VersionColumnStore<String, Long> store =
-        VersionColumnStore.create(
-            schema.dataSource(), config().takeTurnAfter(Duration.ZERO).build());
+    VersionColumnStore<String, Long> store = everyUpdateATurn(schema.dataSource());
     Versioned<Long> start = store.insert(id, 0L).get();
     CountDownLatch inTurn = new CountDownLatch(1);
     CountDownLatch resume = new CountDownLatch(1);
@@ -265,11 +268,8 @@ class TakeTurnIT {
   void aTurnWhoseWriteAnswerWasLostWroteNothingAndSaysSo() {
     String id = newId();
     try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
-      VersionColumnStore<String, Long> healthy =
-          VersionColumnStore.create(schema.dataSource(), config().build());
-      VersionColumnStore<String, Long> store =
-          VersionColumnStore.create(
-              faults.dataSource(), config().takeTurnAfter(Duration.ZERO).build());
+      VersionColumnStore<String, Long> healthy = everyUpdateATurn(schema.dataSource());
+      VersionColumnStore<String, Long> store = everyUpdateATurn(faults.dataSource());
       healthy.insert(id, 100L);
       InjectedFault fault =
           faults.onNextStatement(
@@ -291,11 +291,8 @@ class TakeTurnIT {
   void aTurnWhoseCommitAnswerWasLostIsUnknownAndAppliedOnce() {
     String id = newId();
     try (JdbcFaults faults = JdbcFaults.pool(schema.jdbcUrl())) {
-      VersionColumnStore<String, Long> healthy =
-          VersionColumnStore.create(schema.dataSource(), config().build());
-      VersionColumnStore<String, Long> store =
-          VersionColumnStore.create(
-              faults.dataSource(), config().takeTurnAfter(Duration.ZERO).build());
+      VersionColumnStore<String, Long> healthy = everyUpdateATurn(schema.dataSource());
+      VersionColumnStore<String, Long> store = everyUpdateATurn(faults.dataSource());
       healthy.insert(id, 100L);
       AtomicInteger calls = new AtomicInteger();
       InjectedFault fault = faults.onNextCommit(FaultKind.ANSWER_LOST);
