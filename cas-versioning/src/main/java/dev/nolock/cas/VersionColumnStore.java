@@ -337,7 +337,8 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
       failures++;
       long delay = policy.backoff(failures, random).toNanos();
       elapsed = clock.nanoTime() - start;
-      if (elapsed < turnAfter && delay > turnAfter - elapsed) {
+      // (a clock that stepped back makes elapsed negative: no cut then, nor without turns)
+      if (elapsed >= 0 && elapsed < turnAfter && delay > turnAfter - elapsed) {
         delay = turnAfter - elapsed;
       }
       if (failures >= policy.maxAttempts() || elapsed + delay > maxElapsed) {
@@ -483,9 +484,18 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
                 Option<Versioned<T>> current =
                     table.readForTurn(tx, id, VersionColumnStoreConfig.TURN_IDLE_LIMIT);
                 if (current.isEmpty()) {
-                  return Either.right(Either.left(new Conflict(String.valueOf(id), Option.none())));
+                  // A row deleted and inserted again while this turn waited for its lock is
+                  // skipped by the locking read, and the new one is not in its snapshot: only a
+                  // fresh statement can tell a missing key from a race.
+                  Conflict now = conflict(tx, id);
+                  return now.isMissing() ? Either.right(Either.left(now)) : Either.left(now);
                 }
-                T newValue = applyChange(change, current.get().value(), id);
+                T newValue;
+                try {
+                  newValue = applyChange(change, current.get().value(), id);
+                } catch (RuntimeException e) {
+                  throw new ChangeFailed(e);
+                }
                 Option<Version> written =
                     table.compareAndSet(tx, id, current.get().version().asLong(), newValue);
                 committing[0] = true;
@@ -493,6 +503,8 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
                     ? Either.right(Either.right(new Versioned<>(newValue, written.get())))
                     : Either.left(conflict(tx, id));
               });
+    } catch (ChangeFailed e) {
+      throw e.getCause(); // the change's own failure, unchanged, its turn rolled back
     } catch (DataAccessException e) {
       if (!committing[0] && StoreErrors.isSerializationFailure(e)) {
         outcome = Either.left(translate("update of key " + id, Sent.READ, () -> conflict(dsl, id)));
@@ -508,6 +520,23 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
       metrics.conflicts(1);
     }
     return outcome;
+  }
+
+  /**
+   * Carries what the change function threw out of a turn's transaction past the store's handling of
+   * its own statements' failures, so that it reaches the caller unchanged.
+   */
+  private static final class ChangeFailed extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    ChangeFailed(RuntimeException cause) {
+      super(cause);
+    }
+
+    @Override
+    public synchronized RuntimeException getCause() {
+      return (RuntimeException) super.getCause();
+    }
   }
 
   private static <K, T> T applyChange(UnaryOperator<T> change, T value, K id) {

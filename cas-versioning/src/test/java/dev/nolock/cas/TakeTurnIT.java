@@ -31,6 +31,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
+import org.jooq.exception.DataAccessException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -262,6 +263,66 @@ class TakeTurnIT {
     resume.countDown();
     holder.get(20, TimeUnit.SECONDS);
     assertThat(other.get(20, TimeUnit.SECONDS).isRight()).isTrue();
+  }
+
+  @Test
+  void whatTheChangeThrowsInItsTurnReachesTheCallerUnchangedAndNothingIsWritten() {
+    String id = newId();
+    VersionColumnStore<String, Long> store = everyUpdateATurn(schema.dataSource());
+    store.insert(id, 0L);
+    DataAccessException own = new DataAccessException("the change's own database work failed");
+
+    Throwable thrown =
+        catchThrowable(
+            () ->
+                store.update(
+                    id,
+                    v -> {
+                      throw own;
+                    }));
+
+    assertThat(thrown).as("not taken for the store's own failure").isSameAs(own);
+    assertThat(store.read(id).get().value()).isZero();
+  }
+
+  @Test
+  void aRowDeletedAndInsertedAgainWhileTheTurnWaitedIsNotTakenForAMissingKey() throws Exception {
+    String id = newId();
+    VersionColumnStore<String, Long> store = everyUpdateATurn(schema.dataSource());
+    store.insert(id, 0L);
+    CountDownLatch replaced = new CountDownLatch(1);
+    CountDownLatch commit = new CountDownLatch(1);
+    Future<?> replacer =
+        rivals.submit(
+            () -> {
+              dsl.transaction(
+                  configuration -> {
+                    DSLContext tx = configuration.dsl();
+                    tx.execute("DELETE FROM counters WHERE id = ?", id);
+                    tx.execute("INSERT INTO counters VALUES (?, 5, 7)", id);
+                    replaced.countDown();
+                    awaitQuietly(commit);
+                  });
+              return null;
+            });
+    assertThat(replaced.await(20, TimeUnit.SECONDS)).isTrue();
+    Future<Either<?, Versioned<Long>>> updating = rivals.submit(() -> store.update(id, v -> v + 1));
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(
+            () ->
+                dsl.fetchExists(
+                    dsl.selectOne()
+                        .from("pg_stat_activity")
+                        .where(
+                            "wait_event_type = 'Lock' AND query LIKE '%for no key update%'"
+                                + " AND query LIKE '%counters%'")));
+    commit.countDown();
+    replacer.get(20, TimeUnit.SECONDS);
+
+    Either<?, Versioned<Long>> outcome = updating.get(20, TimeUnit.SECONDS);
+    assertThat(outcome.isRight()).as("written on the new row: %s", outcome).isTrue();
+    assertThat(store.read(id).get().value()).isEqualTo(8L);
   }
 
   @Test
