@@ -35,7 +35,8 @@ import org.jooq.impl.DSL;
 
 /**
  * A {@link VersionedStore} on <b>your own PostgreSQL table</b>: compare-and-swap on a {@code
- * bigint} version column, through jOOQ, without a lock.
+ * bigint} version column, through jOOQ, without a lock (but for the turn of an {@link #update} that
+ * keeps losing, step 4 below).
  *
  * <p>Guarantee: a write that names version {@code v} commits only if the row is still at {@code v},
  * and every committed change adds one to the version; of two writers that read the same version,
