@@ -278,7 +278,8 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    * it reads, applies {@code change} and writes (see {@link
    * VersionColumnStoreConfig.Builder#takeTurnAfter}), so {@code change} then runs while the other
    * writers of the row wait: keep it quick. A turn idle for longer than {@link
-   * VersionColumnStoreConfig#TURN_IDLE_LIMIT} is ended by PostgreSQL with nothing written.
+   * VersionColumnStoreConfig#TURN_IDLE_LIMIT} is ended by PostgreSQL with nothing written, and the
+   * update races on without turns; so does one whose {@code change} has taken half that limit.
    *
    * <p>Only lost races are retried. When PostgreSQL fails or the answer to the compare-and-set is
    * lost, the call ends with a {@link BackendUnavailableException}: the change was applied once or
@@ -297,7 +298,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
               + " one, e.g. balance -> balance + 10.");
     }
     if (!ownsTransactions) {
-      return attemptUpdate(id, change).fold(Either::left, Function.identity());
+      return attemptUpdate(id, change, new Turns()).fold(Either::left, Function.identity());
     }
     return retryUpdate(id, change);
   }
@@ -312,6 +313,9 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    *       its turn (the backoff spreads racers apart; a turn waits in the row's queue instead).
    *   <li>Once the update has lost for {@code takeTurnAfter}, each attempt is a turn ({@link
    *       #attemptTurn}); go to 2 on a loss (only a serialization failure or a trigger makes one).
+   *       Not when a run of the change has taken half the turn's idle limit or more, nor after
+   *       PostgreSQL ended a turn of this call for sitting idle: the update races on, as without
+   *       turns (that turn wrote nothing, and the next would most likely be ended too).
    * </ol>
    *
    * Written out rather than through {@link RetryPolicy#run} for the cut-short sleep: it is what
@@ -325,13 +329,16 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     long maxElapsed = policy.maxElapsed().toNanos();
     RandomGenerator random = ThreadLocalRandom.current();
     long start = clock.nanoTime();
+    Turns turns = new Turns();
     for (int failures = 0; ; ) {
       if (failures > 0) {
         metrics.retry();
       }
       long elapsed = clock.nanoTime() - start;
       Either<Conflict, Either<Conflict, Versioned<T>>> outcome =
-          elapsed >= turnAfter ? attemptTurn(id, change) : attemptUpdate(id, change);
+          elapsed >= turnAfter && turns.allowed()
+              ? attemptTurn(id, change, turns)
+              : attemptUpdate(id, change, turns);
       if (outcome.isRight()) {
         return outcome.get();
       }
@@ -339,7 +346,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
       long delay = policy.backoff(failures, random).toNanos();
       elapsed = clock.nanoTime() - start;
       // (a clock that stepped back makes elapsed negative: no cut then, nor without turns)
-      if (elapsed >= 0 && elapsed < turnAfter && delay > turnAfter - elapsed) {
+      if (turns.allowed() && elapsed >= 0 && elapsed < turnAfter && delay > turnAfter - elapsed) {
         delay = turnAfter - elapsed;
       }
       if (failures >= policy.maxAttempts() || elapsed + delay > maxElapsed) {
@@ -433,15 +440,29 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     return outcomes;
   }
 
+  /** What one {@code update} call has learnt about its turns. */
+  private static final class Turns {
+    /** A change that takes this long would leave a turn idle for most of its limit. */
+    private static final long SLOW_CHANGE_NANOS =
+        VersionColumnStoreConfig.TURN_IDLE_LIMIT.toNanos() / 2;
+
+    private long slowestChangeNanos;
+    private boolean endedByTheServer;
+
+    boolean allowed() {
+      return !endedByTheServer && slowestChangeNanos < SLOW_CHANGE_NANOS;
+    }
+  }
+
   private Either<Conflict, Either<Conflict, Versioned<T>>> attemptUpdate(
-      K id, UnaryOperator<T> change) {
+      K id, UnaryOperator<T> change, Turns turns) {
     String doing = "update of key " + id;
     Option<Versioned<T>> current =
         translate(doing + " (its read)", Sent.READ, () -> run(tx -> table.read(tx, id)));
     if (current.isEmpty()) {
       return Either.right(Either.left(new Conflict(String.valueOf(id), Option.none())));
     }
-    T newValue = applyChange(change, current.get().value(), id);
+    T newValue = applyChange(change, current.get().value(), id, turns);
     Either<Conflict, Versioned<T>> written =
         compareAndSet(
             id,
@@ -468,11 +489,14 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    * </ol>
    *
    * A failure before the COMMIT was sent leaves nothing written (PostgreSQL rolls back a
-   * transaction that does not commit); a failure of the COMMIT itself leaves the outcome unknown. A
-   * serialization failure (REPEATABLE READ or SERIALIZABLE pools) is a lost race, as elsewhere.
+   * transaction that does not commit); a failure of the COMMIT itself leaves the outcome unknown,
+   * but for one: PostgreSQL ending the session for its idle limit (SQLSTATE 25P03) proves that it
+   * never read the COMMIT (a session that has read it is not idle), so nothing was written, at any
+   * step. That turn is then a lost race, and the call takes no further turn. A serialization
+   * failure (REPEATABLE READ or SERIALIZABLE pools) is a lost race, as elsewhere.
    */
   private Either<Conflict, Either<Conflict, Versioned<T>>> attemptTurn(
-      K id, UnaryOperator<T> change) {
+      K id, UnaryOperator<T> change, Turns turns) {
     metrics.attempts(1);
     metrics.turn();
     boolean[] committing = {false};
@@ -493,7 +517,7 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
                 }
                 T newValue;
                 try {
-                  newValue = applyChange(change, current.get().value(), id);
+                  newValue = applyChange(change, current.get().value(), id, turns);
                 } catch (RuntimeException e) {
                   throw new ChangeFailed(e);
                 }
@@ -507,7 +531,11 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     } catch (ChangeFailed e) {
       throw e.getCause(); // the change's own failure, unchanged, its turn rolled back
     } catch (DataAccessException e) {
-      if (!committing[0] && StoreErrors.isSerializationFailure(e)) {
+      if (StoreErrors.isIdleSessionEnded(e)) {
+        turns.endedByTheServer = true;
+        metrics.turnEnded();
+        outcome = Either.left(translate("update of key " + id, Sent.READ, () -> conflict(dsl, id)));
+      } else if (!committing[0] && StoreErrors.isSerializationFailure(e)) {
         outcome = Either.left(translate("update of key " + id, Sent.READ, () -> conflict(dsl, id)));
       } else {
         throw StoreErrors.translate(
@@ -540,8 +568,11 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
     }
   }
 
-  private static <K, T> T applyChange(UnaryOperator<T> change, T value, K id) {
+  private T applyChange(UnaryOperator<T> change, T value, K id, Turns turns) {
+    long began = config.clock().nanoTime();
     T newValue = change.apply(value);
+    turns.slowestChangeNanos =
+        Math.max(turns.slowestChangeNanos, config.clock().nanoTime() - began);
     if (newValue == null) {
       throw new IllegalArgumentException(
           "The change function returned null for key "

@@ -53,7 +53,9 @@ public final class VersionColumnStoreConfig<K, T> {
 
   /**
    * The longest a turn may keep the row locked while its session is idle (the caller paused, or its
-   * change function ran long) before PostgreSQL ends the session and the other writers go on.
+   * change function ran long) before PostgreSQL ends the session and the other writers go on. The
+   * update whose turn was ended races on without turns; one whose change function has taken half
+   * this long takes no turn.
    */
   public static final Duration TURN_IDLE_LIMIT = Duration.ofSeconds(1);
 
@@ -298,9 +300,10 @@ public final class VersionColumnStoreConfig<K, T> {
      * <p>The price, paid only by an update that has lost for this long: its turn holds the row's
      * lock for a round trip and the change function, so the other writers of the row wait for it. A
      * turn whose session sits idle longer than {@link VersionColumnStoreConfig#TURN_IDLE_LIMIT}
-     * (the caller paused, or its change function ran long) is ended by PostgreSQL; its update fails
-     * with nothing written and the others go on. From {@code Duration.ZERO} (every update takes its
-     * turn at once: a pessimistic store) to {@link VersionColumnStoreConfig#MAX_TAKE_TURN_AFTER}.
+     * (the caller paused, or its change function ran long) is ended by PostgreSQL with nothing
+     * written, and the others go on; that update races on without turns, as does one whose change
+     * function has taken half that limit. From {@code Duration.ZERO} (every update takes its turn
+     * at once: a pessimistic store) to {@link VersionColumnStoreConfig#MAX_TAKE_TURN_AFTER}.
      * Default {@link VersionColumnStoreConfig#DEFAULT_TAKE_TURN_AFTER}; {@link #neverTakeTurn()}
      * keeps every update lock-free.
      */

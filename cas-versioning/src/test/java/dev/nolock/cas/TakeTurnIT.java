@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.awaitility.Awaitility.await;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.patterns.BackendUnavailableException;
 import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.patterns.RetryPolicy;
@@ -16,6 +18,9 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -29,9 +34,12 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiFunction;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
+import org.jooq.SQLDialect;
 import org.jooq.exception.DataAccessException;
+import org.jooq.impl.DSL;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -194,39 +202,191 @@ class TakeTurnIT {
     }
   }
 
+  /**
+   * A pool of one connection, so that what a killed turn leaves on its connection meets the very
+   * next statement of the pool.
+   */
+  private HikariDataSource poolOfOne() {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(schema.jdbcUrl());
+    config.setUsername("postgres");
+    config.setMaximumPoolSize(1);
+    config.setPoolName("turn-pool-of-one");
+    return new HikariDataSource(config);
+  }
+
   @Test
-  void aTurnThatSitsIdleIsEndedWithNothingWrittenAndTheOtherWritersGoOn() throws Exception {
+  void aTurnThatSitsIdleIsEndedWithNothingWrittenTheOthersGoOnAndTheUpdateRacesOn()
+      throws Exception {
     String id = newId();
-    VersionColumnStore<String, Long> store = everyUpdateATurn(schema.dataSource());
-    Versioned<Long> start = store.insert(id, 0L).get();
-    CountDownLatch inTurn = new CountDownLatch(1);
-    CountDownLatch resume = new CountDownLatch(1);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (HikariDataSource pool = poolOfOne()) {
+      VersionColumnStore<String, Long> store =
+          VersionColumnStore.create(
+              pool, config().takeTurnAfter(Duration.ZERO).metrics(registry, "turns").build());
+      VersionColumnStore<String, Long> others = everyUpdateATurn(schema.dataSource());
+      Versioned<Long> start = store.insert(id, 0L).get();
+      CountDownLatch inTurn = new CountDownLatch(1);
+      CountDownLatch resume = new CountDownLatch(1);
+      AtomicInteger changes = new AtomicInteger();
 
-    // The paused writer: its change runs in its turn, with the row locked, and stops there.
-    Future<Throwable> paused =
-        rivals.submit(
-            () ->
-                catchThrowable(
-                    () ->
-                        store.update(
-                            id,
-                            v -> {
-                              inTurn.countDown();
-                              awaitQuietly(resume);
-                              return v + 100;
-                            })));
-    assertThat(inTurn.await(20, TimeUnit.SECONDS)).isTrue();
-    CompletableFuture<Either<?, Versioned<Long>>> other =
-        CompletableFuture.supplyAsync(() -> store.compareAndSet(id, start.version(), 1L), rivals);
+      // The paused writer: its change runs in its turn, with the row locked, and stops there.
+      Future<Either<?, Versioned<Long>>> paused =
+          rivals.submit(
+              () ->
+                  store.update(
+                      id,
+                      v -> {
+                        if (changes.incrementAndGet() == 1) {
+                          inTurn.countDown();
+                          awaitQuietly(resume);
+                        }
+                        return v + 100;
+                      }));
+      assertThat(inTurn.await(20, TimeUnit.SECONDS)).isTrue();
+      CompletableFuture<Either<?, Versioned<Long>>> other =
+          CompletableFuture.supplyAsync(
+              () -> others.compareAndSet(id, start.version(), 1L), rivals);
 
-    await().atMost(VersionColumnStoreConfig.TURN_IDLE_LIMIT.plusSeconds(10)).until(other::isDone);
-    resume.countDown();
+      await().atMost(VersionColumnStoreConfig.TURN_IDLE_LIMIT.plusSeconds(10)).until(other::isDone);
+      resume.countDown();
 
-    assertThat(other.get().isRight()).as("the other writer went on: %s", other.get()).isTrue();
-    assertThat(paused.get(20, TimeUnit.SECONDS))
-        .isInstanceOf(BackendUnavailableException.class)
-        .hasMessageContaining("Nothing was written by this call");
-    assertThat(store.read(id).get().value()).as("only the other writer's value").isEqualTo(1L);
+      assertThat(other.get().isRight()).as("the other writer went on: %s", other.get()).isTrue();
+      Either<?, Versioned<Long>> outcome = paused.get(20, TimeUnit.SECONDS);
+      assertThat(outcome.isRight()).as("raced on after its turn ended: %s", outcome).isTrue();
+      assertThat(outcome.get().value())
+          .as("its change applied once, to the other writer's value: nothing of the turn landed")
+          .isEqualTo(101L);
+      assertThat(changes).as("the change ran again on the fresh value").hasValue(2);
+      assertThat(count(registry, "nolock.cas.turns")).isEqualTo(1.0);
+      assertThat(count(registry, "nolock.cas.turns_ended")).isEqualTo(1.0);
+      assertThat(store.read(id).get().value()).isEqualTo(101L);
+    }
+  }
+
+  @Test
+  void aTurnPausedBetweenItsWriteAndItsCommitWroteNothingAndTheUpdateRacesOn() throws Exception {
+    String id = newId();
+    try (HikariDataSource pool = poolOfOne()) {
+      PausingCommits pausing = new PausingCommits(pool);
+      VersionColumnStore<String, Long> store = everyUpdateATurn(pausing.dataSource);
+      VersionColumnStore<String, Long> others = everyUpdateATurn(schema.dataSource());
+      Versioned<Long> start = others.insert(id, 0L).get();
+      AtomicInteger changes = new AtomicInteger();
+
+      Future<Either<?, Versioned<Long>>> paused =
+          rivals.submit(
+              () ->
+                  store.update(
+                      id,
+                      v -> {
+                        changes.incrementAndGet();
+                        return v + 100;
+                      }));
+      assertThat(pausing.atCommit.await(20, TimeUnit.SECONDS)).isTrue();
+      // The turn's UPDATE has run; its COMMIT waits here while the row stays locked.
+      CompletableFuture<Either<?, Versioned<Long>>> other =
+          CompletableFuture.supplyAsync(
+              () -> others.compareAndSet(id, start.version(), 1L), rivals);
+
+      await().atMost(VersionColumnStoreConfig.TURN_IDLE_LIMIT.plusSeconds(10)).until(other::isDone);
+      pausing.resume.countDown();
+
+      assertThat(other.get().isRight())
+          .as(
+              "the turn's UPDATE was rolled back: the other writer's version matched: %s",
+              other.get())
+          .isTrue();
+      Either<?, Versioned<Long>> outcome = paused.get(20, TimeUnit.SECONDS);
+      assertThat(outcome.isRight())
+          .as("a COMMIT refused for the idle limit is not an unknown outcome: %s", outcome)
+          .isTrue();
+      assertThat(outcome.get().value()).isEqualTo(101L);
+      assertThat(changes).hasValue(2);
+      assertThat(others.read(id).get().value()).isEqualTo(101L);
+    }
+  }
+
+  /** Holds the first {@code COMMIT} sent through {@link #dataSource} until {@link #resume}. */
+  private static final class PausingCommits {
+    final CountDownLatch atCommit = new CountDownLatch(1);
+    final CountDownLatch resume = new CountDownLatch(1);
+    final DataSource dataSource;
+
+    PausingCommits(DataSource pool) {
+      this.dataSource =
+          proxy(
+              DataSource.class,
+              pool,
+              (method, result) ->
+                  method.getName().equals("getConnection")
+                      ? proxy(Connection.class, result, (m, r) -> r)
+                      : result);
+    }
+
+    private <T> T proxy(Class<T> type, Object real, BiFunction<Method, Object, Object> after) {
+      return type.cast(
+          Proxy.newProxyInstance(
+              type.getClassLoader(),
+              new Class<?>[] {type},
+              (proxy, method, args) -> {
+                if (method.getName().equals("commit") && atCommit.getCount() > 0) {
+                  atCommit.countDown();
+                  awaitQuietly(resume);
+                }
+                try {
+                  return after.apply(method, method.invoke(real, args));
+                } catch (InvocationTargetException e) {
+                  throw e.getCause();
+                }
+              }));
+    }
+  }
+
+  @Test
+  void anUpdateWhoseChangeIsSlowDoesNotTakeATurnThatWouldSitIdle() throws Exception {
+    String id = newId();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    ManualLeaseClock clock = new ManualLeaseClock();
+    VersionColumnStore<String, Long> store =
+        VersionColumnStore.create(
+            schema.dataSource(), config().clock(clock).metrics(registry, "turns").build());
+    store.insert(id, 0L);
+    Duration slow = VersionColumnStoreConfig.TURN_IDLE_LIMIT.dividedBy(2);
+
+    try (Rival rival = new Rival(schema.dataSource(), id)) {
+      Either<?, Versioned<Long>> outcome =
+          store.update(
+              id,
+              v -> {
+                clock.advance(slow); // the change takes half the idle limit
+                return rival.change(v);
+              });
+
+      assertThat(outcome.isLeft()).as("raced and gave up, as without turns: %s", outcome).isTrue();
+      assertThat(rival.bumps).hasValue(ATTEMPTS);
+      assertThat(rival.bumpsThatWaited).as("no bump waited behind a turn").hasValue(0);
+      assertThat(count(registry, "nolock.cas.turns")).isZero();
+    }
+  }
+
+  @Test
+  void theTurnsIdleLimitDoesNotOutliveItsTransactionOnAPooledConnection() {
+    String id = newId();
+    try (HikariDataSource pool = poolOfOne()) {
+      DSLContext sameConnection = DSL.using(pool, SQLDialect.POSTGRES);
+      String before =
+          String.valueOf(sameConnection.fetchValue("SHOW idle_in_transaction_session_timeout"));
+      VersionColumnStore<String, Long> store = everyUpdateATurn(pool);
+      store.insert(id, 0L);
+
+      assertThat(store.update(id, v -> v + 1).isRight()).isTrue();
+
+      assertThat(
+              String.valueOf(sameConnection.fetchValue("SHOW idle_in_transaction_session_timeout")))
+          .as("the next user of the connection has the server's setting, not the turn's")
+          .isEqualTo(before);
+    }
   }
 
   @Test

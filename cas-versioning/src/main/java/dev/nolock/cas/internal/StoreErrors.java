@@ -21,6 +21,7 @@ public final class StoreErrors {
   private static final String NO_UNIQUE_KEY_FOR_ON_CONFLICT = "42P10";
   private static final String SERIALIZATION_FAILURE = "40001";
   private static final String DEADLOCK_DETECTED = "40P01";
+  private static final String IDLE_IN_TRANSACTION_SESSION_TIMEOUT = "25P03";
 
   private StoreErrors() {}
 
@@ -71,6 +72,15 @@ public final class StoreErrors {
    */
   public static boolean isSerializationFailure(DataAccessException e) {
     return SERIALIZATION_FAILURE.equals(e.sqlState());
+  }
+
+  /**
+   * True for SQLSTATE 25P03: PostgreSQL ended the session because its transaction sat idle longer
+   * than {@code idle_in_transaction_session_timeout}. The transaction is rolled back; a {@code
+   * COMMIT} sent after that point was never read.
+   */
+  public static boolean isIdleSessionEnded(DataAccessException e) {
+    return IDLE_IN_TRANSACTION_SESSION_TIMEOUT.equals(e.sqlState());
   }
 
   /**

@@ -7,8 +7,8 @@ import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
 
 /**
- * The store's five signals, tagged {@code component="store"} and {@code name=<instance>}: conflicts
- * through {@link CoordinationMetrics#conflict()} ({@code nolock.conflicts}), and four counters of
+ * The store's six signals, tagged {@code component="store"} and {@code name=<instance>}: conflicts
+ * through {@link CoordinationMetrics#conflict()} ({@code nolock.conflicts}), and five counters of
  * this module. All are registered at construction, so dashboards see zeros rather than gaps.
  */
 public final class StoreMetrics {
@@ -24,6 +24,9 @@ public final class StoreMetrics {
   /** {@code update} attempts that took their turn on the row after losing for long enough. */
   public static final String TURNS = "nolock.cas.turns";
 
+  /** Turns that PostgreSQL ended for sitting idle past the limit, nothing written. */
+  public static final String TURNS_ENDED = "nolock.cas.turns_ended";
+
   /** {@code update} calls that returned a conflict because the retry policy gave up. */
   public static final String GIVE_UPS = "nolock.cas.give_ups";
 
@@ -31,6 +34,7 @@ public final class StoreMetrics {
   private final Counter attempts;
   private final Counter retries;
   private final Counter turns;
+  private final Counter turnsEnded;
   private final Counter giveUps;
 
   private StoreMetrics(MeterRegistry registry, String instance) {
@@ -42,6 +46,12 @@ public final class StoreMetrics {
     this.retries = counter(registry, tags, RETRIES, "update attempts after a lost race");
     this.turns =
         counter(registry, tags, TURNS, "update attempts that took their turn on the row's lock");
+    this.turnsEnded =
+        counter(
+            registry,
+            tags,
+            TURNS_ENDED,
+            "turns PostgreSQL ended for sitting idle (nothing written; the update raced on)");
     this.giveUps = counter(registry, tags, GIVE_UPS, "update calls that gave up on a conflict");
   }
 
@@ -68,6 +78,10 @@ public final class StoreMetrics {
 
   public void turn() {
     turns.increment();
+  }
+
+  public void turnEnded() {
+    turnsEnded.increment();
   }
 
   public void gaveUp() {
