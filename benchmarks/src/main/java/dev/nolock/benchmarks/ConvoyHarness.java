@@ -16,7 +16,6 @@ import dev.nolock.patterns.FairLockBackend;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseHolder;
 import dev.nolock.patterns.RetryPolicy;
-import dev.nolock.patterns.Versioned;
 import dev.nolock.patterns.sql.Fence;
 import dev.nolock.queue.Job;
 import dev.nolock.queue.JobQueue;
@@ -60,8 +59,11 @@ import org.jooq.impl.DSL;
  *       participant acquires, then stops inside its critical section. The fenced lock's watchdog
  *       keeps renewing (the process is alive, only the work is slow), so the lock stays held: a
  *       long critical section, a slow downstream call, a lock held across a network wait.
- *   <li>Compare-and-swap: the stalled participant reads the version, stops, then tries to write
- *       (and loses). Nobody waits for it.
+ *   <li>Compare-and-swap: the stalled participant's update is in its turn on the row (as one is
+ *       after losing races for {@code takeTurnAfter}) and stops inside its change, the row locked:
+ *       the worst place for the others, who wait until PostgreSQL ends the idle turn ({@link
+ *       VersionColumnStoreConfig#TURN_IDLE_LIMIT}); then the stalled update races on and writes
+ *       once. A stall anywhere else in an update holds nobody up.
  *   <li>{@code SKIP LOCKED} queue: the stalled participant claims a job and stops before completing
  *       it. Other workers skip its row.
  * </ol>
@@ -556,18 +558,20 @@ public final class ConvoyHarness {
   static final class VersionColumnCas implements Subject {
     private final Bench.PgSchema schema = Bench.freshSchema(WORKERS + 1);
     private final VersionColumnStore<Long, Long> store;
+    private final VersionColumnStore<Long, Long> inTurnAtOnce;
 
     VersionColumnCas(RetryPolicy retries) {
       schema.execute(
           "CREATE TABLE counters (id bigint PRIMARY KEY, version bigint NOT NULL,"
               + " value bigint NOT NULL)");
       schema.execute("INSERT INTO counters VALUES (0, 1, 0)");
-      store =
+      VersionColumnStoreConfig.Builder<Long, Long> config =
+          VersionColumnStoreConfig.custom("counters", Long.class, ValueCodec.longs())
+              .retryPolicy(retries);
+      store = VersionColumnStore.create(schema.dataSource(), config.build());
+      inTurnAtOnce =
           VersionColumnStore.create(
-              schema.dataSource(),
-              VersionColumnStoreConfig.custom("counters", Long.class, ValueCodec.longs())
-                  .retryPolicy(retries)
-                  .build());
+              schema.dataSource(), config.takeTurnAfter(Duration.ZERO).build());
     }
 
     @Override
@@ -587,10 +591,22 @@ public final class ConvoyHarness {
     }
 
     @Override
-    public void stalledWork(Duration stall, Consumer<long[]> window) throws InterruptedException {
-      Versioned<Long> read = store.read(0L).get();
-      stall(stall, window);
-      store.compareAndSet(0L, read.version(), read.value() + 1); // loses, as it should
+    public void stalledWork(Duration stall, Consumer<long[]> window) {
+      boolean[] stalled = {false};
+      inTurnAtOnce.update(
+          0L,
+          value -> {
+            if (!stalled[0]) { // the change runs again after the turn is ended: stall once
+              stalled[0] = true;
+              try {
+                stall(stall, window);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted in the stall", e);
+              }
+            }
+            return value + 1;
+          });
     }
 
     @Override

@@ -671,12 +671,12 @@ final class Report {
     return ConvoyHarness.WORKERS
         + " workers share one hot resource; one more participant stops for "
         + run.profile.stall().toMillis()
-        + " ms in the middle of its unit (a lock holder inside its"
-        + " critical section; a CAS writer between its read and its write; a queue worker between"
-        + " claim and complete). Latency is each unit from its first attempt to done (waits and"
-        + " retries included): before = done before the stall began, during = in flight at any"
-        + " time during it, after = started after it ended; units/s counts units by when they"
-        + " completed; units = how many the phase holds (in a phase of a handful, p99 is the"
+        + " ms in the middle of its unit (a lock holder inside its critical section; a CAS writer"
+        + " inside its change in its turn on the row, which PostgreSQL ends after 1 s idle; a queue"
+        + " worker between claim and complete). Latency is each unit from its first attempt to done"
+        + " (waits and retries included): before = done before the stall began, during = in flight"
+        + " at any time during it, after = started after it ended; units/s counts units by when"
+        + " they completed; units = how many the phase holds (in a phase of a handful, p99 is the"
         + " max). Phases of "
         + run.profile.convoyPhase().toSeconds()
         + " s before and after. Attempts per unit: the requests a unit sent for the resource (lock"
