@@ -40,6 +40,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -320,6 +321,50 @@ class RedisWaitingInTurnIT {
             .isEqualTo(Long.toString(token.get().value()))
             .isEqualTo("1");
         assertThat(places()).as("places left").isZero();
+      } finally {
+        proxiedClient.shutdown(Duration.ZERO, Duration.ofSeconds(1));
+      }
+    }
+  }
+
+  /**
+   * A refused in-turn attempt whose answer is lost, seen through {@link FencedLock}: Lettuce sends
+   * the script again, the resend only refreshes the waiter's place and is refused too, so the
+   * caller keeps waiting (no failure, no second place) and is served once the holder releases, with
+   * one grant of its own.
+   */
+  @Test
+  void aRefusedInTurnAttemptWhoseAnswerWasLostKeepsOnePlaceAndIsServedAfterTheRelease()
+      throws Exception {
+    RedisLockBackend backend = newBackend();
+    FencingToken held = backend.tryAcquire(name, "h#0", TTL).get();
+    redis.scriptLoad(RedisScripts.ACQUIRE_IN_TURN.source()); // no NOSCRIPT may take the fault
+    try (TcpProxy proxy = TcpProxy.start(uri.getHost(), uri.getPort())) {
+      RedisClient proxiedClient =
+          RedisClient.create(RedisURI.builder(uri).withPort(proxy.port()).build());
+      try (RedisLockBackend waiterBackend = RedisLockBackend.connect(proxiedClient, config);
+          var subscribed = waiterBackend.onRelease(name, "warm-up", () -> {})) {
+        // The subscription is open before the fault is armed, so that the answer lost is the
+        // in-turn script's and not the subscription's confirmation.
+        await().atMost(Duration.ofSeconds(10)).until(waiterBackend::wakesWaiters);
+        FencedLock waiter = lock(waiterBackend, LeaseClock.system(), Duration.ZERO);
+        InjectedFault lost = proxy.loseNext(FaultKind.ANSWER_LOST);
+
+        Future<Either<NotAcquired, HeldLock>> waiting =
+            threads.submit(() -> waiter.acquire(name, TTL, Duration.ofSeconds(30)));
+
+        await().atMost(Duration.ofSeconds(10)).until(lost::fired);
+        await().atMost(Duration.ofSeconds(10)).until(() -> places() == 1);
+        assertThat(waiting.isDone()).as("still waiting: %s", waiting).isFalse();
+        assertThat(backend.release(name, "h#0", held)).isTrue();
+
+        Either<NotAcquired, HeldLock> acquired = waiting.get(30, TimeUnit.SECONDS);
+        assertThat(acquired.isRight()).as("served after the release: %s", acquired).isTrue();
+        assertThat(acquired.get().token().value())
+            .as("one grant after the holder's")
+            .isEqualTo(held.value() + 1);
+        assertThat(places()).as("places left").isZero();
+        acquired.get().release();
       } finally {
         proxiedClient.shutdown(Duration.ZERO, Duration.ofSeconds(1));
       }
