@@ -12,6 +12,7 @@ import dev.nolock.patterns.Version;
 import dev.nolock.patterns.Versioned;
 import dev.nolock.patterns.VersionedStore;
 import dev.nolock.patterns.sql.OwnTransaction;
+import dev.nolock.patterns.sql.SqlErrors;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
 import java.time.Duration;
@@ -98,9 +99,10 @@ import org.jooq.impl.DSL;
  * COMMIT} was sent), PostgreSQL may have applied the write. The store then throws a {@link
  * BackendUnavailableException} meaning "outcome unknown", whose message says what to do; it never
  * turns the failure into a conflict or a success, and nothing retries it: {@code update} retries
- * only lost races, so its change is applied at most once per call. The version cannot tell this
- * call's write from another writer's (both write {@code v + 1}), so read the key back before
- * writing it again: sent again, a write that did land comes back as a conflict.
+ * only lost races and turns that certainly wrote nothing (see {@link #update}), so its change is
+ * applied at most once per call. The version cannot tell this call's write from another writer's
+ * (both write {@code v + 1}), so read the key back before writing it again: sent again, a write
+ * that did land comes back as a conflict.
  *
  * @param <K> the key type
  * @param <T> the value type
@@ -279,7 +281,8 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    * VersionColumnStoreConfig.Builder#takeTurnAfter}), so {@code change} then runs while the other
    * writers of the row wait: keep it quick. A turn idle for longer than {@link
    * VersionColumnStoreConfig#TURN_IDLE_LIMIT} is ended by PostgreSQL with nothing written, and the
-   * update races on without turns; so does one whose {@code change} has taken half that limit.
+   * update races on without turns, as after a turn that lost its connection before its COMMIT; an
+   * update whose {@code change} has taken half that limit takes no turn.
    *
    * <p>Only lost races are retried. When PostgreSQL fails or the answer to the compare-and-set is
    * lost, the call ends with a {@link BackendUnavailableException}: the change was applied once or
@@ -313,9 +316,9 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    *       its turn (the backoff spreads racers apart; a turn waits in the row's queue instead).
    *   <li>Once the update has lost for {@code takeTurnAfter}, each attempt is a turn ({@link
    *       #attemptTurn}); go to 2 on a loss (only a serialization failure or a trigger makes one).
-   *       Not when a run of the change has taken half the turn's idle limit or more, nor after
-   *       PostgreSQL ended a turn of this call for sitting idle: the update races on, as without
-   *       turns (that turn wrote nothing, and the next would most likely be ended too).
+   *       Not when a run of the change has taken half the turn's idle limit or more, nor after a
+   *       turn of this call failed with nothing written (see {@link #attemptTurn}): the update
+   *       races on, as without turns (the next turn would most likely fail too).
    * </ol>
    *
    * Written out rather than through {@link RetryPolicy#run} for the cut-short sleep: it is what
@@ -447,10 +450,10 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
         VersionColumnStoreConfig.TURN_IDLE_LIMIT.toNanos() / 2;
 
     private long slowestChangeNanos;
-    private boolean endedByTheServer;
+    private boolean ended;
 
     boolean allowed() {
-      return !endedByTheServer && slowestChangeNanos < SLOW_CHANGE_NANOS;
+      return !ended && slowestChangeNanos < SLOW_CHANGE_NANOS;
     }
   }
 
@@ -488,12 +491,16 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
    *       stays); commit.
    * </ol>
    *
-   * A failure before the COMMIT was sent leaves nothing written (PostgreSQL rolls back a
-   * transaction that does not commit); a failure of the COMMIT itself leaves the outcome unknown,
-   * but for one: PostgreSQL ending the session for its idle limit (SQLSTATE 25P03) proves that it
-   * never read the COMMIT (a session that has read it is not idle), so nothing was written, at any
-   * step. That turn is then a lost race, and the call takes no further turn. A serialization
-   * failure (REPEATABLE READ or SERIALIZABLE pools) is a lost race, as elsewhere.
+   * A transient failure (a dropped connection, a timeout) before the COMMIT was sent leaves nothing
+   * written: PostgreSQL rolls back a transaction that does not commit. So does PostgreSQL ending
+   * the session for its idle limit (SQLSTATE 25P03), even when that is the answer to the COMMIT:
+   * the server checks for the pending timeout before it executes the next command, so the COMMIT
+   * never ran. Either is a lost race, after which the call takes no further turn. Any other failure
+   * of the COMMIT leaves the outcome unknown; any other failure before it is reported with nothing
+   * written. A serialization failure (REPEATABLE READ or SERIALIZABLE pools) is a lost race, as
+   * elsewhere. The 25P03 rule trusts that the error comes from PostgreSQL itself: a connection
+   * pooler between them that forwarded the COMMIT and then reported a 25P03 of its own would make
+   * the change apply twice (PgBouncer reports its own idle timeout as 08P01).
    */
   private Either<Conflict, Either<Conflict, Versioned<T>>> attemptTurn(
       K id, UnaryOperator<T> change, Turns turns) {
@@ -523,19 +530,22 @@ public final class VersionColumnStore<K, T> implements VersionedStore<K, T> {
                 }
                 Option<Version> written =
                     table.compareAndSet(tx, id, current.get().version().asLong(), newValue);
-                committing[0] = true;
-                return written.isDefined()
-                    ? Either.right(Either.right(new Versioned<>(newValue, written.get())))
-                    : Either.left(conflict(tx, id));
+                Either<Conflict, Either<Conflict, Versioned<T>>> decided =
+                    written.isDefined()
+                        ? Either.right(Either.right(new Versioned<>(newValue, written.get())))
+                        : Either.left(conflict(tx, id));
+                committing[0] = true; // what fails from here on is the COMMIT
+                return decided;
               });
     } catch (ChangeFailed e) {
       throw e.getCause(); // the change's own failure, unchanged, its turn rolled back
     } catch (DataAccessException e) {
-      if (StoreErrors.isIdleSessionEnded(e)) {
-        turns.endedByTheServer = true;
-        metrics.turnEnded();
+      if (!committing[0] && StoreErrors.isSerializationFailure(e)) {
         outcome = Either.left(translate("update of key " + id, Sent.READ, () -> conflict(dsl, id)));
-      } else if (!committing[0] && StoreErrors.isSerializationFailure(e)) {
+      } else if (StoreErrors.isIdleSessionEnded(e)
+          || (!committing[0] && SqlErrors.classify(e) == SqlErrors.Kind.TRANSIENT)) {
+        turns.ended = true;
+        metrics.turnEnded();
         outcome = Either.left(translate("update of key " + id, Sent.READ, () -> conflict(dsl, id)));
       } else {
         throw StoreErrors.translate(

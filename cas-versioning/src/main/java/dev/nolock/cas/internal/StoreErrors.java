@@ -76,8 +76,9 @@ public final class StoreErrors {
 
   /**
    * True for SQLSTATE 25P03: PostgreSQL ended the session because its transaction sat idle longer
-   * than {@code idle_in_transaction_session_timeout}. The transaction is rolled back; a {@code
-   * COMMIT} sent after that point was never read.
+   * than {@code idle_in_transaction_session_timeout}. The transaction is rolled back: the server
+   * checks for the pending timeout before it executes a next command, so a {@code COMMIT} that
+   * reached it after that point never ran.
    */
   public static boolean isIdleSessionEnded(DataAccessException e) {
     return IDLE_IN_TRANSACTION_SESSION_TIMEOUT.equals(e.sqlState());

@@ -24,7 +24,10 @@ public final class StoreMetrics {
   /** {@code update} attempts that took their turn on the row after losing for long enough. */
   public static final String TURNS = "nolock.cas.turns";
 
-  /** Turns that PostgreSQL ended for sitting idle past the limit, nothing written. */
+  /**
+   * Turns that failed with nothing written (PostgreSQL ended them for sitting idle, or the
+   * connection failed before the COMMIT); their update raced on.
+   */
   public static final String TURNS_ENDED = "nolock.cas.turns_ended";
 
   /** {@code update} calls that returned a conflict because the retry policy gave up. */
@@ -51,7 +54,8 @@ public final class StoreMetrics {
             registry,
             tags,
             TURNS_ENDED,
-            "turns PostgreSQL ended for sitting idle (nothing written; the update raced on)");
+            "turns that failed with nothing written (ended for sitting idle, or the connection"
+                + " failed before the COMMIT); the update raced on");
     this.giveUps = counter(registry, tags, GIVE_UPS, "update calls that gave up on a conflict");
   }
 
