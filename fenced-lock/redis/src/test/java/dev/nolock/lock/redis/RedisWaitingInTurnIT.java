@@ -4,18 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.nolock.lock.FairLockBackendContract;
 import dev.nolock.lock.FencedLock;
-import dev.nolock.lock.ForwardingLockBackend;
 import dev.nolock.lock.HeldLock;
 import dev.nolock.lock.LockConfig;
-import dev.nolock.lock.LockPurpose;
 import dev.nolock.lock.NotAcquired;
 import dev.nolock.lock.ReleaseOutcome;
 import dev.nolock.lock.TimersNeverFire;
+import dev.nolock.patterns.FairLockBackend;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.LeaseClock;
 import dev.nolock.patterns.LeaseHolder;
-import dev.nolock.patterns.LockBackend;
 import dev.nolock.testkit.FaultKind;
 import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.RedisExtension;
@@ -36,40 +35,26 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * Waiting for a held lock on Redis: callers with a backend and a {@link FencedLock} each (as
- * separate processes have) are served in the order they began to wait, a release wakes them through
- * the release channel, and a waiter that died holds the others up only until its place expires.
- * Each with the control that shows what happens without the protection.
- *
- * <p>Most tests run the waiters on a clock whose timers never fire ({@link TimersNeverFire}): a
- * waiter then asks again only when the backend wakes it, so the order and the wake-ups are the
- * backend's doing, not the luck of the jittered backoff.
+ * Waiting for a held lock on Redis: the {@link FairLockBackendContract} (order, patience, wake-up
+ * through the release channel and its control on a backend made on a connection, a dead waiter's
+ * place), and what only this backend has: the server's clock stepping back, the subscription
+ * killed, lost answers of the in-turn script, a place that lost its expiry, closing a backend with
+ * waiters, and ACLs without the channel or the queue's commands.
  */
 @ExtendWith(RedisExtension.class)
-class RedisWaitingInTurnIT {
-
-  private static final Duration TTL = Duration.ofSeconds(30);
-  private static final Duration LONG_WAIT = Duration.ofMinutes(5);
+class RedisWaitingInTurnIT extends FairLockBackendContract {
 
   private final RedisURI uri;
   private final RedisClient client;
   private final RedisLockBackendConfig config;
   private final StatefulRedisConnection<String, String> direct;
   private final RedisCommands<String, String> redis;
-  private final String name = "report-" + UUID.randomUUID();
-  private final List<AutoCloseable> closing = new ArrayList<>();
-  private final ExecutorService threads = Executors.newCachedThreadPool();
 
   RedisWaitingInTurnIT(RedisURI uri, RedisKeys keys) {
     this.uri = uri;
@@ -80,81 +65,25 @@ class RedisWaitingInTurnIT {
     this.config = RedisLockBackendConfig.custom().keyPrefix(keys.key("lock:")).build();
     this.direct = client.connect();
     this.redis = direct.sync();
+    // closed after everything the contract closes
+    closing.add(() -> client.shutdown(Duration.ZERO, Duration.ofSeconds(2)));
+    closing.add(direct);
   }
 
-  @AfterEach
-  void close() throws Exception {
-    threads.shutdownNow(); // ends the waits on a clock whose timers never fire
-    for (int i = closing.size() - 1; i >= 0; i--) {
-      closing.get(i).close();
-    }
-    direct.close();
-    client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+  @Override
+  protected FairLockBackend createBackend() {
+    return RedisLockBackend.connect(client, config);
   }
 
-  /**
-   * Three waiters queue behind a holder; the holder releases and at once asks again. Each waiter is
-   * served in the order it began to wait, and the holder, now the last to ask, comes after them.
-   */
-  @Test
-  void waitersAreServedInTheOrderTheyBeganToWaitAndTheReleaserQueuesBehindThem() throws Exception {
-    List<String> served = servedOrder(this::newBackend, Duration.ZERO);
-
-    await().atMost(Duration.ofSeconds(30)).until(() -> served.size() == 4);
-    assertThat(served).containsExactly("w1", "w2", "w3", "holder");
+  /** A backend made on a connection has no client to subscribe with. */
+  @Override
+  protected FairLockBackend createBackendThatNeverWakes() {
+    return RedisLockBackend.create(direct, config);
   }
 
-  /**
-   * Negative control: the same backend seen only as a plain {@link LockBackend} (no queue, no
-   * wake-ups), as before the queue. The holder asks again right after its release and takes the
-   * lock ahead of all three waiters, whose timers have not fired.
-   */
-  @Test
-  void withoutTheQueueTheReleaserTakesTheLockAgainAheadOfTheWaiters() throws Exception {
-    List<String> served = servedOrder(() -> plain(newBackend()), Duration.ZERO);
-
-    await().atMost(Duration.ofSeconds(30)).until(() -> !served.isEmpty());
-    assertThat(served.get(0)).isEqualTo("holder");
-  }
-
-  /**
-   * The default patience: the waiters have waited far longer than 20 ms by the time of the release,
-   * so the releaser queues behind them as with strict order.
-   */
-  @Test
-  void withTheDefaultPatienceWaitersThatWaitedLongerAreServedFirst() throws Exception {
-    List<String> served = servedOrder(this::newBackend, LockConfig.DEFAULT_PATIENCE);
-
-    await().atMost(Duration.ofSeconds(30)).until(() -> served.size() == 4);
-    assertThat(served).containsExactly("w1", "w2", "w3", "holder");
-  }
-
-  /**
-   * The patience rule on the script itself: three places queue behind a holder, the holder
-   * releases, and a newcomer asks at once. Waiters that let newer callers go ahead for a minute let
-   * it take the lock; waiters with zero patience do not, and the newcomer queues.
-   */
-  @Test
-  void waitersWithinTheirPatienceLetANewcomerGoAheadAndWithZeroTheyDoNot() {
-    assertThat(newcomerAfterTheRelease(name + "-patient", LockConfig.MAX_PATIENCE))
-        .as("behind waiters patient for a minute")
-        .isNotEmpty();
-    assertThat(newcomerAfterTheRelease(name + "-strict", Duration.ZERO))
-        .as("behind waiters with zero patience")
-        .isEmpty();
-  }
-
-  private Option<FencingToken> newcomerAfterTheRelease(String lockName, Duration waitersPatience) {
-    RedisLockBackend backend = newBackend();
-    FencingToken held = backend.tryAcquire(lockName, "h#0", TTL).get();
-    for (String waiter : List.of("w1", "w2", "w3")) {
-      assertThat(
-              backend.tryAcquireInTurn(lockName, waiter + "#0", TTL, waiter, TTL, waitersPatience))
-          .isEmpty();
-    }
-    assertThat(backend.release(lockName, "h#0", held)).isTrue();
-    return backend.tryAcquireInTurn(
-        lockName, "newcomer#0", TTL, "newcomer", TTL, LockConfig.MAX_PATIENCE);
+  @Override
+  protected boolean queueGone(String lockName) {
+    return redis.exists(config.queueKeys(lockName).toArray(String[]::new)) == 0;
   }
 
   /**
@@ -173,7 +102,7 @@ class RedisWaitingInTurnIT {
   }
 
   private Option<FencingToken> waiterAfterAStepBack(String lockName, boolean newcomerAtTheClock) {
-    RedisLockBackend backend = newBackend();
+    RedisLockBackend backend = newRedisBackend();
     FencingToken held = backend.tryAcquire(lockName, "h#0", TTL).get();
     assertThat(backend.tryAcquireInTurn(lockName, "w#0", TTL, "w", TTL, Duration.ZERO)).isEmpty();
     double hour = Duration.ofHours(1).toMillis();
@@ -189,33 +118,6 @@ class RedisWaitingInTurnIT {
     return backend.tryAcquireInTurn(lockName, "w#1", TTL, "w", TTL, Duration.ZERO);
   }
 
-  /** A waiter whose timers never fire is woken by the release alone, and takes the lock. */
-  @Test
-  void aReleaseWakesAWaiterWhoseTimersNeverFire() throws Exception {
-    Future<Either<NotAcquired, HeldLock>> waiting = waitOnTimersThatNeverFire(newBackend());
-
-    await().atMost(Duration.ofSeconds(30)).until(waiting::isDone);
-    assertThat(waiting.get().isRight()).as("acquired after the release").isTrue();
-  }
-
-  /**
-   * Negative control: a backend made on a connection ({@link RedisLockBackend#create}) has no
-   * client to subscribe with; the same waiter is never told: the lease is free and it still waits.
-   * (It polls, without a place: a waiter nobody wakes must not hold the queue up.)
-   */
-  @Test
-  void onABackendMadeOnAConnectionTheSameWaiterIsNeverWoken() throws Exception {
-    RedisLockBackend backend = RedisLockBackend.create(direct, config);
-    assertThat(backend.wakesWaiters()).isFalse();
-    Future<Either<NotAcquired, HeldLock>> waiting = waitOnTimersThatNeverFire(backend);
-
-    // Holding a condition for a while is an assertion, not a synchronisation.
-    await()
-        .during(Duration.ofSeconds(3))
-        .atMost(Duration.ofSeconds(5))
-        .until(() -> !waiting.isDone() && freeNow());
-  }
-
   /**
    * The subscription's connection is killed while a waiter waits: Lettuce reconnects and subscribes
    * again, which wakes the waiter once, and the next release still wakes it, whose timers never
@@ -223,7 +125,7 @@ class RedisWaitingInTurnIT {
    */
   @Test
   void afterTheSubscriptionIsKilledItComesBackAndTheReleaseStillWakes() throws Exception {
-    RedisLockBackend backend = newBackend();
+    RedisLockBackend backend = newRedisBackend();
     FencedLock holder = lock(backend, LeaseClock.system(), LockConfig.DEFAULT_PATIENCE);
     TimersNeverFire timers = new TimersNeverFire();
     FencedLock waiter = lock(backend, timers, LockConfig.DEFAULT_PATIENCE);
@@ -246,62 +148,13 @@ class RedisWaitingInTurnIT {
   }
 
   /**
-   * A waiter that died at the head of the queue (it asked once and never again) holds the lock up
-   * only until its place expires; the next waiter then takes the free lock, and the queue's keys
-   * are gone with it.
-   */
-  @Test
-  void aWaiterThatDiedLosesItsPlaceAndTheNextIsServed() {
-    FencedLock next = lock(newBackend(), LeaseClock.system(), Duration.ZERO);
-    deadWaiterAheadOfAFreeLock(Duration.ofSeconds(2));
-
-    Either<NotAcquired, HeldLock> acquired = next.acquire(name, TTL, Duration.ofSeconds(30));
-
-    assertThat(acquired.isRight()).as("served once the dead waiter's place expired").isTrue();
-    assertThat(redis.exists(config.queueKeys(name).toArray(String[]::new)))
-        .as("queue keys left")
-        .isZero();
-  }
-
-  /**
-   * Negative control: a dead waiter whose place never expires keeps the next waiter out of a free
-   * lock for as long as it waits: the queue is what holds it up, and only the expiry frees it.
-   */
-  @Test
-  void aPlaceThatNeverExpiresKeepsTheNextWaiterOutOfAFreeLock() {
-    FencedLock next = lock(newBackend(), LeaseClock.system(), Duration.ZERO);
-    deadWaiterAheadOfAFreeLock(Duration.ofHours(1));
-
-    Either<NotAcquired, HeldLock> acquired = next.acquire(name, TTL, Duration.ofSeconds(3));
-
-    assertThat(acquired.isLeft()).as("still waiting behind the dead waiter").isTrue();
-    assertThat(freeNow()).as("the lease itself is free").isTrue();
-  }
-
-  /** A waiter that gives up leaves no place behind for the next to wait out. */
-  @Test
-  void aWaiterThatGivesUpLeavesTheQueue() {
-    RedisLockBackend backend = newBackend();
-    FencedLock holder = lock(backend, LeaseClock.system(), LockConfig.DEFAULT_PATIENCE);
-    FencedLock waiter = lock(backend, LeaseClock.system(), LockConfig.DEFAULT_PATIENCE);
-    HeldLock held = holder.tryAcquire(name, TTL).get();
-
-    Either<NotAcquired, HeldLock> gaveUp = waiter.acquire(name, TTL, Duration.ofMillis(300));
-
-    assertThat(gaveUp.isLeft()).isTrue();
-    assertThat(gaveUp.getLeft().attempts()).as("it waited in the queue").isGreaterThan(1);
-    assertThat(places()).as("places left behind").isZero();
-    held.release();
-  }
-
-  /**
    * The in-turn script's answer is lost with its connection; Lettuce reconnects and sends it again
    * by itself, as in production. The resend finds the grant of its first run and answers its token:
    * one grant, the counter bumped once, no place left.
    */
   @Test
   void anInTurnGrantWhoseAnswerWasLostIsAnsweredOnceByTheResend() {
-    RedisLockBackend backend = newBackend();
+    RedisLockBackend backend = newRedisBackend();
     redis.scriptLoad(RedisScripts.ACQUIRE_IN_TURN.source()); // no NOSCRIPT may take the fault
     try (TcpProxy proxy = TcpProxy.start(uri.getHost(), uri.getPort())) {
       RedisClient proxiedClient =
@@ -320,7 +173,7 @@ class RedisWaitingInTurnIT {
             .as("grants made")
             .isEqualTo(Long.toString(token.get().value()))
             .isEqualTo("1");
-        assertThat(places()).as("places left").isZero();
+        assertThat(placesOf(name)).as("places left").isZero();
       } finally {
         proxiedClient.shutdown(Duration.ZERO, Duration.ofSeconds(1));
       }
@@ -336,7 +189,7 @@ class RedisWaitingInTurnIT {
   @Test
   void aRefusedInTurnAttemptWhoseAnswerWasLostKeepsOnePlaceAndIsServedAfterTheRelease()
       throws Exception {
-    RedisLockBackend backend = newBackend();
+    RedisLockBackend backend = newRedisBackend();
     FencingToken held = backend.tryAcquire(name, "h#0", TTL).get();
     redis.scriptLoad(RedisScripts.ACQUIRE_IN_TURN.source()); // no NOSCRIPT may take the fault
     try (TcpProxy proxy = TcpProxy.start(uri.getHost(), uri.getPort())) {
@@ -354,7 +207,7 @@ class RedisWaitingInTurnIT {
             threads.submit(() -> waiter.acquire(name, TTL, Duration.ofSeconds(30)));
 
         await().atMost(Duration.ofSeconds(10)).until(lost::fired);
-        await().atMost(Duration.ofSeconds(10)).until(() -> places() == 1);
+        await().atMost(Duration.ofSeconds(10)).until(() -> placesOf(name) == 1);
         assertThat(waiting.isDone()).as("still waiting: %s", waiting).isFalse();
         assertThat(backend.release(name, "h#0", held)).isTrue();
 
@@ -363,7 +216,7 @@ class RedisWaitingInTurnIT {
         assertThat(acquired.get().token().value())
             .as("one grant after the holder's")
             .isEqualTo(held.value() + 1);
-        assertThat(places()).as("places left").isZero();
+        assertThat(placesOf(name)).as("places left").isZero();
         acquired.get().release();
       } finally {
         proxiedClient.shutdown(Duration.ZERO, Duration.ofSeconds(1));
@@ -395,23 +248,23 @@ class RedisWaitingInTurnIT {
    */
   @Test
   void closingABackendGivesUpThePlacesOfItsWaiters() {
-    RedisLockBackend waiterBackend = newBackend();
+    RedisLockBackend waiterBackend = newRedisBackend();
     FencedLock holder = lock(newBackend(), LeaseClock.system(), LockConfig.DEFAULT_PATIENCE);
     TimersNeverFire timers = new TimersNeverFire();
     FencedLock waiter = lock(waiterBackend, timers, LockConfig.DEFAULT_PATIENCE);
     HeldLock held = holder.tryAcquire(name, TTL).get();
     threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
     await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits() >= 2);
-    assertThat(places()).as("the waiter's place").isOne();
+    assertThat(placesOf(name)).as("the waiter's place").isOne();
 
     waiterBackend.close();
 
-    assertThat(places()).as("places left after close").isZero();
+    assertThat(placesOf(name)).as("places left after close").isZero();
     assertThatThrownBy(
             () -> waiterBackend.tryAcquireInTurn(name, "late#0", TTL, "late", TTL, Duration.ZERO))
         .as("a wait's call after close")
         .isInstanceOf(IllegalStateException.class);
-    assertThat(places()).as("places after a late call").isZero();
+    assertThat(placesOf(name)).as("places after a late call").isZero();
     held.release();
   }
 
@@ -539,121 +392,14 @@ class RedisWaitingInTurnIT {
     return userClient;
   }
 
-  /**
-   * The holder takes the lock; w1, w2 and w3 begin to wait in that order, each in the queue (or,
-   * without one, refused once) before the next starts; the holder releases and asks again at once.
-   * Each records its name when served, then releases.
-   */
-  private List<String> servedOrder(Supplier<LockBackend> backends, Duration patience)
-      throws Exception {
-    List<String> served = new CopyOnWriteArrayList<>();
-    FencedLock holder = lock(backends.get(), new TimersNeverFire(), patience);
-    HeldLock first = holder.tryAcquire(name, TTL).get();
-    for (String waiter : List.of("w1", "w2", "w3")) {
-      FencedLock lock = lock(backends.get(), new TimersNeverFire(), patience);
-      int before = attemptsSoFar();
-      threads.submit(() -> serve(lock, waiter, served));
-      await().atMost(Duration.ofSeconds(10)).until(() -> attemptsSoFar() > before);
-    }
-    first.release();
-    threads.submit(() -> serve(holder, "holder", served));
-    return served;
+  private RedisLockBackend newRedisBackend() {
+    return (RedisLockBackend) newBackend();
   }
 
-  private Void serve(FencedLock lock, String who, List<String> served) {
-    lock.acquire(name, TTL, LONG_WAIT)
-        .peek(
-            held -> {
-              served.add(who);
-              held.release();
-            });
-    return null;
-  }
-
-  /** Refused attempts so far: places in the queue, or with no queue, this test's lost races. */
-  private final List<Object> refusals = new CopyOnWriteArrayList<>();
-
-  private int attemptsSoFar() {
-    return places() + refusals.size();
-  }
-
-  /** A holder takes the lock, a waiter on a clock whose timers never fire waits, it is released. */
-  private Future<Either<NotAcquired, HeldLock>> waitOnTimersThatNeverFire(
-      RedisLockBackend backend) {
-    FencedLock holder = lock(backend, LeaseClock.system(), LockConfig.DEFAULT_PATIENCE);
-    TimersNeverFire timers = new TimersNeverFire();
-    FencedLock waiter = lock(backend, timers, LockConfig.DEFAULT_PATIENCE);
-    HeldLock held = holder.tryAcquire(name, TTL).get();
-    Future<Either<NotAcquired, HeldLock>> waiting =
-        threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
-    // Refused once and waiting: for a wake-up (in the queue) or for a timer (polling).
-    await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits() > 0);
-    boolean queues = backend.wakesWaiters();
-    assertThat(places()).as("places in the queue").isEqualTo(queues ? 1 : 0);
-    if (queues) {
-      // The subscription wakes every waiter once when it is confirmed; let that wake-up be
-      // answered first, so that only the release's message can wake the waiter below.
-      await().atMost(Duration.ofSeconds(10)).until(() -> timers.waits() >= 2);
-    }
-    held.release();
-    return waiting;
-  }
-
-  /**
-   * A waiter queues behind a holder with a place of {@code place}, never asks again, and the holder
-   * releases: the lease is free, the dead waiter's place is ahead of everyone.
-   */
-  private void deadWaiterAheadOfAFreeLock(Duration place) {
-    RedisLockBackend backend = newBackend();
-    FencingToken held = backend.tryAcquire(name, "h#0", TTL).get();
-    assertThat(backend.tryAcquireInTurn(name, "dead#0", TTL, "dead-waiter", place, Duration.ZERO))
-        .as("the lease is held")
-        .isEmpty();
-    assertThat(backend.release(name, "h#0", held)).isTrue();
-    assertThat(freeNow()).isTrue();
-    assertThat(places()).as("the dead waiter's place").isOne();
-  }
-
-  private RedisLockBackend newBackend() {
-    RedisLockBackend backend = RedisLockBackend.connect(client, config);
-    closing.add(backend);
-    return backend;
-  }
-
-  private FencedLock lock(LockBackend backend, LeaseClock clock, Duration patience) {
-    FencedLock lock =
-        FencedLock.create(
-            backend,
-            LockConfig.custom(LockPurpose.CORRECTNESS)
-                .owner("p-" + UUID.randomUUID())
-                .clock(clock)
-                .patience(patience)
-                .build());
-    closing.add(lock);
-    return lock;
-  }
-
-  /** {@code real} as a plain {@link LockBackend}, counting the races it lost. */
-  private LockBackend plain(LockBackend real) {
-    return new ForwardingLockBackend(real) {
-      @Override
-      public Option<FencingToken> tryAcquire(String n, String owner, Duration ttl) {
-        Option<FencingToken> token = super.tryAcquire(n, owner, ttl);
-        if (token.isEmpty()) {
-          refusals.add(owner);
-        }
-        return token;
-      }
-    };
-  }
-
-  private boolean freeNow() {
-    return redis.exists(config.leaseKey(name)) == 0;
-  }
-
-  /** Places in the queue of this test's lock, unexpired or not yet dropped. */
-  private int places() {
-    return Math.toIntExact(redis.zcard(config.queueKeys(name).get(0)));
+  /** Places in the queue of {@code lockName}, unexpired or not yet dropped. */
+  @Override
+  protected int placesOf(String lockName) {
+    return Math.toIntExact(redis.zcard(config.queueKeys(lockName).get(0)));
   }
 
   /** The ids of this test client's connections that are subscribed to a channel. */
