@@ -18,6 +18,7 @@ import dev.nolock.testkit.PostgresExtension;
 import dev.nolock.testkit.PostgresSchema;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.vavr.control.Either;
+import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
@@ -35,6 +36,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiFunction;
+import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.SQLDialect;
@@ -218,63 +220,37 @@ class TakeTurnIT {
   @Test
   void aTurnThatSitsIdleIsEndedWithNothingWrittenTheOthersGoOnAndTheUpdateRacesOn()
       throws Exception {
-    String id = newId();
-    SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    try (HikariDataSource pool = poolOfOne()) {
-      VersionColumnStore<String, Long> store =
-          VersionColumnStore.create(
-              pool, config().takeTurnAfter(Duration.ZERO).metrics(registry, "turns").build());
-      VersionColumnStore<String, Long> others = everyUpdateATurn(schema.dataSource());
-      Versioned<Long> start = store.insert(id, 0L).get();
-      CountDownLatch inTurn = new CountDownLatch(1);
-      CountDownLatch resume = new CountDownLatch(1);
-      AtomicInteger changes = new AtomicInteger();
-
-      // The paused writer: its change runs in its turn, with the row locked, and stops there.
-      Future<Either<?, Versioned<Long>>> paused =
-          rivals.submit(
-              () ->
-                  store.update(
-                      id,
-                      v -> {
-                        if (changes.incrementAndGet() == 1) {
-                          inTurn.countDown();
-                          awaitQuietly(resume);
-                        }
-                        return v + 100;
-                      }));
-      assertThat(inTurn.await(20, TimeUnit.SECONDS)).isTrue();
-      CompletableFuture<Either<?, Versioned<Long>>> other =
-          CompletableFuture.supplyAsync(
-              () -> others.compareAndSet(id, start.version(), 1L), rivals);
-
-      // freed by the idle limit: well before the control's three limits without it
-      await().atMost(VersionColumnStoreConfig.TURN_IDLE_LIMIT.multipliedBy(3)).until(other::isDone);
-      resume.countDown();
-
-      assertThat(other.get().isRight()).as("the other writer went on: %s", other.get()).isTrue();
-      Either<?, Versioned<Long>> outcome = paused.get(20, TimeUnit.SECONDS);
-      assertThat(outcome.isRight()).as("raced on after its turn ended: %s", outcome).isTrue();
-      assertThat(outcome.get().value())
-          .as("its change applied once, to the other writer's value: nothing of the turn landed")
-          .isEqualTo(101L);
-      assertThat(changes).as("the change ran again on the fresh value").hasValue(2);
-      assertThat(count(registry, "nolock.cas.turns")).isEqualTo(1.0);
-      assertThat(count(registry, "nolock.cas.turns_ended")).isEqualTo(1.0);
-      assertThat(store.read(id).get().value()).isEqualTo(101L);
-    }
+    aTurnStoppedPastTheIdleLimitRacesOn(Stop.IN_ITS_CHANGE);
   }
 
   @Test
   void aTurnPausedBetweenItsWriteAndItsCommitWroteNothingAndTheUpdateRacesOn() throws Exception {
+    aTurnStoppedPastTheIdleLimitRacesOn(Stop.BEFORE_ITS_COMMIT);
+  }
+
+  /** Where a turn stops: with the row read and locked, or with the row written, not committed. */
+  private enum Stop {
+    IN_ITS_CHANGE,
+    BEFORE_ITS_COMMIT
+  }
+
+  /**
+   * A writer's turn stops at {@code stop}, on a pool of one connection (so that what the ended turn
+   * leaves on its connection meets the pool's next statement); another writer's compare-and-set
+   * goes through once PostgreSQL ends the idle turn; then the stopped writer resumes. Its turn
+   * wrote nothing, so its update races on and applies its change once, on the other's value.
+   */
+  private void aTurnStoppedPastTheIdleLimitRacesOn(Stop stop) throws Exception {
     String id = newId();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    CountDownLatch stopped = new CountDownLatch(1);
+    CountDownLatch resume = new CountDownLatch(1);
     try (HikariDataSource pool = poolOfOne()) {
-      PausingCommits pausing = new PausingCommits(pool);
-      SimpleMeterRegistry registry = new SimpleMeterRegistry();
+      DataSource dataSource =
+          stop == Stop.BEFORE_ITS_COMMIT ? pausingTheFirstCommit(pool, stopped, resume) : pool;
       VersionColumnStore<String, Long> store =
           VersionColumnStore.create(
-              pausing.dataSource,
-              config().takeTurnAfter(Duration.ZERO).metrics(registry, "turns").build());
+              dataSource, config().takeTurnAfter(Duration.ZERO).metrics(registry, "turns").build());
       VersionColumnStore<String, Long> others = everyUpdateATurn(schema.dataSource());
       Versioned<Long> start = others.insert(id, 0L).get();
       AtomicInteger changes = new AtomicInteger();
@@ -285,69 +261,77 @@ class TakeTurnIT {
                   store.update(
                       id,
                       v -> {
-                        changes.incrementAndGet();
+                        if (changes.incrementAndGet() == 1 && stop == Stop.IN_ITS_CHANGE) {
+                          stopped.countDown();
+                          awaitQuietly(resume);
+                        }
                         return v + 100;
                       }));
-      assertThat(pausing.atCommit.await(20, TimeUnit.SECONDS)).isTrue();
-      // The turn's UPDATE has run; its COMMIT waits here while the row stays locked.
+      assertThat(stopped.await(20, TimeUnit.SECONDS)).isTrue();
       CompletableFuture<Either<?, Versioned<Long>>> other =
           CompletableFuture.supplyAsync(
               () -> others.compareAndSet(id, start.version(), 1L), rivals);
 
+      // freed by the idle limit: well before the control's three limits without it
       await().atMost(VersionColumnStoreConfig.TURN_IDLE_LIMIT.multipliedBy(3)).until(other::isDone);
-      pausing.resume.countDown();
+      resume.countDown();
 
       assertThat(other.get().isRight())
-          .as(
-              "the turn's UPDATE was rolled back: the other writer's version matched: %s",
-              other.get())
+          .as("the other writer went on, at the version the turn had read: %s", other.get())
           .isTrue();
       Either<?, Versioned<Long>> outcome = paused.get(20, TimeUnit.SECONDS);
-      assertThat(outcome.isRight())
-          .as("a COMMIT refused for the idle limit is not an unknown outcome: %s", outcome)
-          .isTrue();
-      assertThat(outcome.get().value()).isEqualTo(101L);
-      assertThat(changes).hasValue(2);
+      assertThat(outcome.isRight()).as("raced on after its turn ended: %s", outcome).isTrue();
+      assertThat(outcome.get().value())
+          .as("its change applied once, to the other writer's value: nothing of the turn landed")
+          .isEqualTo(101L);
+      assertThat(changes).as("the change ran again on the fresh value").hasValue(2);
       assertThat(count(registry, "nolock.cas.turns")).as("no second turn").isEqualTo(1.0);
       assertThat(count(registry, "nolock.cas.turns_ended")).isEqualTo(1.0);
       assertThat(others.read(id).get().value()).isEqualTo(101L);
     }
   }
 
-  /** Holds the first {@code COMMIT} sent through {@link #dataSource} until {@link #resume}. */
-  private static final class PausingCommits {
-    final CountDownLatch atCommit = new CountDownLatch(1);
-    final CountDownLatch resume = new CountDownLatch(1);
-    final DataSource dataSource;
+  /** {@code pool}, whose first {@code COMMIT} counts {@code stopped} down and waits for resume. */
+  private static DataSource pausingTheFirstCommit(
+      DataSource pool, CountDownLatch stopped, CountDownLatch resume) {
+    InvocationHandler commits =
+        forwarding(
+            pool,
+            (method, result) -> {
+              if (method.getName().equals("getConnection")) {
+                return Proxy.newProxyInstance(
+                    Connection.class.getClassLoader(),
+                    new Class<?>[] {Connection.class},
+                    forwarding(
+                        result, (m, r) -> r, m -> pauseAtTheFirstCommit(m, stopped, resume)));
+              }
+              return result;
+            },
+            m -> {});
+    return (DataSource)
+        Proxy.newProxyInstance(
+            DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class}, commits);
+  }
 
-    PausingCommits(DataSource pool) {
-      this.dataSource =
-          proxy(
-              DataSource.class,
-              pool,
-              (method, result) ->
-                  method.getName().equals("getConnection")
-                      ? proxy(Connection.class, result, (m, r) -> r)
-                      : result);
+  private static void pauseAtTheFirstCommit(
+      Method method, CountDownLatch stopped, CountDownLatch resume) {
+    if (method.getName().equals("commit") && stopped.getCount() > 0) {
+      stopped.countDown();
+      awaitQuietly(resume);
     }
+  }
 
-    private <T> T proxy(Class<T> type, Object real, BiFunction<Method, Object, Object> after) {
-      return type.cast(
-          Proxy.newProxyInstance(
-              type.getClassLoader(),
-              new Class<?>[] {type},
-              (proxy, method, args) -> {
-                if (method.getName().equals("commit") && atCommit.getCount() > 0) {
-                  atCommit.countDown();
-                  awaitQuietly(resume);
-                }
-                try {
-                  return after.apply(method, method.invoke(real, args));
-                } catch (InvocationTargetException e) {
-                  throw e.getCause();
-                }
-              }));
-    }
+  /** Calls {@code before}, then {@code real}'s method, and hands its result to {@code after}. */
+  private static InvocationHandler forwarding(
+      Object real, BiFunction<Method, Object, Object> after, Consumer<Method> before) {
+    return (proxy, method, args) -> {
+      before.accept(method);
+      try {
+        return after.apply(method, method.invoke(real, args));
+      } catch (InvocationTargetException e) {
+        throw e.getCause();
+      }
+    };
   }
 
   @Test
