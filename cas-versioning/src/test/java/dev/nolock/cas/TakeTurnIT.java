@@ -393,6 +393,7 @@ class TakeTurnIT {
       DSLContext sameConnection = DSL.using(pool, SQLDialect.POSTGRES);
       String before =
           String.valueOf(sameConnection.fetchValue("SHOW idle_in_transaction_session_timeout"));
+      Object pid = sameConnection.fetchValue("SELECT pg_backend_pid()");
       SimpleMeterRegistry registry = new SimpleMeterRegistry();
       VersionColumnStore<String, Long> store =
           VersionColumnStore.create(
@@ -402,6 +403,9 @@ class TakeTurnIT {
       assertThat(store.update(id, v -> v + 1).isRight()).isTrue();
       assertThat(count(registry, "nolock.cas.turns")).as("it was a turn").isEqualTo(1.0);
 
+      assertThat(sameConnection.fetchValue("SELECT pg_backend_pid()"))
+          .as("the same server session, which ran the turn")
+          .isEqualTo(pid);
       assertThat(
               String.valueOf(sameConnection.fetchValue("SHOW idle_in_transaction_session_timeout")))
           .as("the next user of the connection has the server's setting, not the turn's")

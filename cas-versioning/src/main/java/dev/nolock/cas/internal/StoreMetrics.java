@@ -26,7 +26,7 @@ public final class StoreMetrics {
 
   /**
    * Turns that failed with nothing written (PostgreSQL ended them for sitting idle, or the
-   * connection failed before the COMMIT); their update raced on.
+   * connection failed before the COMMIT), each counted as a lost race.
    */
   public static final String TURNS_ENDED = "nolock.cas.turns_ended";
 
@@ -55,7 +55,7 @@ public final class StoreMetrics {
             tags,
             TURNS_ENDED,
             "turns that failed with nothing written (ended for sitting idle, or the connection"
-                + " failed before the COMMIT); the update raced on");
+                + " failed before the COMMIT), each counted as a lost race");
     this.giveUps = counter(registry, tags, GIVE_UPS, "update calls that gave up on a conflict");
   }
 
