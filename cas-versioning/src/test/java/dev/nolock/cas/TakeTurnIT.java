@@ -254,6 +254,8 @@ class TakeTurnIT {
       VersionColumnStore<String, Long> others = everyUpdateATurn(schema.dataSource());
       Versioned<Long> start = others.insert(id, 0L).get();
       AtomicInteger changes = new AtomicInteger();
+      // the session of the pool's one connection, which the turn will use
+      Object pid = DSL.using(pool, SQLDialect.POSTGRES).fetchValue("SELECT pg_backend_pid()");
 
       Future<Either<?, Versioned<Long>>> paused =
           rivals.submit(
@@ -268,6 +270,19 @@ class TakeTurnIT {
                         return v + 100;
                       }));
       assertThat(stopped.await(20, TimeUnit.SECONDS)).isTrue();
+      assertThat(changes).as("stopped after its change ran once").hasValue(1);
+      if (stop == Stop.BEFORE_ITS_COMMIT) {
+        assertThat(others.read(id).get().value()).as("written, not committed").isZero();
+        assertThat(
+                schema
+                    .dsl()
+                    .fetchValue(
+                        "SELECT count(*) FROM pg_stat_activity WHERE pid = ? AND state ="
+                            + " 'idle in transaction' AND query ILIKE 'update%'",
+                        pid))
+            .as("the turn's UPDATE ran, its transaction idle before the COMMIT")
+            .isEqualTo(1L);
+      }
       CompletableFuture<Either<?, Versioned<Long>>> other =
           CompletableFuture.supplyAsync(
               () -> others.compareAndSet(id, start.version(), 1L), rivals);

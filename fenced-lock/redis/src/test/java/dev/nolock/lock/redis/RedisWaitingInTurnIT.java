@@ -27,6 +27,8 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.event.command.CommandListener;
+import io.lettuce.core.event.command.CommandStartedEvent;
 import io.lettuce.core.protocol.CommandType;
 import io.vavr.control.Either;
 import io.vavr.control.Option;
@@ -35,8 +37,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -182,9 +188,11 @@ class RedisWaitingInTurnIT extends FairLockBackendContract {
 
   /**
    * A refused in-turn attempt whose answer is lost, seen through {@link FencedLock}: Lettuce sends
-   * the script again, the resend only refreshes the waiter's place and is refused too, so the
-   * caller keeps waiting (no failure, no second place) and is served once the holder releases, with
-   * one grant of its own.
+   * the script again, the resend is refused too and only refreshes the waiter's place (its expiry
+   * moves on; nothing else asks, the waiter's timers never fire), so the caller keeps waiting (no
+   * failure, no second place) and is served once the holder releases, with one grant of its own.
+   * The answer dropped is the in-turn script's: the fault is armed when Lettuce starts that
+   * command, after the subscription was confirmed.
    */
   @Test
   void aRefusedInTurnAttemptWhoseAnswerWasLostKeepsOnePlaceAndIsServedAfterTheRelease()
@@ -192,22 +200,60 @@ class RedisWaitingInTurnIT extends FairLockBackendContract {
     RedisLockBackend backend = newRedisBackend();
     FencingToken held = backend.tryAcquire(name, "h#0", TTL).get();
     redis.scriptLoad(RedisScripts.ACQUIRE_IN_TURN.source()); // no NOSCRIPT may take the fault
+    String expiries = config.queueKeys(name).get(2);
     try (TcpProxy proxy = TcpProxy.start(uri.getHost(), uri.getPort())) {
       RedisClient proxiedClient =
           RedisClient.create(RedisURI.builder(uri).withPort(proxy.port()).build());
+      AtomicBoolean armed = new AtomicBoolean();
+      CompletableFuture<InjectedFault> lost = new CompletableFuture<>();
+      List<Double> expiryWhenLost = new CopyOnWriteArrayList<>();
+      proxiedClient.addListener(
+          new CommandListener() {
+            @Override
+            public void commandStarted(CommandStartedEvent event) {
+              // Before Lettuce writes the command: the fault is armed before its bytes leave.
+              if (armed.get()
+                  && event.getCommand().getType() == CommandType.EVALSHA
+                  && event
+                      .getCommand()
+                      .getArgs()
+                      .toCommandString()
+                      .contains(RedisScripts.ACQUIRE_IN_TURN.sha())
+                  && armed.compareAndSet(true, false)) {
+                lost.complete(
+                    proxy.loseNext(
+                        FaultKind.ANSWER_LOST,
+                        () ->
+                            expiryWhenLost.add(
+                                redis.zrangeWithScores(expiries, 0, 0).get(0).getScore())));
+              }
+            }
+          });
+      CountDownLatch confirmed = new CountDownLatch(1);
       try (RedisLockBackend waiterBackend = RedisLockBackend.connect(proxiedClient, config);
-          var subscribed = waiterBackend.onRelease(name, "warm-up", () -> {})) {
-        // The subscription is open before the fault is armed, so that the answer lost is the
-        // in-turn script's and not the subscription's confirmation.
-        await().atMost(Duration.ofSeconds(10)).until(waiterBackend::wakesWaiters);
-        FencedLock waiter = lock(waiterBackend, LeaseClock.system(), Duration.ZERO);
-        InjectedFault lost = proxy.loseNext(FaultKind.ANSWER_LOST);
+          var subscribed = waiterBackend.onRelease(name, "warm-up", confirmed::countDown)) {
+        // A confirmed subscription wakes its waiters once: from then on nothing of it crosses the
+        // proxy while the waiter waits.
+        assertThat(confirmed.await(10, TimeUnit.SECONDS)).as("subscribed").isTrue();
+        TimersNeverFire timers = new TimersNeverFire();
+        FencedLock waiter = lock(waiterBackend, timers, Duration.ZERO);
+        armed.set(true);
 
         Future<Either<NotAcquired, HeldLock>> waiting =
-            threads.submit(() -> waiter.acquire(name, TTL, Duration.ofSeconds(30)));
+            threads.submit(() -> waiter.acquire(name, TTL, LONG_WAIT));
 
-        await().atMost(Duration.ofSeconds(10)).until(lost::fired);
-        await().atMost(Duration.ofSeconds(10)).until(() -> placesOf(name) == 1);
+        InjectedFault fault = lost.get(10, TimeUnit.SECONDS);
+        await().atMost(Duration.ofSeconds(10)).until(fault::fired);
+        fault.assertFired();
+        // The resend was refused and refreshed the place; the waiter waits for a wake-up.
+        await()
+            .atMost(Duration.ofSeconds(10))
+            .until(
+                () ->
+                    placesOf(name) == 1
+                        && redis.zrangeWithScores(expiries, 0, 0).get(0).getScore()
+                            > expiryWhenLost.get(0)
+                        && timers.waits() > 0);
         assertThat(waiting.isDone()).as("still waiting: %s", waiting).isFalse();
         assertThat(backend.release(name, "h#0", held)).isTrue();
 
