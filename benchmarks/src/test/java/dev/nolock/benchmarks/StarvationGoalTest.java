@@ -49,13 +49,17 @@ class StarvationGoalTest {
 
   /** 1000 CAS units of 2 ms before the stall, and one of {@code longestMs} that may give up. */
   private static ConvoyHarness.Result cas(long longestMs, boolean gaveUp) {
+    return cas(longestMs, gaveUp, "CAS on a version column");
+  }
+
+  private static ConvoyHarness.Result cas(long longestMs, boolean gaveUp, String name) {
     List<ConvoyHarness.Unit> units = new ArrayList<>();
     for (int i = 0; i < 1_000; i++) {
       units.add(new ConvoyHarness.Unit(100 * MS, 2 * MS, ConvoyHarness.Tries.done(1)));
     }
     units.add(new ConvoyHarness.Unit(100 * MS, longestMs * MS, new ConvoyHarness.Tries(5, gaveUp)));
     return ConvoyHarness.classify(
-        new ConvoyHarness.Design("CAS on a version column", true, "postgres", () -> null),
+        new ConvoyHarness.Design(name, true, "postgres", () -> null),
         units,
         0,
         2_000 * MS,
@@ -73,6 +77,17 @@ class StarvationGoalTest {
     assertThat(gaveUp.evidence()).endsWith("1 of 1001 units gave up");
     assertThat(Report.casWorstCaseGoals(List.of(design("Fenced lock (PostgreSQL)", 500))))
         .isEmpty();
+  }
+
+  /** The lock-free mode is shown beside the default, not held to the bound the turns buy. */
+  @Test
+  void theLockFreeModeIsNotHeldToTheBoundedWorstCase() {
+    assertThat(
+            Report.casWorstCaseGoals(List.of(cas(500, false, ConvoyHarness.CAS_NEVER_TAKES_TURNS))))
+        .isEmpty();
+    assertThat(
+            Report.casWorstCaseGoals(List.of(cas(500, false, ConvoyHarness.CAS_DEFAULT_RETRIES))))
+        .hasSize(1);
   }
 
   @Test
