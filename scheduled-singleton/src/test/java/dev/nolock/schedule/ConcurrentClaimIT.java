@@ -172,6 +172,57 @@ class ConcurrentClaimIT {
     }
   }
 
+  /**
+   * A fleet's first times, one instance waking late. A (made after {@code t1}, wall clock just
+   * after {@code t2}) reads the floor while the job has no run: its plan is {@code t2} alone, as a
+   * new job starts at its next time. Before A's claim, B (made before {@code t0}) claims and runs
+   * {@code t0}. Claimed on that plan, {@code t2} would be the job's newest run with {@code t1}
+   * neither run nor counted missed, and B's claim of {@code t1} refused as superseded: a time lost
+   * and reported as handled. A's claim finds the run it did not plan with and plans again from it.
+   */
+  @Test
+  void aRunCommittedBetweenAPlansFloorReadAndItsClaimMakesItPlanAgainSoNoTimeIsLost() {
+    String job = "first-times";
+    MutableClock bClock = new MutableClock(t0.minusSeconds(1));
+    MutableClock aClock = new MutableClock(t1.plusSeconds(30));
+    List<RunOutcome> bOutcomes = new ArrayList<>();
+    try (ScheduledSingleton b =
+            ScheduledSingleton.plain(
+                schema.dataSource(),
+                ScheduleConfig.custom(job, EVERY_MINUTE)
+                    .clock(bClock)
+                    .missedSchedules(MissedSchedules.runEach())
+                    .build(),
+                ran::add);
+        ScheduledSingleton a =
+            ScheduledSingleton.plain(
+                beforeClaim(schema.dataSource(), () -> bOutcomes.addAll(b.runDueNow())),
+                ScheduleConfig.custom(job, EVERY_MINUTE)
+                    .clock(aClock)
+                    .missedSchedules(MissedSchedules.runEach())
+                    .build(),
+                ran::add)) {
+      bClock.set(t0.plusSeconds(1));
+      aClock.set(t2.plusSeconds(1));
+      List<RunOutcome> aOutcomes = a.runDueNow();
+      assertThat(bOutcomes)
+          .as("B ran %s between A's floor read and A's claim", t0)
+          .singleElement()
+          .isInstanceOf(RunOutcome.Finished.class);
+
+      bClock.set(t1.plusSeconds(1));
+      bOutcomes.addAll(b.runDueNow());
+
+      assertThat(ran)
+          .as(
+              "every time from the job's first run on runs once (A: %s, B: %s, rows: %s)",
+              aOutcomes, bOutcomes, runs.of(job))
+          .extracting(ScheduledRun::scheduledAt)
+          .containsExactlyInAnyOrder(t0, t1, t2);
+      assertThat(bOutcomes).doesNotHaveAnyElementsOfTypes(RunOutcome.Superseded.class);
+    }
+  }
+
   @Test
   void aReSentClaimWhoseFirstCommitWasStillInFlightRunsTheTimeOnce() throws Exception {
     String job = "in-flight";

@@ -10,6 +10,7 @@ import dev.nolock.testkit.InjectedFault;
 import dev.nolock.testkit.JdbcFaults;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
@@ -59,6 +60,7 @@ class TakeoverFaultIT extends FaultFixture {
                       LEASE,
                       MutableClock.ANY_DATE,
                       Duration.ZERO,
+                      Optional.empty(),
                       THREE_AM,
                       0)
                   .granted())

@@ -14,6 +14,7 @@ import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -121,6 +122,7 @@ class TakeoverIT {
                       Duration.ofSeconds(3),
                       MutableClock.ANY_DATE,
                       Duration.ZERO,
+                      Optional.empty(),
                       MINUTE,
                       0)
                   .granted())
@@ -171,6 +173,7 @@ class TakeoverIT {
                       Duration.ofSeconds(3),
                       MutableClock.ANY_DATE,
                       Duration.ZERO,
+                      Optional.empty(),
                       MINUTE,
                       0)
                   .granted())
@@ -338,6 +341,7 @@ class TakeoverIT {
         Duration.ofSeconds(30),
         MutableClock.ANY_DATE,
         Duration.ZERO,
+        Optional.empty(),
         MINUTE,
         0);
     db.execute("UPDATE nolock_scheduled_runs SET attempt = 3 WHERE job = ?", job);

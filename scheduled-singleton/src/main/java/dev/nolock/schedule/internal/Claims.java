@@ -36,7 +36,7 @@ final class Claims {
     NEXT,
     /** Stop: the time lies ahead of the database's clock, and the later slots do too. */
     STOP,
-    /** Plan again from the table: a run committed since the floor was read lies in the slot. */
+    /** Plan again from the table: a run committed since the floor was read lies before the slot. */
     REPLAN
   }
 
@@ -83,6 +83,8 @@ final class Claims {
               due,
               ScheduleConfig.MAX_COUNTED_MISSED);
       step = Step.NEXT;
+      // The latest run before the slot that the plan knows of: the floor, then each handled slot.
+      Optional<Instant> known = previous;
       for (CatchUp.Slot slot : plan.slots()) {
         if (state.closing) {
           break;
@@ -95,10 +97,11 @@ final class Claims {
                         plan.firstMissed().orElse(slot.scheduledAt()),
                         slot.missedBefore()))
                 : Optional.empty();
-        step = claimAndRun(slot, missed, outcomes);
+        step = claimAndRun(slot, known, missed, outcomes);
         if (step != Step.NEXT) {
           break;
         }
+        known = Optional.of(slot.scheduledAt());
       }
     }
   }
@@ -109,10 +112,14 @@ final class Claims {
    * the time lies outside the window around the database's clock. The time counts as handled
    * ({@link PassState#lastPlanned}) only once that answer is read, and never when it lies ahead of
    * the database's clock (it is claimed again when that clock reaches it) or when the job has a run
-   * committed since the plan read the floor, in the span the slot would cover (planned again).
+   * before the time that the plan did not know of ({@code known} is the latest it knew of): one
+   * committed since the plan read the floor, planned again.
    */
   private Step claimAndRun(
-      CatchUp.Slot slot, Optional<RunOutcome.Missed> missed, List<RunOutcome> outcomes) {
+      CatchUp.Slot slot,
+      Optional<Instant> known,
+      Optional<RunOutcome.Missed> missed,
+      List<RunOutcome> outcomes) {
     Instant time = slot.scheduledAt();
     ScheduleConfig config = ctx.config();
     RunTable.ClaimDecision decision;
@@ -134,6 +141,7 @@ final class Claims {
                             config.lease(),
                             config.claimWindow(),
                             config.clockTolerance(),
+                            known,
                             slot.coversFrom(),
                             slot.missedBefore());
                   });
@@ -162,11 +170,11 @@ final class Claims {
     if (decision.existing().isEmpty()
         && decision.later().isEmpty()
         && !decision.tooOld()
-        && decision.overlapping().isPresent()) {
+        && decision.unplanned().isPresent()) {
       LOG.info(
-          "Job {}: {} was claimed after this pass planned {} covering it; planning again",
+          "Job {}: {} was claimed after this pass planned {} without it; planning again",
           ctx.job(),
-          decision.overlapping().get(),
+          decision.unplanned().get(),
           time);
       return Step.REPLAN;
     }

@@ -263,10 +263,10 @@ public final class RunTable {
   /**
    * What the database decided about one claim, with its clock when it decided: exactly one of
    * granted, {@code existing} (the time's row was there: its state, attempt and owner), {@code
-   * later} (the job has a run of a later time), {@code tooOld}, {@code ahead}, {@code overlapping}
-   * (the job has a run of a time the claim would cover, from {@code covers} to before the time: the
-   * plan was made before it committed), or none of them: the insert met a row committed while the
-   * statement ran (another instance's claim, lost race).
+   * later} (the job has a run of a later time), {@code tooOld}, {@code ahead}, {@code unplanned}
+   * (the job has a run of an earlier time that the claim's plan did not know of: it committed after
+   * the plan read its floor), or none of them: the insert met a row committed while the statement
+   * ran (another instance's claim, lost race).
    */
   public record ClaimDecision(
       Optional<Claim> granted,
@@ -274,12 +274,12 @@ public final class RunTable {
       Optional<Instant> later,
       boolean tooOld,
       boolean ahead,
-      Optional<Instant> overlapping,
+      Optional<Instant> unplanned,
       Instant databaseTime) {}
 
   /**
    * Claims {@code time} and says why not, in one statement: reads {@code clock_timestamp()} once,
-   * the time's row, the job's latest later time and its latest time in {@code [:covers, :t)}, and
+   * the time's row, the job's latest later time and its latest time in {@code (:known, :t)}, and
    * inserts only when there is none of them and {@code clock_timestamp() - :window <= :t <=
    * clock_timestamp() + :tolerance}:
    *
@@ -287,12 +287,12 @@ public final class RunTable {
    * WITH c AS (SELECT clock_timestamp() AS now),
    *   e AS (SELECT state, attempt, owner FROM t WHERE job = :job AND scheduled_at = :t),
    *   l AS (SELECT max(scheduled_at) AS at FROM t WHERE job = :job AND scheduled_at > :t),
-   *   o AS (SELECT max(scheduled_at) AS at FROM t WHERE job = :job
-   *           AND scheduled_at >= :covers AND scheduled_at < :t),
-   *   v AS (SELECT c.now, l.at AS later, o.at AS overlapping, :t < c.now - :window AS too_old,
-   *                :t > c.now + :tolerance AS ahead FROM c, l, o),
+   *   u AS (SELECT max(scheduled_at) AS at FROM t WHERE job = :job AND scheduled_at < :t
+   *           AND scheduled_at > coalesce(:known, '-infinity')),
+   *   v AS (SELECT c.now, l.at AS later, u.at AS unplanned, :t < c.now - :window AS too_old,
+   *                :t > c.now + :tolerance AS ahead FROM c, l, u),
    *   i AS (INSERT INTO t (...) SELECT :job, :t, 'running', 1, :owner, clock_timestamp() + :lease, ...
-   *         FROM v WHERE NOT too_old AND NOT ahead AND later IS NULL AND overlapping IS NULL
+   *         FROM v WHERE NOT too_old AND NOT ahead AND later IS NULL AND unplanned IS NULL
    *           AND NOT EXISTS (SELECT 1 FROM e)
    *         ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt)
    * SELECT v.*, (SELECT attempt FROM i), e.* FROM v LEFT JOIN e ON true
@@ -302,9 +302,16 @@ public final class RunTable {
    * so an insert that waited for a conflicting row gets all of it. A later run refuses the claim
    * because an instance claims the times of a job in increasing order (a catch-up oldest first,
    * each pass after the last), so a time older than the job's latest run was run, counted missed by
-   * that run, or deleted by retention; see the README. An overlapping run refuses it because the
-   * run would stand for a time that already has a run of its own (a job that processes {@code
-   * [coversFrom, scheduledAt]} would process it twice): the caller plans again from the table.
+   * that run, or deleted by retention; see the README. That holds only if every claim is made on a
+   * plan that knew the job's latest earlier run, so an unplanned run refuses it: a run the plan did
+   * not know of lies in the span the claim would cover (a job that processes {@code [coversFrom,
+   * scheduledAt]} would process it twice), or before the times the plan counted missed, or, when
+   * the plan saw no run at all and started at the instance's start, before a time the plan left out
+   * as older than the job; claimed anyway, that time would be refused later as superseded and never
+   * run nor be counted. The caller plans again from the table.
+   *
+   * @param known the job's latest run before {@code time} that the plan knew of (its floor, or the
+   *     plan's previous time), empty when the plan saw no run of the job
    */
   public ClaimDecision claim(
       DSLContext dsl,
@@ -314,6 +321,7 @@ public final class RunTable {
       Duration lease,
       Duration window,
       Duration tolerance,
+      Optional<Instant> known,
       Instant covers,
       long missedBefore) {
     Field<OffsetDateTime> t = val(at(time));
@@ -325,20 +333,21 @@ public final class RunTable {
                     + " scheduled_at = {2}),"
                     + " l AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
                     + " scheduled_at > {2}),"
-                    + " o AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
-                    + " scheduled_at >= {8} AND scheduled_at < {2}),"
-                    + " v AS (SELECT c.now, l.at AS later, o.at AS overlapping,"
+                    + " u AS (SELECT max(scheduled_at) AS at FROM {0} WHERE job = {1} AND"
+                    + " scheduled_at < {2} AND scheduled_at > coalesce({10},"
+                    + " CAST('-infinity' AS timestamptz))),"
+                    + " v AS (SELECT c.now, l.at AS later, u.at AS unplanned,"
                     + " {2} < c.now - {3} AS too_old,"
-                    + " {2} > c.now + {4} AS ahead FROM c, l, o),"
+                    + " {2} > c.now + {4} AS ahead FROM c, l, u),"
                     + " i AS (INSERT INTO {0} (job, scheduled_at, state, attempt, owner,"
                     + " locked_until, covers_from, missed, claimed_at)"
                     + " SELECT {1}, {2}, {5}, 1, {6},"
                     + " {7}, {8},"
                     + " {9}, v.now FROM v WHERE NOT v.too_old AND NOT v.ahead AND v.later IS NULL"
-                    + " AND v.overlapping IS NULL"
+                    + " AND v.unplanned IS NULL"
                     + " AND NOT EXISTS (SELECT 1 FROM e)"
                     + " ON CONFLICT (job, scheduled_at) DO NOTHING RETURNING attempt)"
-                    + " SELECT v.now, v.later, v.overlapping, v.too_old, v.ahead,"
+                    + " SELECT v.now, v.later, v.unplanned, v.too_old, v.ahead,"
                     + " (SELECT attempt FROM i) AS"
                     + " granted, e.state, e.attempt, e.owner FROM v LEFT JOIN e ON true",
                 table,
@@ -350,7 +359,8 @@ public final class RunTable {
                 val(ownerName),
                 PgClock.plus(lease),
                 val(at(covers)),
-                val(missedBefore))
+                val(missedBefore),
+                val(known.map(RunTable::at).orElse(null), SQLDataType.TIMESTAMPWITHTIMEZONE))
             .queryTimeout(timeoutSeconds)
             .fetchOne();
     Long granted = r.get("granted", Long.class);
@@ -366,7 +376,7 @@ public final class RunTable {
         Optional.ofNullable(later).map(OffsetDateTime::toInstant),
         Boolean.TRUE.equals(r.get("too_old", Boolean.class)),
         Boolean.TRUE.equals(r.get("ahead", Boolean.class)),
-        Optional.ofNullable(r.get("overlapping", OffsetDateTime.class))
+        Optional.ofNullable(r.get("unplanned", OffsetDateTime.class))
             .map(OffsetDateTime::toInstant),
         r.get("now", OffsetDateTime.class).toInstant());
   }
