@@ -525,6 +525,12 @@ final class Report {
             System.getProperty("os.version"),
             System.getProperty("java.version")));
     lines.add("Command: `" + command + "`");
+    // scripts/bench passes the checkout's commit, so a report can be traced to the code it
+    // measured.
+    lines.add(
+        "Commit: "
+            + System.getProperty(
+                "nolock.bench.commit", "unknown (run through scripts/bench to record it)"));
     lines.add(
         "Profile: "
             + run.profile.name()
