@@ -351,33 +351,34 @@ class TakeTurnIT {
 
   @Test
   void anUpdateWhoseChangeIsSlowDoesNotTakeATurnThatWouldSitIdle() throws Exception {
-    String id = newId();
-    SimpleMeterRegistry registry = new SimpleMeterRegistry();
-    ManualLeaseClock clock = new ManualLeaseClock();
-    VersionColumnStore<String, Long> store =
-        VersionColumnStore.create(
-            schema.dataSource(), config().clock(clock).metrics(registry, "turns").build());
-    store.insert(id, 0L);
     Duration slow = VersionColumnStoreConfig.TURN_IDLE_LIMIT.dividedBy(2);
+    SlowChange run = updateWhoseChangeTakes(slow);
 
-    try (Rival rival = new Rival(schema.dataSource(), id)) {
-      Either<?, Versioned<Long>> outcome =
-          store.update(
-              id,
-              v -> {
-                clock.advance(slow); // the change takes half the idle limit
-                return rival.change(v);
-              });
-
-      assertThat(outcome.isLeft()).as("raced and gave up, as without turns: %s", outcome).isTrue();
-      assertThat(rival.bumps).hasValue(ATTEMPTS);
-      assertThat(rival.bumpsThatWaited).as("no bump waited behind a turn").hasValue(0);
-      assertThat(count(registry, "nolock.cas.turns")).isZero();
-    }
+    assertThat(run.outcome().isLeft())
+        .as("raced and gave up, as without turns: %s", run.outcome())
+        .isTrue();
+    assertThat(run.bumps()).isEqualTo(ATTEMPTS);
+    assertThat(run.bumpsThatWaited()).as("no bump waited behind a turn").isZero();
+    assertThat(run.turns()).isZero();
   }
 
   @Test
   void anUpdateWhoseChangeTakesLessThanHalfTheLimitStillTakesItsTurn() throws Exception {
+    Duration quickEnough = VersionColumnStoreConfig.TURN_IDLE_LIMIT.dividedBy(2).minusMillis(100);
+    SlowChange run = updateWhoseChangeTakes(quickEnough);
+
+    assertThat(run.outcome().isRight()).as("written in its turn: %s", run.outcome()).isTrue();
+    assertThat(run.turns()).isEqualTo(1.0);
+  }
+
+  private record SlowChange(
+      Either<?, Versioned<Long>> outcome, int bumps, int bumpsThatWaited, double turns) {}
+
+  /**
+   * An update that loses every race to a rival writer, whose change function takes {@code duration}
+   * on the store's clock each time it runs.
+   */
+  private SlowChange updateWhoseChangeTakes(Duration duration) throws Exception {
     String id = newId();
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     ManualLeaseClock clock = new ManualLeaseClock();
@@ -385,19 +386,19 @@ class TakeTurnIT {
         VersionColumnStore.create(
             schema.dataSource(), config().clock(clock).metrics(registry, "turns").build());
     store.insert(id, 0L);
-    Duration quickEnough = VersionColumnStoreConfig.TURN_IDLE_LIMIT.dividedBy(2).minusMillis(100);
-
     try (Rival rival = new Rival(schema.dataSource(), id)) {
       Either<?, Versioned<Long>> outcome =
           store.update(
               id,
               v -> {
-                clock.advance(quickEnough);
+                clock.advance(duration);
                 return rival.change(v);
               });
-
-      assertThat(outcome.isRight()).as("written in its turn: %s", outcome).isTrue();
-      assertThat(count(registry, "nolock.cas.turns")).isEqualTo(1.0);
+      return new SlowChange(
+          outcome,
+          rival.bumps.get(),
+          rival.bumpsThatWaited.get(),
+          count(registry, "nolock.cas.turns"));
     }
   }
 
