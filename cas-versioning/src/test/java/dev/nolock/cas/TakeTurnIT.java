@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.Conflict;
 import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.patterns.RetryPolicy;
 import dev.nolock.patterns.Version;
@@ -46,6 +47,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * An {@code update} that keeps losing takes its turn on the row ({@link
@@ -399,6 +402,72 @@ class TakeTurnIT {
           rival.bumps.get(),
           rival.bumpsThatWaited.get(),
           count(registry, "nolock.cas.turns"));
+    }
+  }
+
+  /**
+   * A turn on a pool at REPEATABLE READ or SERIALIZABLE whose locked read waited for another
+   * transaction's change of the row: PostgreSQL fails the read with a serialization failure (the
+   * row changed after the turn's snapshot), which is a lost race, and the next turn writes on the
+   * other's value. Under READ COMMITTED the same turn would wait and write at once, with no retry.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"TRANSACTION_REPEATABLE_READ", "TRANSACTION_SERIALIZABLE"})
+  void underStricterIsolationATurnThatWaitedIsALostRaceAndTheNextTurnWritesOnce(String isolation)
+      throws Exception {
+    String id = newId();
+    String application = "nolock-turn-" + UUID.randomUUID().toString().substring(0, 8);
+    HikariConfig poolConfig = new HikariConfig();
+    poolConfig.setJdbcUrl(schema.jdbcUrl());
+    poolConfig.setUsername("postgres");
+    poolConfig.setMaximumPoolSize(2);
+    poolConfig.setTransactionIsolation(isolation);
+    poolConfig.addDataSourceProperty("ApplicationName", application);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (HikariDataSource pool = new HikariDataSource(poolConfig);
+        Connection holder = schema.dataSource().getConnection()) {
+      assertThat(DSL.using(pool, SQLDialect.POSTGRES).fetchValue("SHOW transaction_isolation"))
+          .isIn("repeatable read", "serializable");
+      VersionColumnStore<String, Long> store =
+          VersionColumnStore.create(
+              pool, config().takeTurnAfter(Duration.ZERO).metrics(registry, "turns").build());
+      store.insert(id, 0L);
+      holder.setAutoCommit(false);
+      try (var bump =
+          holder.prepareStatement(
+              "UPDATE counters SET value = 50, version = version + 1 WHERE id = ?")) {
+        bump.setString(1, id);
+        assertThat(bump.executeUpdate()).isEqualTo(1);
+      }
+      AtomicInteger changes = new AtomicInteger();
+      CompletableFuture<Either<Conflict, Versioned<Long>>> update =
+          CompletableFuture.supplyAsync(
+              () ->
+                  store.update(
+                      id,
+                      v -> {
+                        changes.incrementAndGet();
+                        return v + 1;
+                      }));
+      await("the turn's locked read waits for the other transaction's row lock")
+          .atMost(Duration.ofSeconds(20))
+          .until(
+              () ->
+                  dsl.fetchValue(
+                          "SELECT count(*) FROM pg_stat_activity"
+                              + " WHERE application_name = ? AND wait_event_type = 'Lock'",
+                          application)
+                      .equals(1L));
+      holder.commit();
+
+      Either<Conflict, Versioned<Long>> outcome = update.get(20, TimeUnit.SECONDS);
+      assertThat(outcome.isRight()).as("written in a later turn: %s", outcome).isTrue();
+      assertThat(store.read(id).get().value()).as("on the other's value, once").isEqualTo(51L);
+      assertThat(changes).as("the failed turn ran no change").hasValue(1);
+      assertThat(count(registry, "nolock.cas.retries"))
+          .as("the serialization failure was a lost race")
+          .isEqualTo(1.0);
+      assertThat(count(registry, "nolock.cas.turns")).isEqualTo(2.0);
     }
   }
 
