@@ -56,8 +56,10 @@ import org.springframework.jdbc.core.JdbcTemplate;
  *             WHERE f.token < excluded.token OR ...} for the lease's token, the counter {@code
  *             UPDATE}, {@code COMMIT}.
  *         <li>Close the {@code HeldLock}: the conditional release {@code UPDATE nolock_locks SET
- *             expires_at = clock_timestamp() WHERE name, owner, token match}, autocommit; it also
- *             cancels the watchdog's renewal and expiry timers scheduled at the grant.
+ *             expires_at = clock_timestamp() WHERE name, owner, token match}, autocommit, in one
+ *             statement with the look into the queue of waiters that notifies the first one (here
+ *             nobody waits: {@code tryAcquire} never queues); it also cancels the watchdog's
+ *             renewal and expiry timers scheduled at the grant.
  *       </ol>
  *   <li>{@code lockPostgresRawJdbc}: its floor, the same three steps with the statements exactly as
  *       jOOQ renders them for the library (captured through a logging {@code DataSource}), through
@@ -103,7 +105,7 @@ public class PgLockBenchmark {
   // PostgresAdvisoryLock, verbatim, so the server parses and plans the same text for both.
   // PgLockBenchmarkSqlTest holds FENCE to what Fence.write renders, TRY_XACT_LOCK and its key to
   // what PostgresAdvisoryLock sends.
-  private static final String ACQUIRE =
+  static final String ACQUIRE =
       "insert into \"nolock_locks\" as \"l\" (\"name\", \"owner\", \"token\", \"expires_at\")"
           + " values (?, ?, 1, (clock_timestamp() + (? * cast(interval '0 years 0 mons 0 days 0"
           + " hours 0 mins 0.001 secs' as interval day to second)))) on conflict (\"name\") do"
@@ -115,9 +117,14 @@ public class PgLockBenchmark {
           + " on conflict (\"name\") do update set \"token\" = excluded.\"token\", \"owner\" ="
           + " excluded.\"owner\" where (\"f\".\"token\" < excluded.\"token\" or (\"f\".\"token\" ="
           + " excluded.\"token\" and \"f\".\"owner\" = excluded.\"owner\"))";
-  private static final String RELEASE =
-      "update \"nolock_locks\" set \"expires_at\" = clock_timestamp() where (\"name\" = ? and"
-          + " \"owner\" = ? and \"token\" = ? and \"expires_at\" > clock_timestamp())";
+  static final String RELEASE =
+      """
+      WITH r AS (update "nolock_locks" set "expires_at" = clock_timestamp() where ("name" = ? and\
+       "owner" = ? and "token" = ? and "expires_at" > clock_timestamp()) RETURNING 1)
+      SELECT (SELECT pg_notify(?, f.waiter) FROM "nolock_locks_waiters" f
+      WHERE f.name = ? AND f.waiter <> ? AND f.expires_at > clock_timestamp()
+      ORDER BY f.joined_at, f.waiter LIMIT 1) FROM r\
+      """;
   static final String TRY_XACT_LOCK = "select pg_try_advisory_xact_lock(hashtextextended(?, 0))";
 
   /** The lock backend's per-statement timeout (its default, as the design runs it). */
@@ -231,7 +238,13 @@ public class PgLockBenchmark {
           release.setString(1, name);
           release.setString(2, rawOwner);
           release.setLong(3, token);
-          release.executeUpdate();
+          // the first waiter, if any, is told of the release (nobody waits here: no notify)
+          release.setString(4, PostgresLockConfig.CHANNEL);
+          release.setString(5, name);
+          release.setString(6, "");
+          try (ResultSet freed = release.executeQuery()) {
+            freed.next();
+          }
         }
       }
     }

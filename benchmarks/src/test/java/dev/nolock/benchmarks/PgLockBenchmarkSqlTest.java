@@ -3,15 +3,18 @@ package dev.nolock.benchmarks;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.nolock.lock.postgres.PostgresAdvisoryLock;
+import dev.nolock.lock.postgres.PostgresLockBackend;
 import dev.nolock.patterns.Deadline;
 import dev.nolock.patterns.FencingToken;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.ManualLeaseClock;
 import dev.nolock.patterns.sql.AdvisoryLockNamespace;
 import dev.nolock.patterns.sql.Fence;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Record1;
@@ -19,14 +22,15 @@ import org.jooq.Result;
 import org.jooq.SQLDialect;
 import org.jooq.impl.DSL;
 import org.jooq.tools.jdbc.MockConnection;
+import org.jooq.tools.jdbc.MockDataProvider;
 import org.jooq.tools.jdbc.MockResult;
 import org.junit.jupiter.api.Test;
 
 /**
  * The raw-JDBC floors of {@link PgLockBenchmark} must send what the library sends, or they measure
  * another statement: the SQL jOOQ renders for the fenced write without a write id (the path the
- * benchmark takes), and the advisory lock's statement with its key, are captured through jOOQ's
- * mock connection, no server needed.
+ * benchmark takes), the lock backend's acquire and release, and the advisory lock's statement with
+ * its key, are captured through jOOQ's mock connection, no server needed.
  */
 class PgLockBenchmarkSqlTest {
 
@@ -50,6 +54,40 @@ class PgLockBenchmarkSqlTest {
         .write(DSL.using(connection, SQLDialect.POSTGRES), lease, tx -> 0);
 
     assertThat(sent).containsExactly(PgLockBenchmark.FENCE);
+  }
+
+  @Test
+  void theRawAcquireAndReleaseStatementsAreTheOnesTheBackendSends() {
+    List<String> sent = new CopyOnWriteArrayList<>();
+    DSLContext mock = DSL.using(SQLDialect.POSTGRES);
+    MockDataProvider oneNumber =
+        context -> {
+          sent.add(context.sql());
+          // one row of one number: the acquire's token, the release's freed row
+          Field<Long> token = DSL.field("token", Long.class);
+          Result<Record1<Long>> row = mock.newResult(token);
+          row.add(mock.newRecord(token).values(1L));
+          return new MockResult[] {new MockResult(1, row)};
+        };
+    // a connection per borrow, as a pool hands out: the backend closes each one it borrowed
+    DataSource dataSource =
+        (DataSource)
+            Proxy.newProxyInstance(
+                DataSource.class.getClassLoader(),
+                new Class<?>[] {DataSource.class},
+                (proxy, method, args) -> {
+                  if (method.getName().equals("getConnection")) {
+                    return new MockConnection(oneNumber);
+                  }
+                  throw new UnsupportedOperationException(method.getName());
+                });
+    PostgresLockBackend backend = PostgresLockBackend.create(dataSource);
+    String owner = "bench#0000000000000000";
+
+    FencingToken granted = backend.tryAcquire("counter-0", owner, Duration.ofSeconds(10)).get();
+    backend.release("counter-0", owner, granted);
+
+    assertThat(sent).containsExactly(PgLockBenchmark.ACQUIRE, PgLockBenchmark.RELEASE);
   }
 
   @Test
