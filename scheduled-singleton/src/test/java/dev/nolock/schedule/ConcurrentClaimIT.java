@@ -22,6 +22,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.UnaryOperator;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -105,8 +106,7 @@ class ConcurrentClaimIT {
    * {@code t1}. A's commit is released once B waits for a lock or has returned.
    */
   private Overlap claimT1WhileT2sClaimIsOpen(
-      String job, java.util.function.UnaryOperator<ScheduleConfig.Builder> control)
-      throws Exception {
+      String job, UnaryOperator<ScheduleConfig.Builder> control) throws Exception {
     seedDone(job, t0);
     HeldClaimCommit gate = new HeldClaimCommit(schema.jdbcUrl()).arm(HeldClaimCommit.Mode.HOLD);
     try (ScheduledSingleton a =
@@ -144,19 +144,13 @@ class ConcurrentClaimIT {
     seedDone(job, t0);
     List<RunOutcome> bOutcomes = new ArrayList<>();
     try (ScheduledSingleton b =
-            ScheduledSingleton.plain(
-                schema.dataSource(),
-                ScheduleConfig.custom(job, EVERY_MINUTE)
-                    .clock(new MutableClock(t1.plusSeconds(1)))
-                    .build(),
-                ran::add);
+            instance(schema.dataSource(), job, new MutableClock(t1.plusSeconds(1)), c -> c);
         ScheduledSingleton a =
-            ScheduledSingleton.plain(
+            instance(
                 beforeClaim(schema.dataSource(), () -> bOutcomes.addAll(b.runDueNow())),
-                ScheduleConfig.custom(job, EVERY_MINUTE)
-                    .clock(new MutableClock(t2.plusSeconds(1)))
-                    .build(),
-                ran::add)) {
+                job,
+                new MutableClock(t2.plusSeconds(1)),
+                c -> c)) {
       // A read the floor (t0) and planned t2 covering t1; B claims and runs t1 before A's claim.
       List<RunOutcome> aOutcomes = a.runDueNow();
 
@@ -186,22 +180,15 @@ class ConcurrentClaimIT {
     MutableClock bClock = new MutableClock(t0.minusSeconds(1));
     MutableClock aClock = new MutableClock(t1.plusSeconds(30));
     List<RunOutcome> bOutcomes = new ArrayList<>();
-    try (ScheduledSingleton b =
-            ScheduledSingleton.plain(
-                schema.dataSource(),
-                ScheduleConfig.custom(job, EVERY_MINUTE)
-                    .clock(bClock)
-                    .missedSchedules(MissedSchedules.runEach())
-                    .build(),
-                ran::add);
+    UnaryOperator<ScheduleConfig.Builder> runEach =
+        c -> c.missedSchedules(MissedSchedules.runEach());
+    try (ScheduledSingleton b = instance(schema.dataSource(), job, bClock, runEach);
         ScheduledSingleton a =
-            ScheduledSingleton.plain(
+            instance(
                 beforeClaim(schema.dataSource(), () -> bOutcomes.addAll(b.runDueNow())),
-                ScheduleConfig.custom(job, EVERY_MINUTE)
-                    .clock(aClock)
-                    .missedSchedules(MissedSchedules.runEach())
-                    .build(),
-                ran::add)) {
+                job,
+                aClock,
+                runEach)) {
       bClock.set(t0.plusSeconds(1));
       aClock.set(t2.plusSeconds(1));
       List<RunOutcome> aOutcomes = a.runDueNow();
@@ -260,8 +247,7 @@ class ConcurrentClaimIT {
    * returned). Returns what that pass reported.
    */
   private List<RunOutcome> resendWhileFirstCommitInFlight(
-      String job, java.util.function.UnaryOperator<ScheduleConfig.Builder> control)
-      throws Exception {
+      String job, UnaryOperator<ScheduleConfig.Builder> control) throws Exception {
     MutableClock clock = new MutableClock(t2.minusSeconds(1));
     HeldClaimCommit gate = new HeldClaimCommit(schema.jdbcUrl());
     try (ScheduledSingleton c =
@@ -286,6 +272,20 @@ class ConcurrentClaimIT {
       gate.awaitCommitted();
       return again.get(30, TimeUnit.SECONDS);
     }
+  }
+
+  /**
+   * An instance of {@code job} every minute on {@code clock}, its runs recorded in {@link #ran}.
+   */
+  private ScheduledSingleton instance(
+      DataSource dataSource,
+      String job,
+      MutableClock clock,
+      UnaryOperator<ScheduleConfig.Builder> settings) {
+    return ScheduledSingleton.plain(
+        dataSource,
+        settings.apply(ScheduleConfig.custom(job, EVERY_MINUTE).clock(clock)).build(),
+        ran::add);
   }
 
   /**
