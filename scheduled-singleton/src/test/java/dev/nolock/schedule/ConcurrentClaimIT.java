@@ -27,6 +27,7 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
@@ -172,23 +173,61 @@ class ConcurrentClaimIT {
    * new job starts at its next time. Before A's claim, B (made before {@code t0}) claims and runs
    * {@code t0}. Claimed on that plan, {@code t2} would be the job's newest run with {@code t1}
    * neither run nor counted missed, and B's claim of {@code t1} refused as superseded: a time lost
-   * and reported as handled. A's claim finds the run it did not plan with and plans again from it.
+   * and reported as handled. A's claim finds the run it did not plan with and plans again from it:
+   * with {@code runEach()} it runs {@code t1} and then {@code t2}.
    */
   @Test
+  @Timeout(60)
   void aRunCommittedBetweenAPlansFloorReadAndItsClaimMakesItPlanAgainSoNoTimeIsLost() {
-    String job = "first-times";
+    FirstTimes run = firstTimes("first-times-each", MissedSchedules.runEach());
+
+    assertThat(ran)
+        .as("every time from the job's first run on runs once (%s)", run)
+        .extracting(ScheduledRun::scheduledAt)
+        .containsExactlyInAnyOrder(t0, t1, t2);
+    assertThat(run.a())
+        .as("A planned again and ran both times, with none missed")
+        .extracting(o -> o instanceof RunOutcome.Finished f ? f.run().scheduledAt() : o)
+        .containsExactly(t1, t2);
+    assertThat(run.b()).doesNotHaveAnyElementsOfTypes(RunOutcome.Superseded.class);
+    assertThat(runs.of("first-times-each")).allSatisfy(row -> assertThat(row.missed()).isZero());
+  }
+
+  /**
+   * The same with {@code runOnce()}: planned again from {@code t0}, A's run of {@code t2} stands
+   * for {@code t1} too and counts it missed, and B's later claim of {@code t1} is superseded by a
+   * run that did count it.
+   */
+  @Test
+  @Timeout(60)
+  void withRunOnceTheTimeBetweenIsCountedMissedByTheRunThatCoversIt() {
+    FirstTimes run = firstTimes("first-times-once", MissedSchedules.runOnce());
+
+    assertThat(ran).extracting(ScheduledRun::scheduledAt).containsExactlyInAnyOrder(t0, t2);
+    ScheduledRun a = ran.stream().filter(r -> r.scheduledAt().equals(t2)).findFirst().orElseThrow();
+    assertThat(a.coversFrom()).as("A's run stands for %s too (%s)", t1, run).isEqualTo(t1);
+    assertThat(runs.at("first-times-once", t2).orElseThrow().missed()).isOne();
+    assertThat(run.b()).contains(new RunOutcome.Superseded(t1, t2));
+  }
+
+  private record FirstTimes(List<RunOutcome> a, List<RunOutcome> b, List<Runs.Row> rows) {}
+
+  /**
+   * B (made before {@code t0}) runs {@code t0} between A's floor read on an empty table and A's
+   * claim of {@code t2} (A made after {@code t1}); then B's pass at {@code t1}.
+   */
+  private FirstTimes firstTimes(String job, MissedSchedules policy) {
     MutableClock bClock = new MutableClock(t0.minusSeconds(1));
     MutableClock aClock = new MutableClock(t1.plusSeconds(30));
     List<RunOutcome> bOutcomes = new ArrayList<>();
-    UnaryOperator<ScheduleConfig.Builder> runEach =
-        c -> c.missedSchedules(MissedSchedules.runEach());
-    try (ScheduledSingleton b = instance(schema.dataSource(), job, bClock, runEach);
+    UnaryOperator<ScheduleConfig.Builder> settings = c -> c.missedSchedules(policy);
+    try (ScheduledSingleton b = instance(schema.dataSource(), job, bClock, settings);
         ScheduledSingleton a =
             instance(
                 beforeClaim(schema.dataSource(), () -> bOutcomes.addAll(b.runDueNow())),
                 job,
                 aClock,
-                runEach)) {
+                settings)) {
       bClock.set(t0.plusSeconds(1));
       aClock.set(t2.plusSeconds(1));
       List<RunOutcome> aOutcomes = a.runDueNow();
@@ -199,14 +238,7 @@ class ConcurrentClaimIT {
 
       bClock.set(t1.plusSeconds(1));
       bOutcomes.addAll(b.runDueNow());
-
-      assertThat(ran)
-          .as(
-              "every time from the job's first run on runs once (A: %s, B: %s, rows: %s)",
-              aOutcomes, bOutcomes, runs.of(job))
-          .extracting(ScheduledRun::scheduledAt)
-          .containsExactlyInAnyOrder(t0, t1, t2);
-      assertThat(bOutcomes).doesNotHaveAnyElementsOfTypes(RunOutcome.Superseded.class);
+      return new FirstTimes(aOutcomes, bOutcomes, runs.of(job));
     }
   }
 

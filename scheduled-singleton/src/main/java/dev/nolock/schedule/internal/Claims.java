@@ -83,7 +83,8 @@ final class Claims {
               due,
               ScheduleConfig.MAX_COUNTED_MISSED);
       step = Step.NEXT;
-      // The latest run before the slot that the plan knows of: the floor, then each handled slot.
+      // The latest time before the slot that the plan accounts for: the floor's run, then each
+      // handled slot (which may have no row: refused as too old or superseded).
       Optional<Instant> known = previous;
       for (CatchUp.Slot slot : plan.slots()) {
         if (state.closing) {
@@ -167,9 +168,9 @@ final class Claims {
       }
       return Step.STOP;
     }
+    // Before the too-old refusal: a stale plan's missed count would include the unplanned run.
     if (decision.existing().isEmpty()
         && decision.later().isEmpty()
-        && !decision.tooOld()
         && decision.unplanned().isPresent()) {
       LOG.info(
           "Job {}: {} was claimed after this pass planned {} without it; planning again",
@@ -190,9 +191,10 @@ final class Claims {
       ctx.metrics().superseded();
       LOG.warn(
           "Job {}: the database refused the claim of {}: the job already has a run of {}, so the"
-              + " time was handled (run, counted missed, or its row deleted by retention): this"
+              + " time was handled (run, counted missed, or its row deleted by retention) or lies"
+              + " before the job's first run (made by an instance that started after it): this"
               + " instance's wall clock ({}) is behind the database's ({}), or another instance's"
-              + " catch-up covered it. Nothing ran",
+              + " claims went ahead of it. Nothing ran",
           ctx.job(),
           time,
           decision.later().get(),

@@ -302,16 +302,19 @@ public final class RunTable {
    * so an insert that waited for a conflicting row gets all of it. A later run refuses the claim
    * because an instance claims the times of a job in increasing order (a catch-up oldest first,
    * each pass after the last), so a time older than the job's latest run was run, counted missed by
-   * that run, or deleted by retention; see the README. That holds only if every claim is made on a
-   * plan that knew the job's latest earlier run, so an unplanned run refuses it: a run the plan did
-   * not know of lies in the span the claim would cover (a job that processes {@code [coversFrom,
-   * scheduledAt]} would process it twice), or before the times the plan counted missed, or, when
-   * the plan saw no run at all and started at the instance's start, before a time the plan left out
-   * as older than the job; claimed anyway, that time would be refused later as superseded and never
-   * run nor be counted. The caller plans again from the table.
+   * that run, deleted by retention, or lies before the job's first run; see the README. That holds
+   * only if every claim is made on a plan that knew the job's latest earlier run, so an unplanned
+   * run refuses it: a run the plan did not know of lies in the span the claim would cover (a job
+   * that processes {@code [coversFrom, scheduledAt]} would process it twice), or among the times
+   * the plan counted missed, or, when the plan saw no run at all and started at the instance's
+   * start, before a time the plan left out as older than the job; claimed anyway, that time would
+   * be refused later as superseded and never run nor be counted. The caller plans again from the
+   * table. The time's row, a later run and the window's bound ahead take precedence; an unplanned
+   * run takes precedence over the bound back, so a stale plan does not report its missed count.
    *
-   * @param known the job's latest run before {@code time} that the plan knew of (its floor, or the
-   *     plan's previous time), empty when the plan saw no run of the job
+   * @param known the latest time before {@code time} that the plan accounts for: the run it read as
+   *     its floor, then the plan's previous time (which may have no row: refused as too old or
+   *     superseded); empty when the plan saw no run of the job
    */
   public ClaimDecision claim(
       DSLContext dsl,
