@@ -210,6 +210,45 @@ class ConcurrentClaimIT {
     assertThat(run.b()).contains(new RunOutcome.Superseded(t1, t2));
   }
 
+  /**
+   * The check is in the claim's locked statement, not in a read before the lock: B's claim of
+   * {@code t0} is held at its {@code COMMIT} while A reads the floor (no run visible yet) and
+   * claims {@code t2}. A's claim waits for the claim lock, then sees {@code t0} and plans again. A
+   * check made before the lock would have seen nothing and lost {@code t1}.
+   */
+  @Test
+  @Timeout(60)
+  void aClaimThatWaitedForTheClaimLockSeesTheRunCommittedMeanwhileAndPlansAgain() throws Exception {
+    String job = "first-times-held";
+    UnaryOperator<ScheduleConfig.Builder> runEach =
+        c -> c.missedSchedules(MissedSchedules.runEach());
+    HeldClaimCommit gate = new HeldClaimCommit(schema.jdbcUrl()).arm(HeldClaimCommit.Mode.HOLD);
+    MutableClock bClock = new MutableClock(t0.minusSeconds(1));
+    MutableClock aClock = new MutableClock(t1.plusSeconds(30));
+    try (ScheduledSingleton b = instance(gate.dataSource(), job, bClock, runEach);
+        ScheduledSingleton a = instance(schema.dataSource(), job, aClock, runEach)) {
+      bClock.set(t0.plusSeconds(1));
+      aClock.set(t2.plusSeconds(1));
+      CompletableFuture<List<RunOutcome>> bPass = CompletableFuture.supplyAsync(b::runDueNow);
+      assertThat(gate.held.await(30, TimeUnit.SECONDS)).as("B's claim reached its commit").isTrue();
+      CompletableFuture<List<RunOutcome>> aPass = CompletableFuture.supplyAsync(a::runDueNow);
+      await("A's claim waits for the claim lock that B's open claim holds")
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> aPass.isDone() || lockWaiters(gate) > 0);
+      gate.release();
+      List<RunOutcome> aOutcomes = aPass.get(30, TimeUnit.SECONDS);
+      List<RunOutcome> bOutcomes = bPass.get(30, TimeUnit.SECONDS);
+
+      assertThat(ran)
+          .as("A: %s, B: %s, rows: %s", aOutcomes, bOutcomes, runs.of(job))
+          .extracting(ScheduledRun::scheduledAt)
+          .containsExactlyInAnyOrder(t0, t1, t2);
+      assertThat(aOutcomes)
+          .extracting(o -> o instanceof RunOutcome.Finished f ? f.run().scheduledAt() : o)
+          .containsExactly(t1, t2);
+    }
+  }
+
   private record FirstTimes(List<RunOutcome> a, List<RunOutcome> b, List<Runs.Row> rows) {}
 
   /**
