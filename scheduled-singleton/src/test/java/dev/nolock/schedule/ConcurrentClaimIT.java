@@ -128,15 +128,25 @@ class ConcurrentClaimIT {
                             .clock(new MutableClock(t1.plusSeconds(1))))
                     .build(),
                 ran::add)) {
-      CompletableFuture<List<RunOutcome>> aPass = CompletableFuture.supplyAsync(a::runDueNow);
-      assertThat(gate.held.await(30, TimeUnit.SECONDS)).as("A's claim reached its commit").isTrue();
-      CompletableFuture<List<RunOutcome>> bPass = CompletableFuture.supplyAsync(b::runDueNow);
-      await("B waits for a lock or has returned")
-          .atMost(Duration.ofSeconds(30))
-          .until(() -> bPass.isDone() || lockWaiters(gate) > 0);
-      gate.release();
-      return new Overlap(aPass.get(30, TimeUnit.SECONDS), bPass.get(30, TimeUnit.SECONDS));
+      return passesWhileAClaimIsHeld(gate, a, b);
     }
+  }
+
+  /**
+   * Runs a pass of {@code held}, whose claim's {@code COMMIT} {@code gate} holds, and once it is
+   * held a pass of {@code other}; releases the commit once {@code other} waits for a lock or has
+   * returned. Returns their outcomes, {@code held}'s first.
+   */
+  private Overlap passesWhileAClaimIsHeld(
+      HeldClaimCommit gate, ScheduledSingleton held, ScheduledSingleton other) throws Exception {
+    CompletableFuture<List<RunOutcome>> heldPass = CompletableFuture.supplyAsync(held::runDueNow);
+    assertThat(gate.held.await(30, TimeUnit.SECONDS)).as("the claim reached its commit").isTrue();
+    CompletableFuture<List<RunOutcome>> otherPass = CompletableFuture.supplyAsync(other::runDueNow);
+    await("the other pass waits for a lock or has returned")
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> otherPass.isDone() || lockWaiters(gate) > 0);
+    gate.release();
+    return new Overlap(heldPass.get(30, TimeUnit.SECONDS), otherPass.get(30, TimeUnit.SECONDS));
   }
 
   @Test
@@ -229,15 +239,10 @@ class ConcurrentClaimIT {
         ScheduledSingleton a = instance(schema.dataSource(), job, aClock, runEach)) {
       bClock.set(t0.plusSeconds(1));
       aClock.set(t2.plusSeconds(1));
-      CompletableFuture<List<RunOutcome>> bPass = CompletableFuture.supplyAsync(b::runDueNow);
-      assertThat(gate.held.await(30, TimeUnit.SECONDS)).as("B's claim reached its commit").isTrue();
-      CompletableFuture<List<RunOutcome>> aPass = CompletableFuture.supplyAsync(a::runDueNow);
-      await("A's claim waits for the claim lock that B's open claim holds")
-          .atMost(Duration.ofSeconds(30))
-          .until(() -> aPass.isDone() || lockWaiters(gate) > 0);
-      gate.release();
-      List<RunOutcome> aOutcomes = aPass.get(30, TimeUnit.SECONDS);
-      List<RunOutcome> bOutcomes = bPass.get(30, TimeUnit.SECONDS);
+      // B's claim of t0 held open; A's claim of t2 waits for the claim lock it holds.
+      Overlap passes = passesWhileAClaimIsHeld(gate, b, a);
+      List<RunOutcome> aOutcomes = passes.bOutcomes();
+      List<RunOutcome> bOutcomes = passes.aOutcomes();
 
       assertThat(ran)
           .as("A: %s, B: %s, rows: %s", aOutcomes, bOutcomes, runs.of(job))
