@@ -85,7 +85,7 @@ public final class Attempts<T> {
                     sql.dsl(),
                     on -> {
                       sentAt[0] = sql.config().clock().nanoTime();
-                      return jobs.claim(on, queue, max, lease).fetch();
+                      return sql.claim(on, max, lease).fetch();
                     }));
     Duration latency = Duration.ofNanos(System.nanoTime() - started);
     if (rows.size() > max) {
@@ -214,7 +214,7 @@ public final class Attempts<T> {
                           cfg -> {
                             DSLContext tx = cfg.dsl();
                             if (sql.atMostOne(
-                                    jobs.complete(tx, queue, job.id(), job.attempt()),
+                                    sql.complete(tx, job.id(), job.attempt()),
                                     of("completion", job.id(), job.attempt()))
                                 .isEmpty()) {
                               return Either.<StaleAttempt, R>left(
@@ -352,9 +352,9 @@ public final class Attempts<T> {
       DSLContext on, Job<?> job, EarlierCompletion earlier) {
     Optional<OffsetDateTime> runAt =
         sql.atMostOne(
-                jobs.complete(on, queue, job.id(), job.attempt()),
+                sql.complete(on, job.id(), job.attempt()),
                 of("completion", job.id(), job.attempt()))
-            .map(Record1::value1);
+            .map(row -> row.get(0, OffsetDateTime.class));
     if (runAt.isPresent()) {
       metrics.completed();
       return Either.right(finishedNow(job, runAt.get()));
@@ -567,8 +567,8 @@ public final class Attempts<T> {
     DSLContext dsl = sql.dsl();
     Duration lease = sql.config().lease();
     List<long[]> pair = List.<long[]>of(new long[] {1, 1});
-    jobs.claim(dsl, queue, 1, lease).getSQL();
-    jobs.complete(dsl, queue, 1, 1).getSQL();
+    sql.claim(dsl, 1, lease).getSQL();
+    sql.complete(dsl, 1, 1).getSQL();
     jobs.fail(dsl, queue, 1, 1, "", Duration.ZERO).getSQL();
     jobs.release(dsl, queue, 1, 1).getSQL();
     jobs.heartbeatWithoutWaiting(dsl, queue, pair, lease).getSQL();

@@ -1,6 +1,8 @@
 package dev.nolock.queue.internal;
 
 import dev.nolock.patterns.BackendUnavailableException;
+import dev.nolock.patterns.sql.PgClock;
+import dev.nolock.patterns.sql.RenderedStatement;
 import dev.nolock.patterns.sql.SqlErrors;
 import dev.nolock.patterns.sql.SqlNames;
 import dev.nolock.queue.JobState;
@@ -8,6 +10,7 @@ import dev.nolock.queue.QueueConfig;
 import dev.nolock.queue.StaleAttempt;
 import io.vavr.control.Option;
 import java.sql.Connection;
+import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Optional;
 import java.util.function.Supplier;
@@ -38,6 +41,8 @@ public final class QueueSql {
   private final JobsTable jobs;
   private final String queue;
   private final QueueMetrics metrics;
+  private final RenderedStatement claim;
+  private final RenderedStatement complete;
 
   public QueueSql(DataSource dataSource, QueueConfig config) {
     if (dataSource == null || config == null) {
@@ -56,6 +61,25 @@ public final class QueueSql {
     this.metrics =
         new QueueMetrics(
             config.registry().getOrNull(), config.metricsInstanceName().getOrNull(), queue);
+    // Every job passes through these two: built and rendered once (RenderedStatement).
+    this.claim = RenderedStatement.of(dsl, jobs.claim(dsl, queue, 1, config.lease()));
+    this.complete = RenderedStatement.of(dsl, jobs.complete(dsl, queue, 0, 0));
+  }
+
+  /**
+   * {@link JobsTable#claim} on this queue, rendered once: the same statement, read as the same
+   * fields.
+   */
+  public ResultQuery<Record> claim(DSLContext on, int max, Duration lease) {
+    return claim.fetch(on, queue, max, PgClock.ceilMillis(lease));
+  }
+
+  /**
+   * {@link JobsTable#complete} on this queue, rendered once: the same statement; its one field is
+   * {@code run_at}.
+   */
+  public ResultQuery<Record> complete(DSLContext on, long jobId, long jobAttempt) {
+    return complete.fetch(on, null, queue, jobId, jobAttempt);
   }
 
   public DataSource dataSource() {

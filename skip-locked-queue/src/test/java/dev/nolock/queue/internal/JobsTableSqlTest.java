@@ -2,8 +2,10 @@ package dev.nolock.queue.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.nolock.patterns.sql.RenderedStatement;
 import dev.nolock.patterns.sql.SqlNames;
 import java.time.Duration;
+import java.time.OffsetDateTime;
 import java.util.List;
 import org.jooq.DSLContext;
 import org.jooq.Query;
@@ -32,6 +34,28 @@ class JobsTableSqlTest {
         .contains("from \"c\" where \"j\".\"id\" = \"c\".\"id\"")
         .contains("returning")
         .doesNotContain(" in (select");
+  }
+
+  /**
+   * The claim and the completion run from text rendered once ({@code RenderedStatement}); each must
+   * read, inlined, exactly as the statement built with the same values (a value passed in another
+   * place would show here). A lease with a fraction of a millisecond is rounded up in both.
+   */
+  @Test
+  void theClaimAndTheCompletionRenderedOnceReadAsTheStatementsBuiltWithTheSameValues() {
+    QueueSql sql =
+        new QueueSql(
+            new org.postgresql.ds.PGSimpleDataSource(),
+            dev.nolock.queue.QueueConfig.custom("mail").table("app.jobs").build());
+
+    for (Duration lease : List.of(Duration.ofSeconds(30), Duration.ofNanos(1_500_001))) {
+      assertThat(RenderedStatement.sent(dsl, sql.claim(dsl, 7, lease)))
+          .isEqualTo(RenderedStatement.sent(dsl, jobs.claim(dsl, "mail", 7, lease)));
+    }
+    assertThat(RenderedStatement.sent(dsl, sql.complete(dsl, 12, 3)))
+        .isEqualTo(RenderedStatement.sent(dsl, jobs.complete(dsl, "mail", 12, 3)));
+    assertThat(sql.complete(dsl, 12, 3).fields()).hasSize(1);
+    assertThat(sql.complete(dsl, 12, 3).fields()[0].getType()).isEqualTo(OffsetDateTime.class);
   }
 
   @Test
