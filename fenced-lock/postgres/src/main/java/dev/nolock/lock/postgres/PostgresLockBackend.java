@@ -199,7 +199,7 @@ public final class PostgresLockBackend implements FairLockBackend, AutoCloseable
                     .tryAcquire(tx, name, owner, ttl)
                     .queryTimeout(queryTimeoutSeconds)
                     .fetchOptional()
-                    .map(r -> r.value1())));
+                    .map(r -> r.get(0, Long.class))));
   }
 
   @Override

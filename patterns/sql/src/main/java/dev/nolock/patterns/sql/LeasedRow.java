@@ -237,6 +237,17 @@ public final class LeasedRow {
     }
   }
 
+  /**
+   * {@code lease} as {@link #claim} and {@link #extend} bind it (whole milliseconds, rounded up),
+   * for the same statement run from its rendered text ({@link RenderedStatement}).
+   *
+   * @throws IllegalArgumentException when {@code lease} is null, zero or negative
+   */
+  public static long leaseMillis(Duration lease) {
+    requirePositive(lease);
+    return PgClock.ceilMillis(lease);
+  }
+
   @Override
   public String toString() {
     return table.toString();

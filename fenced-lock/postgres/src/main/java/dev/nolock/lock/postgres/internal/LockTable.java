@@ -9,6 +9,7 @@ import static org.jooq.impl.DSL.val;
 import dev.nolock.patterns.Lease;
 import dev.nolock.patterns.sql.LeasedRow;
 import dev.nolock.patterns.sql.PgClock;
+import dev.nolock.patterns.sql.RenderedStatement;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Map;
@@ -21,6 +22,7 @@ import org.jooq.Record;
 import org.jooq.Record1;
 import org.jooq.Record2;
 import org.jooq.ResultQuery;
+import org.jooq.SQLDialect;
 import org.jooq.Table;
 import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
@@ -44,6 +46,13 @@ public final class LockTable {
   private final Field<OffsetDateTime> joinedAt;
   private final Field<OffsetDateTime> patientUntil;
 
+  // What every lock cycle sends, built and rendered once (RenderedStatement); the typed DSL below
+  // builds their shapes.
+  private final RenderedStatement tryAcquire;
+  private final RenderedStatement renew;
+  private final RenderedStatement release;
+  private final RenderedStatement releaseWithoutQueue;
+
   /**
    * The lease table {@code tableName} and its queue of waiters {@code waitersName}, both validated
    * identifiers.
@@ -62,6 +71,14 @@ public final class LockTable {
     this.owner = field(name("owner"), SQLDataType.VARCHAR(Lease.MAX_OWNER_LENGTH).nullable(false));
     this.token = field(name("token"), SQLDataType.BIGINT.nullable(false));
     this.expiresAt = field(name("expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+    DSLContext render = DSL.using(SQLDialect.POSTGRES);
+    this.tryAcquire =
+        RenderedStatement.of(render, builtTryAcquire(render, "n", "o", Duration.ofSeconds(1)));
+    this.renew =
+        RenderedStatement.of(render, builtRenew(render, "n", "o", 1, Duration.ofSeconds(1)));
+    this.release = RenderedStatement.of(render, builtRelease(render, "n", "o", 1, "c"));
+    this.releaseWithoutQueue =
+        RenderedStatement.of(render, builtReleaseWithoutQueue(render, "n", "o", 1));
   }
 
   /**
@@ -224,7 +241,13 @@ public final class LockTable {
    * l.token + 1, expires_at = excluded.expires_at WHERE l.expires_at <= clock_timestamp() RETURNING
    * token}: one row (the new token) when granted, none when the lease is held.
    */
-  public ResultQuery<Record1<Long>> tryAcquire(
+  public ResultQuery<Record> tryAcquire(
+      DSLContext on, String lockName, String lockOwner, Duration ttl) {
+    return tryAcquire.fetch(on, lockName, lockOwner, LeasedRow.leaseMillis(ttl));
+  }
+
+  /** {@link #tryAcquire} built for each call: its shape, and what tests compare it with. */
+  ResultQuery<Record1<Long>> builtTryAcquire(
       DSLContext dsl, String lockName, String lockOwner, Duration ttl) {
     return leased
         .claim(ttl)
@@ -239,6 +262,12 @@ public final class LockTable {
    * AND token = :token AND expires_at > clock_timestamp()}.
    */
   public Query renew(
+      DSLContext on, String lockName, String lockOwner, long lockToken, Duration ttl) {
+    return renew.query(on, LeasedRow.leaseMillis(ttl), lockName, lockOwner, lockToken);
+  }
+
+  /** {@link #renew} built for each call. */
+  Query builtRenew(
       DSLContext dsl, String lockName, String lockOwner, long lockToken, Duration ttl) {
     return leased.extend(dsl, mine(lockName, lockOwner, lockToken), ttl, Map.of());
   }
@@ -258,6 +287,12 @@ public final class LockTable {
    * it asks again within milliseconds.
    */
   public ResultQuery<Record> release(
+      DSLContext on, String lockName, String lockOwner, long lockToken, String channel) {
+    return release.fetch(on, lockName, lockOwner, lockToken, channel, lockName, "");
+  }
+
+  /** {@link #release} built for each call. */
+  ResultQuery<Record> builtRelease(
       DSLContext dsl, String lockName, String lockOwner, long lockToken, String channel) {
     // Only an unexpired lease: releasing one that already ran out would report a release that
     // did not happen.
@@ -276,6 +311,12 @@ public final class LockTable {
    * a database without the queue's table.
    */
   public Query releaseWithoutQueue(
+      DSLContext on, String lockName, String lockOwner, long lockToken) {
+    return releaseWithoutQueue.query(on, lockName, lockOwner, lockToken);
+  }
+
+  /** {@link #releaseWithoutQueue} built for each call. */
+  Query builtReleaseWithoutQueue(
       DSLContext dsl, String lockName, String lockOwner, long lockToken) {
     return leased.finish(
         dsl, mine(lockName, lockOwner, lockToken).and(leased.unexpired()), Map.of());
