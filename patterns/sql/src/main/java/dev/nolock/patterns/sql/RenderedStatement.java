@@ -21,29 +21,28 @@ import org.jooq.impl.DSL;
  * <p>Why: building a statement's syntax tree and rendering it is most of the client's work per call
  * of a hot statement, and its text never changes for one shape. On the queue's claim and completion
  * it was about 130 µs of the calling thread's CPU and 35 KB of garbage per job, against about 70 µs
- * for the two round trips themselves; rendered once, the job costs about 55 µs more than plain JDBC.
- * jOOQ's manual suggests this ("Performance considerations": cache the SQL that jOOQ generates); the
- * statement still runs through jOOQ, so its settings (the query timeout), execute listeners,
- * bindings and error translation apply as before.
+ * for the two round trips themselves; rendered once, the job costs about 55 µs more than plain
+ * JDBC. jOOQ's manual suggests this ("Performance considerations": cache the SQL that jOOQ
+ * generates); the statement still runs through jOOQ, so its settings (the query timeout), execute
+ * listeners, bindings and error translation apply as before.
  *
  * <ol>
  *   <li>{@link #of}: renders the shape with the context's settings, keeps the data type of each
  *       bind value in order (inlined values are part of the text) and, for a query that returns
  *       rows, its fields; then checks that jOOQ reads the text back as the same statement: the
- *       shape's own values through the kept text must send ({@link #sent}) exactly what the
- *       shape sends, so a text in which jOOQ's plain SQL would take something for a placeholder
- *       (a brace, a colon before a name) fails here, not at a call. (A stray {@code ?} in an
- *       unquoted name, which that check cannot see, leaves a parameter unbound: the first call
- *       fails with the driver's error.) nolock quotes every name it renders.
- *   <li>{@link #query} and {@link #fetch}: a plain SQL statement of the kept text, each value
- *       bound with its kept type (the driver sends the same parameter types as the built
- *       statement, so the server reuses the same prepared statement), rows read as the kept
- *       fields.
+ *       shape's own values through the kept text must send ({@link #sent}) exactly what the shape
+ *       sends, so a text in which jOOQ's plain SQL would take something for a placeholder (a brace,
+ *       a colon before a name) fails here, not at a call. (A stray {@code ?} in an unquoted name,
+ *       which that check cannot see, leaves a parameter unbound: the first call fails with the
+ *       driver's error.) nolock quotes every name it renders.
+ *   <li>{@link #query} and {@link #fetch}: a plain SQL statement of the kept text, each value bound
+ *       with its kept type (the driver sends the same parameter types as the built statement, so
+ *       the server reuses the same prepared statement), rows read as the kept fields.
  * </ol>
  *
  * <p>What it cannot check: that a caller passes its values in the order the shape binds them. Each
- * user keeps a test that builds its statements both ways with the same values and compares what they {@link
- * #sent send}.
+ * user keeps a test that builds its statements both ways with the same values and compares what
+ * they {@link #sent send}.
  */
 public final class RenderedStatement {
 
@@ -61,8 +60,7 @@ public final class RenderedStatement {
    * Renders {@code shape} with {@code renderWith}'s settings (the context the statements will run
    * on, or one with the same settings).
    *
-   * @param shape the statement built with any values of the right types; those values are not
-   *     kept
+   * @param shape the statement built with any values of the right types; those values are not kept
    * @throws IllegalArgumentException when jOOQ would not read the rendered text back as the same
    *     statement
    */
@@ -76,7 +74,9 @@ public final class RenderedStatement {
     RenderedStatement rendered =
         new RenderedStatement(renderWith.render(shape), types.toArray(DataType<?>[]::new), fields);
     Object[] shapeValues =
-        shape.getParams().values().stream().filter(param -> !param.isInline()).map(Param::getValue)
+        shape.getParams().values().stream()
+            .filter(param -> !param.isInline())
+            .map(Param::getValue)
             .toArray();
     String built = sent(renderWith, shape);
     String read = sent(renderWith, rendered.query(renderWith, shapeValues));
@@ -92,10 +92,10 @@ public final class RenderedStatement {
   }
 
   /**
-   * What {@code dsl} sends for {@code query}: the text, then each bound value with its data type, in
-   * order (values written into the text are part of it). Two statements that send the same are the
-   * same statement to the driver and the server; the form in which a statement run from the kept
-   * text and the built one compare.
+   * What {@code dsl} sends for {@code query}: the text, then each bound value with its data type,
+   * in order (values written into the text are part of it). Two statements that send the same are
+   * the same statement to the driver and the server; the form in which a statement run from the
+   * kept text and the built one compare.
    */
   public static String sent(DSLContext dsl, Query query) {
     return dsl.render(query)
@@ -111,8 +111,8 @@ public final class RenderedStatement {
   }
 
   /**
-   * The statement with {@code values} bound in the order the shape binds them, to run on {@code
-   * on} (a context of the pool, a connection or a caller's transaction).
+   * The statement with {@code values} bound in the order the shape binds them, to run on {@code on}
+   * (a context of the pool, a connection or a caller's transaction).
    *
    * @throws IllegalArgumentException when the number of values is not the shape's
    */

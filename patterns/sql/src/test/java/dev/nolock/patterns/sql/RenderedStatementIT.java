@@ -29,8 +29,8 @@ import org.junit.jupiter.api.Test;
  * {@link RenderedStatement} against the real PostgreSQL: the statement run from the kept text
  * returns what the built one returns, read with the same types, and binds its values with the same
  * types, which the server shows: on one connection, alternating the two, pgjdbc's statement cache
- * keeps one server-side prepared statement for the text (a value bound with another type would
- * make pgjdbc prepare the text again, and a limit bound as text would fail).
+ * keeps one server-side prepared statement for the text (a value bound with another type would make
+ * pgjdbc prepare the text again, and a limit bound as text would fail).
  */
 class RenderedStatementIT {
 

@@ -24,8 +24,7 @@ import org.junit.jupiter.api.Test;
 /**
  * {@link RenderedStatement} without a server: the statement run from the kept text sends exactly
  * what the statement built with the same values sends (the text, each value with its type), and
- * what it refuses. Against PostgreSQL: {@code
- * RenderedStatementIT}.
+ * what it refuses. Against PostgreSQL: {@code RenderedStatementIT}.
  */
 class RenderedStatementTest {
 
@@ -58,8 +57,7 @@ class RenderedStatementTest {
 
     assertThat(sent(rendered.fetch(PG, at, 42L, "o'brien", 42L)))
         .isEqualTo(sent(finish(at, 42L, "o'brien")));
-    assertThat(sent(rendered.fetch(PG, null, -7L, "", -7L)))
-        .isEqualTo(sent(finish(null, -7L, "")));
+    assertThat(sent(rendered.fetch(PG, null, -7L, "", -7L))).isEqualTo(sent(finish(null, -7L, "")));
     assertThat(rendered.sql()).isEqualTo(PG.render(finish(null, 1L, "shape")));
     assertThat(rendered.fetch(PG, at, 1L, "x", 1L).fields())
         .as("rows read as the shape's fields, with their types")
@@ -72,10 +70,8 @@ class RenderedStatementTest {
     RenderedStatement rendered = RenderedStatement.of(PG, shape);
 
     // The check each user keeps: two strings swapped still bind, and read differently.
-    assertThat(sent(rendered.query(PG, "running", "new")))
-        .isNotEqualTo(sent(shape));
-    assertThat(sent(rendered.query(PG, "new", "running")))
-        .isEqualTo(sent(shape));
+    assertThat(sent(rendered.query(PG, "running", "new"))).isNotEqualTo(sent(shape));
+    assertThat(sent(rendered.query(PG, "new", "running"))).isEqualTo(sent(shape));
   }
 
   @Test
@@ -84,7 +80,9 @@ class RenderedStatementTest {
     RenderedStatement rendered = RenderedStatement.of(PG, shape);
 
     assertThat(sent(rendered.query(PG, 9L)))
-        .isEqualTo(sent(PG.deleteFrom(table(name("jobs"))).where(ID.eq(9L)).and(STATE.eq(inline("done")))));
+        .isEqualTo(
+            sent(
+                PG.deleteFrom(table(name("jobs"))).where(ID.eq(9L)).and(STATE.eq(inline("done")))));
     assertThatThrownBy(() -> rendered.fetch(PG, 9L))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("returns no rows")
@@ -104,8 +102,7 @@ class RenderedStatementTest {
   @Test
   void aTextThatJooqWouldReadBackAsAnotherStatementIsRefusedWhenRendered() {
     // An unquoted name with a colon: jOOQ's plain SQL takes ":b" for a named parameter.
-    Query shape =
-        PG.select(field(unquotedName("a:b"))).from(table(name("jobs"))).where(ID.eq(1L));
+    Query shape = PG.select(field(unquotedName("a:b"))).from(table(name("jobs"))).where(ID.eq(1L));
 
     assertThatThrownBy(() -> RenderedStatement.of(PG, shape))
         .isInstanceOf(IllegalArgumentException.class)
