@@ -20,10 +20,12 @@ import dev.nolock.idempotency.StoredResult;
 import dev.nolock.patterns.sql.CreateIfMissing;
 import dev.nolock.patterns.sql.LeasedRow;
 import dev.nolock.patterns.sql.PgClock;
+import dev.nolock.patterns.sql.RenderedStatement;
 import dev.nolock.patterns.sql.TableShape;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -36,8 +38,12 @@ import org.jooq.Field;
 import org.jooq.Name;
 import org.jooq.Query;
 import org.jooq.Record3;
+import org.jooq.Record4;
+import org.jooq.ResultQuery;
+import org.jooq.SQLDialect;
 import org.jooq.Sequence;
 import org.jooq.Table;
+import org.jooq.impl.DSL;
 import org.jooq.impl.SQLDataType;
 
 /**
@@ -142,6 +148,14 @@ public final class KeyTable {
   private final Field<String> aliasedPrincipal;
   private final Field<String> aliasedKey;
 
+  // What every call sends, built and rendered once (RenderedStatement), in both forms where a
+  // safeguard can be switched off; the typed DSL in the built* methods builds their shapes.
+  private final RenderedStatement claimSameRequest;
+  private final RenderedStatement claimAnyRequest;
+  private final RenderedStatement read;
+  private final RenderedStatement completeHeld;
+  private final RenderedStatement completeAny;
+
   /** The table {@code tableName} (validated); the sequence and indexes are named after it. */
   public KeyTable(Name tableName) {
     this.tableName = tableName;
@@ -186,6 +200,26 @@ public final class KeyTable {
                     expiresAt,
                     downstreamKey))
             .uniqueKey(scope, principal, key);
+    DSLContext render = DSL.using(SQLDialect.POSTGRES);
+    Fingerprint anyFingerprint = Fingerprint.of("f");
+    Duration second = Duration.ofSeconds(1);
+    UUID anyUuid = new UUID(0, 0);
+    this.claimSameRequest =
+        RenderedStatement.of(
+            render,
+            builtClaim(render, "s", "p", "k", anyFingerprint, anyUuid, second, second, true));
+    this.claimAnyRequest =
+        RenderedStatement.of(
+            render,
+            builtClaim(render, "s", "p", "k", anyFingerprint, anyUuid, second, second, false));
+    this.read = RenderedStatement.of(render, builtRead(render, "s", "p", "k"));
+    StoredResult anyResult = StoredResult.of(200, new byte[0]);
+    this.completeHeld =
+        RenderedStatement.of(
+            render, builtComplete(render, "s", "p", "k", 1, anyResult, second, true));
+    this.completeAny =
+        RenderedStatement.of(
+            render, builtComplete(render, "s", "p", "k", 1, anyResult, second, false));
   }
 
   /**
@@ -292,6 +326,38 @@ public final class KeyTable {
       Duration retention,
       boolean fingerprintCheck,
       int timeoutSeconds) {
+    return (fingerprintCheck ? claimSameRequest : claimAnyRequest)
+        .fetch(
+            dsl,
+            scopeValue,
+            principalValue,
+            keyValue,
+            fingerprintValue.value(),
+            UUID.randomUUID(),
+            PgClock.ceilMillis(retention),
+            LeasedRow.leaseMillis(lease))
+        .queryTimeout(timeoutSeconds)
+        .fetchOptional()
+        .map(
+            r ->
+                new Claim(
+                    r.get(0, Long.class),
+                    r.get(1, Integer.class),
+                    r.get(2, String.class),
+                    r.get(3, UUID.class)));
+  }
+
+  /** {@link #claim}'s statement built for each call: its shape, and what tests compare it with. */
+  ResultQuery<Record4<Long, Integer, String, UUID>> builtClaim(
+      DSLContext dsl,
+      String scopeValue,
+      String principalValue,
+      String keyValue,
+      Fingerprint fingerprintValue,
+      UUID downstream,
+      Duration lease,
+      Duration retention,
+      boolean fingerprintCheck) {
     Condition sameRequest =
         fingerprintCheck ? aliasedFingerprint.eq(excluded(fingerprint)) : noCondition();
     return leased
@@ -301,7 +367,7 @@ public final class KeyTable {
         .key(key, keyValue)
         .onInsert(fingerprint, val(fingerprintValue.value(), fingerprint))
         .onInsert(state, inline(IN_PROGRESS))
-        .onInsert(downstreamKey, val(UUID.randomUUID(), downstreamKey))
+        .onInsert(downstreamKey, val(downstream, downstreamKey))
         .holder(attemptToken, attemptSequence.nextval())
         .onInsert(recoveryPoint, inline(Phases.STARTED))
         .onInsert(createdAt, now())
@@ -309,10 +375,7 @@ public final class KeyTable {
         .onTakeover(expiresAt, greatest(aliasedExpiresAt, excluded(expiresAt)))
         .onlyIf(aliasedState.eq(inline(IN_PROGRESS)).and(sameRequest))
         .build(dsl)
-        .returningResult(attemptToken, attemptCount, recoveryPoint, downstreamKey)
-        .queryTimeout(timeoutSeconds)
-        .fetchOptional()
-        .map(r -> new Claim(r.value1(), r.value2(), r.value3(), r.value4()));
+        .returningResult(attemptToken, attemptCount, recoveryPoint, downstreamKey);
   }
 
   /** The key's row with the database's current time, if the key exists. */
@@ -322,14 +385,26 @@ public final class KeyTable {
       String principalValue,
       String keyValue,
       int timeoutSeconds) {
-    return dsl.select(fingerprint, state, responseStatus, responseBody, lockedUntil, now())
-        .from(table)
-        .where(keyIs(scopeValue, principalValue, keyValue))
+    return read.fetch(dsl, scopeValue, principalValue, keyValue)
         .queryTimeout(timeoutSeconds)
         .fetchOptional()
         .map(
             r ->
-                new KeyRow(r.value1(), r.value2(), r.value3(), r.value4(), r.value5(), r.value6()));
+                new KeyRow(
+                    r.get(0, String.class),
+                    r.get(1, String.class),
+                    r.get(2, Integer.class),
+                    r.get(3, byte[].class),
+                    r.get(4, OffsetDateTime.class),
+                    r.get(5, OffsetDateTime.class)));
+  }
+
+  /** {@link #read}'s statement built for each call. */
+  ResultQuery<?> builtRead(
+      DSLContext dsl, String scopeValue, String principalValue, String keyValue) {
+    return dsl.select(fingerprint, state, responseStatus, responseBody, lockedUntil, now())
+        .from(table)
+        .where(keyIs(scopeValue, principalValue, keyValue));
   }
 
   /**
@@ -374,6 +449,32 @@ public final class KeyTable {
       Duration retention,
       boolean attemptCheck,
       int timeoutSeconds) {
+    Object[] values = {
+      result.status(),
+      result.body(),
+      PgClock.ceilMillis(retention),
+      scopeValue,
+      principalValue,
+      keyValue,
+      token
+    };
+    return (attemptCheck
+            ? completeHeld.query(dsl, values)
+            : completeAny.query(dsl, Arrays.copyOf(values, values.length - 1)))
+        .queryTimeout(timeoutSeconds)
+        .execute();
+  }
+
+  /** {@link #complete}'s statement built for each call. */
+  Query builtComplete(
+      DSLContext dsl,
+      String scopeValue,
+      String principalValue,
+      String keyValue,
+      long token,
+      StoredResult result,
+      Duration retention,
+      boolean attemptCheck) {
     Map<Field<?>, Object> completed = new LinkedHashMap<>();
     completed.put(state, inline(COMPLETED));
     completed.put(recoveryPoint, inline(Phases.FINISHED));
@@ -381,10 +482,8 @@ public final class KeyTable {
     completed.put(responseBody, val(result.body(), responseBody));
     completed.put(completedAt, now());
     completed.put(expiresAt, PgClock.plus(retention));
-    return leased
-        .finish(dsl, heldBy(scopeValue, principalValue, keyValue, token, attemptCheck), completed)
-        .queryTimeout(timeoutSeconds)
-        .execute();
+    return leased.finish(
+        dsl, heldBy(scopeValue, principalValue, keyValue, token, attemptCheck), completed);
   }
 
   /**

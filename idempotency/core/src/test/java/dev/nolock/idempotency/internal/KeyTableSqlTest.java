@@ -42,6 +42,84 @@ class KeyTableSqlTest {
           SQLDialect.POSTGRES);
   private final KeyTable table = new KeyTable(DSL.name("app", "idem_keys"));
 
+  /**
+   * The claim, the read and the completion run from text rendered once ({@code RenderedStatement}),
+   * in both forms of each safeguard: each must send exactly what the statement built with the same
+   * values sends (a value passed in another place would show here), the claim's downstream key
+   * aside, which is fresh per call. Captured through the mock connection, so the values compared
+   * are the ones the library binds.
+   */
+  @Test
+  void theStatementsRenderedOnceSendWhatTheStatementsBuiltWithTheSameValuesSend() {
+    DSLContext render = DSL.using(SQLDialect.POSTGRES);
+    StoredResult result = StoredResult.of(201, new byte[] {7, 8});
+    Duration lease = Duration.ofNanos(3_000_000_001L);
+    Duration retention = Duration.ofHours(1);
+    for (boolean safeguard : new boolean[] {true, false}) {
+      table.claim(
+          dsl,
+          "payments",
+          PRINCIPAL,
+          SECRET_KEY,
+          Fingerprint.of("fp"),
+          lease,
+          retention,
+          safeguard,
+          5);
+      java.util.UUID downstream = (java.util.UUID) bindings.get(bindings.size() - 1).get(4);
+      assertThat(sentLast())
+          .isEqualTo(
+              sent(
+                  render,
+                  table.builtClaim(
+                      render,
+                      "payments",
+                      PRINCIPAL,
+                      SECRET_KEY,
+                      Fingerprint.of("fp"),
+                      downstream,
+                      lease,
+                      retention,
+                      safeguard)));
+      table.complete(dsl, "payments", PRINCIPAL, SECRET_KEY, 41, result, retention, safeguard, 5);
+      assertThat(sentLast())
+          .isEqualTo(
+              sent(
+                  render,
+                  table.builtComplete(
+                      render,
+                      "payments",
+                      PRINCIPAL,
+                      SECRET_KEY,
+                      41,
+                      result,
+                      retention,
+                      safeguard)));
+    }
+    table.read(dsl, "payments", PRINCIPAL, SECRET_KEY, 5);
+    assertThat(sentLast())
+        .isEqualTo(sent(render, table.builtRead(render, "payments", PRINCIPAL, SECRET_KEY)));
+  }
+
+  /**
+   * The last statement the mock connection received and its values, as {@link #sent} shows them.
+   */
+  private String sentLast() {
+    return statements.get(statements.size() - 1)
+        + " "
+        + bindings.get(bindings.size() - 1).stream().map(KeyTableSqlTest::shown).toList();
+  }
+
+  private static String sent(DSLContext render, org.jooq.Query built) {
+    return render.render(built)
+        + " "
+        + render.extractBindValues(built).stream().map(KeyTableSqlTest::shown).toList();
+  }
+
+  private static String shown(Object value) {
+    return value instanceof byte[] bytes ? java.util.Arrays.toString(bytes) : String.valueOf(value);
+  }
+
   @Test
   void theClaimTakesOverOnlyAnExpiredInProgressKeyWithTheSameFingerprintOnTheDatabaseClock() {
     table.claim(

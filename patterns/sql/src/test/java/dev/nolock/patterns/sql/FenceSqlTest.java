@@ -23,8 +23,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The fence's upsert (step 1) runs from text rendered once ({@link RenderedStatement}) per dialect
- * and settings: it must send exactly what the upsert built for the call sends, whatever settings the
- * caller's contexts take turns with, and must follow a visit listener that rewrites it per call.
+ * and settings: it must send exactly what the upsert built for the call sends, whatever settings
+ * the caller's contexts take turns with, and must follow a visit listener that rewrites it per
+ * call.
  */
 class FenceSqlTest {
 
@@ -46,7 +47,8 @@ class FenceSqlTest {
   void theUpsertRenderedOnceSendsWhatTheUpsertBuiltForTheCallSends() {
     DSLContext dsl = DSL.using(SQLDialect.POSTGRES);
 
-    for (Lease lease : new Lease[] {lease("invoice-7", "a#1", 3), lease("x", "b#2", 9_000_000_000L)}) {
+    for (Lease lease :
+        new Lease[] {lease("invoice-7", "a#1", 3), lease("x", "b#2", 9_000_000_000L)}) {
       assertThat(sent(dsl, fence.advanceStatement(dsl, lease)))
           .isEqualTo(sent(dsl, fence.builtAdvance(dsl, lease)));
     }
@@ -86,10 +88,7 @@ class FenceSqlTest {
           }
         };
     DSLContext dsl =
-        DSL.using(
-            new DefaultConfiguration()
-                .set(SQLDialect.POSTGRES)
-                .set(() -> tenantSchema));
+        DSL.using(new DefaultConfiguration().set(SQLDialect.POSTGRES).set(() -> tenantSchema));
     Lease lease = lease("invoice-7", "a#1", 3);
 
     assertThat(sent(dsl, fence.advanceStatement(dsl, lease))).contains("\"tenant_a\".\"fences\"");
