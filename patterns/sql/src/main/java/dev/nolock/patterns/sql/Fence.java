@@ -20,14 +20,11 @@ import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicReference;
 import org.jooq.DSLContext;
 import org.jooq.Field;
 import org.jooq.Name;
-import org.jooq.Query;
 import org.jooq.SQLDialect;
 import org.jooq.Table;
-import org.jooq.conf.Settings;
 import org.jooq.exception.DataAccessException;
 import org.jooq.impl.DSL;
 import org.jooq.impl.DefaultConnectionProvider;
@@ -135,7 +132,6 @@ public final class Fence {
   private final Field<Long> aliasToken;
   private final Field<String> aliasOwner;
   private final CoordinationMetrics metrics;
-  private final AtomicReference<AdvanceRendered> lastAdvance = new AtomicReference<>();
 
   private Fence(Name tableName, Name writesName, CoordinationMetrics metrics) {
     this.tableName = tableName;
@@ -544,34 +540,6 @@ public final class Fence {
   }
 
   private int advance(DSLContext tx, Lease lease) {
-    return advanceStatement(tx, lease).execute();
-  }
-
-  /**
-   * Step 1's upsert for {@code lease} on {@code tx}: run from its text rendered once ({@link
-   * RenderedStatement}) for the dialect and settings it last ran with (an application keeps one
-   * set), or built for this call when {@code tx} has visit listeners, which may rewrite a statement
-   * differently on each call (a tenant's schema taken from the current request, say).
-   */
-  Query advanceStatement(DSLContext tx, Lease lease) {
-    if (tx.configuration().visitListenerProviders().length > 0) {
-      return builtAdvance(tx, lease);
-    }
-    AdvanceRendered last = lastAdvance.get();
-    if (last == null || last.dialect() != tx.dialect() || !last.settings().equals(tx.settings())) {
-      // A copy: the caller may change its settings later, and the text would not follow.
-      last =
-          new AdvanceRendered(
-              tx.dialect(),
-              (Settings) tx.settings().clone(),
-              RenderedStatement.of(tx, builtAdvance(tx, lease)));
-      lastAdvance.set(last);
-    }
-    return last.statement().query(tx, lease.name(), lease.token().value(), lease.owner());
-  }
-
-  /** {@link #advanceStatement} built for each call: its shape, and what tests compare it with. */
-  Query builtAdvance(DSLContext tx, Lease lease) {
     return tx.insertInto(alias, name, token, owner)
         .values(lease.name(), lease.token().value(), lease.owner())
         .onConflict(name)
@@ -581,11 +549,9 @@ public final class Fence {
         .where(
             aliasToken
                 .lt(excluded(token))
-                .or(aliasToken.eq(excluded(token)).and(aliasOwner.eq(excluded(owner)))));
+                .or(aliasToken.eq(excluded(token)).and(aliasOwner.eq(excluded(owner)))))
+        .execute();
   }
-
-  private record AdvanceRendered(
-      SQLDialect dialect, Settings settings, RenderedStatement statement) {}
 
   private <T> Optional<FencedWrite.AlreadyWritten<T>> recorded(
       DSLContext tx, Lease lease, WriteId writeId) {
