@@ -200,6 +200,9 @@ public final class KeyTable {
                     expiresAt,
                     downstreamKey))
             .uniqueKey(scope, principal, key);
+    // The settings of the context the statements run on (DSL.using(dataSource, POSTGRES), jOOQ's
+    // defaults): a setting given to that context must be given here too, or the text would not
+    // follow it.
     DSLContext render = DSL.using(SQLDialect.POSTGRES);
     Fingerprint anyFingerprint = Fingerprint.of("f");
     Duration second = Duration.ofSeconds(1);

@@ -1,5 +1,6 @@
 package dev.nolock.patterns.sql;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Collectors;
@@ -12,6 +13,9 @@ import org.jooq.QueryPart;
 import org.jooq.Record;
 import org.jooq.ResultQuery;
 import org.jooq.impl.DSL;
+import org.jooq.tools.jdbc.MockConnection;
+import org.jooq.tools.jdbc.MockDataProvider;
+import org.jooq.tools.jdbc.MockResult;
 
 /**
  * A statement that jOOQ builds and renders once, then runs many times with new bind values: the
@@ -20,24 +24,30 @@ import org.jooq.impl.DSL;
  *
  * <p>Why: building a statement's syntax tree and rendering it is most of the client's work per call
  * of a hot statement, and its text never changes for one shape. On the queue's claim and completion
- * it was about 130 µs of the calling thread's CPU and 35 KB of garbage per job, against about 70 µs
- * for the two round trips themselves; rendered once, the job costs about 55 µs more than plain
- * JDBC. jOOQ's manual suggests this ("Performance considerations": cache the SQL that jOOQ
- * generates); the statement still runs through jOOQ, so its settings (the query timeout), execute
- * listeners, bindings and error translation apply as before.
+ * (one job, one thread, measured on 2 cores) the calling thread spent about 200 µs of CPU and made
+ * about 40 KB of garbage per job, against about 75 µs and 4 KB for the same statements through
+ * plain JDBC; rendered once, about 130 µs and 24 KB. jOOQ's manual suggests this ("Performance
+ * considerations": cache the SQL that jOOQ generates). The statement still runs through jOOQ, so
+ * its settings (the query timeout), bindings and error translation apply as before; execute
+ * listeners see it as a plain SQL query (a {@code RETURNING} statement counts as a read).
  *
  * <ol>
  *   <li>{@link #of}: renders the shape with the context's settings, keeps the data type of each
  *       bind value in order (inlined values are part of the text) and, for a query that returns
  *       rows, its fields; then checks that jOOQ reads the text back as the same statement: the
- *       shape's own values through the kept text must send ({@link #sent}) exactly what the shape
- *       sends, so a text in which jOOQ's plain SQL would take something for a placeholder (a brace,
- *       a colon before a name) fails here, not at a call. (A stray {@code ?} in an unquoted name,
- *       which that check cannot see, leaves a parameter unbound: the first call fails with the
- *       driver's error.) nolock quotes every name it renders.
+ *       shape's own values through the kept text must reach the driver ({@link #sent}) exactly as
+ *       the shape's do, so a text in which jOOQ's plain SQL would take something for a placeholder
+ *       (a brace, a colon before a name) fails here, not at a call. (A stray {@code ?} in an
+ *       unquoted name, which that check cannot see, leaves a parameter unbound: the first call
+ *       fails with the driver's error.) nolock quotes every name it renders. Use it on contexts of
+ *       the module's own, never on a caller's: a caller's settings may render a statement in ways a
+ *       kept text does not follow (static statements, raw templates, a visit listener that rewrites
+ *       per call).
  *   <li>{@link #query} and {@link #fetch}: a plain SQL statement of the kept text, each value bound
  *       with its kept type (the driver sends the same parameter types as the built statement, so
- *       the server reuses the same prepared statement), rows read as the kept fields.
+ *       the server reuses the same prepared statement), rows read as the kept fields. A value of
+ *       another Java type than its kept type is refused, never converted (a text where a number
+ *       goes would be bound as null).
  * </ol>
  *
  * <p>What it cannot check: that a caller passes its values in the order the shape binds them. Each
@@ -92,17 +102,36 @@ public final class RenderedStatement {
   }
 
   /**
-   * What {@code dsl} sends for {@code query}: the text, then each bound value with its data type,
-   * in order (values written into the text are part of it). Two statements that send the same are
-   * the same statement to the driver and the server; the form in which a statement run from the
-   * kept text and the built one compare.
+   * What the driver receives when {@code query} runs with {@code dsl}'s dialect and settings: the
+   * SQL text, then each bound value with its Java type, in order (values written into the text are
+   * part of it). Found by running it on jOOQ's mock connection ({@link MockConnection}, which
+   * answers with no rows): {@code query} is attached to that connection's configuration, so run it
+   * nowhere else afterwards. Two statements that send the same are the same statement to the driver
+   * and the server; the form in which a statement run from the kept text and the built one compare.
    */
   public static String sent(DSLContext dsl, Query query) {
-    return dsl.render(query)
-        + query.getParams().values().stream()
-            .filter(param -> !param.isInline())
-            .map(param -> param.getDataType().getCastTypeName() + " " + param.getValue())
-            .collect(Collectors.joining(", ", "\n binds: [", "]"));
+    List<String> seen = new ArrayList<>();
+    MockDataProvider recorder =
+        context -> {
+          seen.add(
+              context.sql()
+                  + Arrays.stream(context.bindings())
+                      .map(RenderedStatement::shown)
+                      .collect(Collectors.joining(", ", "\n binds: [", "]")));
+          return new MockResult[] {new MockResult(0, DSL.using(dsl.dialect()).newResult())};
+        };
+    query.attach(
+        DSL.using(new MockConnection(recorder), dsl.dialect(), dsl.settings()).configuration());
+    query.execute();
+    return String.join("\n", seen);
+  }
+
+  private static String shown(Object value) {
+    if (value == null) {
+      return "null";
+    }
+    String shown = value instanceof byte[] bytes ? Arrays.toString(bytes) : value.toString();
+    return shown + " (" + value.getClass().getSimpleName() + ")";
   }
 
   /** The rendered text, with a {@code ?} per bind value. */
@@ -114,7 +143,8 @@ public final class RenderedStatement {
    * The statement with {@code values} bound in the order the shape binds them, to run on {@code on}
    * (a context of the pool, a connection or a caller's transaction).
    *
-   * @throws IllegalArgumentException when the number of values is not the shape's
+   * @throws IllegalArgumentException when the number of values is not the shape's, or a value is
+   *     not of its kept type
    */
   public Query query(DSLContext on, Object... values) {
     return on.query(sql, bind(values));
@@ -124,8 +154,8 @@ public final class RenderedStatement {
    * The query with {@code values} bound in the order the shape binds them, its rows read as the
    * shape's fields.
    *
-   * @throws IllegalArgumentException when the number of values is not the shape's, or the shape
-   *     returns no rows
+   * @throws IllegalArgumentException when the number of values is not the shape's, a value is not
+   *     of its kept type, or the shape returns no rows
    */
   public ResultQuery<Record> fetch(DSLContext on, Object... values) {
     if (fields == null) {
@@ -149,12 +179,25 @@ public final class RenderedStatement {
     }
     QueryPart[] bound = new QueryPart[values.length];
     for (int i = 0; i < values.length; i++) {
-      bound[i] = bindAs(values[i], bindTypes[i]);
+      bound[i] = bindAs(values[i], bindTypes[i], i);
     }
     return bound;
   }
 
-  private static <T> Param<T> bindAs(Object value, DataType<T> type) {
-    return DSL.val(value, type);
+  private <T> Param<T> bindAs(Object value, DataType<T> type, int index) {
+    if (value != null && !type.getType().isInstance(value)) {
+      throw new IllegalArgumentException(
+          "Value "
+              + (index + 1)
+              + " is a "
+              + value.getClass().getName()
+              + " ("
+              + value
+              + "), where the statement binds a "
+              + type.getType().getName()
+              + ": pass it as that type (it is never converted): "
+              + sql);
+    }
+    return DSL.val(type.getType().cast(value), type);
   }
 }

@@ -90,6 +90,33 @@ class RenderedStatementTest {
   }
 
   @Test
+  void aValueOfAnotherJavaTypeThanItsKeptTypeIsRefusedNotConverted() {
+    RenderedStatement rendered = RenderedStatement.of(PG, finish(null, 1L, "shape"));
+
+    // jOOQ would convert both silently: the text to null, the int to a long.
+    assertThatThrownBy(() -> rendered.fetch(PG, null, "42", "o", 42L))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Value 2 is a java.lang.String (42)")
+        .hasMessageContaining("binds a java.lang.Long");
+    assertThatThrownBy(() -> rendered.fetch(PG, null, 42, "o", 42L))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("Value 2 is a java.lang.Integer");
+    assertThat(sent(rendered.fetch(PG, null, 42L, "o", 42L)))
+        .as("a null of any kept type, and values of their kept types, pass")
+        .isEqualTo(sent(finish(null, 42L, "o")));
+  }
+
+  @Test
+  void whatIsSentIsWhatTheDriverReceivesWithEachValuesJavaType() {
+    assertThat(sent(finish(null, 42L, "o")))
+        .isEqualTo(
+            "update \"jobs\" set \"state\" = 'done', \"at\" = cast(? as timestamp with time zone)"
+                + " where (\"id\" = ? and (\"owner\" = ? or (\"owner\" is null and \"id\" > ?)))"
+                + " returning \"runs\"\n"
+                + " binds: [null, 42 (Long), o (String), 42 (Long)]");
+  }
+
+  @Test
   void theWrongNumberOfValuesIsRefusedWithTheCountAndTheText() {
     RenderedStatement rendered = RenderedStatement.of(PG, finish(null, 1L, "shape"));
 

@@ -71,6 +71,9 @@ public final class LockTable {
     this.owner = field(name("owner"), SQLDataType.VARCHAR(Lease.MAX_OWNER_LENGTH).nullable(false));
     this.token = field(name("token"), SQLDataType.BIGINT.nullable(false));
     this.expiresAt = field(name("expires_at"), SQLDataType.TIMESTAMPWITHTIMEZONE.nullable(false));
+    // The settings of the context the statements run on (DSL.using(dataSource, POSTGRES), jOOQ's
+    // defaults): a setting given to that context must be given here too, or the text would not
+    // follow it.
     DSLContext render = DSL.using(SQLDialect.POSTGRES);
     this.tryAcquire =
         RenderedStatement.of(render, builtTryAcquire(render, "n", "o", Duration.ofSeconds(1)));
